@@ -1,0 +1,19 @@
+/* Internal helpers shared by the codec's files; not installed. */
+#ifndef RESPLOCK_RESP_INTERNAL_H
+#define RESPLOCK_RESP_INTERNAL_H
+
+#include <stddef.h>
+
+void *rlk__malloc(size_t n);
+void *rlk__realloc(void *p, size_t n);
+void rlk__free(void *p);
+
+#if defined(__GNUC__)
+#define RLK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RLK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RLK_LIKELY(x) (x)
+#define RLK_UNLIKELY(x) (x)
+#endif
+
+#endif
