@@ -90,7 +90,7 @@ typedef enum rlk_resp_type {
     RLK_RESP_PUSH = '>'
 } rlk_resp_type;
 
-/* Returns a lowercase name for a type ("bulk", "map", ...), or "?". */
+/* Returns a lowercase name for a type ("bulk string", "map", ...), or "?". */
 const char *rlk_resp_type_name(int type);
 
 /* ------------------------------------------------------------------ */
@@ -148,7 +148,8 @@ typedef struct rlk_resp_event {
      * (pairs for a map or attribute), or -1 when streamed. */
     int64_t integer;
     double dbl;          /* DOUBLE: the value (inf, -inf, nan included)    */
-    /* For a NULL: the type byte it came as: '_', '$' or '*'. */
+    /* For a NULL: the type byte it came as: '_', '$' or '*'.  A CHUNK and
+     * the BEGIN/END of its streamed string share the string's depth. */
     char null_wire;
 } rlk_resp_event;
 
@@ -234,6 +235,7 @@ int rlk_resp_parser_error(const rlk_resp_parser *p, uint64_t *offset,
 typedef struct rlk_resp_value rlk_resp_value;
 struct rlk_resp_value {
     rlk_resp_type type;
+    unsigned char flags; /* RLK_RESP_V_STREAMED: came in the streamed form */
     char null_wire;      /* NULL: '_', '$' or '*'                         */
     char format[4];      /* VERBATIM: the format, NUL-terminated          */
     const char *str;     /* string payload (and double text)             */
@@ -245,6 +247,8 @@ struct rlk_resp_value {
     rlk_resp_value *next;  /* next sibling                                */
     rlk_resp_value *attr;  /* attribute attached to this value, or NULL   */
 };
+
+#define RLK_RESP_V_STREAMED 0x1u
 
 /* An arena: starts in an optional caller buffer, then grows in blocks
  * through the allocator hook up to max_bytes in all.  Private fields. */
@@ -285,12 +289,17 @@ typedef struct rlk_resp_reader {
     uint32_t build_cap;
     rlk_resp_value *root;
     rlk_resp_value *pending_attr; /* attribute awaiting its value        */
-    int owns_strings;       /* a streamed string was copied              */
+    size_t stream_cap;      /* room of the streamed string being copied  */
+    rlk_resp_value *fixups; /* string nodes whose views await their base */
 } rlk_resp_reader;
 
 /* Initializes a reader that builds into `arena` (not owned). */
 void rlk_resp_reader_init(rlk_resp_reader *r, rlk_resp_arena *arena,
                           const rlk_resp_limits *limits);
+
+/* Forgets a partial reply and a sticky error (the parser is reset too);
+ * the arena is the caller's to reset. */
+void rlk_resp_reader_reset(rlk_resp_reader *r);
 
 /* Frees the reader's own memory (not the arena). */
 void rlk_resp_reader_free(rlk_resp_reader *r);

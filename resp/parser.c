@@ -1,0 +1,678 @@
+/*
+ * The incremental RESP2/RESP3 parser: a pull state machine over the
+ * caller's bytes.  One call yields at most one event.  Nothing is
+ * allocated per reply; the only heap memory is the frame stack, and only
+ * once nesting goes past the inline frames.
+ *
+ * Why lines are consumed whole and headers eagerly: a line (type byte up to
+ * CRLF) is short or bounded by max_bulk, and `scanned` remembers how far the
+ * search for its LF got, so a resumed call never rescans.  A bulk header is
+ * consumed as soon as it is read and only the payload length is kept, so
+ * waiting for a large payload costs O(1) per call.
+ */
+#include "resp.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    ST_TYPE = 0,  /* expecting a type byte                       */
+    ST_PAYLOAD,   /* header read; expecting want bytes then CRLF */
+    ST_CHUNK_HDR  /* inside $?: expecting ";len" or ";0"         */
+};
+
+/* Longest line for integers, lengths, booleans and nulls: a sign, 19
+ * digits and room for leading zeros; beyond it a value cannot be valid. */
+#define NUM_LINE_MAX 64
+
+void rlk_resp_limits_default(rlk_resp_limits *l)
+{
+    l->max_depth = RLK_RESP_DEFAULT_MAX_DEPTH;
+    l->max_bulk = RLK_RESP_DEFAULT_MAX_BULK;
+    l->max_elements = RLK_RESP_DEFAULT_MAX_ELEMENTS;
+}
+
+const char *rlk_resp_type_name(int type)
+{
+    switch (type) {
+    case RLK_RESP_SIMPLE: return "simple string";
+    case RLK_RESP_ERROR: return "error";
+    case RLK_RESP_INTEGER: return "integer";
+    case RLK_RESP_BULK: return "bulk string";
+    case RLK_RESP_ARRAY: return "array";
+    case RLK_RESP_NULL: return "null";
+    case RLK_RESP_BOOL: return "boolean";
+    case RLK_RESP_DOUBLE: return "double";
+    case RLK_RESP_BIGNUM: return "big number";
+    case RLK_RESP_BLOB_ERROR: return "blob error";
+    case RLK_RESP_VERBATIM: return "verbatim string";
+    case RLK_RESP_MAP: return "map";
+    case RLK_RESP_SET: return "set";
+    case RLK_RESP_ATTR: return "attribute";
+    case RLK_RESP_PUSH: return "push";
+    default: return "?";
+    }
+}
+
+void rlk_resp_parser_init(rlk_resp_parser *p, const rlk_resp_limits *limits)
+{
+    memset(p, 0, offsetof(rlk_resp_parser, inline_stack));
+    rlk_resp_limits_default(&p->limits);
+    if (limits) {
+        if (limits->max_depth) p->limits.max_depth = limits->max_depth;
+        if (limits->max_bulk) p->limits.max_bulk = limits->max_bulk;
+        if (limits->max_elements) p->limits.max_elements = limits->max_elements;
+    }
+    p->stack = p->inline_stack;
+    p->cap = RLK_RESP_INLINE_FRAMES;
+}
+
+void rlk_resp_parser_free(rlk_resp_parser *p)
+{
+    if (p->stack && p->stack != p->inline_stack) rlk__free(p->stack);
+    p->stack = p->inline_stack;
+    p->cap = RLK_RESP_INLINE_FRAMES;
+    p->sp = 0;
+}
+
+void rlk_resp_parser_reset(rlk_resp_parser *p)
+{
+    p->offset = 0;
+    p->sp = 0;
+    p->state = ST_TYPE;
+    p->error = 0;
+    p->error_offset = 0;
+    p->want = 0;
+    p->scanned = 0;
+    p->streamed_total = 0;
+    p->bulk_type = 0;
+    p->top_attr = 0;
+    p->error_msg[0] = '\0';
+}
+
+int rlk_resp_parser_idle(const rlk_resp_parser *p)
+{
+    return !p->error && p->sp == 0 && p->state == ST_TYPE && !p->top_attr;
+}
+
+uint64_t rlk_resp_parser_want(const rlk_resp_parser *p)
+{
+    /* `scanned` holds, while waiting for a payload, how many of its bytes
+     * the last call saw (see need_more_payload). */
+    if (p->state == ST_PAYLOAD && p->want + 2 > p->scanned)
+        return p->want + 2 - p->scanned;
+    return 1;
+}
+
+int rlk_resp_parser_error(const rlk_resp_parser *p, uint64_t *offset,
+                          const char **reason)
+{
+    if (offset) *offset = p->error ? p->error_offset : 0;
+    if (reason) *reason = p->error ? p->error_msg : "";
+    return p->error;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static int fail(rlk_resp_parser *p, int status, uint64_t at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->error_msg, sizeof p->error_msg, fmt, ap);
+    va_end(ap);
+    p->error = status;
+    p->error_offset = p->offset + at;
+    return status;
+}
+
+/* Used by the tree reader to make its own failures sticky too. */
+int rlk__parser_fail(rlk_resp_parser *p, int status, uint64_t at, const char *msg);
+int rlk__parser_fail(rlk_resp_parser *p, int status, uint64_t at, const char *msg)
+{
+    return fail(p, status, at, "%s", msg);
+}
+
+/* A printable rendering of one byte for error messages. */
+static const char *show_byte(unsigned char c, char out[8])
+{
+    if (c >= 0x21 && c <= 0x7e && c != '\'')
+        snprintf(out, 8, "'%c'", c);
+    else
+        snprintf(out, 8, "0x%02x", c);
+    return out;
+}
+
+/*
+ * Finds the CRLF ending the line that starts at buf[0] (the type byte).
+ * Returns the index of the LF, 0 when it has not arrived yet, or -1 after
+ * recording an error.  max_line bounds the line, CRLF included.
+ */
+static long long find_line_end(rlk_resp_parser *p, const char *buf, size_t len,
+                               uint64_t max_line)
+{
+    size_t from = p->scanned > 1 ? (size_t)p->scanned : 1;
+    const char *lf = from < len ? memchr(buf + from, '\n', len - from) : NULL;
+    if (!lf) {
+        if ((uint64_t)len > max_line)
+            return fail(p, RLK_ERR_LIMIT, (uint64_t)max_line,
+                        "%s line longer than %llu bytes",
+                        rlk_resp_type_name((unsigned char)buf[0]),
+                        (unsigned long long)max_line), -1;
+        p->scanned = len;
+        return 0;
+    }
+    size_t i = (size_t)(lf - buf);
+    if (i + 1 > max_line)
+        return fail(p, RLK_ERR_LIMIT, (uint64_t)max_line,
+                    "%s line longer than %llu bytes",
+                    rlk_resp_type_name((unsigned char)buf[0]),
+                    (unsigned long long)max_line), -1;
+    if (i < 2 || buf[i - 1] != '\r')
+        return fail(p, RLK_ERR_PROTO, i, "line ends in LF without CR"), -1;
+    return (long long)i;
+}
+
+/* Parses a whole signed 64-bit decimal: [-]digits, nothing else. */
+static int parse_i64(const char *s, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (n && s[0] == '-') { neg = 1; i = 1; }
+    if (i == n) return -1;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9) return -1;
+        if (v > (limit - d) / 10) return -2;
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+static int ieq(const char *s, size_t n, const char *word)
+{
+    size_t i;
+    for (i = 0; i < n && word[i]; i++)
+        if ((s[i] | 0x20) != word[i]) return 0;
+    return i == n && word[i] == '\0';
+}
+
+static const double pow10_exact[] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* strtod on a copy whose '.' is the C library's current decimal point, so
+ * a caller's setlocale() cannot change what the wire means. */
+static double slow_strtod(const char *s, size_t n)
+{
+    char small[128];
+    char *tmp = n < sizeof small ? small : rlk__malloc(n + 1);
+    if (!tmp) return NAN;
+    const char *dp = localeconv()->decimal_point;
+    char point = (dp && dp[0] && !dp[1]) ? dp[0] : '.';
+    for (size_t i = 0; i < n; i++) tmp[i] = s[i] == '.' ? point : s[i];
+    tmp[n] = '\0';
+    double v = strtod(tmp, NULL);
+    if (tmp != small) rlk__free(tmp);
+    return v;
+}
+
+/*
+ * Validates a RESP3 double: [+-]inf | [+-]nan | [+-]digits[.digits][e[+-]digits]
+ * (at least one digit before the exponent).  Converts exactly: short
+ * mantissas with small exponents by one exact IEEE operation, the rest by
+ * strtod.
+ */
+static int parse_double(const char *s, size_t n, double *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (n && (s[0] == '-' || s[0] == '+')) { neg = s[0] == '-'; i = 1; }
+    if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity")) {
+        *out = neg ? -INFINITY : INFINITY;
+        return 0;
+    }
+    if (ieq(s + i, n - i, "nan")) {
+        *out = neg ? -NAN : NAN;
+        return 0;
+    }
+    uint64_t mant = 0;
+    int digits = 0, sig = 0, exp10 = 0, any = 0;
+    for (; i < n && (unsigned)(s[i] - '0') <= 9; i++, any = 1) {
+        if (mant == 0 && s[i] == '0') continue;
+        if (sig < 19) { mant = mant * 10 + (unsigned)(s[i] - '0'); sig++; }
+        else exp10++;
+        digits++;
+    }
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && (unsigned)(s[i] - '0') <= 9; i++, any = 1) {
+            if (mant == 0 && s[i] == '0') { exp10--; continue; }
+            if (sig < 19) { mant = mant * 10 + (unsigned)(s[i] - '0'); sig++; exp10--; }
+            digits++;
+        }
+    }
+    if (!any) return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int eneg = 0;
+        if (i < n && (s[i] == '-' || s[i] == '+')) { eneg = s[i] == '-'; i++; }
+        if (i == n) return -1;
+        long e = 0;
+        for (; i < n && (unsigned)(s[i] - '0') <= 9; i++)
+            if (e < 100000) e = e * 10 + (s[i] - '0');
+        exp10 += eneg ? -(int)e : (int)e;
+    }
+    if (i != n) return -1;
+    (void)digits;
+    if (mant == 0) {
+        *out = neg ? -0.0 : 0.0;
+    } else if (sig <= 15 && exp10 >= -22 && exp10 <= 22) {
+        double m = (double)mant;
+        double v = exp10 >= 0 ? m * pow10_exact[exp10] : m / pow10_exact[-exp10];
+        *out = neg ? -v : v;
+    } else {
+        *out = slow_strtod(s, n);
+    }
+    return 0;
+}
+
+static int grow_stack(rlk_resp_parser *p)
+{
+    uint32_t ncap = p->cap * 2;
+    if (ncap > p->limits.max_depth) ncap = p->limits.max_depth;
+    rlk_resp_frame *ns;
+    if (p->stack == p->inline_stack) {
+        ns = rlk__malloc(sizeof *ns * ncap);
+        if (ns) memcpy(ns, p->stack, sizeof *ns * p->sp);
+    } else {
+        ns = rlk__realloc(p->stack, sizeof *ns * ncap);
+    }
+    if (!ns) return RLK_ERR_NOMEM;
+    p->stack = ns;
+    p->cap = ncap;
+    return 0;
+}
+
+/* Records that a value (scalar, or an aggregate that just ended) is
+ * complete in its parent, and flags the end of a top-level reply. */
+static int value_done(rlk_resp_parser *p, rlk_resp_event *ev, int is_attr)
+{
+    if (p->sp == 0) {
+        if (is_attr) {
+            p->top_attr = 1;
+        } else {
+            p->top_attr = 0;
+            ev->flags |= RLK_EV_F_REPLY_END;
+        }
+        return 1;
+    }
+    rlk_resp_frame *f = &p->stack[p->sp - 1];
+    if (is_attr) {
+        f->attr_pending = 1;
+    } else {
+        f->attr_pending = 0;
+        if (f->streamed) f->seen++;
+        else f->remaining--;
+    }
+    return 1;
+}
+
+static void set_ev(rlk_resp_event *ev, rlk_resp_event_kind kind, int type, uint32_t depth)
+{
+    ev->kind = kind;
+    ev->type = (rlk_resp_type)type;
+    ev->depth = depth;
+    ev->flags = 0;
+}
+
+/* Opens an aggregate; count is in elements (pairs doubled), or -1. */
+static int begin_aggregate(rlk_resp_parser *p, rlk_resp_event *ev, int type,
+                           int64_t declared, size_t at)
+{
+    if (p->sp >= p->limits.max_depth)
+        return fail(p, RLK_ERR_LIMIT, at, "nesting deeper than %u aggregates",
+                    (unsigned)p->limits.max_depth);
+    if (p->sp == p->cap && grow_stack(p) != 0)
+        return fail(p, RLK_ERR_NOMEM, at, "out of memory for nesting");
+    rlk_resp_frame *f = &p->stack[p->sp++];
+    int pairs = type == RLK_RESP_MAP || type == RLK_RESP_ATTR;
+    f->type = (uint8_t)type;
+    f->streamed = declared < 0;
+    f->attr_pending = 0;
+    f->seen = 0;
+    f->remaining = declared < 0 ? 0 : (uint64_t)declared << pairs;
+    set_ev(ev, RLK_EV_BEGIN, type, p->sp - 1);
+    ev->integer = declared;
+    if (declared < 0) ev->flags = RLK_EV_F_STREAMED;
+    return 1;
+}
+
+/* Payload of a bulk-like value has fully arrived at buf[0..want+2). */
+static int finish_payload(rlk_resp_parser *p, const char *buf, rlk_resp_event *ev)
+{
+    size_t n = (size_t)p->want;
+    int type = p->bulk_type;
+    uint32_t depth = p->sp;
+    p->state = ST_TYPE;
+    p->scanned = 0;
+    if (type == ';') {
+        set_ev(ev, RLK_EV_CHUNK, RLK_RESP_BULK, depth);
+        ev->str = buf;
+        ev->len = n;
+        p->state = ST_CHUNK_HDR;
+        return 1;
+    }
+    set_ev(ev, RLK_EV_VALUE, type, depth);
+    if (type == RLK_RESP_VERBATIM) {
+        if (n < 4 || buf[3] != ':')
+            return fail(p, RLK_ERR_PROTO, 0,
+                        "verbatim string without a \"xxx:\" format prefix");
+        memcpy(ev->format, buf, 3);
+        ev->format[3] = '\0';
+        ev->str = buf + 4;
+        ev->len = n - 4;
+    } else {
+        ev->str = buf;
+        ev->len = n;
+    }
+    return value_done(p, ev, 0);
+}
+
+/* A length header: "-1" (null, where allowed), "?" (streamed, where
+ * allowed) or 0..limit. */
+static int read_length(rlk_resp_parser *p, const char *line, size_t n, int type,
+                       uint64_t limit, int64_t *out)
+{
+    if (n == 1 && line[0] == '?') {
+        if (type == RLK_RESP_BULK || type == RLK_RESP_ARRAY ||
+            type == RLK_RESP_MAP || type == RLK_RESP_SET) {
+            *out = -2;
+            return 0;
+        }
+        return fail(p, RLK_ERR_PROTO, 1, "%s cannot be streamed",
+                    rlk_resp_type_name(type));
+    }
+    int64_t v;
+    int r = parse_i64(line, n, &v);
+    if (r == -1)
+        return fail(p, RLK_ERR_PROTO, 1, "bad %s length", rlk_resp_type_name(type));
+    if (r == -2 || v < -1 ||
+        (v == -1 && type != RLK_RESP_BULK && type != RLK_RESP_ARRAY))
+        return fail(p, RLK_ERR_PROTO, 1, "%s length out of range",
+                    rlk_resp_type_name(type));
+    if (v > 0 && (uint64_t)v > limit)
+        return fail(p, RLK_ERR_LIMIT, 1, "%s length %lld over the limit of %llu",
+                    rlk_resp_type_name(type), (long long)v,
+                    (unsigned long long)limit);
+    *out = v;
+    return 0;
+}
+
+/* Waiting for a payload: remember how much of it has been seen, for
+ * rlk_resp_parser_want, and check the CR early when it is there. */
+static int need_more_payload(rlk_resp_parser *p, const char *buf, size_t len)
+{
+    p->scanned = len;
+    if (len > p->want && buf[p->want] != '\r')
+        return fail(p, RLK_ERR_PROTO, p->want, "%s payload not followed by CRLF",
+                    p->bulk_type == ';' ? "chunk" : rlk_resp_type_name(p->bulk_type));
+    return 0;
+}
+
+static int read_payload(rlk_resp_parser *p, const char *buf, size_t len,
+                        size_t *consumed, rlk_resp_event *ev)
+{
+    uint64_t need = p->want + 2;
+    if ((uint64_t)len < need) return need_more_payload(p, buf, len);
+    if (buf[p->want] != '\r' || buf[p->want + 1] != '\n')
+        return fail(p, RLK_ERR_PROTO, buf[p->want] != '\r' ? p->want : p->want + 1,
+                    "%s payload not followed by CRLF",
+                    p->bulk_type == ';' ? "chunk" : rlk_resp_type_name(p->bulk_type));
+    int r = finish_payload(p, buf, ev);
+    if (r > 0) *consumed = (size_t)need;
+    return r;
+}
+
+/* A header of *consumed bytes was just read; read the payload behind it
+ * in the same call when it is all there.  Offsets in errors must count
+ * from the payload, hence the temporary shift. */
+static int payload_after_header(rlk_resp_parser *p, const char *buf, size_t len,
+                                size_t *consumed, rlk_resp_event *ev)
+{
+    size_t hdr = *consumed, c2 = 0;
+    p->offset += hdr;
+    int r = read_payload(p, buf + hdr, len - hdr, &c2, ev);
+    p->offset -= hdr;
+    if (r < 0) {
+        *consumed = 0;
+        return r;
+    }
+    *consumed = hdr + c2;
+    return r;
+}
+
+static int read_chunk_header(rlk_resp_parser *p, const char *buf, size_t len,
+                             size_t *consumed, rlk_resp_event *ev)
+{
+    char b[8];
+    if (len == 0) return 0;
+    if (buf[0] != ';')
+        return fail(p, RLK_ERR_PROTO, 0,
+                    "expected ';' chunk in a streamed string, got %s",
+                    show_byte((unsigned char)buf[0], b));
+    long long e = find_line_end(p, buf, len, NUM_LINE_MAX);
+    if (e <= 0) return (int)e < 0 ? p->error : 0;
+    int64_t n;
+    int r = parse_i64(buf + 1, (size_t)e - 2, &n);
+    if (r != 0 || n < 0)
+        return fail(p, RLK_ERR_PROTO, 1, "bad streamed string chunk length");
+    if ((uint64_t)n > p->limits.max_bulk - p->streamed_total)
+        return fail(p, RLK_ERR_LIMIT, 1, "streamed string longer than %llu bytes",
+                    (unsigned long long)p->limits.max_bulk);
+    *consumed = (size_t)e + 1;
+    p->scanned = 0;
+    if (n == 0) {
+        p->state = ST_TYPE;
+        set_ev(ev, RLK_EV_END, RLK_RESP_BULK, p->sp);
+        ev->flags = RLK_EV_F_STREAMED;
+        return value_done(p, ev, 0);
+    }
+    p->streamed_total += (uint64_t)n;
+    p->want = (uint64_t)n;
+    p->bulk_type = ';';
+    p->state = ST_PAYLOAD;
+    return payload_after_header(p, buf, len, consumed, ev);
+}
+
+/* '.' closing a streamed aggregate. */
+static int read_end_marker(rlk_resp_parser *p, const char *buf, size_t len,
+                           size_t *consumed, rlk_resp_event *ev)
+{
+    rlk_resp_frame *f = p->sp ? &p->stack[p->sp - 1] : NULL;
+    if (!f || !f->streamed)
+        return fail(p, RLK_ERR_PROTO, 0, "'.' outside a streamed aggregate");
+    long long e = find_line_end(p, buf, len, NUM_LINE_MAX);
+    if (e <= 0) return (int)e < 0 ? p->error : 0;
+    if (e != 2) return fail(p, RLK_ERR_PROTO, 1, "bytes after '.' end marker");
+    if (f->attr_pending)
+        return fail(p, RLK_ERR_PROTO, 0, "attribute not followed by a value");
+    if ((f->type == RLK_RESP_MAP) && (f->seen & 1))
+        return fail(p, RLK_ERR_PROTO, 0, "streamed map ended after a key");
+    *consumed = 3;
+    p->scanned = 0;
+    p->sp--;
+    set_ev(ev, RLK_EV_END, f->type, p->sp);
+    ev->flags = RLK_EV_F_STREAMED;
+    return value_done(p, ev, 0);
+}
+
+static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
+                      size_t *consumed, rlk_resp_event *ev)
+{
+    char b[8];
+    if (len == 0) return 0;
+    int type = (unsigned char)buf[0];
+    uint64_t max_line = NUM_LINE_MAX;
+
+    switch (type) {
+    case RLK_RESP_SIMPLE: case RLK_RESP_ERROR:
+    case RLK_RESP_DOUBLE: case RLK_RESP_BIGNUM:
+        max_line = p->limits.max_bulk + 3;
+        break;
+    case RLK_RESP_INTEGER: case RLK_RESP_BULK: case RLK_RESP_ARRAY:
+    case RLK_RESP_NULL: case RLK_RESP_BOOL: case RLK_RESP_BLOB_ERROR:
+    case RLK_RESP_VERBATIM: case RLK_RESP_MAP: case RLK_RESP_SET:
+    case RLK_RESP_ATTR: case RLK_RESP_PUSH:
+        break;
+    case '.':
+        return read_end_marker(p, buf, len, consumed, ev);
+    default:
+        return fail(p, RLK_ERR_PROTO, 0, "unknown type byte %s",
+                    show_byte((unsigned char)type, b));
+    }
+
+    /* A new element of a streamed aggregate: enforce the running count
+     * before anything of it is reported. */
+    if (p->sp) {
+        rlk_resp_frame *f = &p->stack[p->sp - 1];
+        if (f->streamed && type != RLK_RESP_ATTR) {
+            uint64_t lim = p->limits.max_elements;
+            int pairs = f->type == RLK_RESP_MAP;
+            if ((f->seen >> pairs) >= lim)
+                return fail(p, RLK_ERR_LIMIT, 0,
+                            "streamed %s with more than %llu elements",
+                            rlk_resp_type_name(f->type), (unsigned long long)lim);
+        }
+    }
+
+    long long e = find_line_end(p, buf, len, max_line);
+    if (e <= 0) return (int)e < 0 ? p->error : 0;
+    const char *line = buf + 1;
+    size_t n = (size_t)e - 2;
+    uint32_t depth = p->sp;
+
+    switch (type) {
+    case RLK_RESP_SIMPLE: case RLK_RESP_ERROR: case RLK_RESP_BIGNUM:
+    case RLK_RESP_DOUBLE: {
+        const char *cr = memchr(line, '\r', n);
+        if (cr)
+            return fail(p, RLK_ERR_PROTO, (uint64_t)(cr - buf),
+                        "CR inside a %s", rlk_resp_type_name(type));
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->str = line;
+        ev->len = n;
+        if (type == RLK_RESP_DOUBLE) {
+            if (parse_double(line, n, &ev->dbl) != 0)
+                return fail(p, RLK_ERR_PROTO, 1, "bad double value");
+        } else if (type == RLK_RESP_BIGNUM) {
+            size_t i = (n && (line[0] == '-' || line[0] == '+')) ? 1 : 0;
+            if (i == n) return fail(p, RLK_ERR_PROTO, 1, "bad big number");
+            for (; i < n; i++)
+                if ((unsigned)(line[i] - '0') > 9)
+                    return fail(p, RLK_ERR_PROTO, 1 + i, "bad big number");
+        }
+        break;
+    }
+    case RLK_RESP_INTEGER: {
+        int r = parse_i64(line, n, &ev->integer);
+        if (r != 0)
+            return fail(p, RLK_ERR_PROTO, 1, r == -2 ? "integer out of 64-bit range"
+                                                     : "bad integer value");
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        break;
+    }
+    case RLK_RESP_NULL:
+        if (n != 0) return fail(p, RLK_ERR_PROTO, 1, "bad null value (non-empty)");
+        set_ev(ev, RLK_EV_VALUE, RLK_RESP_NULL, depth);
+        ev->null_wire = '_';
+        break;
+    case RLK_RESP_BOOL:
+        if (n != 1 || (line[0] != 't' && line[0] != 'f'))
+            return fail(p, RLK_ERR_PROTO, 1, "bad bool value (not t or f)");
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->integer = line[0] == 't';
+        break;
+    case RLK_RESP_BULK: case RLK_RESP_BLOB_ERROR: case RLK_RESP_VERBATIM: {
+        int64_t v;
+        if (read_length(p, line, n, type, p->limits.max_bulk, &v) != 0) return p->error;
+        *consumed = (size_t)e + 1;
+        p->scanned = 0;
+        if (v == -1) {
+            set_ev(ev, RLK_EV_VALUE, RLK_RESP_NULL, depth);
+            ev->null_wire = '$';
+            return value_done(p, ev, 0);
+        }
+        if (v == -2) {
+            set_ev(ev, RLK_EV_BEGIN, RLK_RESP_BULK, depth);
+            ev->flags = RLK_EV_F_STREAMED;
+            ev->integer = -1;
+            p->streamed_total = 0;
+            p->state = ST_CHUNK_HDR;
+            return 1;
+        }
+        if (type == RLK_RESP_VERBATIM && v < 4)
+            return fail(p, RLK_ERR_PROTO, 1, "verbatim string shorter than its format");
+        p->want = (uint64_t)v;
+        p->bulk_type = (uint8_t)type;
+        p->state = ST_PAYLOAD;
+        return payload_after_header(p, buf, len, consumed, ev);
+    }
+    default: { /* aggregates */
+        int64_t v;
+        if (read_length(p, line, n, type, p->limits.max_elements, &v) != 0)
+            return p->error;
+        *consumed = (size_t)e + 1;
+        p->scanned = 0;
+        if (v == -1) {
+            set_ev(ev, RLK_EV_VALUE, RLK_RESP_NULL, depth);
+            ev->null_wire = '*';
+            return value_done(p, ev, 0);
+        }
+        int r = begin_aggregate(p, ev, type, v == -2 ? -1 : v, 0);
+        if (r < 0) *consumed = 0;
+        return r;
+    }
+    }
+    *consumed = (size_t)e + 1;
+    p->scanned = 0;
+    return value_done(p, ev, 0);
+}
+
+int rlk_resp_next(rlk_resp_parser *p, const char *buf, size_t len,
+                  size_t *consumed, rlk_resp_event *ev)
+{
+    *consumed = 0;
+    if (RLK_UNLIKELY(p->error)) return p->error;
+
+    int r;
+    if (p->sp) {
+        rlk_resp_frame *f = &p->stack[p->sp - 1];
+        if (!f->streamed && f->remaining == 0) {
+            /* A counted aggregate is complete: report its END before
+             * reading anything else.  It consumes no bytes. */
+            p->sp--;
+            set_ev(ev, RLK_EV_END, f->type, p->sp);
+            return value_done(p, ev, f->type == RLK_RESP_ATTR);
+        }
+    }
+    switch (p->state) {
+    case ST_PAYLOAD: r = read_payload(p, buf, len, consumed, ev); break;
+    case ST_CHUNK_HDR: r = read_chunk_header(p, buf, len, consumed, ev); break;
+    default: r = read_value(p, buf, len, consumed, ev); break;
+    }
+    if (r < 0) {
+        *consumed = 0;
+        return r;
+    }
+    p->offset += *consumed;
+    return r;
+}
