@@ -179,69 +179,82 @@ static long long find_line_end(rlk_resp_parser *p, const char *buf, size_t len,
     return (long long)i;
 }
 
-/* Parses a whole signed 64-bit decimal: [-]digits, nothing else. */
-static int parse_i64(const char *s, size_t n, int64_t *out)
+/* Parses a whole signed 64-bit decimal: [-]digits, nothing else.  On
+ * failure *bad is the index of the offending byte (-1: bad syntax, -2: out
+ * of range). */
+static int parse_i64(const char *s, size_t n, int64_t *out, size_t *bad)
 {
     size_t i = 0;
     int neg = 0;
     if (n && s[0] == '-') { neg = 1; i = 1; }
-    if (i == n) return -1;
+    if (i == n) { *bad = i; return -1; }
     uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     uint64_t v = 0;
     for (; i < n; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9) return -1;
-        if (v > (limit - d) / 10) return -2;
+        unsigned d = (unsigned)(unsigned char)s[i] - '0';
+        if (d > 9) { *bad = i; return -1; }
+        if (v > (limit - d) / 10) { *bad = i; return -2; }
         v = v * 10 + d;
     }
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return 0;
 }
 
-static int ieq(const char *s, size_t n, const char *word)
+static int word_is(const char *s, size_t n, const char *word)
 {
-    size_t i;
-    for (i = 0; i < n && word[i]; i++)
-        if ((s[i] | 0x20) != word[i]) return 0;
-    return i == n && word[i] == '\0';
+    return strlen(word) == n && memcmp(s, word, n) == 0;
 }
 
 static const double pow10_exact[] = {
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* strtod on a copy whose '.' is the C library's current decimal point, so
- * a caller's setlocale() cannot change what the wire means. */
-static double slow_strtod(const char *s, size_t n)
+/*
+ * strtod for text already validated by parse_double, followed in the
+ * caller's buffer by the line's CR, which ends strtod's scan.  When the C
+ * library's decimal point is not '.' (a caller's setlocale), a copy with
+ * the local point is converted instead, so the locale cannot change what
+ * the wire means; only that case may allocate.
+ */
+static int slow_strtod(const char *s, size_t n, double *out)
 {
-    char small[128];
-    char *tmp = n < sizeof small ? small : rlk__malloc(n + 1);
-    if (!tmp) return NAN;
     const char *dp = localeconv()->decimal_point;
-    char point = (dp && dp[0] && !dp[1]) ? dp[0] : '.';
-    for (size_t i = 0; i < n; i++) tmp[i] = s[i] == '.' ? point : s[i];
-    tmp[n] = '\0';
-    double v = strtod(tmp, NULL);
+    const char *dot = memchr(s, '.', n);
+    if (!dot || !dp || (dp[0] == '.' && dp[1] == '\0')) {
+        *out = strtod(s, NULL);
+        return 0;
+    }
+    /* The grammar allows one '.' at most. */
+    size_t k = strlen(dp), at = (size_t)(dot - s), size = n - 1 + k + 1;
+    char small[128];
+    char *tmp = size <= sizeof small ? small : rlk__malloc(size);
+    if (!tmp) return -1;
+    memcpy(tmp, s, at);
+    memcpy(tmp + at, dp, k);
+    memcpy(tmp + at + k, dot + 1, n - at - 1);
+    tmp[size - 1] = '\0';
+    *out = strtod(tmp, NULL);
     if (tmp != small) rlk__free(tmp);
-    return v;
+    return 0;
 }
 
 /*
  * Validates a RESP3 double: [+-]inf | [+-]nan | [+-]digits[.digits][e[+-]digits]
- * (at least one digit before the exponent).  Converts exactly: short
- * mantissas with small exponents by one exact IEEE operation, the rest by
- * strtod.
+ * (at least one digit before the exponent; "inf" and "nan" in lowercase,
+ * as servers write them).  Converts exactly: short mantissas with small
+ * exponents by one exact IEEE operation, the rest by strtod.  Returns 0,
+ * 1 for bad syntax, RLK_ERR_NOMEM.
  */
 static int parse_double(const char *s, size_t n, double *out)
 {
     size_t i = 0;
     int neg = 0;
     if (n && (s[0] == '-' || s[0] == '+')) { neg = s[0] == '-'; i = 1; }
-    if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity")) {
+    if (word_is(s + i, n - i, "inf")) {
         *out = neg ? -INFINITY : INFINITY;
         return 0;
     }
-    if (ieq(s + i, n - i, "nan")) {
+    if (word_is(s + i, n - i, "nan")) {
         *out = neg ? -NAN : NAN;
         return 0;
     }
@@ -260,18 +273,18 @@ static int parse_double(const char *s, size_t n, double *out)
             digits++;
         }
     }
-    if (!any) return -1;
+    if (!any) return 1;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i++;
         int eneg = 0;
         if (i < n && (s[i] == '-' || s[i] == '+')) { eneg = s[i] == '-'; i++; }
-        if (i == n) return -1;
+        if (i == n) return 1;
         long e = 0;
         for (; i < n && (unsigned)(s[i] - '0') <= 9; i++)
             if (e < 100000) e = e * 10 + (s[i] - '0');
         exp10 += eneg ? -(int)e : (int)e;
     }
-    if (i != n) return -1;
+    if (i != n) return 1;
     (void)digits;
     if (mant == 0) {
         *out = neg ? -0.0 : 0.0;
@@ -279,8 +292,8 @@ static int parse_double(const char *s, size_t n, double *out)
         double m = (double)mant;
         double v = exp10 >= 0 ? m * pow10_exact[exp10] : m / pow10_exact[-exp10];
         *out = neg ? -v : v;
-    } else {
-        *out = slow_strtod(s, n);
+    } else if (slow_strtod(s, n, out) != 0) {
+        return RLK_ERR_NOMEM;
     }
     return 0;
 }
@@ -402,10 +415,14 @@ static int read_length(rlk_resp_parser *p, const char *line, size_t n, int type,
                     rlk_resp_type_name(type));
     }
     int64_t v;
-    int r = parse_i64(line, n, &v);
+    size_t bad;
+    int r = parse_i64(line, n, &v, &bad);
     if (r == -1)
-        return fail(p, RLK_ERR_PROTO, 1, "bad %s length", rlk_resp_type_name(type));
-    if (r == -2 || v < -1 ||
+        return fail(p, RLK_ERR_PROTO, 1 + bad, "bad %s length", rlk_resp_type_name(type));
+    if (r == -2)
+        return fail(p, RLK_ERR_PROTO, 1 + bad, "%s length out of range",
+                    rlk_resp_type_name(type));
+    if (v < -1 ||
         (v == -1 && type != RLK_RESP_BULK && type != RLK_RESP_ARRAY))
         return fail(p, RLK_ERR_PROTO, 1, "%s length out of range",
                     rlk_resp_type_name(type));
@@ -472,9 +489,10 @@ static int read_chunk_header(rlk_resp_parser *p, const char *buf, size_t len,
     long long e = find_line_end(p, buf, len, NUM_LINE_MAX);
     if (e <= 0) return (int)e < 0 ? p->error : 0;
     int64_t n;
-    int r = parse_i64(buf + 1, (size_t)e - 2, &n);
+    size_t bad = 0;
+    int r = parse_i64(buf + 1, (size_t)e - 2, &n, &bad);
     if (r != 0 || n < 0)
-        return fail(p, RLK_ERR_PROTO, 1, "bad streamed string chunk length");
+        return fail(p, RLK_ERR_PROTO, 1 + bad, "bad streamed string chunk length");
     if ((uint64_t)n > p->limits.max_bulk - p->streamed_total)
         return fail(p, RLK_ERR_LIMIT, 1, "streamed string longer than %llu bytes",
                     (unsigned long long)p->limits.max_bulk);
@@ -526,7 +544,9 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
     switch (type) {
     case RLK_RESP_SIMPLE: case RLK_RESP_ERROR:
     case RLK_RESP_DOUBLE: case RLK_RESP_BIGNUM:
-        max_line = p->limits.max_bulk + 3;
+        /* type byte + text + CRLF, saturating for huge limits */
+        max_line = p->limits.max_bulk > UINT64_MAX - 3 ? UINT64_MAX
+                                                       : p->limits.max_bulk + 3;
         break;
     case RLK_RESP_INTEGER: case RLK_RESP_BULK: case RLK_RESP_ARRAY:
     case RLK_RESP_NULL: case RLK_RESP_BOOL: case RLK_RESP_BLOB_ERROR:
@@ -571,7 +591,10 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         ev->str = line;
         ev->len = n;
         if (type == RLK_RESP_DOUBLE) {
-            if (parse_double(line, n, &ev->dbl) != 0)
+            int r = parse_double(line, n, &ev->dbl);
+            if (r == RLK_ERR_NOMEM)
+                return fail(p, RLK_ERR_NOMEM, 1, "out of memory converting a double");
+            if (r != 0)
                 return fail(p, RLK_ERR_PROTO, 1, "bad double value");
         } else if (type == RLK_RESP_BIGNUM) {
             size_t i = (n && (line[0] == '-' || line[0] == '+')) ? 1 : 0;
@@ -583,10 +606,11 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         break;
     }
     case RLK_RESP_INTEGER: {
-        int r = parse_i64(line, n, &ev->integer);
+        size_t bad;
+        int r = parse_i64(line, n, &ev->integer, &bad);
         if (r != 0)
-            return fail(p, RLK_ERR_PROTO, 1, r == -2 ? "integer out of 64-bit range"
-                                                     : "bad integer value");
+            return fail(p, RLK_ERR_PROTO, 1 + bad, r == -2 ? "integer out of 64-bit range"
+                                                           : "bad integer value");
         set_ev(ev, RLK_EV_VALUE, type, depth);
         break;
     }
