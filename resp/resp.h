@@ -289,6 +289,8 @@ typedef struct rlk_resp_reader {
     uint32_t build_cap;
     rlk_resp_value *root;
     rlk_resp_value *pending_attr; /* attribute awaiting its value        */
+    int copy_strings;       /* set by the caller: copy every string into
+                               the arena, so replies outlive buf          */
     size_t stream_cap;      /* room of the streamed string being copied  */
     rlk_resp_value *fixups; /* string nodes whose views await their base */
 } rlk_resp_reader;
@@ -310,7 +312,8 @@ void rlk_resp_reader_free(rlk_resp_reader *r);
  * bytes plus more must be given again; the work already done is kept, so
  * the total stays linear.  On 1, *out is the reply's root; its strings
  * point into buf (valid while those bytes are) except streamed strings,
- * which are copied into the arena.  The tree lives in the arena until the
+ * which are copied into the arena, and all strings when r->copy_strings
+ * is set (it may be changed between replies).  The tree lives in the arena until the
  * caller resets it; resetting the arena between replies is the caller's
  * job.  An attribute before the root is in (*out)->attr.
  * Errors: as rlk_resp_next, plus RLK_ERR_NOMEM when the arena is full.

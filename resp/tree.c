@@ -207,14 +207,24 @@ static int push_build(rlk_resp_reader *r, rlk_resp_value *v, uint32_t depth)
     return 0;
 }
 
-/* Remembers a string view as an offset from the reply's start. */
-static void defer_view(rlk_resp_reader *r, rlk_resp_value *v, const char *reply,
-                       const char *s, size_t n)
+/* Remembers a string view as an offset from the reply's start, or
+ * copies it when the caller asked for replies that outlive buf. */
+static int defer_view(rlk_resp_reader *r, rlk_resp_value *v, const char *reply,
+                      const char *s, size_t n)
 {
-    v->str = (const char *)(uintptr_t)(s - reply);
     v->len = n;
+    if (r->copy_strings) {
+        char *d = rlk_resp_arena_alloc(r->arena, n + 1);
+        if (!d) return -1;
+        memcpy(d, s, n);
+        d[n] = '\0';
+        v->str = d;
+        return 0;
+    }
+    v->str = (const char *)(uintptr_t)(s - reply);
     v->child = r->fixups;
     r->fixups = v;
+    return 0;
 }
 
 static int append_chunk(rlk_resp_reader *r, rlk_resp_value *v, const char *s, size_t n)
@@ -274,14 +284,15 @@ int rlk_resp_read(rlk_resp_reader *r, const char *buf, size_t len,
                 break;
             case RLK_RESP_DOUBLE:
                 v->dbl = ev.dbl;
-                defer_view(r, v, buf, ev.str, ev.len);
+                if (defer_view(r, v, buf, ev.str, ev.len) != 0)
+                    return nomem(r, pos, "reply too large for the arena");
                 break;
             case RLK_RESP_VERBATIM:
                 memcpy(v->format, ev.format, sizeof v->format);
-                defer_view(r, v, buf, ev.str, ev.len);
-                break;
+                /* fall through */
             default:
-                defer_view(r, v, buf, ev.str, ev.len);
+                if (defer_view(r, v, buf, ev.str, ev.len) != 0)
+                    return nomem(r, pos, "reply too large for the arena");
                 break;
             }
             place(r, v, d);
