@@ -344,7 +344,8 @@ int rlk_buf_append(rlk_buf *b, const void *p, size_t n);
 /* Drops the first n bytes (for consumed input). */
 void rlk_buf_consume(rlk_buf *b, size_t n);
 
-/* Exact size of a command (an array of bulk strings) on the wire. */
+/* Exact size of a command (an array of bulk strings) on the wire; 0 for
+ * arguments rlk_resp_append_command would refuse. */
 size_t rlk_resp_command_size(int argc, const char *const *argv,
                              const size_t *argvlen);
 
@@ -362,7 +363,12 @@ long long rlk_resp_write_command(char *dst, size_t cap, int argc,
                                  const size_t *argvlen);
 
 /* Appenders for any RESP3 value (fake servers, round trips).  Each returns
- * RLK_OK or an allocation status.  type picks the wire form:
+ * RLK_OK, RLK_ERR_NOMEM or RLK_ERR_LIMIT (the buffer's max), or
+ * RLK_ERR_INVALID for a type that does not fit the function, a NULL
+ * pointer with a length, a count below -1, a streamed attribute or push,
+ * a missing verbatim format; on error nothing is appended.  put_null with
+ * wire 0 writes '_'; put_chunk of 0 bytes writes nothing (";0" would end
+ * the string).  type picks the wire form:
  *   rlk_resp_put_line:   SIMPLE, ERROR, BIGNUM (no CR/LF inside: else
  *                        RLK_ERR_INVALID)
  *   rlk_resp_put_blob:   BULK, BLOB_ERROR, VERBATIM (format: 3 bytes)
@@ -391,7 +397,9 @@ int rlk_resp_put_end(rlk_buf *b);
  * a VALUE, BEGIN, END or CHUNK as rlk_resp_next would have returned it. */
 int rlk_resp_put_event(rlk_buf *b, const rlk_resp_event *ev);
 
-/* Appends a whole tree (attributes included), iteratively. */
+/* Appends a whole tree (attributes included), iteratively.  Aggregate
+ * headers count the children present, not v->len; a map or attribute with
+ * an odd number of children is RLK_ERR_INVALID.  All or nothing. */
 int rlk_resp_put_value(rlk_buf *b, const rlk_resp_value *v);
 
 #ifdef __cplusplus
