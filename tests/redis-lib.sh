@@ -1,0 +1,55 @@
+# Starting and stopping throwaway redis-server processes on free loopback
+# ports, for test scripts and the demo.  Source it; needs bash.
+#
+#   rlk_redis_start NAME DIR [extra redis-server args...]
+#       starts a server with its files in DIR/NAME; sets RLK_REDIS_PORT and
+#       RLK_REDIS_PID; waits (with a deadline) until it answers PING.
+#   rlk_redis_stop_all
+#       stops every server this shell started.
+
+RLK_REDIS_PIDS=()
+
+# A port nobody listens on now.  A server may still take it before us;
+# rlk_redis_start tries again with another port when binding fails.
+rlk_free_port() {
+  local p i
+  for i in $(seq 1 200); do
+    p=$(( (RANDOM << 15 | RANDOM) % 40000 + 20000 ))
+    if ! (exec 9<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"; return 0
+    fi
+  done
+  return 1
+}
+
+rlk_redis_start() {
+  local name=$1 dir=$2; shift 2
+  local attempt port pid deadline
+  mkdir -p "$dir/$name"
+  for attempt in 1 2 3 4 5; do
+    port=$(rlk_free_port) || return 1
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$dir/$name" --logfile "$dir/$name/redis.log" "$@" &
+    pid=$!
+    deadline=$((SECONDS + 10))
+    while [ $SECONDS -lt $deadline ]; do
+      if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+        RLK_REDIS_PORT=$port RLK_REDIS_PID=$pid
+        RLK_REDIS_PIDS+=("$pid")
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break   # exited: the port was taken
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  return 1
+}
+
+rlk_redis_stop_all() {
+  local pid
+  for pid in "${RLK_REDIS_PIDS[@]}"; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
+  RLK_REDIS_PIDS=()
+}
