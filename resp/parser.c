@@ -119,7 +119,7 @@ int rlk_resp_parser_error(const rlk_resp_parser *p, uint64_t *offset,
 }
 
 #if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
+__attribute__((format(printf, 4, 5), cold, noinline))
 #endif
 static int fail(rlk_resp_parser *p, int status, uint64_t at, const char *fmt, ...)
 {
@@ -149,55 +149,97 @@ static const char *show_byte(unsigned char c, char out[8])
     return out;
 }
 
+static int line_too_long(rlk_resp_parser *p, int type, uint64_t max_line)
+{
+    return fail(p, RLK_ERR_LIMIT, max_line, "%s line longer than %llu bytes",
+                rlk_resp_type_name(type), (unsigned long long)max_line);
+}
+
 /*
- * Finds the CRLF ending the line that starts at buf[0] (the type byte).
- * Returns the index of the LF, 0 when it has not arrived yet, or -1 after
- * recording an error.  max_line bounds the line, CRLF included.
+ * Finds the CRLF ending the text line that starts at buf[0] (the type
+ * byte).  Returns the index of the LF, 0 when it has not arrived yet, or
+ * -1 after recording an error: a LF without CR, a CR not followed by LF
+ * (CR inside the text), or a line longer than max_line, CRLF included.
+ * Short lines are scanned byte by byte, long ones with memchr; `scanned`
+ * makes a resumed search start where the last one stopped.
  */
 static long long find_line_end(rlk_resp_parser *p, const char *buf, size_t len,
                                uint64_t max_line)
 {
-    size_t from = p->scanned > 1 ? (size_t)p->scanned : 1;
-    const char *lf = from < len ? memchr(buf + from, '\n', len - from) : NULL;
-    if (!lf) {
-        if ((uint64_t)len > max_line)
-            return fail(p, RLK_ERR_LIMIT, (uint64_t)max_line,
-                        "%s line longer than %llu bytes",
-                        rlk_resp_type_name((unsigned char)buf[0]),
-                        (unsigned long long)max_line), -1;
-        p->scanned = len;
+    size_t i = p->scanned > 1 ? (size_t)p->scanned : 1;
+    size_t quick = len - i < 32 ? len : i + 32;
+    for (; i < quick; i++)
+        if (buf[i] == '\r' || buf[i] == '\n') goto found;
+    if (i < len) {
+        const char *cr = memchr(buf + i, '\r', len - i);
+        size_t stop = cr ? (size_t)(cr - buf) : len;
+        const char *lf = memchr(buf + i, '\n', stop - i);
+        i = lf ? (size_t)(lf - buf) : stop;
+        if (i < len) goto found;
+    }
+    if ((uint64_t)len > max_line) return line_too_long(p, (unsigned char)buf[0], max_line), -1;
+    p->scanned = len;
+    return 0;
+found:
+    if (buf[i] == '\n') return fail(p, RLK_ERR_PROTO, i, "line ends in LF without CR"), -1;
+    if ((uint64_t)i + 2 > max_line) return line_too_long(p, (unsigned char)buf[0], max_line), -1;
+    if (i + 1 == len) {
+        p->scanned = i;
         return 0;
     }
-    size_t i = (size_t)(lf - buf);
-    if (i + 1 > max_line)
-        return fail(p, RLK_ERR_LIMIT, (uint64_t)max_line,
-                    "%s line longer than %llu bytes",
-                    rlk_resp_type_name((unsigned char)buf[0]),
-                    (unsigned long long)max_line), -1;
-    if (i < 2 || buf[i - 1] != '\r')
-        return fail(p, RLK_ERR_PROTO, i, "line ends in LF without CR"), -1;
-    return (long long)i;
+    if (buf[i + 1] != '\n')
+        return fail(p, RLK_ERR_PROTO, i, "CR inside a %s",
+                    rlk_resp_type_name((unsigned char)buf[0])), -1;
+    return (long long)i + 1;
 }
 
-/* Parses a whole signed 64-bit decimal: [-]digits, nothing else.  On
- * failure *bad is the index of the offending byte (-1: bad syntax, -2: out
- * of range). */
-static int parse_i64(const char *s, size_t n, int64_t *out, size_t *bad)
+/*
+ * Reads "[-]digits" CRLF after the type byte, parsing while it scans:
+ * integers and lengths need no separate search for their line end.
+ * Returns the index of the LF, 0 when incomplete, or -1 after recording
+ * an error at the offending byte ("bad WHAT" / "WHAT out of range").
+ */
+static int number_error(rlk_resp_parser *p, uint64_t at, int kind, int range)
 {
-    size_t i = 0;
+    if (kind == RLK_RESP_INTEGER)
+        return fail(p, RLK_ERR_PROTO, at, range ? "integer out of 64-bit range"
+                                                : "bad integer value");
+    const char *name = kind == ';' ? "streamed string chunk" : rlk_resp_type_name(kind);
+    return fail(p, RLK_ERR_PROTO, at, range ? "%s length out of range" : "bad %s length", name);
+}
+
+/* kind: RLK_RESP_INTEGER for a value, else the type whose length it is
+ * (';' for a chunk), for messages. */
+static long long scan_number(rlk_resp_parser *p, const char *buf, size_t len,
+                             int64_t *out, int kind)
+{
+    size_t i = 1, over_at = 0;
     int neg = 0;
-    if (n && s[0] == '-') { neg = 1; i = 1; }
-    if (i == n) { *bad = i; return -1; }
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned)(unsigned char)s[i] - '0';
-        if (d > 9) { *bad = i; return -1; }
-        if (v > (limit - d) / 10) { *bad = i; return -2; }
+    if (i < len && buf[i] == '-') { neg = 1; i++; }
+    size_t start = i;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, v = 0;
+    /* The CR must sit at most at NUM_LINE_MAX - 2. */
+    size_t stop = len < NUM_LINE_MAX - 1 ? len : NUM_LINE_MAX - 1;
+    for (; i < stop; i++) {
+        unsigned d = (unsigned)(unsigned char)buf[i] - '0';
+        if (d > 9) break;
+        if (!over_at && v > (limit - d) / 10) over_at = i;
         v = v * 10 + d;
     }
+    if (i == stop) {
+        if (stop == NUM_LINE_MAX - 1) return line_too_long(p, (unsigned char)buf[0], NUM_LINE_MAX), -1;
+        return 0;
+    }
+    if (buf[i] != '\r' || i == start) {
+        if (buf[i] == '\n' && i > start)
+            return fail(p, RLK_ERR_PROTO, i, "line ends in LF without CR"), -1;
+        return number_error(p, i, kind, 0), -1;
+    }
+    if (i + 1 == len) return 0;
+    if (buf[i + 1] != '\n') return number_error(p, i, kind, 0), -1;
+    if (over_at) return number_error(p, over_at, kind, 1), -1;
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return 0;
+    return (long long)i + 1;
 }
 
 static int word_is(const char *s, size_t n, const char *word)
@@ -401,37 +443,35 @@ static int finish_payload(rlk_resp_parser *p, const char *buf, rlk_resp_event *e
 }
 
 /* A length header: "-1" (null, where allowed), "?" (streamed, where
- * allowed) or 0..limit. */
-static int read_length(rlk_resp_parser *p, const char *line, size_t n, int type,
-                       uint64_t limit, int64_t *out)
+ * allowed; *out = -2) or 0..limit.  Returns as scan_number. */
+static long long scan_length(rlk_resp_parser *p, const char *buf, size_t len,
+                             int type, uint64_t limit, int64_t *out)
 {
-    if (n == 1 && line[0] == '?') {
-        if (type == RLK_RESP_BULK || type == RLK_RESP_ARRAY ||
-            type == RLK_RESP_MAP || type == RLK_RESP_SET) {
-            *out = -2;
+    if (len > 1 && buf[1] == '?') {
+        if (type != RLK_RESP_BULK && type != RLK_RESP_ARRAY &&
+            type != RLK_RESP_MAP && type != RLK_RESP_SET)
+            return fail(p, RLK_ERR_PROTO, 1, "%s cannot be streamed",
+                        rlk_resp_type_name(type)), -1;
+        if (len < 4) {
+            if (len == 3 && buf[2] != '\r')
+                return fail(p, RLK_ERR_PROTO, 2, "bad streamed header"), -1;
             return 0;
         }
-        return fail(p, RLK_ERR_PROTO, 1, "%s cannot be streamed",
-                    rlk_resp_type_name(type));
+        if (buf[2] != '\r' || buf[3] != '\n')
+            return fail(p, RLK_ERR_PROTO, buf[2] != '\r' ? 2 : 3, "bad streamed header"), -1;
+        *out = -2;
+        return 3;
     }
-    int64_t v;
-    size_t bad;
-    int r = parse_i64(line, n, &v, &bad);
-    if (r == -1)
-        return fail(p, RLK_ERR_PROTO, 1 + bad, "bad %s length", rlk_resp_type_name(type));
-    if (r == -2)
-        return fail(p, RLK_ERR_PROTO, 1 + bad, "%s length out of range",
-                    rlk_resp_type_name(type));
-    if (v < -1 ||
-        (v == -1 && type != RLK_RESP_BULK && type != RLK_RESP_ARRAY))
-        return fail(p, RLK_ERR_PROTO, 1, "%s length out of range",
-                    rlk_resp_type_name(type));
+    int64_t v = 0;
+    long long e = scan_number(p, buf, len, &v, type);
+    if (e <= 0) return e;
+    if (v < -1 || (v == -1 && type != RLK_RESP_BULK && type != RLK_RESP_ARRAY))
+        return number_error(p, 1, type, 1), -1;
     if (v > 0 && (uint64_t)v > limit)
         return fail(p, RLK_ERR_LIMIT, 1, "%s length %lld over the limit of %llu",
-                    rlk_resp_type_name(type), (long long)v,
-                    (unsigned long long)limit);
+                    rlk_resp_type_name(type), (long long)v, (unsigned long long)limit), -1;
     *out = v;
-    return 0;
+    return e;
 }
 
 /* Waiting for a payload: remember how much of it has been seen, for
@@ -486,13 +526,10 @@ static int read_chunk_header(rlk_resp_parser *p, const char *buf, size_t len,
         return fail(p, RLK_ERR_PROTO, 0,
                     "expected ';' chunk in a streamed string, got %s",
                     show_byte((unsigned char)buf[0], b));
-    long long e = find_line_end(p, buf, len, NUM_LINE_MAX);
+    int64_t n = 0;
+    long long e = scan_number(p, buf, len, &n, ';');
     if (e <= 0) return (int)e < 0 ? p->error : 0;
-    int64_t n;
-    size_t bad = 0;
-    int r = parse_i64(buf + 1, (size_t)e - 2, &n, &bad);
-    if (r != 0 || n < 0)
-        return fail(p, RLK_ERR_PROTO, 1 + bad, "bad streamed string chunk length");
+    if (n < 0) return number_error(p, 1, ';', 1);
     if ((uint64_t)n > p->limits.max_bulk - p->streamed_total)
         return fail(p, RLK_ERR_LIMIT, 1, "streamed string longer than %llu bytes",
                     (unsigned long long)p->limits.max_bulk);
@@ -574,60 +611,19 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         }
     }
 
-    long long e = find_line_end(p, buf, len, max_line);
-    if (e <= 0) return (int)e < 0 ? p->error : 0;
-    const char *line = buf + 1;
-    size_t n = (size_t)e - 2;
     uint32_t depth = p->sp;
-
+    long long e;
+    int64_t v = 0;
     switch (type) {
-    case RLK_RESP_SIMPLE: case RLK_RESP_ERROR: case RLK_RESP_BIGNUM:
-    case RLK_RESP_DOUBLE: {
-        const char *cr = memchr(line, '\r', n);
-        if (cr)
-            return fail(p, RLK_ERR_PROTO, (uint64_t)(cr - buf),
-                        "CR inside a %s", rlk_resp_type_name(type));
+    case RLK_RESP_INTEGER:
+        e = scan_number(p, buf, len, &v, RLK_RESP_INTEGER);
+        if (e <= 0) return (int)e < 0 ? p->error : 0;
         set_ev(ev, RLK_EV_VALUE, type, depth);
-        ev->str = line;
-        ev->len = n;
-        if (type == RLK_RESP_DOUBLE) {
-            int r = parse_double(line, n, &ev->dbl);
-            if (r == RLK_ERR_NOMEM)
-                return fail(p, RLK_ERR_NOMEM, 1, "out of memory converting a double");
-            if (r != 0)
-                return fail(p, RLK_ERR_PROTO, 1, "bad double value");
-        } else if (type == RLK_RESP_BIGNUM) {
-            size_t i = (n && (line[0] == '-' || line[0] == '+')) ? 1 : 0;
-            if (i == n) return fail(p, RLK_ERR_PROTO, 1, "bad big number");
-            for (; i < n; i++)
-                if ((unsigned)(line[i] - '0') > 9)
-                    return fail(p, RLK_ERR_PROTO, 1 + i, "bad big number");
-        }
+        ev->integer = v;
         break;
-    }
-    case RLK_RESP_INTEGER: {
-        size_t bad;
-        int r = parse_i64(line, n, &ev->integer, &bad);
-        if (r != 0)
-            return fail(p, RLK_ERR_PROTO, 1 + bad, r == -2 ? "integer out of 64-bit range"
-                                                           : "bad integer value");
-        set_ev(ev, RLK_EV_VALUE, type, depth);
-        break;
-    }
-    case RLK_RESP_NULL:
-        if (n != 0) return fail(p, RLK_ERR_PROTO, 1, "bad null value (non-empty)");
-        set_ev(ev, RLK_EV_VALUE, RLK_RESP_NULL, depth);
-        ev->null_wire = '_';
-        break;
-    case RLK_RESP_BOOL:
-        if (n != 1 || (line[0] != 't' && line[0] != 'f'))
-            return fail(p, RLK_ERR_PROTO, 1, "bad bool value (not t or f)");
-        set_ev(ev, RLK_EV_VALUE, type, depth);
-        ev->integer = line[0] == 't';
-        break;
-    case RLK_RESP_BULK: case RLK_RESP_BLOB_ERROR: case RLK_RESP_VERBATIM: {
-        int64_t v;
-        if (read_length(p, line, n, type, p->limits.max_bulk, &v) != 0) return p->error;
+    case RLK_RESP_BULK: case RLK_RESP_BLOB_ERROR: case RLK_RESP_VERBATIM:
+        e = scan_length(p, buf, len, type, p->limits.max_bulk, &v);
+        if (e <= 0) return (int)e < 0 ? p->error : 0;
         *consumed = (size_t)e + 1;
         p->scanned = 0;
         if (v == -1) {
@@ -649,11 +645,10 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         p->bulk_type = (uint8_t)type;
         p->state = ST_PAYLOAD;
         return payload_after_header(p, buf, len, consumed, ev);
-    }
-    default: { /* aggregates */
-        int64_t v;
-        if (read_length(p, line, n, type, p->limits.max_elements, &v) != 0)
-            return p->error;
+    case RLK_RESP_ARRAY: case RLK_RESP_MAP: case RLK_RESP_SET:
+    case RLK_RESP_ATTR: case RLK_RESP_PUSH: {
+        e = scan_length(p, buf, len, type, p->limits.max_elements, &v);
+        if (e <= 0) return (int)e < 0 ? p->error : 0;
         *consumed = (size_t)e + 1;
         p->scanned = 0;
         if (v == -1) {
@@ -665,9 +660,135 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         if (r < 0) *consumed = 0;
         return r;
     }
+    default: { /* text lines */
+        e = find_line_end(p, buf, len, max_line);
+        if (e <= 0) return (int)e < 0 ? p->error : 0;
+        const char *line = buf + 1;
+        size_t n = (size_t)e - 2;
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->str = line;
+        ev->len = n;
+        switch (type) {
+        case RLK_RESP_DOUBLE: {
+            int r = parse_double(line, n, &ev->dbl);
+            if (r == RLK_ERR_NOMEM)
+                return fail(p, RLK_ERR_NOMEM, 1, "out of memory converting a double");
+            if (r != 0) return fail(p, RLK_ERR_PROTO, 1, "bad double value");
+            break;
+        }
+        case RLK_RESP_BIGNUM: {
+            size_t i = (n && (line[0] == '-' || line[0] == '+')) ? 1 : 0;
+            if (i == n) return fail(p, RLK_ERR_PROTO, 1, "bad big number");
+            for (; i < n; i++)
+                if ((unsigned)(line[i] - '0') > 9)
+                    return fail(p, RLK_ERR_PROTO, 1 + i, "bad big number");
+            break;
+        }
+        case RLK_RESP_NULL:
+            if (n != 0) return fail(p, RLK_ERR_PROTO, 1, "bad null value (non-empty)");
+            ev->null_wire = '_';
+            break;
+        case RLK_RESP_BOOL:
+            if (n != 1 || (line[0] != 't' && line[0] != 'f'))
+                return fail(p, RLK_ERR_PROTO, 1, "bad bool value (not t or f)");
+            ev->integer = line[0] == 't';
+            break;
+        default:
+            break;
+        }
+    }
     }
     *consumed = (size_t)e + 1;
     p->scanned = 0;
+    return value_done(p, ev, 0);
+}
+
+/* Reads up to `max` decimal digits at s[*i..len) into *v; returns how
+ * many there were. */
+static inline size_t small_digits(const char *s, size_t len, size_t *i, size_t max,
+                                  uint64_t *v)
+{
+    size_t n = 0;
+    uint64_t x = 0;
+    while (*i < len && n < max) {
+        unsigned d = (unsigned)(unsigned char)s[*i] - '0';
+        if (d > 9) break;
+        x = x * 10 + d;
+        (*i)++;
+        n++;
+    }
+    *v = x;
+    return n;
+}
+
+/*
+ * The common shapes, well formed and whole in buf: a short simple string,
+ * an integer or length of at most 18 digits, a bulk string whose payload
+ * is there, an aggregate header within the limits, outside any streamed
+ * form.  Anything else returns -1 having changed nothing, and the general
+ * path below decides; so the general path alone defines what is valid.
+ */
+static inline int next_fast(rlk_resp_parser *p, const char *buf, size_t len,
+                            size_t *consumed, rlk_resp_event *ev)
+{
+    size_t i = 1;
+    uint64_t v;
+    int type = (unsigned char)buf[0];
+    uint32_t depth = p->sp;
+    switch (type) {
+    case RLK_RESP_SIMPLE: {
+        size_t end = len < 64 ? len : 64;
+        while (i < end && buf[i] != '\r' && buf[i] != '\n') i++;
+        if (i + 1 >= end || buf[i] != '\r' || buf[i + 1] != '\n' ||
+            i - 1 > p->limits.max_bulk)
+            return -1;
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->str = buf + 1;
+        ev->len = i - 1;
+        *consumed = i + 2;
+        break;
+    }
+    case RLK_RESP_INTEGER: {
+        int neg = buf[1] == '-';
+        i += (size_t)neg;
+        if (!small_digits(buf, len, &i, 18, &v) || i + 1 >= len || buf[i] != '\r' ||
+            buf[i + 1] != '\n')
+            return -1;
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->integer = neg ? -(int64_t)v : (int64_t)v;
+        *consumed = i + 2;
+        break;
+    }
+    case RLK_RESP_BULK:
+        if (len >= 5 && buf[1] == '-' && buf[2] == '1' && buf[3] == '\r' && buf[4] == '\n') {
+            set_ev(ev, RLK_EV_VALUE, RLK_RESP_NULL, depth);
+            ev->null_wire = '$';
+            *consumed = 5;
+            break;
+        }
+        if (!small_digits(buf, len, &i, 18, &v) || v > p->limits.max_bulk ||
+            i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n' ||
+            v > len - i - 2 || len - i - 2 - v < 2)
+            return -1;
+        i += 2;
+        if (buf[i + v] != '\r' || buf[i + v + 1] != '\n') return -1;
+        set_ev(ev, RLK_EV_VALUE, type, depth);
+        ev->str = buf + i;
+        ev->len = (size_t)v;
+        *consumed = i + (size_t)v + 2;
+        break;
+    case RLK_RESP_ARRAY: case RLK_RESP_MAP: case RLK_RESP_SET: case RLK_RESP_PUSH:
+        if (!small_digits(buf, len, &i, 9, &v) || v > p->limits.max_elements ||
+            i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n' ||
+            p->sp >= p->limits.max_depth || p->sp >= p->cap)
+            return -1;
+        *consumed = i + 2;
+        p->offset += *consumed;
+        return begin_aggregate(p, ev, type, (int64_t)v, 0);
+    default:
+        return -1;
+    }
+    p->offset += *consumed;
     return value_done(p, ev, 0);
 }
 
@@ -678,6 +799,7 @@ int rlk_resp_next(rlk_resp_parser *p, const char *buf, size_t len,
     if (RLK_UNLIKELY(p->error)) return p->error;
 
     int r;
+    int plain = 1; /* not inside a streamed aggregate */
     if (p->sp) {
         rlk_resp_frame *f = &p->stack[p->sp - 1];
         if (!f->streamed && f->remaining == 0) {
@@ -687,6 +809,15 @@ int rlk_resp_next(rlk_resp_parser *p, const char *buf, size_t len,
             set_ev(ev, RLK_EV_END, f->type, p->sp);
             return value_done(p, ev, f->type == RLK_RESP_ATTR);
         }
+        plain = !f->streamed;
+    }
+    if (RLK_LIKELY(p->state == ST_TYPE && plain && len >= 4)) {
+        r = next_fast(p, buf, len, consumed, ev);
+        if (r >= 0) {
+            p->scanned = 0;
+            return r;
+        }
+        *consumed = 0;
     }
     switch (p->state) {
     case ST_PAYLOAD: r = read_payload(p, buf, len, consumed, ev); break;

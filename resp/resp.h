@@ -231,7 +231,8 @@ int rlk_resp_parser_error(const rlk_resp_parser *p, uint64_t *offset,
 /* One value of a reply tree.  Aggregates keep their elements as a linked
  * list (child, then next): nodes are made as elements arrive, never from
  * a declared count.  A map's or attribute's children alternate key,
- * value.  attr is the attribute map read just before this value. */
+ * value.  attr is the attribute map read just before this value; when
+ * several came in a row, the earlier ones hang off the later one's attr. */
 typedef struct rlk_resp_value rlk_resp_value;
 struct rlk_resp_value {
     rlk_resp_type type;

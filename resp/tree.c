@@ -320,7 +320,10 @@ int rlk_resp_read(rlk_resp_reader *r, const char *buf, size_t len,
                 int pairs = ev.type == RLK_RESP_MAP || ev.type == RLK_RESP_ATTR;
                 b->agg->len = (size_t)(b->count >> pairs);
                 if (ev.type == RLK_RESP_ATTR) {
+                    /* Attributes in a row: each hangs off the next one, so
+                     * none is lost and the value holds the last. */
                     rlk_resp_value **pending = d ? &r->build[d - 1].attr : &r->pending_attr;
+                    b->agg->attr = *pending;
                     *pending = b->agg;
                 }
             }
