@@ -37,7 +37,8 @@ typedef struct rlk__transport_ops {
 struct rlk__transport {
     const rlk__transport_ops *ops;
     int fd;               /* -1 when closed */
-    void *tls;            /* SSL * when TLS */
+    void *tls;            /* SSL * when TLS; use the functions below, the
+                             SSL does not write to fd directly (see tls.c) */
     void *tls_ctx;        /* SSL_CTX * when TLS */
     char peer[300];       /* "host:port" or the socket path, for messages */
     char err[512];
@@ -50,14 +51,24 @@ int64_t rlk__now_ms(void);
  * no deadline (as poll() takes it). */
 int rlk__ms_left(int64_t deadline);
 
-/* Sets t to closed, with no error. */
+/* Sets t to closed, with no error.  Every connect function expects an
+ * initialised t, and closes it first if it is still open. */
 void rlk__transport_init(rlk__transport *t);
 
 /* Connects to host:port, trying every address getaddrinfo returns (IPv4
  * and IPv6) in turn until one answers, all under one deadline; sets
- * TCP_NODELAY and SO_KEEPALIVE.  RLK_OK, RLK_ERR_CONNECT (refused,
- * unreachable, name not found), RLK_ERR_TIMEOUT. */
+ * TCP_NODELAY and SO_KEEPALIVE.  host may be an IPv6 literal without
+ * brackets.  RLK_OK, RLK_ERR_CONNECT (refused, unreachable, name not
+ * found), RLK_ERR_TIMEOUT, RLK_ERR_INVALID (host NULL or empty, port
+ * outside 1-65535).  Name resolution itself (getaddrinfo) cannot be
+ * interrupted: a slow resolver can overrun the deadline, which is then
+ * reported as RLK_ERR_TIMEOUT before any connect is tried. */
 int rlk__tcp_connect(rlk__transport *t, const char *host, int port, int64_t deadline);
+
+/* The address loop of rlk__tcp_connect, for a list already resolved:
+ * each address in turn until one answers, under one deadline. */
+struct addrinfo;
+int rlk__tcp_connect_list(rlk__transport *t, const struct addrinfo *list, int64_t deadline);
 
 /* Connects to a Unix stream socket.  RLK_OK, RLK_ERR_CONNECT,
  * RLK_ERR_TIMEOUT, RLK_ERR_INVALID (path too long). */
@@ -67,9 +78,18 @@ int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline);
  * Verifies the peer against cfg's CA file/dir or the system store, sends
  * SNI (cfg->server_name, else host unless it is an IP literal), checks the
  * certificate's DNS or IP SAN against server_name or host; client
- * certificate when cfg->cert_file is set.  cfg->insecure skips
- * verification.  RLK_OK, RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_TLS;
- * without OpenSSL: RLK_ERR_TLS "TLS support not compiled in". */
+ * certificate when cfg->cert_file is set (its key from cfg->key_file, or
+ * from cert_file itself when key_file is NULL; encrypted keys are refused,
+ * never prompted for).  cfg->insecure skips verification (and loading
+ * CAs).  cfg NULL: verify against the system store.  Files are loaded
+ * before connecting, so their errors come without network traffic.
+ * RLK_OK, RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_TLS, RLK_ERR_INVALID,
+ * RLK_ERR_NOMEM; without OpenSSL: RLK_ERR_TLS "TLS support not compiled
+ * in".  Under TLS 1.3 a server that rejects the client certificate (or
+ * its absence) says so only after the client finished the handshake, so
+ * that failure surfaces at the first read or write, as RLK_ERR_TLS with
+ * "(the server requires a client certificate)" or "(the server rejected
+ * the client certificate)" in the message. */
 int rlk__tls_connect(rlk__transport *t, const char *host, int port,
                      const rlk_tls_config *cfg, int64_t deadline);
 
@@ -77,23 +97,42 @@ int rlk__tls_connect(rlk__transport *t, const char *host, int port,
 const char *rlk__tls_version(const rlk__transport *t);
 const char *rlk__tls_cipher(const rlk__transport *t);
 
-/* Writes all n bytes before the deadline.  RLK_OK, RLK_ERR_IO,
- * RLK_ERR_TLS, RLK_ERR_TIMEOUT. */
+/* Writes all n bytes before the deadline.  RLK_OK, RLK_ERR_IO (also when
+ * not connected), RLK_ERR_TLS, RLK_ERR_TIMEOUT.  Never raises SIGPIPE. */
 int rlk__transport_write_all(rlk__transport *t, const void *buf, size_t n,
                              int64_t deadline);
 
-/* Reads at least one byte (at most n) before the deadline.  Returns the
- * count, 0 when the peer closed, or RLK_ERR_IO / RLK_ERR_TLS /
- * RLK_ERR_TIMEOUT. */
+/* Reads at least one byte (at most n, n > 0) before the deadline.
+ * Returns the count, 0 when the peer closed (for TLS also a close without
+ * close_notify: RESP frames itself, so truncation is detected above), or
+ * RLK_ERR_IO (also when not connected) / RLK_ERR_TLS / RLK_ERR_TIMEOUT /
+ * RLK_ERR_INVALID (n == 0). */
 ssize_t rlk__transport_read_some(rlk__transport *t, void *buf, size_t n,
                                  int64_t deadline);
 
 /* Waits until the transport is readable (or has buffered bytes), or the
- * deadline.  1 readable, 0 deadline passed, RLK_ERR_IO on poll failure. */
+ * deadline.  1 readable, 0 deadline passed, RLK_ERR_IO on poll failure or
+ * when not connected.  Readable is a hint for TLS: the bytes may be a
+ * record without application data, so a read can still want more (and
+ * read_some waits for it). */
 int rlk__transport_wait_readable(rlk__transport *t, int64_t deadline);
 
-/* Closes and frees what the transport holds; t may be connected again. */
+/* Closes and frees what the transport holds; t may be connected again.
+ * t->err and t->peer are kept, so a failure can still be reported. */
 void rlk__transport_close(rlk__transport *t);
+
+/* For the transport's own files (transport.c, tls.c). */
+
+/* Waits for events (POLLIN, POLLOUT) on fd until the deadline, resuming
+ * after signals.  1 ready (also on error or hang-up: the next call will
+ * tell), 0 deadline passed, -1 poll failed (errno set). */
+int rlk__wait_fd(int fd, short events, int64_t deadline);
+
+/* Formats a message into t->err. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void rlk__transport_seterr(rlk__transport *t, const char *fmt, ...);
 
 /* ---- URLs ---- */
 
@@ -115,9 +154,13 @@ typedef struct rlk__url {
  * Parses redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
  * unix:///path/to/socket[?db=N] (also unix://[user[:password]@]/path),
  * IPv6 literals in brackets, percent-encoding in user, password, host
- * and path.  A URL of "" or NULL means: $REDIS_URL when set and not
+ * and path.  The scheme is case-insensitive; an empty user or password
+ * counts as absent; the only query parameter is db=N (not together with
+ * a /db path); a fragment, another parameter, %00 or a bad %XX escape is
+ * an error.  A URL of "" or NULL means: $REDIS_URL when set and not
  * empty, else redis://127.0.0.1:6379.  RLK_OK, RLK_ERR_URL (reason in
- * err, never the password), RLK_ERR_NOMEM.  Free with rlk__url_free.
+ * err, never the password), RLK_ERR_NOMEM.  On failure *u holds nothing
+ * (rlk__url_free is still allowed).  Free with rlk__url_free.
  */
 int rlk__url_parse(rlk__url *u, const char *url, char *err, size_t errlen);
 void rlk__url_free(rlk__url *u);
@@ -125,7 +168,13 @@ void rlk__url_free(rlk__url *u);
 /* ---- SHA1 ---- */
 
 /* SHA1 of data (OpenSSL's when built with it, else a small internal one),
- * as 40 lowercase hex digits and a NUL. */
+ * as 40 lowercase hex digits and a NUL.  Cannot fail: should OpenSSL's
+ * digest fail (no memory, SHA1 disabled by a provider), the internal one
+ * answers. */
 void rlk__sha1_hex(const void *data, size_t len, char out[41]);
+
+/* The internal implementation, always compiled, so that tests cover it
+ * in builds with OpenSSL too. */
+void rlk__sha1_internal_hex(const void *data, size_t len, char out[41]);
 
 #endif

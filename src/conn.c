@@ -1,0 +1,846 @@
+/*
+ * One connection to one server: handshake, commands, pipelines, push
+ * messages, reconnection.
+ *
+ * Replies are trees built by the codec's reader straight over the receive
+ * buffer (no copy) and stay valid until the next call on the connection;
+ * the buffer is compacted and the arena reset only at the start of a call,
+ * or after a push message was delivered.  Pipelines are the exception:
+ * their replies are gathered while the buffer keeps moving, so their
+ * strings are copied into the arena.
+ *
+ * Any failure that could leave the byte stream out of step with the
+ * server (timeout, I/O error, protocol error) closes the connection.
+ */
+#include "resplock.h"
+#include "transport.h"
+#include "conn_internal.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_CONNECT_MS 5000
+#define DEFAULT_COMMAND_MS 5000
+#define DEFAULT_ATTEMPTS 5
+#define DEFAULT_BACKOFF_MS 50
+#define DEFAULT_BACKOFF_MAX_MS 2000
+#define READ_CHUNK 16384
+#define ARENA_INLINE 4096
+
+struct rlk_conn {
+    rlk_conn_config cfg;      /* strings below are our own copies */
+    char *strings;            /* one block holding the copied strings */
+    rlk__url url;
+    int url_status;
+    rlk__transport t;
+    rlk_buf rx;               /* received bytes; rx_off of them parsed */
+    size_t rx_off;
+    size_t rx_max;            /* bound on one reply's bytes */
+    rlk_buf tx;
+    rlk_resp_reader reader;
+    rlk_resp_arena arena;
+    int protocol;             /* 2 or 3 once connected */
+    uint64_t generation;
+    uint64_t nsubs;           /* channels subscribed (RESP2 matters) */
+    int pipelining;           /* replies must outlive buffer moves */
+    uint64_t rng;
+    rlk_conn_info info;
+    char err[512];
+    unsigned char arena_inline[ARENA_INLINE];
+};
+
+/* ------------------------------------------------------------------ */
+
+void rlk_conn_config_init(rlk_conn_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+}
+
+#define set_err rlk__conn_fail
+
+int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *rlk_conn_errmsg(const rlk_conn *c) { return c->err; }
+int rlk_conn_is_connected(const rlk_conn *c) { return c->t.fd >= 0; }
+uint64_t rlk_conn_generation(const rlk_conn *c) { return c->generation; }
+int rlk_conn_fd(const rlk_conn *c) { return c->t.fd; }
+const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c) { return &c->info; }
+
+static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
+
+static const char *copy_str(char **dst, const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*dst, s, n);
+    const char *r = *dst;
+    *dst += n;
+    return r;
+}
+
+rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
+{
+    rlk_conn *c = rlk__malloc(sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, offsetof(rlk_conn, arena_inline));
+    if (cfg) c->cfg = *cfg;
+    const rlk_conn_config *s = &c->cfg;
+    size_t need = str_size(s->url) + str_size(s->client_name) +
+                  str_size(s->tls.ca_file) + str_size(s->tls.ca_dir) +
+                  str_size(s->tls.cert_file) + str_size(s->tls.key_file) +
+                  str_size(s->tls.server_name);
+    if (need) {
+        c->strings = rlk__malloc(need);
+        if (!c->strings) {
+            rlk__free(c);
+            return NULL;
+        }
+        char *p = c->strings;
+        c->cfg.url = copy_str(&p, s->url);
+        c->cfg.client_name = copy_str(&p, s->client_name);
+        c->cfg.tls.ca_file = copy_str(&p, s->tls.ca_file);
+        c->cfg.tls.ca_dir = copy_str(&p, s->tls.ca_dir);
+        c->cfg.tls.cert_file = copy_str(&p, s->tls.cert_file);
+        c->cfg.tls.key_file = copy_str(&p, s->tls.key_file);
+        c->cfg.tls.server_name = copy_str(&p, s->tls.server_name);
+    }
+    if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = DEFAULT_COMMAND_MS;
+    if (!c->cfg.reconnect_attempts) c->cfg.reconnect_attempts = DEFAULT_ATTEMPTS;
+    if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = DEFAULT_BACKOFF_MS;
+    if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+
+    rlk__transport_init(&c->t);
+    rlk_buf_init(&c->rx);
+    rlk_buf_init(&c->tx);
+    rlk_resp_reader_init(&c->reader, &c->arena, &c->cfg.limits);
+    /* A reply may hold at most about two maximal bulks plus change; the
+     * arena, which holds ~70 bytes per element, is bounded relative to
+     * it so that a hostile reply costs a bounded multiple of its bytes. */
+    uint64_t maxb = c->reader.parser.limits.max_bulk;
+    uint64_t rxmax = maxb * 2 + (1u << 20);
+    if (rxmax > SIZE_MAX / 32) rxmax = SIZE_MAX / 32;
+    c->rx_max = (size_t)rxmax;
+    rlk_resp_arena_init(&c->arena, c->arena_inline, sizeof c->arena_inline,
+                        c->rx_max * 16);
+    c->info.client_id = -1;
+
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+        seed = (uint64_t)rlk__now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)c;
+    c->rng = seed | 1;
+
+    c->url_status = rlk__url_parse(&c->url, c->cfg.url, c->err, sizeof c->err);
+    return c;
+}
+
+void rlk_conn_close(rlk_conn *c)
+{
+    rlk__transport_close(&c->t);
+    c->rx.len = 0;
+    c->rx_off = 0;
+    c->tx.len = 0;
+    c->nsubs = 0;
+    rlk_resp_reader_reset(&c->reader);
+    rlk_resp_arena_reset(&c->arena);
+    c->info.tls_version = NULL;
+    c->info.tls_cipher = NULL;
+}
+
+void rlk_conn_free(rlk_conn *c)
+{
+    if (!c) return;
+    rlk_conn_close(c);
+    rlk_buf_free(&c->rx);
+    rlk_buf_free(&c->tx);
+    rlk_resp_reader_free(&c->reader);
+    rlk_resp_arena_free(&c->arena);
+    rlk__url_free(&c->url);
+    rlk__free(c->strings);
+    rlk__free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bytes in and out                                                     */
+
+/* Forgets what the previous call handed out. */
+static void begin_call(rlk_conn *c)
+{
+    rlk_buf_consume(&c->rx, c->rx_off);
+    c->rx_off = 0;
+    rlk_resp_arena_reset(&c->arena);
+    c->tx.len = 0;
+    c->pipelining = 0;
+    c->reader.copy_strings = 0;
+}
+
+static int64_t deadline_after(int ms)
+{
+    return ms < 0 ? -1 : rlk__now_ms() + ms;
+}
+
+/* Closes after a failure that may have desynchronized the stream; keeps
+ * the message the failure left. */
+static int broken(rlk_conn *c, int status)
+{
+    char keep[sizeof c->err];
+    memcpy(keep, c->err, sizeof keep);
+    rlk_conn_close(c);
+    memcpy(c->err, keep, sizeof keep);
+    return status;
+}
+
+static int transport_failed(rlk_conn *c, int status, const char *doing)
+{
+    if (status == RLK_ERR_TIMEOUT)
+        set_err(c, status, "%s: %s", doing, c->t.err[0] ? c->t.err : "timed out");
+    else
+        set_err(c, status, "%s: %s", doing, c->t.err[0] ? c->t.err : rlk_strerror(status));
+    return broken(c, status);
+}
+
+/* Reads more bytes into rx.  Returns RLK_OK, or a failure that closed
+ * the connection, or RLK_ERR_TIMEOUT without closing when keep_on_timeout
+ * (an idle wait for push messages). */
+static int fill(rlk_conn *c, int64_t deadline, const char *doing, int keep_on_timeout)
+{
+    if (c->rx.len - c->rx_off >= c->rx_max)
+        return set_err(c, RLK_ERR_LIMIT, "%s: reply larger than %zu bytes", doing, c->rx_max),
+               broken(c, RLK_ERR_LIMIT);
+    if (c->rx_off > 0 && c->rx_off == c->rx.len && !c->pipelining) {
+        /* Nothing pending: start at the buffer's beginning again. */
+        c->rx.len = 0;
+        c->rx_off = 0;
+    }
+    int r = rlk_buf_reserve(&c->rx, READ_CHUNK);
+    if (r != RLK_OK) return set_err(c, r, "%s: out of memory", doing), broken(c, r);
+    ssize_t n = rlk__transport_read_some(&c->t, c->rx.data + c->rx.len,
+                                         c->rx.cap - c->rx.len, deadline);
+    if (n > 0) {
+        c->rx.len += (size_t)n;
+        return RLK_OK;
+    }
+    if (n == 0) {
+        set_err(c, RLK_ERR_IO, "%s: connection closed by the server", doing);
+        return broken(c, RLK_ERR_IO);
+    }
+    if (n == RLK_ERR_TIMEOUT && keep_on_timeout) return RLK_ERR_TIMEOUT;
+    return transport_failed(c, (int)n, doing);
+}
+
+static int flush_tx(rlk_conn *c, int64_t deadline, const char *doing)
+{
+    int r = rlk__transport_write_all(&c->t, c->tx.data, c->tx.len, deadline);
+    c->tx.len = 0;
+    if (r != RLK_OK) return transport_failed(c, r, doing);
+    return RLK_OK;
+}
+
+static int bulk_is(const rlk_resp_value *v, const char *s)
+{
+    size_t n = strlen(s);
+    return v && (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE) &&
+           v->len == n && strncasecmp(v->str, s, n) == 0;
+}
+
+/* Subscription confirmations, as RESP3 pushes or RESP2 replies. */
+static int is_sub_confirmation(const rlk_resp_value *v)
+{
+    const rlk_resp_value *k = v->child;
+    return bulk_is(k, "subscribe") || bulk_is(k, "unsubscribe") ||
+           bulk_is(k, "psubscribe") || bulk_is(k, "punsubscribe") ||
+           bulk_is(k, "ssubscribe") || bulk_is(k, "sunsubscribe");
+}
+
+/* What is not a reply to a command: RESP3 pushes, and on a RESP2
+ * connection that subscribed, published messages. */
+static int is_push(const rlk_conn *c, const rlk_resp_value *v)
+{
+    if (v->type == RLK_RESP_PUSH) return 1;
+    if (c->protocol == 2 && c->nsubs && v->type == RLK_RESP_ARRAY) {
+        const rlk_resp_value *k = v->child;
+        return bulk_is(k, "message") || bulk_is(k, "pmessage") || bulk_is(k, "smessage");
+    }
+    return 0;
+}
+
+static void after_push(rlk_conn *c)
+{
+    if (c->pipelining) return; /* earlier replies of the pipeline live on */
+    rlk_buf_consume(&c->rx, c->rx_off);
+    c->rx_off = 0;
+    rlk_resp_arena_reset(&c->arena);
+}
+
+/* Parses what rx holds.  1 with *out set, 0 when more bytes are needed,
+ * or a protocol failure (connection closed). */
+static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
+{
+    size_t used;
+    int r = rlk_resp_read(&c->reader, c->rx.data + c->rx_off, c->rx.len - c->rx_off,
+                          &used, out);
+    if (r > 0) {
+        c->rx_off += used;
+        return 1;
+    }
+    if (r == 0) return 0;
+    uint64_t at;
+    const char *why;
+    rlk_resp_parser_error(&c->reader.parser, &at, &why);
+    set_err(c, r, "%s: protocol error from %s at reply byte %llu: %s", doing,
+            c->t.peer, (unsigned long long)at, why);
+    return broken(c, r);
+}
+
+/* Delivers a push to the caller or drops a late confirmation. */
+static void deliver_push(rlk_conn *c, rlk_resp_value *v)
+{
+    if (v->type == RLK_RESP_PUSH && is_sub_confirmation(v)) {
+        /* Confirmations nobody waits for (after a timeout) are dropped. */
+    } else if (c->cfg.on_push) {
+        c->cfg.on_push(c->cfg.ctx, c, v);
+    }
+    after_push(c);
+}
+
+/*
+ * Reads the next reply, passing push messages on.  When confirm is set,
+ * a RESP3 subscription confirmation push is taken as the reply.
+ */
+static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
+                      rlk_resp_value **out, const char *doing)
+{
+    for (;;) {
+        int r = parse_one(c, out, doing);
+        if (r < 0) return r;
+        if (r > 0) {
+            if (confirm && (*out)->type == RLK_RESP_PUSH && is_sub_confirmation(*out))
+                return RLK_OK;
+            if (!is_push(c, *out)) return RLK_OK;
+            deliver_push(c, *out);
+            if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler", doing);
+            continue;
+        }
+        r = fill(c, deadline, doing, 0);
+        if (r != RLK_OK) return r;
+    }
+}
+
+/* Appends a request to tx as one array: prefix strings, then argv. */
+static int encode_request(rlk_buf *b, int nprefix, const char *const *prefix,
+                          const size_t *prefixlen, int argc,
+                          const char *const *argv, const size_t *argvlen)
+{
+    int r = rlk_resp_put_header(b, RLK_RESP_ARRAY, nprefix + argc);
+    for (int i = 0; r == RLK_OK && i < nprefix; i++)
+        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, prefix[i], prefixlen[i]);
+    for (int i = 0; r == RLK_OK && i < argc; i++)
+        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, argv[i],
+                              argvlen ? argvlen[i] : strlen(argv[i]));
+    return r;
+}
+
+/* The command's name, for messages: never its arguments (AUTH has a
+ * password among them). */
+static void command_name(char *out, size_t n, int argc, const char *const *argv,
+                         const size_t *argvlen)
+{
+    size_t len = argc > 0 ? (argvlen ? argvlen[0] : strlen(argv[0])) : 0;
+    size_t i = 0;
+    for (; i < len && i + 1 < n && i < 32; i++) {
+        unsigned char ch = (unsigned char)argv[0][i];
+        out[i] = (ch >= 0x21 && ch <= 0x7e) ? (char)ch : '?';
+    }
+    out[i] = '\0';
+}
+
+/* One exchange on an open connection: no reconnect, no begin_call. */
+static int exchange(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value **reply,
+                    int argc, const char *const *argv, const size_t *argvlen)
+{
+    char name[40], doing[64];
+    command_name(name, sizeof name, argc, argv, argvlen);
+    snprintf(doing, sizeof doing, "%s", name);
+    int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
+    if (r != RLK_OK) return set_err(c, r, "%s: cannot encode the command: %s", doing, rlk_strerror(r));
+    r = flush_tx(c, deadline, doing);
+    if (r != RLK_OK) return r;
+    return next_reply(c, deadline, confirm, reply, doing);
+}
+
+/* ------------------------------------------------------------------ */
+/* Handshake                                                            */
+
+static void copy_field(char *dst, size_t n, const rlk_resp_value *v)
+{
+    size_t len = v->len < n - 1 ? v->len : n - 1;
+    memcpy(dst, v->str, len);
+    dst[len] = '\0';
+}
+
+static void read_hello(rlk_conn *c, const rlk_resp_value *m)
+{
+    const rlk_resp_value *k = m->child;
+    while (k && k->next) {
+        const rlk_resp_value *v = k->next;
+        if (bulk_is(k, "server") && (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
+            copy_field(c->info.server, sizeof c->info.server, v);
+        else if (bulk_is(k, "version") && (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
+            copy_field(c->info.version, sizeof c->info.version, v);
+        else if (bulk_is(k, "id") && v->type == RLK_RESP_INTEGER)
+            c->info.client_id = v->integer;
+        else if (bulk_is(k, "proto") && v->type == RLK_RESP_INTEGER)
+            c->protocol = (int)v->integer;
+        k = v->next;
+    }
+}
+
+static int is_error(const rlk_resp_value *v)
+{
+    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
+}
+
+static int error_starts(const rlk_resp_value *v, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
+}
+
+/* An error reply as a message: its first line, bounded. */
+static int server_error(rlk_conn *c, int status, const char *what, const rlk_resp_value *v)
+{
+    int n = (int)(v->len > 300 ? 300 : v->len);
+    return set_err(c, status, "%s: %.*s", what, n, v->str);
+}
+
+static int auth_error(rlk_conn *c, const char *what, const rlk_resp_value *v)
+{
+    if (error_starts(v, "WRONGPASS") || error_starts(v, "NOAUTH") ||
+        error_starts(v, "NOPERM") || error_starts(v, "ERR invalid password") ||
+        error_starts(v, "ERR invalid username") ||
+        error_starts(v, "ERR AUTH") || error_starts(v, "ERR Client sent AUTH"))
+        return server_error(c, RLK_ERR_AUTH, "authentication failed", v);
+    return server_error(c, RLK_ERR_SERVER, what, v);
+}
+
+static int handshake(rlk_conn *c, int64_t deadline)
+{
+    const char *user = c->url.user, *pass = c->url.password;
+    const char *name = c->cfg.client_name;
+    rlk_resp_value *v;
+    int r;
+    const char *argv[7];
+    int argc;
+
+    c->protocol = 2;
+    snprintf(c->info.user, sizeof c->info.user, "%s", user ? user : "default");
+    if (c->cfg.protocol != 2) {
+        argc = 0;
+        argv[argc++] = "HELLO";
+        argv[argc++] = "3";
+        if (pass) {
+            argv[argc++] = "AUTH";
+            argv[argc++] = user ? user : "default";
+            argv[argc++] = pass;
+        }
+        if (name) {
+            argv[argc++] = "SETNAME";
+            argv[argc++] = name;
+        }
+        r = exchange(c, deadline, 0, &v, argc, argv, NULL);
+        if (r != RLK_OK) return r;
+        if (!is_error(v)) {
+            if (v->type == RLK_RESP_MAP || v->type == RLK_RESP_ARRAY) read_hello(c, v);
+            c->protocol = 3;
+            goto select_db;
+        }
+        int unknown = error_starts(v, "ERR unknown command") || error_starts(v, "NOPROTO") ||
+                      error_starts(v, "ERR unknown subcommand") ||
+                      error_starts(v, "ERR Syntax error");
+        if (!unknown || c->cfg.protocol == 3)
+            return auth_error(c, "HELLO 3 refused", v);
+        rlk_resp_arena_reset(&c->arena);
+    }
+    /* RESP2: AUTH, then CLIENT SETNAME. */
+    if (pass) {
+        argc = 0;
+        argv[argc++] = "AUTH";
+        if (user) argv[argc++] = user;
+        argv[argc++] = pass;
+        r = exchange(c, deadline, 0, &v, argc, argv, NULL);
+        if (r != RLK_OK) return r;
+        if (is_error(v)) return auth_error(c, "AUTH refused", v);
+    }
+    if (name) {
+        argv[0] = "CLIENT";
+        argv[1] = "SETNAME";
+        argv[2] = name;
+        r = exchange(c, deadline, 0, &v, 3, argv, NULL);
+        if (r != RLK_OK) return r;
+        if (error_starts(v, "NOAUTH")) return auth_error(c, "CLIENT SETNAME", v);
+        /* Servers without CLIENT SETNAME still serve locks: go on. */
+    }
+select_db:
+    c->info.protocol = c->protocol;
+    if (c->url.db != 0) {
+        char db[24];
+        snprintf(db, sizeof db, "%d", c->url.db);
+        argv[0] = "SELECT";
+        argv[1] = db;
+        r = exchange(c, deadline, 0, &v, 2, argv, NULL);
+        if (r != RLK_OK) return r;
+        if (is_error(v)) {
+            if (error_starts(v, "NOAUTH")) return auth_error(c, "SELECT", v);
+            return server_error(c, RLK_ERR_SERVER, "SELECT refused", v);
+        }
+    }
+    c->info.db = c->url.db;
+    return RLK_OK;
+}
+
+static int connect_once(rlk_conn *c)
+{
+    if (c->url_status != RLK_OK) return c->url_status == RLK_ERR_NOMEM
+        ? set_err(c, RLK_ERR_NOMEM, "out of memory parsing the URL") : RLK_ERR_URL;
+    rlk_conn_close(c);
+    c->err[0] = '\0';
+    memset(&c->info, 0, sizeof c->info);
+    c->info.client_id = -1;
+    int64_t deadline = deadline_after(c->cfg.connect_timeout_ms);
+    int r;
+    switch (c->url.kind) {
+    case RLK__URL_UNIX:
+        r = rlk__unix_connect(&c->t, c->url.path, deadline);
+        break;
+    case RLK__URL_TLS:
+        r = rlk__tls_connect(&c->t, c->url.host, c->url.port, &c->cfg.tls, deadline);
+        break;
+    default:
+        r = rlk__tcp_connect(&c->t, c->url.host, c->url.port, deadline);
+        break;
+    }
+    if (r != RLK_OK) {
+        set_err(c, r, "%s", c->t.err[0] ? c->t.err : rlk_strerror(r));
+        return broken(c, r);
+    }
+    snprintf(c->info.peer, sizeof c->info.peer, "%s", c->t.peer);
+    c->info.tls_version = rlk__tls_version(&c->t);
+    c->info.tls_cipher = rlk__tls_cipher(&c->t);
+    begin_call(c);
+    r = handshake(c, deadline);
+    rlk_resp_arena_reset(&c->arena);
+    if (r != RLK_OK) {
+        if (c->t.fd >= 0) broken(c, r);
+        return r;
+    }
+    c->generation++;
+    if (c->cfg.on_connect) c->cfg.on_connect(c->cfg.ctx, c, c->generation > 1);
+    return RLK_OK;
+}
+
+int rlk_conn_connect(rlk_conn *c)
+{
+    return connect_once(c);
+}
+
+/* Failures worth another try: the server may come back or finish
+ * loading.  Bad URLs, TLS verification and authentication will not. */
+static int transient(int status)
+{
+    return status == RLK_ERR_CONNECT || status == RLK_ERR_TIMEOUT ||
+           status == RLK_ERR_IO || status == RLK_ERR_CLOSED;
+}
+
+static uint64_t next_rand(rlk_conn *c)
+{
+    /* xorshift64*: jitter only, not security. */
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 0x2545F4914F6CDD1DULL;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int rlk_conn_reconnect(rlk_conn *c)
+{
+    int attempts = c->cfg.reconnect_attempts > 0 ? c->cfg.reconnect_attempts : 1;
+    int64_t pause = c->cfg.backoff_initial_ms;
+    int r = RLK_ERR_CLOSED;
+    for (int i = 0; i < attempts; i++) {
+        if (i > 0) {
+            /* Half fixed, half random: spreads out clients that lost the
+             * same server at the same moment. */
+            int64_t p = pause / 2 + (int64_t)(next_rand(c) % (uint64_t)(pause / 2 + 1));
+            pause_ms((int)p);
+            pause = pause * 2 > c->cfg.backoff_max_ms ? c->cfg.backoff_max_ms : pause * 2;
+        }
+        r = connect_once(c);
+        if (r == RLK_OK || !transient(r)) return r;
+    }
+    return r;
+}
+
+/* Before a call: a closed connection is re-established if allowed. */
+static int ensure_connected(rlk_conn *c)
+{
+    if (c->t.fd >= 0) return RLK_OK;
+    if (c->cfg.reconnect_attempts < 0) {
+        if (c->generation == 0) return connect_once(c);
+        return set_err(c, RLK_ERR_CLOSED, "not connected");
+    }
+    return rlk_conn_reconnect(c);
+}
+
+static int check_subscribed_mode(rlk_conn *c, int argc, const char *const *argv,
+                                 const size_t *argvlen)
+{
+    if (c->protocol != 2 || !c->nsubs) return RLK_OK;
+    static const char *const ok[] = {"SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE",
+                                     "PUNSUBSCRIBE", "PING", "QUIT", "RESET"};
+    size_t n = argvlen ? argvlen[0] : strlen(argv[0]);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strlen(ok[i]) == n && strncasecmp(argv[0], ok[i], n) == 0) return RLK_OK;
+    return set_err(c, RLK_ERR_INVALID,
+                   "a RESP2 connection that subscribed only takes (UN)SUBSCRIBE and PING; "
+                   "use another connection for commands");
+}
+
+int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
+                     const char *const *argv, const size_t *argvlen)
+{
+    *reply = NULL;
+    if (argc < 1 || !argv || !argv[0]) return set_err(c, RLK_ERR_INVALID, "empty command");
+    int r = ensure_connected(c);
+    if (r != RLK_OK) return r;
+    r = check_subscribed_mode(c, argc, argv, argvlen);
+    if (r != RLK_OK) return r;
+    begin_call(c);
+    return exchange(c, deadline_after(c->cfg.command_timeout_ms), 0, reply, argc, argv, argvlen);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipelines                                                            */
+
+static int encode_one(rlk_conn *c, const rlk_request *q)
+{
+    if (!q->script) return rlk_resp_append_command(&c->tx, q->argc, q->argv, q->argvlen);
+    char nk[24];
+    int nkl = snprintf(nk, sizeof nk, "%d", q->nkeys);
+    const char *pre[3] = {"EVALSHA", q->script->sha1, nk};
+    size_t prelen[3] = {7, 40, (size_t)nkl};
+    return encode_request(&c->tx, 3, pre, prelen, q->argc, q->argv, q->argvlen);
+}
+
+/* Sends tx and reads n replies into out[], overlapping the two so that
+ * neither side's buffers can fill up and stall the other. */
+static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value **out)
+{
+    size_t sent = 0, got = 0;
+    const char *doing = "pipeline";
+    while (got < n) {
+        int r = parse_one(c, &out[got], doing);
+        if (r < 0) return r;
+        if (r > 0) {
+            if (is_push(c, out[got])) {
+                deliver_push(c, out[got]);
+                continue;
+            }
+            got++;
+            continue;
+        }
+        struct pollfd pfd = {c->t.fd, POLLIN, 0};
+        if (sent < c->tx.len) {
+            ssize_t w = c->t.ops->write(&c->t, c->tx.data + sent, c->tx.len - sent);
+            if (w > 0) {
+                sent += (size_t)w;
+                continue;
+            }
+            if (w == RLK__WANT_WRITE) pfd.events |= POLLOUT;
+            else if (w != RLK__WANT_READ) return transport_failed(c, (int)w, doing);
+        }
+        if (!c->t.ops->pending || !c->t.ops->pending(&c->t)) {
+            int pr = poll(&pfd, 1, rlk__ms_left(deadline));
+            if (pr < 0 && errno != EINTR)
+                return set_err(c, RLK_ERR_IO, "%s: poll: %s", doing, strerror(errno)),
+                       broken(c, RLK_ERR_IO);
+            if (pr == 0) {
+                set_err(c, RLK_ERR_TIMEOUT, "%s: timed out with %zu of %zu replies", doing, got, n);
+                return broken(c, RLK_ERR_TIMEOUT);
+            }
+            if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        }
+        r = fill(c, deadline, doing, 0);
+        if (r != RLK_OK) return r;
+    }
+    c->tx.len = 0;
+    return RLK_OK;
+}
+
+int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
+                      rlk_resp_value **replies)
+{
+    for (size_t i = 0; i < n; i++) replies[i] = NULL;
+    if (n == 0) return RLK_OK;
+    int r = ensure_connected(c);
+    if (r != RLK_OK) return r;
+    begin_call(c);
+    c->pipelining = 1;
+    c->reader.copy_strings = 1;
+    int64_t deadline = deadline_after(c->cfg.command_timeout_ms);
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i].argc < (reqs[i].script ? 0 : 1) ||
+            (reqs[i].script && (reqs[i].nkeys < 0 || reqs[i].nkeys > reqs[i].argc)))
+            return set_err(c, RLK_ERR_INVALID, "pipeline request %zu is malformed", i);
+        if (!reqs[i].script &&
+            (r = check_subscribed_mode(c, reqs[i].argc, reqs[i].argv, reqs[i].argvlen)) != RLK_OK)
+            return r;
+        r = encode_one(c, &reqs[i]);
+        if (r != RLK_OK) return set_err(c, r, "pipeline: cannot encode request %zu", i);
+    }
+    r = run_pipeline(c, deadline, n, replies);
+    if (r != RLK_OK) return r;
+
+    /* Script calls answered NOSCRIPT: load each script once, then send
+     * those calls again, at the end. */
+    size_t retry = 0;
+    for (size_t i = 0; i < n; i++)
+        if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT) retry++;
+    if (!retry) return RLK_OK;
+    size_t loads = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!reqs[i].script || rlk_reply_error_class(replies[i]) != RLK_EC_NOSCRIPT) continue;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = reqs[j].script == reqs[i].script &&
+                   rlk_reply_error_class(replies[j]) == RLK_EC_NOSCRIPT;
+        if (seen) continue;
+        const char *argv[3] = {"SCRIPT", "LOAD", reqs[i].script->text};
+        size_t lens[3] = {6, 4, reqs[i].script->len};
+        r = rlk_resp_append_command(&c->tx, 3, argv, lens);
+        if (r != RLK_OK) return set_err(c, r, "pipeline: cannot encode SCRIPT LOAD");
+        loads++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT &&
+            (r = encode_one(c, &reqs[i])) != RLK_OK)
+            return set_err(c, r, "pipeline: cannot encode a script call");
+    rlk_resp_value *small[16];
+    rlk_resp_value **more = loads + retry <= 16 ? small
+                                                 : rlk__malloc(sizeof *more * (loads + retry));
+    if (!more) return set_err(c, RLK_ERR_NOMEM, "pipeline: out of memory");
+    r = run_pipeline(c, deadline, loads + retry, more);
+    if (r == RLK_OK) {
+        for (size_t k = 0; k < loads; k++)
+            if (is_error(more[k])) {
+                r = server_error(c, RLK_ERR_SERVER, "SCRIPT LOAD refused", more[k]);
+                break;
+            }
+        size_t k = loads;
+        for (size_t i = 0; r == RLK_OK && i < n; i++)
+            if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT)
+                replies[i] = more[k++];
+    }
+    if (more != small) rlk__free(more);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pub/sub                                                              */
+
+static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_t len)
+{
+    int r = ensure_connected(c);
+    if (r != RLK_OK) return r;
+    begin_call(c);
+    const char *argv[2] = {verb, channel};
+    size_t lens[2] = {strlen(verb), len};
+    int64_t deadline = deadline_after(c->cfg.command_timeout_ms);
+    rlk_resp_value *v;
+    r = exchange(c, deadline, 1, &v, 2, argv, lens);
+    if (r != RLK_OK) return r;
+    if (is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
+    /* [kind, channel, count]: the count of channels still subscribed. */
+    const rlk_resp_value *cnt = rlk_resp_value_at(v, 2);
+    if (!is_sub_confirmation(v) || !cnt || cnt->type != RLK_RESP_INTEGER) {
+        set_err(c, RLK_ERR_PROTO, "%s: unexpected reply", verb);
+        return broken(c, RLK_ERR_PROTO);
+    }
+    c->nsubs = cnt->integer > 0 ? (uint64_t)cnt->integer : 0;
+    return RLK_OK;
+}
+
+int rlk_conn_subscribe(rlk_conn *c, const char *channel, size_t len)
+{
+    return sub_command(c, "SUBSCRIBE", channel, len);
+}
+
+int rlk_conn_unsubscribe(rlk_conn *c, const char *channel, size_t len)
+{
+    return sub_command(c, "UNSUBSCRIBE", channel, len);
+}
+
+int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
+{
+    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
+    begin_call(c);
+    int64_t deadline = deadline_after(timeout_ms);
+    for (;;) {
+        rlk_resp_value *v;
+        int r = parse_one(c, &v, "waiting for messages");
+        if (r < 0) return r;
+        if (r > 0) {
+            if (!is_push(c, v) && !(v->type == RLK_RESP_PUSH)) {
+                set_err(c, RLK_ERR_PROTO, "a reply arrived while no command was waiting");
+                return broken(c, RLK_ERR_PROTO);
+            }
+            int confirmation = v->type == RLK_RESP_PUSH && is_sub_confirmation(v);
+            deliver_push(c, v);
+            if (!confirmation) return 1;
+            continue;
+        }
+        r = fill(c, deadline, "waiting for messages", 1);
+        if (r == RLK_ERR_TIMEOUT) return 0;
+        if (r != RLK_OK) return r;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+
+rlk_error_class rlk_reply_error_class(const rlk_resp_value *v)
+{
+    if (!v || !is_error(v)) return RLK_EC_NONE;
+    static const struct { const char *code; rlk_error_class ec; } codes[] = {
+        {"MOVED", RLK_EC_MOVED},       {"ASK", RLK_EC_ASK},
+        {"NOSCRIPT", RLK_EC_NOSCRIPT}, {"LOADING", RLK_EC_LOADING},
+        {"BUSY", RLK_EC_BUSY},         {"READONLY", RLK_EC_READONLY},
+        {"WRONGPASS", RLK_EC_WRONGPASS}, {"NOAUTH", RLK_EC_NOAUTH},
+    };
+    size_t w = 0;
+    while (w < v->len && v->str[w] != ' ') w++;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (strlen(codes[i].code) == w && memcmp(v->str, codes[i].code, w) == 0)
+            return codes[i].ec;
+    return RLK_EC_OTHER;
+}

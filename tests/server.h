@@ -1,0 +1,76 @@
+/*
+ * Real redis-server processes for tests, on free loopback ports.
+ *
+ * Each server runs in a temporary directory of its own (under $TMPDIR or
+ * /tmp) with persistence off, in its own process group, and is stopped
+ * (SIGTERM, then SIGKILL after a deadline) by ts_stop or, for those still
+ * running, when the test program exits.  On Linux a server also dies with
+ * the test program if that crashes.  Readiness is "answers PING" (through
+ * the library's own transport), polled under a deadline.
+ *
+ * The program redis-server is looked up in $PATH, or taken from
+ * $RLK_REDIS_SERVER.  Failures are explained on stderr (with the end of
+ * the server's log) and return NULL or -1.
+ */
+#ifndef RESPLOCK_TEST_SERVER_H
+#define RESPLOCK_TEST_SERVER_H
+
+#include <sys/types.h>
+
+typedef struct ts_options {
+    int ipv6;                    /* listen on ::1 instead of 127.0.0.1     */
+    int unix_socket;             /* also on DIR/redis.sock, mode 700       */
+    const char *password;        /* requirepass                            */
+    /* TLS: when tls_cert is set the server listens with TLS only (its
+     * port is the TLS port).  The readiness check does not verify the
+     * server; it presents tls_client_cert/key when given, which
+     * tls_auth_clients needs. */
+    const char *tls_cert, *tls_key, *tls_ca;
+    int tls_auth_clients;
+    const char *tls_client_cert, *tls_client_key;
+    const char *const *extra;    /* more arguments, NULL-terminated        */
+} ts_options;
+
+typedef struct ts_server {
+    pid_t pid;                   /* -1 while stopped                       */
+    int port;                    /* the TCP (or TLS) port                  */
+    char host[16];               /* "127.0.0.1" or "::1"                   */
+    char dir[256];               /* its temporary directory                */
+    char unix_path[300];         /* "" without a Unix socket               */
+    ts_options opt;              /* a copy: the strings must outlive it    */
+} ts_server;
+
+/* Starts a server (opt NULL: plain TCP on 127.0.0.1) and waits until it
+ * answers.  Retries with another port when the chosen one was taken. */
+ts_server *ts_start(const ts_options *opt);
+
+/* Stops the server and starts it again on the same port (a fresh empty
+ * data set): for reconnect tests.  0, or -1 when it does not come back. */
+int ts_restart(ts_server *s);
+
+/* Stops the server and waits for it, without restarting; ts_start_again
+ * brings it back on the same port.  Both 0 or -1. */
+int ts_halt(ts_server *s);
+int ts_start_again(ts_server *s);
+
+/* Stops the server, removes its directory, frees s.  NULL is allowed. */
+void ts_stop(ts_server *s);
+
+/* A loopback TCP port that nobody listens on right now (ipv6: on ::1),
+ * or -1. */
+int ts_free_port(int ipv6);
+
+/* 1 when this machine can listen on ::1. */
+int ts_have_ipv6(void);
+
+/* The directory of certificates made by tests/gen-certs.sh (made on the
+ * first call, removed at exit), or NULL when that failed.  The script is
+ * found through $top_srcdir (set by make check), else next to this
+ * file's source. */
+const char *ts_certs_dir(void);
+
+/* "DIR/name" for a file of ts_certs_dir(), valid until exit; NULL when
+ * the certificates could not be made. */
+const char *ts_cert(const char *name);
+
+#endif
