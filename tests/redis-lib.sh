@@ -46,6 +46,37 @@ rlk_redis_start() {
   return 1
 }
 
+# rlk_redis_start_tls NAME DIR CERTDIR [extra args...]
+#     a server with TLS only (no plaintext port), certificates from
+#     tests/gen-certs.sh in CERTDIR; sets RLK_REDIS_PORT and RLK_REDIS_PID.
+rlk_redis_start_tls() {
+  local name=$1 dir=$2 certs=$3; shift 3
+  local attempt port pid deadline
+  mkdir -p "$dir/$name"
+  for attempt in 1 2 3 4 5; do
+    port=$(rlk_free_port) || return 1
+    redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --tls-cert-file "$certs/server.crt" --tls-key-file "$certs/server.key" \
+      --tls-ca-cert-file "$certs/ca.crt" --tls-auth-clients no \
+      --dir "$dir/$name" --logfile "$dir/$name/redis.log" "$@" &
+    pid=$!
+    deadline=$((SECONDS + 10))
+    while [ $SECONDS -lt $deadline ]; do
+      # Readiness only: the certificate under test may be one that fails.
+      if redis-cli --tls --insecure --cert "$certs/client.crt" --key "$certs/client.key" \
+           -p "$port" ping 2>/dev/null | grep -q PONG; then
+        RLK_REDIS_PORT=$port RLK_REDIS_PID=$pid
+        RLK_REDIS_PIDS+=("$pid")
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  return 1
+}
+
 rlk_redis_stop_all() {
   local pid
   for pid in "${RLK_REDIS_PIDS[@]}"; do

@@ -1,0 +1,53 @@
+/* Shared pieces of the resplock command's subcommands. */
+#ifndef RESPLOCK_CLI_H
+#define RESPLOCK_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+#include "resplock.h"
+
+/* Exit codes (sysexits.h values), documented in resplock(1). */
+#define CLI_EX_USAGE 64
+#define CLI_EX_UNAVAILABLE 69
+#define CLI_EX_SOFTWARE 70
+#define CLI_EX_TEMPFAIL 75
+
+typedef struct cli_opts {
+    const char *url;
+    rlk_tls_config tls;
+    int64_t timeout_ms;
+    int verbose;
+    int quiet;
+} cli_opts;
+
+/* "resplock: MESSAGE" on stderr, unless --quiet. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A timestamped progress line on stderr with --verbose. */
+void cli_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A usage message (always shown); returns CLI_EX_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "500ms", "10s", "5m", "1h", "2.5s", a bare number = seconds.
+ * 0 and *ms set, or -1. */
+int cli_parse_duration(const char *s, int64_t *ms);
+
+/* getopt_long over the global options plus a subcommand's own; `own`
+ * returns 1 when it took the option, -1 after a usage error, 0 when it
+ * does not know it.  Stops at the first non-option.  Returns 0, or an
+ * exit code. */
+int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, int (*own)(void *ctx, int c, const char *arg),
+               void *ctx);
+
+/* Connects as the options say; on failure prints the reason, sets
+ * *status and returns NULL. */
+rlk_conn *cli_connect(cli_opts *o, int *status);
+
+/* The exit code for a library status: 69 for the server's side
+ * (unreachable, TLS, auth, protocol), 70 for ours. */
+int cli_exit_for(int status);
+
+int cmd_ping(cli_opts *o, int argc, char **argv);
+
+#endif

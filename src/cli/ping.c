@@ -1,0 +1,119 @@
+/* resplock ping: what a connection learned, and how long a round trip
+ * takes.  The first thing to run when a lock will not work. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PINGS 5
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_error(const rlk_resp_value *v)
+{
+    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
+}
+
+/* The value of "key:" in INFO's text, for servers that did not say their
+ * version in HELLO (RESP2). */
+static void info_field(const rlk_resp_value *v, const char *key, char *out, size_t n)
+{
+    size_t kl = strlen(key);
+    const char *s = v->str, *end = v->str + v->len;
+    while (s < end) {
+        const char *eol = memchr(s, '\n', (size_t)(end - s));
+        if (!eol) eol = end;
+        if ((size_t)(eol - s) > kl && memcmp(s, key, kl) == 0 && s[kl] == ':') {
+            size_t len = (size_t)(eol - s) - kl - 1;
+            if (len && s[kl + 1 + len - 1] == '\r') len--;
+            if (len >= n) len = n - 1;
+            memcpy(out, s + kl + 1, len);
+            out[len] = '\0';
+            return;
+        }
+        s = eol + 1;
+    }
+}
+
+int cmd_ping(cli_opts *o, int argc, char **argv)
+{
+    int r = cli_getopt(o, argc, argv, NULL, NULL, NULL, NULL);
+    if (r) return r;
+    if (optind < argc) return cli_usage_error("ping takes no arguments");
+
+    int status;
+    rlk_conn *c = cli_connect(o, &status);
+    if (!c) return cli_exit_for(status);
+    const rlk_conn_info *in = rlk_conn_get_info(c);
+    char server[64], version[64], user[128];
+    snprintf(server, sizeof server, "%s", in->server[0] ? in->server : "");
+    snprintf(version, sizeof version, "%s", in->version);
+    snprintf(user, sizeof user, "%s", in->user);
+    rlk_resp_value *v;
+
+    double rtt[PINGS];
+    const char *ping[] = {"PING"};
+    for (int i = 0; i < PINGS; i++) {
+        double t0 = now_ms();
+        status = rlk_conn_command(c, &v, 1, ping, NULL);
+        rtt[i] = now_ms() - t0;
+        if (status != RLK_OK) {
+            cli_err("PING: %s", rlk_conn_errmsg(c));
+            rlk_conn_free(c);
+            return cli_exit_for(status);
+        }
+        if (is_error(v)) {
+            cli_err("PING: %.*s", (int)v->len, v->str);
+            rlk_conn_free(c);
+            return CLI_EX_UNAVAILABLE;
+        }
+    }
+    qsort(rtt, PINGS, sizeof rtt[0], cmp_double);
+
+    const char *whoami[] = {"ACL", "WHOAMI"};
+    if (rlk_conn_command(c, &v, 2, whoami, NULL) == RLK_OK && !is_error(v) &&
+        (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
+        snprintf(user, sizeof user, "%.*s", (int)v->len, v->str);
+    if (!version[0]) {
+        const char *info[] = {"INFO", "server"};
+        if (rlk_conn_command(c, &v, 2, info, NULL) == RLK_OK &&
+            (v->type == RLK_RESP_BULK || v->type == RLK_RESP_VERBATIM)) {
+            info_field(v, "redis_version", version, sizeof version);
+            if (!server[0]) {
+                char valkey[64] = "";
+                info_field(v, "valkey_version", valkey, sizeof valkey);
+                snprintf(server, sizeof server, "%s", valkey[0] ? "valkey" : "redis");
+            }
+        }
+    }
+    in = rlk_conn_get_info(c);
+    printf("server:     %s %s\n", server[0] ? server : "unknown", version[0] ? version : "(version unknown)");
+    printf("address:    %s\n", in->peer);
+    printf("protocol:   RESP%d\n", in->protocol);
+    if (in->tls_version)
+        printf("tls:        %s %s%s\n", in->tls_version, in->tls_cipher ? in->tls_cipher : "",
+               o->tls.insecure ? " (certificate NOT verified)" : "");
+    else
+        printf("tls:        none\n");
+    printf("user:       %s\n", user);
+    printf("round trip: %.3f ms (median of %d PINGs)\n", rtt[PINGS / 2], PINGS);
+    rlk_conn_free(c);
+    return 0;
+}
