@@ -243,6 +243,199 @@ typedef enum rlk_error_class {
 /* Classifies a reply by its error code (the first word of an error). */
 rlk_error_class rlk_reply_error_class(const rlk_resp_value *reply);
 
+/* Changes the timeouts of a connection (0 keeps the current value, -1
+ * for the command timeout means none).  The lock layer bounds each
+ * renewal by the time the lock has left. */
+void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
+
+/* ================================================================== */
+/* Locks                                                               */
+/*
+ * A simple lock is the key NAME holding a random token (128 bits from
+ * getrandom, 32 hex digits), set with SET NX PX: the layout of redis-py's
+ * Lock, go-redsync and node-redlock, so they and resplock exclude each
+ * other on the same key.  A reentrant lock is a hash at NAME whose field
+ * "<client-id>:<thread-id>" counts the holds, with a TTL on the key, and
+ * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released: the
+ * layout of Redisson's RLock.  Release, extend and renewal are server-side
+ * scripts that act only if the token (or field) still matches.
+ *
+ * Every acquisition also takes a fencing token: a strictly increasing
+ * 64-bit number from a counter key in the same Cluster slot as NAME
+ * ("{NAME}:fence", or "NAME:fence" when NAME has a hash tag, or a
+ * "resplock:fence:{...}" key with a computed tag for names whose braces
+ * make both impossible), incremented in the same script as the SET.  The
+ * counter has no TTL: it must never go back.
+ *
+ * Validity: a lock is known to be held until the start of the acquire
+ * attempt (or of the last successful renewal) plus the TTL minus a drift
+ * allowance of 1% of the TTL plus 2 ms, on the monotonic clock.
+ */
+
+/* Statuses of the lock calls, beyond the connection's. */
+enum {
+    RLK_LOCK_BUSY = -20,      /* not acquired: held by someone else for the
+                                 whole wait                               */
+    RLK_LOCK_NOT_HELD = -21,  /* the lock is not held any more (expired)  */
+    RLK_LOCK_NOT_OWNER = -22, /* the lock is held by someone else         */
+    RLK_LOCK_LOST = -23       /* the handle was marked lost earlier       */
+};
+
+typedef struct rlk_client rlk_client;
+typedef struct rlk_lock rlk_lock;
+
+typedef struct rlk_client_config {
+    /* The connection: url, TLS, timeouts, limits, client_name.  on_push,
+     * on_connect and ctx are the client's own and must be left NULL. */
+    rlk_conn_config conn;
+    /* Identifies this client in reentrant locks' fields; NULL: a random
+     * UUID, new for every client. */
+    const char *client_id;
+    /* Drift allowance beyond 1% of the TTL; 0: 2 ms. */
+    int64_t drift_ms;
+    /* The watchdog renews every ttl / renew_divisor; 0: 3. */
+    int renew_divisor;
+    /* A waiter re-checks at least this often, for holders using clients
+     * that do not publish on release; 0: 1000 ms. */
+    int64_t recheck_ms;
+} rlk_client_config;
+
+/* Fills *cfg with the defaults (all 0/NULL). */
+void rlk_client_config_init(rlk_client_config *cfg);
+
+/* Makes a client with a copy of cfg; NULL only when memory runs out. */
+rlk_client *rlk_client_new(const rlk_client_config *cfg);
+
+/* Connects (see rlk_conn_connect).  Optional: the first call that needs
+ * the server connects. */
+int rlk_client_connect(rlk_client *cl);
+
+/* Stops the watchdog thread if any, frees every handle still held
+ * (without releasing: the locks then expire on the server) and the
+ * client. */
+void rlk_client_free(rlk_client *cl);
+
+/* The reason of the last failure on this client ("" if none). */
+const char *rlk_client_errmsg(const rlk_client *cl);
+
+/* The connection, for rlk_conn_get_info and friends; owned by the client. */
+rlk_conn *rlk_client_conn(rlk_client *cl);
+
+typedef enum rlk_lock_kind {
+    RLK_LOCK_SIMPLE = 0,
+    RLK_LOCK_REENTRANT = 1
+} rlk_lock_kind;
+
+#define RLK_WAIT_FOREVER (-1)
+
+typedef struct rlk_lock_options {
+    int64_t ttl_ms;       /* 0: 30000                                        */
+    int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this    */
+    rlk_lock_kind kind;
+    int watchdog;         /* 1: renew while held (rlk_client_tick, or the
+                             watchdog thread)                               */
+    /* Called once when the lock is found lost (renewal refused, or not
+     * renewed in time), before its validity ends.  From rlk_client_tick's
+     * caller, or from the watchdog thread. */
+    void (*on_lost)(void *ctx, rlk_lock *l);
+    void *ctx;
+} rlk_lock_options;
+
+/* Fills *o with the defaults (all 0/NULL). */
+void rlk_lock_options_init(rlk_lock_options *o);
+
+/*
+ * Acquires the lock NAME.  With a wait, the caller subscribes to the
+ * lock's release channel and wakes when the holder releases (resplock and
+ * Redisson holders publish), when the holder's TTL runs out, and at least
+ * every recheck_ms; it never polls in a busy loop.  Under RESP3 the
+ * subscription rides the same connection; under RESP2 a second one is
+ * opened for the wait.  A reentrant lock acquired again by the same
+ * client and thread counts one more hold (and keeps its fencing token).
+ * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
+ * Thread use: the client's thread.
+ */
+int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                     rlk_lock **out);
+
+/*
+ * Releases (one hold of a reentrant lock) and frees the handle, whatever
+ * the outcome.  Returns RLK_OK (released), RLK_LOCK_NOT_HELD (expired
+ * before the release), RLK_LOCK_NOT_OWNER (someone else holds it now;
+ * nothing was deleted), or a connection status: then the lock expires by
+ * itself.  A release sent again after a reconnect because its reply was
+ * lost reports RLK_OK when the first attempt had released it.
+ */
+int rlk_lock_release(rlk_lock *l);
+
+#define RLK_EXTEND_ADD 0 /* add ms to the time the lock has left */
+#define RLK_EXTEND_SET 1 /* make the time left ms                */
+
+/* Extends the lock on the server and its validity here.  RLK_OK,
+ * RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER, RLK_LOCK_LOST, or a connection
+ * status. */
+int rlk_lock_extend(rlk_lock *l, int64_t ms, int how);
+
+/* Frees the handle without releasing: the lock stays held on the server
+ * until its TTL runs out (for `resplock acquire`). */
+void rlk_lock_forget(rlk_lock *l);
+
+/* Milliseconds the lock is still known to be held (0 when lost or
+ * expired), by the monotonic clock. */
+int64_t rlk_lock_remaining_ms(const rlk_lock *l);
+/* Non-zero once the lock is known lost. */
+int rlk_lock_is_lost(const rlk_lock *l);
+/* The fencing token of this acquisition. */
+uint64_t rlk_lock_fence(const rlk_lock *l);
+/* The token (simple) or hash field (reentrant), NUL-terminated. */
+const char *rlk_lock_token(const rlk_lock *l);
+const char *rlk_lock_name(const rlk_lock *l);
+int64_t rlk_lock_ttl_ms(const rlk_lock *l);
+/* Holds of a reentrant lock by this handle's holder, as last seen. */
+int64_t rlk_lock_holds(const rlk_lock *l);
+
+/*
+ * Tick-mode watchdog, for single-threaded and event-loop programs (no
+ * thread is started): renews every watchdog lock of the client whose
+ * renewal is due, all in one round trip (one script call per 1000 locks,
+ * pipelined), and reports lost locks through on_lost.  *next_ms is set to
+ * the milliseconds until the next call is needed (-1: none).  Returns
+ * RLK_OK, or the connection status of a failed renewal round (the locks
+ * stay held while their validity lasts; the next tick tries again).
+ */
+int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
+
+/* The fd to poll between ticks (-1 when not connected). */
+int rlk_client_fd(const rlk_client *cl);
+
+/*
+ * Opt-in watchdog thread with its own connection: renews as
+ * rlk_client_tick does; on_lost is called from that thread.  While it
+ * runs, the client's other calls may be made from one other thread.
+ * Returns RLK_OK, or a status when the thread or its connection could
+ * not start.
+ */
+int rlk_client_watchdog_start(rlk_client *cl);
+void rlk_client_watchdog_stop(rlk_client *cl);
+
+/* Without a handle (for shell scripts): release or extend by token.
+ * Simple locks only.  Statuses as rlk_lock_release / rlk_lock_extend;
+ * *ttl_ms_after (may be NULL) is the TTL after extending. */
+int rlk_release_token(rlk_client *cl, const char *name, const char *token);
+int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms,
+                     int how, int64_t *ttl_ms_after);
+
+typedef struct rlk_lock_status {
+    int held;            /* 1 when the key exists                        */
+    rlk_lock_kind kind;  /* simple (string) or reentrant (hash)          */
+    int64_t ttl_ms;      /* -1: no TTL                                    */
+    int64_t holds;       /* reentrant: the sum of the hold counts         */
+    uint64_t fence;      /* the fencing counter's current value           */
+} rlk_lock_status;
+
+/* What the server holds at NAME.  RLK_OK or a connection status. */
+int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
+
 #ifdef __cplusplus
 }
 #endif

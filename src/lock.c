@@ -1,0 +1,991 @@
+/*
+ * Lock semantics: acquire, release, extend, renewal by a watchdog,
+ * reentrancy, fencing tokens, waiting that wakes on release.
+ *
+ * Everything that must be atomic on the server is one script; this file
+ * knows the scripts' meaning, the script layer knows how to run them, the
+ * connection layer how to carry them.  Times are monotonic milliseconds.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "resplock.h"
+#include "conn_internal.h"
+#include "transport.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define DEFAULT_TTL_MS 30000
+#define DEFAULT_DRIFT_MS 2
+#define DEFAULT_RECHECK_MS 1000
+#define RENEW_BATCH 1000
+/* The release tombstone lives this long: a release re-sent after a
+ * reconnect within it still learns that the first one released. */
+#define TOMBSTONE_MS "60000"
+#define RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
+
+/* ------------------------------------------------------------------ */
+/* Scripts                                                              */
+
+/* KEYS: lock, fence counter.  ARGV: token, ttl.
+ * {1, fence} when acquired; {0, pttl} when held by someone. */
+static const char ACQUIRE_SIMPLE[] =
+    "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
+    "  return {1, redis.call('incr', KEYS[2])}\n"
+    "end\n"
+    "return {0, redis.call('pttl', KEYS[1])}\n";
+
+/* KEYS: lock, fence counter.  ARGV: field, ttl.
+ * {1, fence, holds} when acquired (again); {0, pttl} when not. */
+static const char ACQUIRE_REENTRANT[] =
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "if t == 'none' then\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  return {1, redis.call('incr', KEYS[2]), 1}\n"
+    "end\n"
+    "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
+    "  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), n}\n"
+    "end\n"
+    "return {0, redis.call('pttl', KEYS[1])}\n";
+
+/* KEYS: lock, tombstone.  ARGV: token, channel.
+ * 1 released (now or by an earlier attempt), 0 not held, -1 other owner. */
+static const char RELEASE_SIMPLE[] =
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "if t == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "  redis.call('del', KEYS[1])\n"
+    "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
+    "  redis.call('publish', ARGV[2], '0')\n"
+    "  return 1\n"
+    "end\n"
+    "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
+    "if t == 'none' then return 0 end\n"
+    "return -1\n";
+
+/* KEYS: lock, tombstone.  ARGV: field, channel, ttl.
+ * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner. */
+static const char RELEASE_REENTRANT[] =
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
+    "  local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
+    "  if n > 0 then\n"
+    "    redis.call('pexpire', KEYS[1], ARGV[3])\n"
+    "    return 2\n"
+    "  end\n"
+    "  redis.call('del', KEYS[1])\n"
+    "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
+    "  redis.call('publish', ARGV[2], '0')\n"
+    "  return 1\n"
+    "end\n"
+    "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
+    "if t == 'none' then return 0 end\n"
+    "return -1\n";
+
+/* KEYS: lock.  ARGV: kind ('s' or 'r'), token or field, ms, 'add' or 'set'.
+ * The new TTL, or -1 not held, -2 other owner. */
+static const char EXTEND[] =
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "if t == 'none' then return -1 end\n"
+    "local mine\n"
+    "if ARGV[1] == 's' then\n"
+    "  mine = t == 'string' and redis.call('get', KEYS[1]) == ARGV[2]\n"
+    "else\n"
+    "  mine = t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1\n"
+    "end\n"
+    "if not mine then return -2 end\n"
+    "local ms = tonumber(ARGV[3])\n"
+    "if ARGV[4] == 'add' then\n"
+    "  local left = redis.call('pttl', KEYS[1])\n"
+    "  if left > 0 then ms = ms + left end\n"
+    "end\n"
+    "redis.call('pexpire', KEYS[1], ms)\n"
+    "return ms\n";
+
+/* KEYS: locks.  ARGV: per key kind, token or field, ttl.
+ * Per key 1 renewed, -1 not held, -2 other owner. */
+static const char RENEW[] =
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local k, kind, tok = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]\n"
+    "  local t = redis.call('type', k)['ok']\n"
+    "  if t == 'none' then\n"
+    "    out[i] = -1\n"
+    "  elseif (kind == 's' and t == 'string' and redis.call('get', k) == tok) or\n"
+    "         (kind == 'r' and t == 'hash' and redis.call('hexists', k, tok) == 1) then\n"
+    "    redis.call('pexpire', k, ARGV[3 * i])\n"
+    "    out[i] = 1\n"
+    "  else\n"
+    "    out[i] = -2\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
+/* KEYS: lock, fence counter.  {held, type, pttl, holds, fence}. */
+static const char STATUS[] =
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "local f = tonumber(redis.call('get', KEYS[2]) or '0')\n"
+    "if t == 'none' then return {0, t, -2, 0, f} end\n"
+    "local holds = 0\n"
+    "if t == 'hash' then\n"
+    "  for _, v in ipairs(redis.call('hvals', KEYS[1])) do holds = holds + tonumber(v) end\n"
+    "end\n"
+    "return {1, t, redis.call('pttl', KEYS[1]), holds, f}\n";
+
+enum { S_ACQ_SIMPLE, S_ACQ_REENTRANT, S_REL_SIMPLE, S_REL_REENTRANT, S_EXTEND, S_RENEW,
+       S_STATUS, S_COUNT };
+
+static const char *const script_text[S_COUNT] = {
+    ACQUIRE_SIMPLE, ACQUIRE_REENTRANT, RELEASE_SIMPLE, RELEASE_REENTRANT, EXTEND, RENEW,
+    STATUS};
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                              */
+
+struct rlk_lock {
+    rlk_client *cl;
+    rlk_lock *prev, *next;   /* the client's held locks */
+    char *name;              /* with the derived keys, one allocation */
+    char *fence_key;
+    char *tomb_key;
+    char *channel;
+    char token[96];          /* simple: random hex; reentrant: field */
+    rlk_lock_kind kind;
+    int64_t ttl;
+    int64_t valid_until;     /* monotonic ms */
+    int64_t renew_at;
+    int64_t lost_at;         /* report lost by then, before valid_until */
+    uint64_t fence;
+    int64_t holds;
+    int watchdog;
+    int lost;
+    void (*on_lost)(void *ctx, rlk_lock *l);
+    void *ctx;
+};
+
+struct rlk_client {
+    rlk_client_config cfg;
+    char *strings;
+    char client_id[64];
+    rlk_conn *conn;
+    rlk_conn *sub;           /* RESP2 only: a connection for waiting */
+    rlk_script scripts[S_COUNT];
+    rlk_lock *locks;
+    pthread_mutex_t mu;      /* the lock list, when the watchdog thread runs */
+    pthread_t thread;
+    int thread_running;
+    int stop_pipe[2];
+    rlk_conn *wd_conn;       /* the watchdog thread's own connection */
+    int recheck_all;         /* a reconnect happened: re-check every lock */
+    char err[512];
+};
+
+/* ------------------------------------------------------------------ */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int cl_fail(rlk_client *cl, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cl->err, sizeof cl->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static int conn_fail(rlk_client *cl, rlk_conn *c, int status, const char *doing)
+{
+    return cl_fail(cl, status, "%s: %s", doing, rlk_conn_errmsg(c));
+}
+
+const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
+rlk_conn *rlk_client_conn(rlk_client *cl) { return cl->conn; }
+int rlk_client_fd(const rlk_client *cl) { return rlk_conn_fd(cl->conn); }
+
+void rlk_client_config_init(rlk_client_config *cfg) { memset(cfg, 0, sizeof *cfg); }
+void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
+
+/* Random bytes from the kernel; a lock token must not be guessable or
+ * shared, so there is no weaker fallback than /dev/urandom. */
+static int random_bytes(unsigned char *out, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(out + got, n - got, 0);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        break;
+    }
+    if (got == n) return 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    while (got < n) {
+        ssize_t r = read(fd, out + got, n - got);
+        if (r <= 0 && !(r < 0 && errno == EINTR)) break;
+        if (r > 0) got += (size_t)r;
+    }
+    close(fd);
+    return got == n ? 0 : -1;
+}
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Called from whichever thread uses the connection. */
+static void on_connect(void *ctx, rlk_conn *c, int reconnected)
+{
+    (void)c;
+    rlk_client *cl = ctx;
+    if (reconnected) __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
+}
+
+static rlk_conn *new_conn(rlk_client *cl, int protocol)
+{
+    rlk_conn_config cc = cl->cfg.conn;
+    cc.on_push = NULL; /* a waiter only needs to wake; wait_push tells */
+    cc.on_connect = on_connect;
+    cc.ctx = cl;
+    if (protocol) cc.protocol = protocol;
+    /* One try per call, without sleeping: the lock layer decides when to
+     * try again (a watchdog must not sleep through a lock's validity). */
+    cc.reconnect_attempts = 1;
+    return rlk_conn_new(&cc);
+}
+
+rlk_client *rlk_client_new(const rlk_client_config *cfg)
+{
+    rlk_client *cl = rlk__malloc(sizeof *cl);
+    if (!cl) return NULL;
+    memset(cl, 0, sizeof *cl);
+    if (cfg) cl->cfg = *cfg;
+    cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
+    if (!cl->cfg.drift_ms) cl->cfg.drift_ms = DEFAULT_DRIFT_MS;
+    if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
+    if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = DEFAULT_RECHECK_MS;
+    if (cl->cfg.client_id) {
+        snprintf(cl->client_id, sizeof cl->client_id, "%s", cl->cfg.client_id);
+    } else {
+        unsigned char u[16];
+        char h[33];
+        if (random_bytes(u, sizeof u) != 0) {
+            rlk__free(cl);
+            return NULL;
+        }
+        u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
+        u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+        hex(u, sizeof u, h);
+        snprintf(cl->client_id, sizeof cl->client_id, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
+                 h + 12, h + 16, h + 20);
+    }
+    cl->cfg.client_id = NULL;
+    cl->conn = new_conn(cl, 0);
+    if (!cl->conn || pthread_mutex_init(&cl->mu, NULL) != 0) {
+        rlk_conn_free(cl->conn);
+        rlk__free(cl);
+        return NULL;
+    }
+    for (int i = 0; i < S_COUNT; i++) rlk_script_init(&cl->scripts[i], script_text[i], 0);
+    return cl;
+}
+
+int rlk_client_connect(rlk_client *cl)
+{
+    int r = rlk_conn_connect(cl->conn);
+    if (r != RLK_OK) return conn_fail(cl, cl->conn, r, "connect");
+    return RLK_OK;
+}
+
+static void free_lock(rlk_lock *l)
+{
+    rlk__free(l->name);
+    rlk__free(l);
+}
+
+static void unlink_lock(rlk_client *cl, rlk_lock *l)
+{
+    pthread_mutex_lock(&cl->mu);
+    if (l->prev) l->prev->next = l->next;
+    else if (cl->locks == l) cl->locks = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+    pthread_mutex_unlock(&cl->mu);
+}
+
+void rlk_client_free(rlk_client *cl)
+{
+    if (!cl) return;
+    rlk_client_watchdog_stop(cl);
+    while (cl->locks) {
+        rlk_lock *l = cl->locks;
+        unlink_lock(cl, l);
+        free_lock(l);
+    }
+    rlk_conn_free(cl->conn);
+    rlk_conn_free(cl->sub);
+    pthread_mutex_destroy(&cl->mu);
+    rlk__free(cl);
+}
+
+/* ------------------------------------------------------------------ */
+/* Keys in the lock's Cluster slot                                      */
+
+static uint16_t crc16(const char *s, size_t n)
+{
+    /* CRC-16/XMODEM, the hash of Redis Cluster's key slots. */
+    uint16_t crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint16_t)((unsigned char)s[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc;
+}
+
+/* The hash tag of a key: what the slot is computed from. */
+static void hash_part(const char *k, size_t n, const char **p, size_t *pn)
+{
+    const char *open = memchr(k, '{', n);
+    if (open) {
+        const char *close = memchr(open + 1, '}', n - (size_t)(open + 1 - k));
+        if (close && close > open + 1) {
+            *p = open + 1;
+            *pn = (size_t)(close - open - 1);
+            return;
+        }
+    }
+    *p = k;
+    *pn = n;
+}
+
+static unsigned keyslot(const char *k, size_t n)
+{
+    const char *p;
+    size_t pn;
+    hash_part(k, n, &p, &pn);
+    return crc16(p, pn) & 16383u;
+}
+
+/*
+ * A key for `what` ("fence", "released") in NAME's slot: NAME:what when
+ * NAME has a hash tag, {NAME}:what when it has no '}', else a computed
+ * tag of the same slot.  Written into out (at least 2*len(name)+64).
+ */
+static void derived_key(const char *name, const char *what, char *out, size_t cap)
+{
+    size_t n = strlen(name);
+    const char *p;
+    size_t pn;
+    hash_part(name, n, &p, &pn);
+    if (p != name || pn != n) {
+        snprintf(out, cap, "%s:%s", name, what);
+    } else if (!memchr(name, '}', n)) {
+        snprintf(out, cap, "{%s}:%s", name, what);
+    } else {
+        unsigned slot = keyslot(name, n);
+        char tag[16];
+        for (unsigned i = 0;; i++) {
+            int tl = snprintf(tag, sizeof tag, "s%u", i);
+            if ((crc16(tag, (size_t)tl) & 16383u) == slot) break;
+        }
+        snprintf(out, cap, "resplock:%s:{%s}:%s", what, tag, name);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Running scripts                                                      */
+
+static int is_error(const rlk_resp_value *v)
+{
+    return v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR);
+}
+
+static int int_at(const rlk_resp_value *v, size_t i, int64_t *out)
+{
+    const rlk_resp_value *e = rlk_resp_value_at(v, i);
+    if (!e || e->type != RLK_RESP_INTEGER) return -1;
+    *out = e->integer;
+    return 0;
+}
+
+/* Runs a script; a failed connection is re-established and the call
+ * re-sent once when `resend` (the call is safe to repeat). */
+static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
+               const char *const *argv, const size_t *lens, int resend,
+               rlk_resp_value **out, const char *doing)
+{
+    int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
+    if (resend && (r == RLK_ERR_IO || r == RLK_ERR_TIMEOUT || r == RLK_ERR_CLOSED)) {
+        int rr = rlk_conn_reconnect(c);
+        if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
+    }
+    if (r != RLK_OK) return conn_fail(cl, c, r, doing);
+    if (is_error(*out))
+        return cl_fail(cl, RLK_ERR_SERVER, "%s: %.*s", doing,
+                       (int)((*out)->len > 300 ? 300 : (*out)->len), (*out)->str);
+    return RLK_OK;
+}
+
+static int64_t drift(const rlk_client *cl, int64_t ttl)
+{
+    return ttl / 100 + cl->cfg.drift_ms;
+}
+
+/* When to report a lost lock: a tenth of the TTL (at least 5 ms) before
+ * its validity ends, so the holder still has time to stop. */
+static int64_t lost_margin(int64_t ttl)
+{
+    int64_t m = ttl / 10;
+    return m < 5 ? 5 : m;
+}
+
+/* valid_until and lost are read by rlk_lock_remaining_ms and
+ * rlk_lock_is_lost from any thread while the watchdog thread writes them. */
+static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
+{
+    rlk_client *cl = l->cl;
+    int64_t until = start + ttl - drift(cl, ttl);
+    __atomic_store_n(&l->valid_until, until, __ATOMIC_RELAXED);
+    l->lost_at = until - lost_margin(ttl);
+    l->renew_at = start + ttl / cl->cfg.renew_divisor;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquire                                                              */
+
+static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
+{
+    size_t n = strlen(name), cap = 2 * n + 64;
+    rlk_lock *l = rlk__malloc(sizeof *l);
+    if (!l) return NULL;
+    memset(l, 0, sizeof *l);
+    l->name = rlk__malloc(4 * cap);
+    if (!l->name) {
+        rlk__free(l);
+        return NULL;
+    }
+    memcpy(l->name, name, n + 1);
+    l->fence_key = l->name + cap;
+    l->tomb_key = l->name + 2 * cap;
+    l->channel = l->name + 3 * cap;
+    derived_key(name, "fence", l->fence_key, cap);
+    derived_key(name, "released", l->tomb_key, cap);
+    snprintf(l->channel, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    l->cl = cl;
+    l->kind = o->kind;
+    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : DEFAULT_TTL_MS;
+    l->watchdog = o->watchdog;
+    l->on_lost = o->on_lost;
+    l->ctx = o->ctx;
+    return l;
+}
+
+/* One attempt.  1 acquired, 0 busy (*pttl set), or a status. */
+static int try_acquire(rlk_client *cl, rlk_lock *l, int64_t *pttl)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
+    const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
+    rlk_resp_value *v;
+    int64_t start = rlk__now_ms();
+    int which = l->kind == RLK_LOCK_REENTRANT ? S_ACQ_REENTRANT : S_ACQ_SIMPLE;
+    /* Not re-sent after a failure: a lost reply may hide an acquisition,
+     * which then simply expires. */
+    int r = run(cl, cl->conn, which, 2, 4, argv, NULL, 0, &v, "acquire");
+    if (r != RLK_OK) return r;
+    int64_t ok, x;
+    if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &ok) || int_at(v, 1, &x))
+        return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
+    if (!ok) {
+        *pttl = x;
+        return 0;
+    }
+    l->fence = (uint64_t)x;
+    if (l->kind == RLK_LOCK_REENTRANT && int_at(v, 2, &l->holds)) l->holds = 1;
+    if (l->kind == RLK_LOCK_SIMPLE) l->holds = 1;
+    set_validity(l, start, l->ttl);
+    return 1;
+}
+
+static rlk_conn *wait_conn(rlk_client *cl, int *status)
+{
+    if (rlk_conn_get_info(cl->conn)->protocol == 3) return cl->conn;
+    /* RESP2: a subscribed connection takes no other command. */
+    if (!cl->sub) {
+        cl->sub = new_conn(cl, 2);
+        if (!cl->sub) {
+            *status = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+    }
+    return cl->sub;
+}
+
+int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                     rlk_lock **out)
+{
+    rlk_lock_options defaults;
+    *out = NULL;
+    if (!o) {
+        rlk_lock_options_init(&defaults);
+        o = &defaults;
+    }
+    if (!name || !*name) return cl_fail(cl, RLK_ERR_INVALID, "acquire: empty lock name");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
+        return cl_fail(cl, RLK_ERR_INVALID, "acquire: unknown lock kind");
+    rlk_lock *l = new_lock(cl, name, o);
+    if (!l) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    if (l->kind == RLK_LOCK_REENTRANT) {
+        snprintf(l->token, sizeof l->token, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
+    } else {
+        unsigned char rnd[16];
+        if (random_bytes(rnd, sizeof rnd) != 0) {
+            free_lock(l);
+            return cl_fail(cl, RLK_ERR_INVALID, "acquire: no random bytes from the kernel");
+        }
+        hex(rnd, sizeof rnd, l->token);
+    }
+
+    int64_t deadline = o->wait_ms < 0 ? -1 : rlk__now_ms() + o->wait_ms;
+    rlk_conn *sub = NULL;
+    int r, status = RLK_OK;
+    for (;;) {
+        int64_t pttl = -1;
+        r = try_acquire(cl, l, &pttl);
+        if (r == 1) break;
+        if (r < 0) {
+            status = r;
+            break;
+        }
+        int64_t now = rlk__now_ms();
+        if (o->wait_ms == 0 || (deadline >= 0 && now >= deadline)) {
+            status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
+            break;
+        }
+        if (!sub) {
+            /* Subscribe first, then try again: a release between the
+             * failed try and the subscription is not missed. */
+            sub = wait_conn(cl, &status);
+            if (!sub) break;
+            r = rlk_conn_subscribe(sub, l->channel, strlen(l->channel));
+            if (r != RLK_OK) {
+                status = conn_fail(cl, sub, r, "subscribe");
+                break;
+            }
+            continue;
+        }
+        /* Until a release message, the holder's TTL running out, or the
+         * re-check for holders that do not publish. */
+        int64_t wait = cl->cfg.recheck_ms;
+        if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
+        if (deadline >= 0 && deadline - now < wait) wait = deadline - now;
+        r = rlk_conn_wait_push(sub, (int)wait);
+        if (r < 0) {
+            status = conn_fail(cl, sub, r, "waiting for the lock");
+            break;
+        }
+    }
+    if (sub) {
+        if (rlk_conn_is_connected(sub) &&
+            rlk_conn_unsubscribe(sub, l->channel, strlen(l->channel)) != RLK_OK && sub == cl->conn)
+            rlk_conn_close(sub);
+        if (sub == cl->sub) {
+            rlk_conn_free(cl->sub);
+            cl->sub = NULL;
+        }
+    }
+    if (status != RLK_OK) {
+        free_lock(l);
+        return status;
+    }
+    pthread_mutex_lock(&cl->mu);
+    l->next = cl->locks;
+    if (cl->locks) cl->locks->prev = l;
+    cl->locks = l;
+    pthread_mutex_unlock(&cl->mu);
+    *out = l;
+    return RLK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Release, extend                                                      */
+
+static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *name,
+                        const char *tomb, const char *token, const char *channel, int64_t ttl,
+                        int64_t *result)
+{
+    char ttls[24];
+    snprintf(ttls, sizeof ttls, "%lld", (long long)ttl);
+    const char *argv[5] = {name, tomb, token, channel, ttls};
+    rlk_resp_value *v;
+    int reentrant = kind == RLK_LOCK_REENTRANT;
+    /* Safe to re-send: the tombstone tells a second attempt that the
+     * first one released. */
+    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 2, reentrant ? 5 : 4,
+                argv, NULL, 1, &v, "release");
+    if (r != RLK_OK) return r;
+    if (v->type != RLK_RESP_INTEGER)
+        return cl_fail(cl, RLK_ERR_PROTO, "release: unexpected reply from the server");
+    *result = v->integer;
+    if (v->integer == 0)
+        return cl_fail(cl, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
+    if (v->integer < 0)
+        return cl_fail(cl, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
+    return RLK_OK;
+}
+
+int rlk_lock_release(rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    int64_t res = 0;
+    /* No renewal of a lock being released: it would find the key gone
+     * and report a loss that is none. */
+    pthread_mutex_lock(&cl->mu);
+    l->watchdog = 0;
+    pthread_mutex_unlock(&cl->mu);
+    int r = release_keys(cl, l->kind, l->name, l->tomb_key, l->token, l->channel, l->ttl, &res);
+    unlink_lock(cl, l);
+    free_lock(l);
+    return r;
+}
+
+void rlk_lock_forget(rlk_lock *l)
+{
+    unlink_lock(l->cl, l);
+    free_lock(l);
+}
+
+static int extend_keys(rlk_client *cl, rlk_lock_kind kind, const char *name, const char *token,
+                       int64_t ms, int how, int64_t *ttl_after)
+{
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
+    char mss[24];
+    snprintf(mss, sizeof mss, "%lld", (long long)ms);
+    const char *argv[5] = {name, kind == RLK_LOCK_REENTRANT ? "r" : "s", token, mss,
+                           how == RLK_EXTEND_ADD ? "add" : "set"};
+    rlk_resp_value *v;
+    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, how == RLK_EXTEND_SET, &v, "extend");
+    if (r != RLK_OK) return r;
+    if (v->type != RLK_RESP_INTEGER)
+        return cl_fail(cl, RLK_ERR_PROTO, "extend: unexpected reply from the server");
+    if (v->integer == -1)
+        return cl_fail(cl, RLK_LOCK_NOT_HELD, "extend: lock '%s' is not held (expired)", name);
+    if (v->integer < 0)
+        return cl_fail(cl, RLK_LOCK_NOT_OWNER, "extend: lock '%s' is held by someone else", name);
+    if (ttl_after) *ttl_after = v->integer;
+    return RLK_OK;
+}
+
+static void mark_lost(rlk_lock *l)
+{
+    if (l->lost) return;
+    __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->valid_until, 0, __ATOMIC_RELAXED);
+    if (l->on_lost) l->on_lost(l->ctx, l);
+}
+
+int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
+{
+    rlk_client *cl = l->cl;
+    if (l->lost) return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
+    int64_t start = rlk__now_ms(), after = 0;
+    int r = extend_keys(cl, l->kind, l->name, l->token, ms, how, &after);
+    pthread_mutex_lock(&cl->mu);
+    if (r == RLK_OK) {
+        l->ttl = after;
+        set_validity(l, start, after);
+    } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) {
+        mark_lost(l);
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return r;
+}
+
+int rlk_release_token(rlk_client *cl, const char *name, const char *token)
+{
+    size_t cap = 2 * strlen(name) + 64;
+    char *keys = rlk__malloc(2 * cap);
+    if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    derived_key(name, "released", keys, cap);
+    snprintf(keys + cap, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    int64_t res;
+    int r = release_keys(cl, RLK_LOCK_SIMPLE, name, keys, token, keys + cap, 0, &res);
+    rlk__free(keys);
+    return r;
+}
+
+int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms, int how,
+                     int64_t *ttl_ms_after)
+{
+    return extend_keys(cl, RLK_LOCK_SIMPLE, name, token, ms, how, ttl_ms_after);
+}
+
+int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
+{
+    size_t cap = 2 * strlen(name) + 64;
+    char *fence = rlk__malloc(cap);
+    if (!fence) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    derived_key(name, "fence", fence, cap);
+    const char *argv[2] = {name, fence};
+    rlk_resp_value *v;
+    int r = run(cl, cl->conn, S_STATUS, 2, 2, argv, NULL, 1, &v, "status");
+    rlk__free(fence);
+    if (r != RLK_OK) return r;
+    int64_t held, ttl, holds, f;
+    const rlk_resp_value *t = rlk_resp_value_at(v, 1);
+    if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &held) || int_at(v, 2, &ttl) ||
+        int_at(v, 3, &holds) || int_at(v, 4, &f) || !t)
+        return cl_fail(cl, RLK_ERR_PROTO, "status: unexpected reply from the server");
+    memset(st, 0, sizeof *st);
+    st->held = held != 0;
+    st->kind = t->len == 4 && memcmp(t->str, "hash", 4) == 0 ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
+    st->ttl_ms = held ? ttl : 0;
+    st->holds = holds;
+    st->fence = (uint64_t)f;
+    return RLK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors                                                            */
+
+int64_t rlk_lock_remaining_ms(const rlk_lock *l)
+{
+    if (__atomic_load_n(&l->lost, __ATOMIC_RELAXED)) return 0;
+    int64_t left = __atomic_load_n(&l->valid_until, __ATOMIC_RELAXED) - rlk__now_ms();
+    return left > 0 ? left : 0;
+}
+
+int rlk_lock_is_lost(const rlk_lock *l) { return __atomic_load_n(&l->lost, __ATOMIC_RELAXED); }
+uint64_t rlk_lock_fence(const rlk_lock *l) { return l->fence; }
+const char *rlk_lock_token(const rlk_lock *l) { return l->token; }
+const char *rlk_lock_name(const rlk_lock *l) { return l->name; }
+int64_t rlk_lock_ttl_ms(const rlk_lock *l) { return l->ttl; }
+int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
+
+/* ------------------------------------------------------------------ */
+/* Watchdog                                                             */
+
+/* Renews the due locks on connection c (all of them after a
+ * reconnect), in one round trip.  Call with cl->mu held. */
+static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
+{
+    size_t due = 0;
+    int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED);
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        if (now >= l->lost_at) {
+            mark_lost(l);
+            continue;
+        }
+        if (all || now >= l->renew_at) due++;
+    }
+    if (!due) return RLK_OK;
+    /* Renew everything held, not only what is due: one round trip now
+     * saves the next ones. */
+    size_t n = 0;
+    int64_t budget = -1;
+    for (rlk_lock *l = cl->locks; l; l = l->next)
+        if (l->watchdog && !l->lost) {
+            n++;
+            int64_t left = l->lost_at - now;
+            if (budget < 0 || left < budget) budget = left;
+        }
+    size_t nreq = (n + RENEW_BATCH - 1) / RENEW_BATCH;
+    rlk_request *reqs = rlk__malloc(sizeof *reqs * nreq);
+    const char **argv = rlk__malloc(sizeof *argv * 4 * n);
+    size_t *lens = rlk__malloc(sizeof *lens * 4 * n);
+    char (*ttls)[24] = rlk__malloc(sizeof *ttls * n);
+    rlk_lock **which = rlk__malloc(sizeof *which * n);
+    rlk_resp_value **replies = rlk__malloc(sizeof *replies * nreq);
+    int r = RLK_ERR_NOMEM;
+    if (!reqs || !argv || !lens || !ttls || !which || !replies) goto out;
+    size_t i = 0;
+    for (rlk_lock *l = cl->locks; l; l = l->next)
+        if (l->watchdog && !l->lost) which[i++] = l;
+    for (size_t q = 0; q < nreq; q++) {
+        size_t first = q * RENEW_BATCH, cnt = n - first < RENEW_BATCH ? n - first : RENEW_BATCH;
+        const char **a = argv + 4 * first;
+        size_t *al = lens + 4 * first;
+        for (size_t k = 0; k < cnt; k++) {
+            rlk_lock *l = which[first + k];
+            snprintf(ttls[first + k], sizeof ttls[0], "%lld", (long long)l->ttl);
+            a[k] = l->name;
+            al[k] = strlen(l->name);
+            a[cnt + 3 * k] = l->kind == RLK_LOCK_REENTRANT ? "r" : "s";
+            al[cnt + 3 * k] = 1;
+            a[cnt + 3 * k + 1] = l->token;
+            al[cnt + 3 * k + 1] = strlen(l->token);
+            a[cnt + 3 * k + 2] = ttls[first + k];
+            al[cnt + 3 * k + 2] = strlen(ttls[first + k]);
+        }
+        reqs[q].script = &cl->scripts[S_RENEW];
+        reqs[q].nkeys = (int)cnt;
+        reqs[q].argc = (int)(4 * cnt);
+        reqs[q].argv = a;
+        reqs[q].argvlen = al;
+    }
+    /* The round must end before the first lock is due to be reported
+     * lost. */
+    rlk_conn_set_timeouts(c, (int)(budget > 0 ? budget : 1), (int)(budget > 0 ? budget : 1));
+    int64_t start = rlk__now_ms();
+    if (!rlk_conn_is_connected(c)) {
+        r = rlk_conn_connect(c);
+        if (r != RLK_OK) {
+            conn_fail(cl, c, r, "renew");
+            goto retry;
+        }
+    }
+    r = rlk_conn_pipeline(c, nreq, reqs, replies);
+    if (r != RLK_OK) {
+        conn_fail(cl, c, r, "renew");
+        goto retry;
+    }
+    __atomic_store_n(&cl->recheck_all, 0, __ATOMIC_RELAXED);
+    for (size_t q = 0; q < nreq; q++) {
+        size_t first = q * RENEW_BATCH, cnt = n - first < RENEW_BATCH ? n - first : RENEW_BATCH;
+        const rlk_resp_value *e = replies[q] ? replies[q]->child : NULL;
+        int bad = !replies[q] || replies[q]->type != RLK_RESP_ARRAY;
+        for (size_t k = 0; k < cnt; k++, e = e ? e->next : NULL) {
+            rlk_lock *l = which[first + k];
+            if (bad || !e || e->type != RLK_RESP_INTEGER) {
+                /* The server could not answer for it (a script error):
+                 * try again soon; validity decides. */
+                l->renew_at = rlk__now_ms() + lost_margin(l->ttl) / 2 + 1;
+                continue;
+            }
+            if (e->integer == 1) set_validity(l, start, l->ttl);
+            else mark_lost(l);
+        }
+    }
+    if (replies[0] && is_error(replies[0]))
+        cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
+    r = RLK_OK;
+    goto out;
+retry:
+    /* Keep trying while validity lasts: the next try comes soon. */
+    for (i = 0; i < n; i++) {
+        int64_t t = rlk__now_ms() + lost_margin(which[i]->ttl) / 2 + 1;
+        if (t > which[i]->lost_at) t = which[i]->lost_at;
+        which[i]->renew_at = t;
+    }
+out:
+    rlk__free(reqs);
+    rlk__free(argv);
+    rlk__free(lens);
+    rlk__free(ttls);
+    rlk__free(which);
+    rlk__free(replies);
+    return r;
+}
+
+static int64_t next_due(rlk_client *cl, int64_t now)
+{
+    int64_t next = -1;
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        int64_t t = l->renew_at < l->lost_at ? l->renew_at : l->lost_at;
+        if (next < 0 || t < next) next = t;
+    }
+    if (next < 0) return -1;
+    return next > now ? next - now : 0;
+}
+
+int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
+{
+    pthread_mutex_lock(&cl->mu);
+    int r = renew_round(cl, cl->conn, rlk__now_ms());
+    /* The connection's own timeouts are restored for the caller's calls. */
+    rlk_conn_set_timeouts(cl->conn, cl->cfg.conn.connect_timeout_ms ? cl->cfg.conn.connect_timeout_ms : 5000,
+                          cl->cfg.conn.command_timeout_ms ? cl->cfg.conn.command_timeout_ms : 5000);
+    if (next_ms) *next_ms = next_due(cl, rlk__now_ms());
+    pthread_mutex_unlock(&cl->mu);
+    return r;
+}
+
+static void *watchdog_main(void *arg)
+{
+    rlk_client *cl = arg;
+    for (;;) {
+        pthread_mutex_lock(&cl->mu);
+        renew_round(cl, cl->wd_conn, rlk__now_ms());
+        int64_t next = next_due(cl, rlk__now_ms());
+        pthread_mutex_unlock(&cl->mu);
+        /* Wake at the next due time, or at once when told to stop; new
+         * locks are picked up at the latest after recheck_ms. */
+        int64_t wait = next < 0 || next > cl->cfg.recheck_ms ? cl->cfg.recheck_ms : next;
+        struct pollfd p = {cl->stop_pipe[0], POLLIN, 0};
+        int pr = poll(&p, 1, (int)wait);
+        if (pr > 0) break;
+    }
+    return NULL;
+}
+
+int rlk_client_watchdog_start(rlk_client *cl)
+{
+    if (cl->thread_running) return RLK_OK;
+    cl->wd_conn = new_conn(cl, 0);
+    if (!cl->wd_conn) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    int r = rlk_conn_connect(cl->wd_conn);
+    if (r != RLK_OK) {
+        conn_fail(cl, cl->wd_conn, r, "watchdog connect");
+        rlk_conn_free(cl->wd_conn);
+        cl->wd_conn = NULL;
+        return r;
+    }
+    if (pipe2(cl->stop_pipe, O_CLOEXEC) != 0) {
+        rlk_conn_free(cl->wd_conn);
+        cl->wd_conn = NULL;
+        return cl_fail(cl, RLK_ERR_IO, "watchdog: pipe: %s", strerror(errno));
+    }
+    if (pthread_create(&cl->thread, NULL, watchdog_main, cl) != 0) {
+        close(cl->stop_pipe[0]);
+        close(cl->stop_pipe[1]);
+        cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
+        rlk_conn_free(cl->wd_conn);
+        cl->wd_conn = NULL;
+        return cl_fail(cl, RLK_ERR_IO, "watchdog: cannot start a thread");
+    }
+    cl->thread_running = 1;
+    return RLK_OK;
+}
+
+void rlk_client_watchdog_stop(rlk_client *cl)
+{
+    if (!cl->thread_running) return;
+    ssize_t w;
+    do {
+        w = write(cl->stop_pipe[1], "x", 1);
+    } while (w < 0 && errno == EINTR);
+    pthread_join(cl->thread, NULL);
+    cl->thread_running = 0;
+    close(cl->stop_pipe[0]);
+    close(cl->stop_pipe[1]);
+    cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
+    rlk_conn_free(cl->wd_conn);
+    cl->wd_conn = NULL;
+}
