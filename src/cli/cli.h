@@ -49,5 +49,10 @@ rlk_conn *cli_connect(cli_opts *o, int *status);
 int cli_exit_for(int status);
 
 int cmd_ping(cli_opts *o, int argc, char **argv);
+int cmd_run(cli_opts *o, int argc, char **argv);
+int cmd_acquire(cli_opts *o, int argc, char **argv);
+int cmd_release(cli_opts *o, int argc, char **argv);
+int cmd_extend(cli_opts *o, int argc, char **argv);
+int cmd_status(cli_opts *o, int argc, char **argv);
 
 #endif

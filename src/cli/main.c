@@ -23,8 +23,36 @@ static const char usage_text[] =
     "usage: resplock [global options] COMMAND [ARGS...]\n"
     "\n"
     "Commands:\n"
+    "  run NAME [options] [--] COMMAND [ARG...]\n"
+    "                        acquire NAME, run COMMAND while renewing the lock,\n"
+    "                        release it when COMMAND exits; exit with its code\n"
+    "  acquire NAME [options]\n"
+    "                        acquire NAME and print \"TOKEN FENCE\"; the lock\n"
+    "                        stays held until released or its TTL runs out\n"
+    "  release NAME TOKEN    release NAME if TOKEN still holds it\n"
+    "  extend NAME TOKEN DURATION [--add]\n"
+    "                        set the time NAME has left (--add: add to it)\n"
+    "  status NAME           show whether NAME is held, its TTL, kind, fence;\n"
+    "                        exit 0 when held, 1 when free\n"
     "  ping                  check the server: name, version, protocol, TLS,\n"
     "                        user, round-trip time\n"
+    "\n"
+    "Lock options (run, acquire; -E also for release, extend):\n"
+    "  -t, --ttl DURATION    lock time to live (default 30s); run renews it every\n"
+    "                        third of it while COMMAND runs\n"
+    "  -w, --wait DURATION   wait at most this long for the lock (default: wait\n"
+    "                        forever, as flock does)\n"
+    "  -n, --nonblock        do not wait: give up at once if the lock is held\n"
+    "  -E, --conflict-exit-code N\n"
+    "                        exit code when the lock is not acquired (default 1)\n"
+    "      --hold-min DURATION\n"
+    "                        run: keep the lock at least this long after acquiring\n"
+    "                        it, even if COMMAND ends sooner (its TTL is shortened\n"
+    "                        to what is left instead of releasing)\n"
+    "      --kill-after DURATION\n"
+    "                        run: when the lock is lost, COMMAND gets SIGTERM, and\n"
+    "                        SIGKILL this long after (default 5s, less for short\n"
+    "                        TTLs); must fit in two thirds of the TTL\n"
     "\n"
     "Global options (also accepted after COMMAND):\n"
     "  -u, --url URL         server URL (default: $REDIS_URL, then\n"
@@ -48,8 +76,15 @@ static const char usage_text[] =
     "Durations: a number with a unit: 500ms, 10s, 5m, 1h (a bare number is\n"
     "seconds).\n"
     "\n"
-    "Exit codes: 0 success; 64 usage error; 69 server unreachable, TLS or\n"
-    "authentication failure; 70 internal error.  See resplock(1).\n";
+    "COMMAND gets RESPLOCK_NAME, RESPLOCK_TOKEN, RESPLOCK_FENCE and\n"
+    "RESPLOCK_TTL_MS in its environment; SIGINT, SIGTERM, SIGHUP and SIGQUIT\n"
+    "are forwarded to it.\n"
+    "\n"
+    "Exit codes: run exits with COMMAND's code (128+N if it died of signal N);\n"
+    "1 (or -E) when the lock is not acquired, or not held (release, extend);\n"
+    "64 usage error; 69 server unreachable, TLS or authentication failure;\n"
+    "70 internal error; 75 the lock was lost while COMMAND ran; 126/127\n"
+    "COMMAND could not be run.  See resplock(1).\n";
 
 /* ------------------------------------------------------------------ */
 /* Messages                                                            */
@@ -253,6 +288,11 @@ static const struct {
     const char *name;
     int (*fn)(cli_opts *o, int argc, char **argv);
 } commands[] = {
+    {"run", cmd_run},
+    {"acquire", cmd_acquire},
+    {"release", cmd_release},
+    {"extend", cmd_extend},
+    {"status", cmd_status},
     {"ping", cmd_ping},
 };
 
@@ -276,7 +316,7 @@ int main(int argc, char **argv)
              * again) from its own argv. */
             int sub_argc = argc - optind;
             char **sub_argv = argv + optind;
-            optind = 1;
+            optind = 0;
             return commands[i].fn(&o, sub_argc, sub_argv);
         }
     }

@@ -54,6 +54,7 @@ static void info_field(const rlk_resp_value *v, const char *key, char *out, size
 
 int cmd_ping(cli_opts *o, int argc, char **argv)
 {
+    optind = 0;
     int r = cli_getopt(o, argc, argv, NULL, NULL, NULL, NULL);
     if (r) return r;
     if (optind < argc) return cli_usage_error("ping takes no arguments");

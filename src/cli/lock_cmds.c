@@ -1,0 +1,468 @@
+/*
+ * resplock run / acquire / release / extend / status.
+ *
+ * `run` holds the lock while a child runs: it forwards the usual
+ * terminating signals to the child, renews the lock with the library's
+ * tick watchdog (no thread), and when the lock is lost it stops the child
+ * early enough that, after --kill-after, the SIGKILL lands before the
+ * lock's validity ends.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TTL_MS 30000
+#define DEFAULT_KILL_AFTER_MS 5000
+
+typedef struct lock_args {
+    int64_t ttl_ms;
+    int64_t wait_ms;         /* RLK_WAIT_FOREVER by default, as flock */
+    int conflict_code;
+    int64_t hold_min_ms;
+    int64_t kill_after_ms;   /* -1: not given */
+    int add;                 /* extend: add instead of set */
+} lock_args;
+
+enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD };
+
+static const struct option lock_long[] = {
+    {"ttl", required_argument, NULL, 't'},
+    {"wait", required_argument, NULL, 'w'},
+    {"nonblock", no_argument, NULL, 'n'},
+    {"conflict-exit-code", required_argument, NULL, 'E'},
+    {"hold-min", required_argument, NULL, OPT_HOLD_MIN},
+    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+    {"add", no_argument, NULL, OPT_ADD},
+    {NULL, 0, NULL, 0}};
+
+static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
+{
+    if (cli_parse_duration(arg, out) != 0 || (*out == 0 && !allow_zero))
+        return cli_usage_error("bad %s '%s' (a duration such as 500ms, 10s or 5m)", opt, arg), -1;
+    return 1;
+}
+
+static int lock_opt(void *ctx, int c, const char *arg)
+{
+    lock_args *a = ctx;
+    char *end;
+    switch (c) {
+    case 't': return duration_opt("--ttl", arg, &a->ttl_ms, 0);
+    case 'w': return duration_opt("--wait", arg, &a->wait_ms, 1);
+    case 'n': a->wait_ms = 0; return 1;
+    case 'E': {
+        long v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 0 || v > 255)
+            return cli_usage_error("bad --conflict-exit-code '%s' (0 to 255)", arg), -1;
+        a->conflict_code = (int)v;
+        return 1;
+    }
+    case OPT_HOLD_MIN: return duration_opt("--hold-min", arg, &a->hold_min_ms, 1);
+    case OPT_KILL_AFTER: return duration_opt("--kill-after", arg, &a->kill_after_ms, 1);
+    case OPT_ADD: a->add = 1; return 1;
+    default: return 0;
+    }
+}
+
+/*
+ * Options may stand before and after the positional words: `run NAME -n
+ * -- cmd` as well as `run -n NAME -- cmd`.  Fills pos[0..npos); *rest is
+ * what follows them (run's COMMAND), or NULL.  Returns 0, an exit code,
+ * or -1 when words are missing.
+ */
+static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const char **pos,
+                      int npos, char ***rest)
+{
+    int got = 0;
+    *rest = NULL;
+    for (;;) {
+        optind = 0; /* glibc: start afresh on this argv */
+        int r = cli_getopt(o, argc, argv, "t:w:nE:", lock_long, lock_opt, a);
+        if (r) return r;
+        if (optind >= argc) break;
+        int dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+        if (dashdash || got == npos) {
+            int i = optind;
+            while (got < npos && i < argc) pos[got++] = argv[i++];
+            if (i < argc) *rest = argv + i;
+            break;
+        }
+        pos[got++] = argv[optind];
+        /* Go on after the word; it stands in for the program name. */
+        argv += optind;
+        argc -= optind;
+    }
+    return got == npos ? 0 : -1;
+}
+
+static rlk_client *lock_client(cli_opts *o, int *status)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = o->url;
+    cfg.conn.tls = o->tls;
+    cfg.conn.client_name = "resplock";
+    cfg.conn.connect_timeout_ms = (int)o->timeout_ms;
+    cfg.conn.command_timeout_ms = (int)o->timeout_ms;
+    if (o->tls.insecure)
+        cli_err("warning: --tls-insecure: the server's certificate is not verified");
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl) {
+        cli_err("out of memory");
+        *status = RLK_ERR_NOMEM;
+        return NULL;
+    }
+    cli_verbose("connecting");
+    *status = rlk_client_connect(cl);
+    if (*status != RLK_OK) {
+        cli_err("%s", rlk_client_errmsg(cl));
+        rlk_client_free(cl);
+        return NULL;
+    }
+    const rlk_conn_info *in = rlk_conn_get_info(rlk_client_conn(cl));
+    cli_verbose("connected to %s (RESP%d%s%s)", in->peer, in->protocol,
+                in->tls_version ? ", " : "", in->tls_version ? in->tls_version : "");
+    return cl;
+}
+
+/* Exit code of a lock call that did not succeed. */
+static int lock_failure(rlk_client *cl, int status, const lock_args *a)
+{
+    switch (status) {
+    case RLK_LOCK_BUSY: case RLK_LOCK_NOT_HELD: case RLK_LOCK_NOT_OWNER:
+        cli_err("%s", rlk_client_errmsg(cl));
+        return a->conflict_code;
+    default:
+        cli_err("%s", rlk_client_errmsg(cl));
+        return cli_exit_for(status);
+    }
+}
+
+static void init_args(lock_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ttl_ms = DEFAULT_TTL_MS;
+    a->wait_ms = RLK_WAIT_FOREVER;
+    a->conflict_code = 1;
+    a->kill_after_ms = -1;
+}
+
+static int acquire(rlk_client *cl, const char *name, const lock_args *a, int watchdog,
+                   void (*on_lost)(void *, rlk_lock *), void *ctx, rlk_lock **l)
+{
+    rlk_lock_options lo;
+    rlk_lock_options_init(&lo);
+    lo.ttl_ms = a->ttl_ms;
+    lo.wait_ms = a->wait_ms;
+    lo.watchdog = watchdog;
+    lo.on_lost = on_lost;
+    lo.ctx = ctx;
+    if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
+    int r = rlk_lock_acquire(cl, name, &lo, l);
+    if (r == RLK_OK)
+        cli_verbose("acquired '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", name,
+                    rlk_lock_fence(*l), a->ttl_ms);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* run                                                                  */
+
+static int lost_flag;
+
+static void on_lost(void *ctx, rlk_lock *l)
+{
+    (void)ctx;
+    (void)l;
+    lost_flag = 1;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_env_num(const char *k, uint64_t v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    setenv(k, b, 1);
+}
+
+static int exit_code_of(int wstatus)
+{
+    if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+    return CLI_EX_SOFTWARE;
+}
+
+int cmd_run(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    const char *pos[1];
+    char **cmd;
+    int r = parse_args(o, &a, argc, argv, pos, 1, &cmd);
+    if (r > 0) return r;
+    if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
+    const char *name = pos[0];
+
+    /* Between the first failed renewal (at ttl/3) and the end of the
+     * validity, SIGTERM, the grace and a safety margin must fit. */
+    int64_t safety = a.ttl_ms / 50 < 50 ? 50 : a.ttl_ms / 50;
+    int64_t room = a.ttl_ms - a.ttl_ms / 3 - a.ttl_ms / 100 - 2 - safety;
+    if (a.kill_after_ms < 0) {
+        a.kill_after_ms = DEFAULT_KILL_AFTER_MS;
+        if (a.kill_after_ms > room / 2) a.kill_after_ms = room / 2 > 0 ? room / 2 : 0;
+    } else if (a.kill_after_ms >= room) {
+        return cli_usage_error("--kill-after %" PRId64 "ms does not fit in --ttl %" PRId64
+                               "ms: it must be below %" PRId64 "ms (two thirds of the TTL "
+                               "less margins)", a.kill_after_ms, a.ttl_ms, room > 0 ? room : 0);
+    }
+
+    int status;
+    rlk_client *cl = lock_client(o, &status);
+    if (!cl) return cli_exit_for(status);
+    rlk_lock *l;
+    r = acquire(cl, name, &a, 1, on_lost, NULL, &l);
+    if (r != RLK_OK) {
+        int code = lock_failure(cl, r, &a);
+        rlk_client_free(cl);
+        return code;
+    }
+    int64_t acquired_at = now_ms();
+
+    /* Signals arrive through a signalfd: no handler races, and the child
+     * gets the mask we had before. */
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        cli_err("signalfd: %s", strerror(errno));
+        rlk_lock_release(l);
+        rlk_client_free(cl);
+        return CLI_EX_SOFTWARE;
+    }
+
+    setenv("RESPLOCK_NAME", name, 1);
+    setenv("RESPLOCK_TOKEN", rlk_lock_token(l), 1);
+    set_env_num("RESPLOCK_FENCE", rlk_lock_fence(l));
+    set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        cli_err("fork: %s", strerror(errno));
+        rlk_lock_release(l);
+        rlk_client_free(cl);
+        return CLI_EX_SOFTWARE;
+    }
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        cli_err("cannot run '%s': %s", cmd[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    cli_verbose("started '%s' (pid %d)", cmd[0], (int)pid);
+
+    int wstatus = 0, child_done = 0, lost = 0;
+    int64_t kill_at = -1, next_tick = 0;
+    while (!child_done) {
+        int64_t now = now_ms();
+        if (!lost && now >= next_tick) {
+            int64_t next = -1, before = rlk_lock_remaining_ms(l);
+            if (rlk_client_tick(cl, &next) != RLK_OK)
+                cli_verbose("renewal failed: %s; retrying", rlk_client_errmsg(cl));
+            int64_t left = rlk_lock_remaining_ms(l);
+            if (!lost_flag && left > before + 1) cli_verbose("renewed, valid for %" PRId64 " ms", left);
+            now = now_ms();
+            next_tick = next < 0 ? now + 1000 : now + next;
+        }
+        /* Lost: reported by the watchdog, or not renewed in time for the
+         * child to be stopped before the validity ends. */
+        if (!lost && (lost_flag || rlk_lock_remaining_ms(l) <= a.kill_after_ms + safety)) {
+            lost = 1;
+            cli_err("lock '%s' lost; stopping '%s' (pid %d)", name, cmd[0], (int)pid);
+            kill(pid, SIGTERM);
+            kill_at = now_ms() + a.kill_after_ms;
+        }
+        if (lost && kill_at >= 0 && now_ms() >= kill_at) {
+            cli_verbose("'%s' still running after --kill-after: SIGKILL", cmd[0]);
+            kill(pid, SIGKILL);
+            kill_at = -1;
+        }
+        int64_t wake = lost ? (kill_at >= 0 ? kill_at : now + 1000) : next_tick;
+        int64_t lost_deadline = now_ms() + rlk_lock_remaining_ms(l) - a.kill_after_ms - safety;
+        if (!lost && lost_deadline < wake) wake = lost_deadline;
+        int64_t timeout = wake - now_ms();
+        if (timeout < 0) timeout = 0;
+        struct pollfd p = {sfd, POLLIN, 0};
+        int pr = poll(&p, 1, (int)(timeout > 60000 ? 60000 : timeout));
+        if (pr < 0 && errno != EINTR) break;
+        if (pr > 0) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                if (si.ssi_signo == SIGCHLD) {
+                    if (waitpid(pid, &wstatus, WNOHANG) == pid) child_done = 1;
+                } else {
+                    cli_verbose("forwarding signal %u to pid %d", si.ssi_signo, (int)pid);
+                    kill(pid, (int)si.ssi_signo);
+                }
+                if (child_done) break;
+                struct pollfd q = {sfd, POLLIN, 0};
+                if (poll(&q, 1, 0) <= 0) break;
+            }
+        }
+        if (!child_done && waitpid(pid, &wstatus, WNOHANG) == pid) child_done = 1;
+    }
+    close(sfd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int code = exit_code_of(wstatus);
+    cli_verbose("'%s' exited with %d", cmd[0], code);
+
+    if (lost) {
+        rlk_lock_forget(l);
+        rlk_client_free(cl);
+        return CLI_EX_TEMPFAIL;
+    }
+    int64_t held = now_ms() - acquired_at;
+    if (a.hold_min_ms > held) {
+        /* Keep the lock for the rest of --hold-min, then let it expire:
+         * a node whose clock is a little behind must not run the job
+         * again in the same window. */
+        int64_t left = a.hold_min_ms - held;
+        r = rlk_lock_extend(l, left, RLK_EXTEND_SET);
+        if (r == RLK_OK) cli_verbose("holding '%s' for %" PRId64 " ms more (--hold-min)", name, left);
+        else cli_err("--hold-min: %s", rlk_client_errmsg(cl));
+        rlk_lock_forget(l);
+    } else {
+        r = rlk_lock_release(l);
+        if (r == RLK_OK) cli_verbose("released '%s'", name);
+        else cli_err("%s", rlk_client_errmsg(cl));
+    }
+    rlk_client_free(cl);
+    return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* acquire, release, extend, status                                     */
+
+int cmd_acquire(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    const char *pos[1];
+    char **extra;
+    int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
+    if (r > 0) return r;
+    if (r < 0 || extra) return cli_usage_error("usage: resplock acquire NAME [options]");
+    int status;
+    rlk_client *cl = lock_client(o, &status);
+    if (!cl) return cli_exit_for(status);
+    rlk_lock *l;
+    r = acquire(cl, pos[0], &a, 0, NULL, NULL, &l);
+    if (r != RLK_OK) {
+        int code = lock_failure(cl, r, &a);
+        rlk_client_free(cl);
+        return code;
+    }
+    printf("%s %" PRIu64 "\n", rlk_lock_token(l), rlk_lock_fence(l));
+    rlk_lock_forget(l);
+    rlk_client_free(cl);
+    return fflush(stdout) == 0 ? 0 : CLI_EX_SOFTWARE;
+}
+
+int cmd_release(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    const char *pos[2];
+    char **extra;
+    int r = parse_args(o, &a, argc, argv, pos, 2, &extra);
+    if (r > 0) return r;
+    if (r < 0 || extra) return cli_usage_error("usage: resplock release NAME TOKEN");
+    int status;
+    rlk_client *cl = lock_client(o, &status);
+    if (!cl) return cli_exit_for(status);
+    r = rlk_release_token(cl, pos[0], pos[1]);
+    int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
+    if (r == RLK_OK) cli_verbose("released '%s'", pos[0]);
+    rlk_client_free(cl);
+    return code;
+}
+
+int cmd_extend(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    const char *pos[3];
+    char **extra;
+    int r = parse_args(o, &a, argc, argv, pos, 3, &extra);
+    if (r > 0) return r;
+    if (r < 0 || extra) return cli_usage_error("usage: resplock extend NAME TOKEN DURATION [--add]");
+    int64_t ms;
+    if (duration_opt("DURATION", pos[2], &ms, 0) < 0) return CLI_EX_USAGE;
+    int status;
+    rlk_client *cl = lock_client(o, &status);
+    if (!cl) return cli_exit_for(status);
+    int64_t after = 0;
+    r = rlk_extend_token(cl, pos[0], pos[1], ms, a.add ? RLK_EXTEND_ADD : RLK_EXTEND_SET, &after);
+    int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
+    if (r == RLK_OK) cli_verbose("'%s' now expires in %" PRId64 " ms", pos[0], after);
+    rlk_client_free(cl);
+    return code;
+}
+
+int cmd_status(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    const char *pos[1];
+    char **extra;
+    int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
+    if (r > 0) return r;
+    if (r < 0 || extra) return cli_usage_error("usage: resplock status NAME");
+    int status;
+    rlk_client *cl = lock_client(o, &status);
+    if (!cl) return cli_exit_for(status);
+    rlk_lock_status st;
+    r = rlk_lock_get_status(cl, pos[0], &st);
+    if (r != RLK_OK) {
+        int code = lock_failure(cl, r, &a);
+        rlk_client_free(cl);
+        return code;
+    }
+    printf("name:  %s\n", pos[0]);
+    printf("held:  %s\n", st.held ? "yes" : "no");
+    if (st.held) {
+        printf("kind:  %s\n", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple");
+        if (st.ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st.ttl_ms);
+        else printf("ttl:   none (the key never expires)\n");
+        if (st.kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st.holds);
+    }
+    printf("fence: %" PRIu64 "\n", st.fence);
+    rlk_client_free(cl);
+    return st.held ? 0 : 1;
+}
