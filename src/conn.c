@@ -184,6 +184,10 @@ static void begin_call(rlk_conn *c)
 {
     rlk_buf_consume(&c->rx, c->rx_off);
     c->rx_off = 0;
+    /* A reply cut short by a wait that timed out (rlk_conn_wait_push)
+     * has its partial tree in the arena about to be reset: parse it again
+     * from its first byte, which rx still holds. */
+    if (!rlk_resp_parser_idle(&c->reader.parser)) rlk_resp_reader_reset(&c->reader);
     rlk_resp_arena_reset(&c->arena);
     c->tx.len = 0;
     c->pipelining = 0;
@@ -303,7 +307,9 @@ static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
     uint64_t at;
     const char *why;
     rlk_resp_parser_error(&c->reader.parser, &at, &why);
-    set_err(c, r, "%s: protocol error from %s at reply byte %llu: %s", doing,
+    set_err(c, r, "%s: %s from %s at byte %llu of the connection: %s", doing,
+            r == RLK_ERR_LIMIT ? "reply over a limit" : r == RLK_ERR_NOMEM ? "out of memory"
+                                                                            : "protocol error",
             c->t.peer, (unsigned long long)at, why);
     return broken(c, r);
 }
@@ -449,7 +455,9 @@ static int handshake(rlk_conn *c, int64_t deadline)
     int argc;
 
     c->protocol = 2;
-    snprintf(c->info.user, sizeof c->info.user, "%s", user ? user : "default");
+    /* A user name without a password is never sent: the server's
+     * default user is who we are then. */
+    snprintf(c->info.user, sizeof c->info.user, "%s", user && pass ? user : "default");
     if (c->cfg.protocol != 2) {
         argc = 0;
         argv[argc++] = "HELLO";
@@ -602,26 +610,58 @@ int rlk_conn_reconnect(rlk_conn *c)
     return r;
 }
 
+/* A server that closed the connection while it sat idle (a restart, an
+ * idle timeout, CLIENT KILL) has left an end of file, or a reset, to be
+ * read.  Found before anything is sent, it closes the connection, and
+ * reconnecting is safe: no command can have been lost.  Bytes found
+ * instead (push messages) stay in rx for the call.  1 when it closed. */
+static int idle_close(rlk_conn *c)
+{
+    if (c->t.fd < 0 || rlk__transport_wait_readable(&c->t, rlk__now_ms()) != 1) return 0;
+    return fill(c, rlk__now_ms(), "idle connection", 1) != RLK_OK && c->t.fd < 0;
+}
+
 /* Before a call: a closed connection is re-established if allowed. */
 static int ensure_connected(rlk_conn *c)
 {
+    int closed = idle_close(c);
     if (c->t.fd >= 0) return RLK_OK;
     if (c->cfg.reconnect_attempts < 0) {
         if (c->generation == 0) return connect_once(c);
-        return set_err(c, RLK_ERR_CLOSED, "not connected");
+        return set_err(c, RLK_ERR_CLOSED, closed ? "not connected: the server closed the "
+                                                   "connection, and reconnecting is off"
+                                                 : "not connected");
     }
     return rlk_conn_reconnect(c);
 }
 
-static int check_subscribed_mode(rlk_conn *c, int argc, const char *const *argv,
-                                 const size_t *argvlen)
+static int name_is(const char *name, size_t n, const char *word)
 {
-    if (c->protocol != 2 || !c->nsubs) return RLK_OK;
-    static const char *const ok[] = {"SUBSCRIBE", "UNSUBSCRIBE", "PSUBSCRIBE",
-                                     "PUNSUBSCRIBE", "PING", "QUIT", "RESET"};
+    return strlen(word) == n && strncasecmp(name, word, n) == 0;
+}
+
+/*
+ * Commands that would change what the connection keeps track of go
+ * through the functions made for them: sent raw, a subscription would
+ * leave replies unmatched (RESP3 confirms by push), HELLO and RESET would
+ * change the protocol or drop the handshake, MONITOR would flood the
+ * stream.  On a RESP2 connection that subscribed, only PING is left.
+ */
+static int check_command(rlk_conn *c, int argc, const char *const *argv,
+                         const size_t *argvlen)
+{
+    static const char *const refused[] = {"SUBSCRIBE",   "PSUBSCRIBE",   "SSUBSCRIBE",
+                                          "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
+                                          "HELLO",       "RESET",        "MONITOR"};
+    (void)argc;
     size_t n = argvlen ? argvlen[0] : strlen(argv[0]);
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (strlen(ok[i]) == n && strncasecmp(argv[0], ok[i], n) == 0) return RLK_OK;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (name_is(argv[0], n, refused[i]))
+            return set_err(c, RLK_ERR_INVALID,
+                           "%s is not sent as a plain command: use rlk_conn_subscribe / "
+                           "rlk_conn_unsubscribe, or the connection's configuration",
+                           refused[i]);
+    if (c->protocol != 2 || !c->nsubs || name_is(argv[0], n, "PING")) return RLK_OK;
     return set_err(c, RLK_ERR_INVALID,
                    "a RESP2 connection that subscribed only takes (UN)SUBSCRIBE and PING; "
                    "use another connection for commands");
@@ -634,7 +674,7 @@ int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
     if (argc < 1 || !argv || !argv[0]) return set_err(c, RLK_ERR_INVALID, "empty command");
     int r = ensure_connected(c);
     if (r != RLK_OK) return r;
-    r = check_subscribed_mode(c, argc, argv, argvlen);
+    r = check_command(c, argc, argv, argvlen);
     if (r != RLK_OK) return r;
     begin_call(c);
     return exchange(c, deadline_after(c->cfg.command_timeout_ms), 0, reply, argc, argv, argvlen);
@@ -665,6 +705,9 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
         if (r > 0) {
             if (is_push(c, out[got])) {
                 deliver_push(c, out[got]);
+                if (c->t.fd < 0)
+                    return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler",
+                                   doing);
                 continue;
             }
             got++;
@@ -713,9 +756,10 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
         if (reqs[i].argc < (reqs[i].script ? 0 : 1) ||
             (reqs[i].script && (reqs[i].nkeys < 0 || reqs[i].nkeys > reqs[i].argc)))
             return set_err(c, RLK_ERR_INVALID, "pipeline request %zu is malformed", i);
-        if (!reqs[i].script &&
-            (r = check_subscribed_mode(c, reqs[i].argc, reqs[i].argv, reqs[i].argvlen)) != RLK_OK)
-            return r;
+        static const char *const evalsha[1] = {"EVALSHA"};
+        r = reqs[i].script ? check_command(c, 1, evalsha, NULL)
+                           : check_command(c, reqs[i].argc, reqs[i].argv, reqs[i].argvlen);
+        if (r != RLK_OK) return r;
         r = encode_one(c, &reqs[i]);
         if (r != RLK_OK) return set_err(c, r, "pipeline: cannot encode request %zu", i);
     }
@@ -843,4 +887,10 @@ rlk_error_class rlk_reply_error_class(const rlk_resp_value *v)
         if (strlen(codes[i].code) == w && memcmp(v->str, codes[i].code, w) == 0)
             return codes[i].ec;
     return RLK_EC_OTHER;
+}
+
+void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms)
+{
+    if (connect_ms > 0) c->cfg.connect_timeout_ms = connect_ms;
+    if (command_ms) c->cfg.command_timeout_ms = command_ms;
 }

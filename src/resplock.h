@@ -159,7 +159,10 @@ const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c);
  * like any other (type RLK_RESP_ERROR or RLK_RESP_BLOB_ERROR) with
  * RLK_OK.  *reply is valid until the next call on c.  A timeout or an I/O
  * or protocol failure closes the connection, so that it never gets out of
- * step with the server.
+ * step with the server.  Refused with RLK_ERR_INVALID: the (P|S)(UN)SUBSCRIBE
+ * family (use rlk_conn_subscribe), HELLO, RESET and MONITOR, which would
+ * change what the connection keeps track of.  A SELECT sent here is not
+ * repeated after a reconnect: put the database in the URL.
  */
 int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
                      const char *const *argv, const size_t *argvlen);
