@@ -1,6 +1,6 @@
 #!/bin/bash
 # Writes the seed corpus of fuzz/fuzz_resp into fuzz/corpus/, one small
-# file per case.  Run it again after changing a case; commit the script and
+# file per case, beside the regress-* inputs that fuzzing found.  Run it again after changing a case; commit the script and
 # the files together.
 #
 # Every file starts with the harness's two header bytes (see
@@ -15,8 +15,10 @@
 set -eu
 cd "$(dirname "$0")"
 out=corpus
-rm -rf "$out"
+# regress-* files are inputs the fuzzers found (kept as they were found):
+# they stay; everything else is written again below.
 mkdir -p "$out"
+find "$out" -type f ! -name 'regress-*' -delete
 
 n=0
 # seed NAME HEADER0 FORMAT [ARGS...]: FORMAT/ARGS as for printf, so a

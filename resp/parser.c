@@ -181,6 +181,9 @@ static long long find_line_end(rlk_resp_parser *p, const char *buf, size_t len,
     p->scanned = len;
     return 0;
 found:
+    /* The bound first: a feed cut before the terminator reports it too
+     * (above), and the outcome must not depend on where input is cut. */
+    if ((uint64_t)i > max_line) return line_too_long(p, (unsigned char)buf[0], max_line), -1;
     if (buf[i] == '\n') return fail(p, RLK_ERR_PROTO, i, "line ends in LF without CR"), -1;
     if ((uint64_t)i + 2 > max_line) return line_too_long(p, (unsigned char)buf[0], max_line), -1;
     if (i + 1 == len) {
