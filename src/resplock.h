@@ -90,6 +90,11 @@ void rlk_conn_config_init(rlk_conn_config *cfg);
 /* ------------------------------------------------------------------ */
 /* Connection                                                          */
 
+/* The TLS library compiled in ("OpenSSL 3.0.19 ..."), or NULL when the
+ * library was built without TLS (then rediss:// fails with RLK_ERR_TLS
+ * "TLS support not compiled in"). */
+const char *rlk_tls_library(void);
+
 /* Makes an unconnected connection with a copy of cfg (strings copied;
  * the URL is parsed here).  Returns NULL only when memory runs out;
  * a bad URL is reported by rlk_conn_connect. */

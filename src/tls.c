@@ -36,6 +36,11 @@ const char *rlk__tls_cipher(const rlk__transport *t)
     return NULL;
 }
 
+const char *rlk_tls_library(void)
+{
+    return NULL;
+}
+
 #else
 
 #include <arpa/inet.h>
@@ -598,3 +603,10 @@ const char *rlk__tls_cipher(const rlk__transport *t)
 }
 
 #endif /* RLK_HAVE_OPENSSL */
+
+#ifdef RLK_HAVE_OPENSSL
+const char *rlk_tls_library(void)
+{
+    return OpenSSL_version(OPENSSL_VERSION);
+}
+#endif

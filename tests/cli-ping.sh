@@ -57,8 +57,15 @@ check "unknown option" 64 '' "unknown option" -- ping --nope
 check "bad timeout" 64 '' "bad --timeout" -- -T 5parsecs ping
 check "usage: extra argument" 64 '' "no arguments" -- ping extra
 check "--version" 0 '^resplock [0-9]' '' -- --version
+check "--version names the TLS library" 0 '^TLS: (OpenSSL|not compiled in)' '' -- --version
 check "--help" 0 'Exit codes' '' -- --help
 
+if "$bin" --version | grep -q '^TLS: not compiled in'; then
+  # Built without OpenSSL: every rediss:// URL fails, clearly, at once.
+  check "TLS not compiled in" 69 '' '^resplock: TLS support not compiled in' -- -u "rediss://127.0.0.1:$p" ping
+  echo "$pass passed, $fail failed"
+  [ "$fail" = 0 ]; exit
+fi
 rlk_redis_start_tls tls "$work" "$certs" || { echo "no TLS redis-server"; echo "$pass passed, $((fail + 1)) failed"; exit 1; }
 t=$RLK_REDIS_PORT
 check "TLS verified" 0 '^tls: +TLSv1\.[23] ' '' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/ca.crt" ping

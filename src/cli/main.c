@@ -202,7 +202,10 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
     case 'v': o->verbose = 1; return 1;
     case 'q': o->quiet = 1; return 1;
     case 'h': fputs(usage_text, stdout); exit(0);
-    case 'V': printf("resplock %s\n", RLK_VERSION); exit(0);
+    case 'V':
+        printf("resplock %s\nTLS: %s\n", RLK_VERSION,
+               rlk_tls_library() ? rlk_tls_library() : "not compiled in");
+        exit(0);
     default: return 0;
     }
 }
