@@ -12,12 +12,16 @@
  *                        redisAppendCommand(Argv) x N, redisGetReply x N
  *
  * Every contender keeps one connection open to the same server for the
- * whole run.  After a warm-up, each workload runs ROUNDS rounds; in each
- * round every contender does the same number of operations, one after
- * the other, and the order rotates from round to round, so that none
- * always runs first or always follows the same neighbour.  The median
- * round is reported, with the best and the spread (slowest to fastest
- * round, relative to the median).  Ratios are taken between medians.
+ * whole run.  After a warm-up, each workload runs many short rounds
+ * (RT_ROUNDS, PIPE_ROUNDS); in each round every contender does the same
+ * work, one after the other, and the order rotates from round to round,
+ * so that none always runs first or always follows the same neighbour.
+ * Per contender the median round's rate is reported, with the best and
+ * the interquartile range.  A ratio between two contenders is the median
+ * over rounds of the ratio of their rates in the same round: the two ran
+ * next to each other, so a busy stretch of the machine (other processes,
+ * a CPU shared with the server) weighs on both; short rounds make that
+ * pairing tight.
  *
  * Besides the rate, the client's own CPU time (user + system, from
  * CLOCK_PROCESS_CPUTIME_ID) per operation is shown: on loopback the round
@@ -29,6 +33,9 @@
  * the reply's length, one memcmp; no parser, no timeout, no tree.
  * Every contender checks every reply (value and type), so none can skip
  * work; the request bytes of all three are checked to be identical.
+ *
+ * `bench_conn WORKLOAD CLIENT [N]` runs one client alone, for a profiler
+ * (perf record, perf stat -e 'syscalls:*', valgrind --tool=callgrind).
  */
 #include "resplock.h"
 #include "server.h"
@@ -53,7 +60,6 @@
 #define RT_WARMUP 5000
 #define PIPE_ROUNDS 11    /* rounds of pipelines: one pipeline per client */
 #define PIPE_N 100000     /* SETs in one pipeline */
-#define MAXC 4            /* contenders per workload */
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -435,7 +441,7 @@ static void report(const char *title, const char *unit, contender *c, int nc,
         double cpu = quantile(c[i].m.cpu, c[i].m.rounds, 0.5) / (double)c[i].m.ops;
         if (raw && &c[i] != raw) snprintf(vs_raw, sizeof vs_raw, "%.3fx", paired_ratio(&c[i], raw));
         if (hi && &c[i] != hi) snprintf(vs_hi, sizeof vs_hi, "%.3fx", paired_ratio(&c[i], hi));
-        printf("    %-34s %-5s %9s %9s %5.1f%% %8.2f %8s %9s\n", c[i].label, c[i].protocol, med,
+        printf("    %-34s %-5s %9s %9s %5.1f%% %9.2f %8s %9s\n", c[i].label, c[i].protocol, med,
                best, iqr, cpu * 1e6, vs_raw, vs_hi);
     }
     if (raw_what && raw && ours) add_verdict(raw_what, ours, raw, raw_target);
@@ -643,7 +649,7 @@ int main(int argc, char **argv)
            "bytes: +PONG, :1 and +OK read the same in RESP2 and RESP3.\n\n",
            rlk_proto);
 
-    printf("  %-38s %-5s %9s %9s %6s %8s %8s %9s\n", "workload / client", "proto", "median/s",
+    printf("  %-36s %-5s %9s %9s %6s %9s %8s %9s\n", "workload / client", "proto", "median/s",
            "best/s", "IQR", "cpu us/op", "/ raw", "/ hiredis");
 
     contender ping[3] = {
@@ -693,8 +699,9 @@ int main(int argc, char **argv)
            "  format string to parse); redisAppendCommand, what most hiredis code\n"
            "  writes, is slower.  On loopback a round trip is mostly the kernel's TCP\n"
            "  path, two wake-ups and the server's event loop: rates within each other's\n"
-           "  IQR are hard to tell apart, and other work on the machine moves them (load\n"
-           "  average at the end: %s); the CPU column shows each client's own cost.\n\n",
+           "  IQR are hard to tell apart, and other work on the machine moves them; the\n"
+           "  CPU column shows each client's own cost.\n"
+           "  Load average at the end: %s.\n\n",
            load1);
 
     printf("Targets (median of same-round ratios; best round over best round in brackets):\n");

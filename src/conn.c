@@ -33,6 +33,7 @@
 #define DEFAULT_ATTEMPTS 5
 #define DEFAULT_BACKOFF_MS 50
 #define DEFAULT_BACKOFF_MAX_MS 2000
+#define DEFAULT_STALE_CHECK_MS 1
 #define READ_CHUNK 16384
 #define ARENA_INLINE 4096
 
@@ -52,6 +53,7 @@ struct rlk_conn {
     uint64_t generation;
     uint64_t nsubs;           /* channels subscribed (RESP2 matters) */
     int pipelining;           /* replies must outlive buffer moves */
+    int64_t last_io_ms;       /* when the last call started */
     uint64_t rng;
     rlk_conn_info info;
     char err[512];
@@ -125,6 +127,7 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     if (!c->cfg.reconnect_attempts) c->cfg.reconnect_attempts = DEFAULT_ATTEMPTS;
     if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = DEFAULT_BACKOFF_MS;
     if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (!c->cfg.stale_check_ms) c->cfg.stale_check_ms = DEFAULT_STALE_CHECK_MS;
 
     rlk__transport_init(&c->t);
     rlk_buf_init(&c->rx);
@@ -380,9 +383,8 @@ static void command_name(char *out, size_t n, int argc, const char *const *argv,
 static int exchange(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value **reply,
                     int argc, const char *const *argv, const size_t *argvlen)
 {
-    char name[40], doing[64];
-    command_name(name, sizeof name, argc, argv, argvlen);
-    snprintf(doing, sizeof doing, "%s", name);
+    char doing[40];
+    command_name(doing, sizeof doing, argc, argv, argvlen);
     int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
     if (r != RLK_OK) return set_err(c, r, "%s: cannot encode the command: %s", doing, rlk_strerror(r));
     r = flush_tx(c, deadline, doing);
@@ -615,16 +617,25 @@ int rlk_conn_reconnect(rlk_conn *c)
  * read.  Found before anything is sent, it closes the connection, and
  * reconnecting is safe: no command can have been lost.  Bytes found
  * instead (push messages) stay in rx for the call.  1 when it closed. */
-static int idle_close(rlk_conn *c)
+static int idle_close(rlk_conn *c, int64_t now)
 {
-    if (c->t.fd < 0 || rlk__transport_wait_readable(&c->t, rlk__now_ms()) != 1) return 0;
+    /* Only a connection left idle a while: a server restarts, a proxy
+     * drops an idle connection, over milliseconds at least; checking on
+     * every command would cost a system call per round trip.  A close
+     * that lands inside the window fails the command instead (it is
+     * never re-sent). */
+    if (c->t.fd < 0) return 0;
+    if (c->cfg.stale_check_ms >= 0 && now - c->last_io_ms < c->cfg.stale_check_ms) return 0;
+    if (rlk__transport_wait_readable(&c->t, now) != 1) return 0;
     return fill(c, rlk__now_ms(), "idle connection", 1) != RLK_OK && c->t.fd < 0;
 }
 
-/* Before a call: a closed connection is re-established if allowed. */
-static int ensure_connected(rlk_conn *c)
+/* Before a call at time now: a closed connection is re-established if
+ * allowed.  The call counts as activity for the stale check. */
+static int ensure_connected(rlk_conn *c, int64_t now)
 {
-    int closed = idle_close(c);
+    int closed = idle_close(c, now);
+    c->last_io_ms = now;
     if (c->t.fd >= 0) return RLK_OK;
     if (c->cfg.reconnect_attempts < 0) {
         if (c->generation == 0) return connect_once(c);
@@ -650,17 +661,22 @@ static int name_is(const char *name, size_t n, const char *word)
 static int check_command(rlk_conn *c, int argc, const char *const *argv,
                          const size_t *argvlen)
 {
-    static const char *const refused[] = {"SUBSCRIBE",   "PSUBSCRIBE",   "SSUBSCRIBE",
-                                          "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
-                                          "HELLO",       "RESET",        "MONITOR"};
+    static const struct { const char *name; size_t len; } refused[] = {
+        {"SUBSCRIBE", 9},     {"PSUBSCRIBE", 10},   {"SSUBSCRIBE", 10},
+        {"UNSUBSCRIBE", 11},  {"PUNSUBSCRIBE", 12}, {"SUNSUBSCRIBE", 12},
+        {"HELLO", 5},         {"RESET", 5},         {"MONITOR", 7}};
     (void)argc;
     size_t n = argvlen ? argvlen[0] : strlen(argv[0]);
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-        if (name_is(argv[0], n, refused[i]))
-            return set_err(c, RLK_ERR_INVALID,
-                           "%s is not sent as a plain command: use rlk_conn_subscribe / "
-                           "rlk_conn_unsubscribe, or the connection's configuration",
-                           refused[i]);
+    /* Most commands leave at the length test: this runs for every
+     * pipelined request. */
+    if (n == 5 || n == 7 || (n >= 9 && n <= 12)) {
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+            if (refused[i].len == n && strncasecmp(argv[0], refused[i].name, n) == 0)
+                return set_err(c, RLK_ERR_INVALID,
+                               "%s is not sent as a plain command: use rlk_conn_subscribe / "
+                               "rlk_conn_unsubscribe, or the connection's configuration",
+                               refused[i].name);
+    }
     if (c->protocol != 2 || !c->nsubs || name_is(argv[0], n, "PING")) return RLK_OK;
     return set_err(c, RLK_ERR_INVALID,
                    "a RESP2 connection that subscribed only takes (UN)SUBSCRIBE and PING; "
@@ -672,12 +688,14 @@ int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
 {
     *reply = NULL;
     if (argc < 1 || !argv || !argv[0]) return set_err(c, RLK_ERR_INVALID, "empty command");
-    int r = ensure_connected(c);
+    int64_t now = rlk__now_ms();
+    int r = ensure_connected(c, now);
     if (r != RLK_OK) return r;
     r = check_command(c, argc, argv, argvlen);
     if (r != RLK_OK) return r;
     begin_call(c);
-    return exchange(c, deadline_after(c->cfg.command_timeout_ms), 0, reply, argc, argv, argvlen);
+    int64_t deadline = c->cfg.command_timeout_ms < 0 ? -1 : now + c->cfg.command_timeout_ms;
+    return exchange(c, deadline, 0, reply, argc, argv, argvlen);
 }
 
 /* ------------------------------------------------------------------ */
@@ -687,9 +705,9 @@ static int encode_one(rlk_conn *c, const rlk_request *q)
 {
     if (!q->script) return rlk_resp_append_command(&c->tx, q->argc, q->argv, q->argvlen);
     char nk[24];
-    int nkl = snprintf(nk, sizeof nk, "%d", q->nkeys);
+    size_t nkl = rlk__utoa(nk, (unsigned)q->nkeys);
     const char *pre[3] = {"EVALSHA", q->script->sha1, nk};
-    size_t prelen[3] = {7, 40, (size_t)nkl};
+    size_t prelen[3] = {7, 40, nkl};
     return encode_request(&c->tx, 3, pre, prelen, q->argc, q->argv, q->argvlen);
 }
 
@@ -746,7 +764,7 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
 {
     for (size_t i = 0; i < n; i++) replies[i] = NULL;
     if (n == 0) return RLK_OK;
-    int r = ensure_connected(c);
+    int r = ensure_connected(c, rlk__now_ms());
     if (r != RLK_OK) return r;
     begin_call(c);
     c->pipelining = 1;
@@ -815,7 +833,7 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
 
 static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_t len)
 {
-    int r = ensure_connected(c);
+    int r = ensure_connected(c, rlk__now_ms());
     if (r != RLK_OK) return r;
     begin_call(c);
     const char *argv[2] = {verb, channel};

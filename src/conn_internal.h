@@ -2,6 +2,8 @@
 #ifndef RESPLOCK_CONN_INTERNAL_H
 #define RESPLOCK_CONN_INTERNAL_H
 
+#include <stddef.h>
+
 #include "resplock.h"
 
 /* Records a failure message on the connection and returns status. */
@@ -9,5 +11,21 @@
 __attribute__((format(printf, 3, 4)))
 #endif
 int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...);
+
+/* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
+ * returns their count.  For hot paths where snprintf costs more than the
+ * rest of a command's encoding. */
+static inline size_t rlk__utoa(char *out, unsigned v)
+{
+    char tmp[12];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
 
 #endif

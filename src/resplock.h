@@ -73,6 +73,11 @@ typedef struct rlk_conn_config {
     int backoff_max_ms;        /* pauses double up to this, with jitter;
                                   0: 2000                                    */
     rlk_resp_limits limits;    /* zeros: the codec's defaults               */
+    /* Before a command on a connection idle at least this long, check
+     * whether the server closed it meanwhile (a restart, a proxy's idle
+     * timeout), and reconnect instead of failing the command; 0: 1 ms;
+     * negative: before every command (one more system call each). */
+    int stale_check_ms;
     /* Push messages (RESP3 '>' and, on a RESP2 connection that has
      * subscribed, pub/sub messages).  The message is valid during the
      * call only.  May be NULL. */

@@ -38,10 +38,10 @@ int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
     size_t sl[3 + EVAL_STACK_ARGS];
     char nk[24];
     if (argc <= EVAL_STACK_ARGS) {
-        int nkl = snprintf(nk, sizeof nk, "%d", nkeys);
+        size_t nkl = rlk__utoa(nk, (unsigned)nkeys);
         sv[0] = "EVALSHA"; sl[0] = 7;
         sv[1] = s->sha1;   sl[1] = 40;
-        sv[2] = nk;        sl[2] = (size_t)nkl;
+        sv[2] = nk;        sl[2] = nkl;
         for (int i = 0; i < argc; i++) {
             sv[3 + i] = argv[i];
             sl[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);

@@ -42,6 +42,8 @@ struct rlk__transport {
     void *tls_ctx;        /* SSL_CTX * when TLS */
     char peer[300];       /* "host:port" or the socket path, for messages */
     char err[512];
+    int blocking;         /* plain socket switched to blocking reads      */
+    int rcvtimeo_ms;      /* SO_RCVTIMEO last set (-2: never)              */
 };
 
 /* Monotonic clock in milliseconds. */

@@ -2306,8 +2306,12 @@ out:
     rlk_conn_free(off);
 }
 
-/* The server drops an idle connection (CLIENT KILL): noticed before the
- * next command is sent, which then goes to a new connection. */
+/* The server drops an idle connection (CLIENT KILL).  With the stale
+ * check before every command (stale_check_ms < 0) it is noticed before
+ * the next command is sent, which then goes to a new connection.  With
+ * the default window (the kill lands within 1 ms of the last reply), the
+ * next command fails instead, is not re-sent, and the one after it
+ * reconnects; either way the reconnect is reported. */
 static void test_reconnect_after_client_kill(void)
 {
     ts_server *s = get_plain();
@@ -2322,6 +2326,7 @@ static void test_reconnect_after_client_kill(void)
     cfg_init(&cfg, url);
     cfg.on_connect = rec_connect;
     cfg.ctx = &rec;
+    cfg.stale_check_ms = -1;
     c = rlk_conn_new(&cfg);
     admin = CONNECT(url);
     if (!CHECK(c && admin) || !CHECK(rlk_conn_connect(c) == RLK_OK)) goto out;
@@ -2333,6 +2338,33 @@ static void test_reconnect_after_client_kill(void)
     CHECK_EQ_INT(rec.connects, 2);
     CHECK_EQ_INT(rec.last_reconnected, 1);
     CHECK_INT(v, rlk_conn_get_info(c)->client_id);
+    rlk_conn_free(c);
+
+    /* The default window: a stale connection detected by the command
+     * itself. */
+    memset(&rec, 0, sizeof rec);
+    cfg.stale_check_ms = 0;
+    c = rlk_conn_new(&cfg);
+    if (!CHECK(c) || !CHECK(rlk_conn_connect(c) == RLK_OK)) goto out;
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(c)->client_id);
+    CHECK_INT(CMD(admin, "CLIENT", "KILL", "ID", id), 1);
+    {
+        const char *argv[] = {"INCR", "kill-window"};
+        int st = rlk_conn_command(c, &v, 2, argv, NULL);
+        /* Within the window the command meets the closed socket:
+         * RLK_ERR_IO, nothing re-sent; past it (a slow machine), the
+         * check reconnects first and the INCR succeeds once. */
+        if (st == RLK_OK) {
+            CHECK(v && v->type == RLK_RESP_INTEGER && v->integer == 1);
+        } else {
+            CHECK_EQ_INT(st, RLK_ERR_IO);
+            CHECK_EQ_U64(rlk_conn_generation(c), 1);
+            v = CMD(c, "GET", "kill-window");
+            CHECK(v && v->type == RLK_RESP_NULL);  /* the failed INCR never ran */
+        }
+    }
+    CHECK_EQ_U64(rlk_conn_generation(c), 2);
+    CHECK_EQ_INT(rec.last_reconnected, 1);
 out:
     rlk_conn_free(c);
     rlk_conn_free(admin);
