@@ -77,22 +77,28 @@ static const char RELEASE_SIMPLE[] =
     "if t == 'none' then return 0 end\n"
     "return -1\n";
 
-/* KEYS: lock, tombstone.  ARGV: field, channel, ttl.
- * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner. */
+/* KEYS: lock, tombstone.  ARGV: field, channel, ttl, release id.
+ * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner.
+ * Taking one hold away is not idempotent, so the tombstone remembers
+ * each release by its id with its result: a release sent again after a
+ * lost reply gets that result and takes no second hold away. */
 static const char RELEASE_REENTRANT[] =
+    "local done = redis.call('get', KEYS[2])\n"
+    "if done == ARGV[4] .. ':1' then return 1 end\n"
+    "if done == ARGV[4] .. ':2' then return 2 end\n"
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
     "  local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
     "  if n > 0 then\n"
     "    redis.call('pexpire', KEYS[1], ARGV[3])\n"
+    "    redis.call('set', KEYS[2], ARGV[4] .. ':2', 'px', " TOMBSTONE_MS ")\n"
     "    return 2\n"
     "  end\n"
     "  redis.call('del', KEYS[1])\n"
-    "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
+    "  redis.call('set', KEYS[2], ARGV[4] .. ':1', 'px', " TOMBSTONE_MS ")\n"
     "  redis.call('publish', ARGV[2], '0')\n"
     "  return 1\n"
     "end\n"
-    "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
     "if t == 'none' then return 0 end\n"
     "return -1\n";
 
@@ -175,6 +181,8 @@ struct rlk_lock {
     int lost;
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
+    rlk_lock *lost_next;     /* on the client's list of on_lost calls due */
+    int lost_pending;
 };
 
 struct rlk_client {
@@ -183,12 +191,14 @@ struct rlk_client {
     char client_id[64];
     rlk_conn *conn;
     rlk_conn *sub;           /* RESP2 only: a connection for waiting */
+    rlk_lock *lost_head;     /* on_lost calls due (see notify_lost) */
     rlk_script scripts[S_COUNT];
     rlk_lock *locks;
     pthread_mutex_t mu;      /* the lock list, when the watchdog thread runs */
     pthread_t thread;
     int thread_running;
-    int stop_pipe[2];
+    int stop_pipe[2];        /* wakes the thread: to stop, or to look again */
+    int stopping;
     rlk_conn *wd_conn;       /* the watchdog thread's own connection */
     int recheck_all;         /* a reconnect happened: re-check every lock */
     char err[512];
@@ -256,12 +266,26 @@ static void hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+/* Makes the watchdog thread, if any, look at the locks now: one was
+ * added, or is due sooner than the thread planned to wake. */
+static void wake_watchdog(rlk_client *cl)
+{
+    if (!cl->thread_running) return;
+    ssize_t w;
+    do {
+        w = write(cl->stop_pipe[1], "w", 1);
+    } while (w < 0 && errno == EINTR); /* a full pipe wakes it as well */
+}
+
 /* Called from whichever thread uses the connection. */
 static void on_connect(void *ctx, rlk_conn *c, int reconnected)
 {
     (void)c;
     rlk_client *cl = ctx;
-    if (reconnected) __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
+    if (reconnected) {
+        __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
+        wake_watchdog(cl);
+    }
 }
 
 static rlk_conn *new_conn(rlk_client *cl, int protocol)
@@ -275,6 +299,30 @@ static rlk_conn *new_conn(rlk_client *cl, int protocol)
      * try again (a watchdog must not sleep through a lock's validity). */
     cc.reconnect_attempts = 1;
     return rlk_conn_new(&cc);
+}
+
+/* The configuration's strings, copied: the connections opened later (the
+ * RESP2 waiting one, the watchdog thread's) are made from them, long
+ * after the caller's buffers may have gone. */
+static int copy_strings(rlk_client *cl)
+{
+    rlk_conn_config *c = &cl->cfg.conn;
+    const char **s[] = {&c->url, &c->client_name, &c->tls.ca_file, &c->tls.ca_dir,
+                        &c->tls.cert_file, &c->tls.key_file, &c->tls.server_name};
+    size_t need = 0, i, n = sizeof s / sizeof s[0];
+    for (i = 0; i < n; i++)
+        if (*s[i]) need += strlen(*s[i]) + 1;
+    if (!need) return 0;
+    char *p = cl->strings = rlk__malloc(need);
+    if (!p) return -1;
+    for (i = 0; i < n; i++) {
+        if (!*s[i]) continue;
+        size_t len = strlen(*s[i]) + 1;
+        memcpy(p, *s[i], len);
+        *s[i] = p;
+        p += len;
+    }
+    return 0;
 }
 
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
@@ -303,9 +351,14 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
                  h + 12, h + 16, h + 20);
     }
     cl->cfg.client_id = NULL;
+    if (copy_strings(cl) != 0) {
+        rlk__free(cl);
+        return NULL;
+    }
     cl->conn = new_conn(cl, 0);
     if (!cl->conn || pthread_mutex_init(&cl->mu, NULL) != 0) {
         rlk_conn_free(cl->conn);
+        rlk__free(cl->strings);
         rlk__free(cl);
         return NULL;
     }
@@ -329,6 +382,15 @@ static void free_lock(rlk_lock *l)
 static void unlink_lock(rlk_client *cl, rlk_lock *l)
 {
     pthread_mutex_lock(&cl->mu);
+    if (l->lost_pending) {
+        /* An on_lost call released another lost lock before its turn. */
+        for (rlk_lock **pp = &cl->lost_head; *pp; pp = &(*pp)->lost_next)
+            if (*pp == l) {
+                *pp = l->lost_next;
+                break;
+            }
+        l->lost_pending = 0;
+    }
     if (l->prev) l->prev->next = l->next;
     else if (cl->locks == l) cl->locks = l->next;
     if (l->next) l->next->prev = l->prev;
@@ -348,6 +410,7 @@ void rlk_client_free(rlk_client *cl)
     rlk_conn_free(cl->conn);
     rlk_conn_free(cl->sub);
     pthread_mutex_destroy(&cl->mu);
+    rlk__free(cl->strings);
     rlk__free(cl);
 }
 
@@ -627,6 +690,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     if (cl->locks) cl->locks->prev = l;
     cl->locks = l;
     pthread_mutex_unlock(&cl->mu);
+    if (l->watchdog) wake_watchdog(cl);
     *out = l;
     return RLK_OK;
 }
@@ -638,14 +702,20 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *name,
                         const char *tomb, const char *token, const char *channel, int64_t ttl,
                         int64_t *result)
 {
-    char ttls[24];
+    char ttls[24], id[33];
+    unsigned char rnd[16];
     snprintf(ttls, sizeof ttls, "%lld", (long long)ttl);
-    const char *argv[5] = {name, tomb, token, channel, ttls};
+    const char *argv[6] = {name, tomb, token, channel, ttls, id};
     rlk_resp_value *v;
     int reentrant = kind == RLK_LOCK_REENTRANT;
-    /* Safe to re-send: the tombstone tells a second attempt that the
-     * first one released. */
-    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 2, reentrant ? 5 : 4,
+    if (reentrant) {
+        if (random_bytes(rnd, sizeof rnd) != 0)
+            return cl_fail(cl, RLK_ERR_INVALID, "release: no random bytes from the kernel");
+        hex(rnd, sizeof rnd, id);
+    }
+    /* Safe to re-send: the tombstone tells a second attempt what the
+     * first one did. */
+    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 2, reentrant ? 6 : 4,
                 argv, NULL, 1, &v, "release");
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
@@ -701,28 +771,63 @@ static int extend_keys(rlk_client *cl, rlk_lock_kind kind, const char *name, con
     return RLK_OK;
 }
 
+/* Marks a lock lost (with cl->mu held) and queues its on_lost call for
+ * notify_lost. */
 static void mark_lost(rlk_lock *l)
 {
     if (l->lost) return;
     __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&l->valid_until, 0, __ATOMIC_RELAXED);
-    if (l->on_lost) l->on_lost(l->ctx, l);
+    if (l->on_lost && !l->lost_pending) {
+        l->lost_pending = 1;
+        l->lost_next = l->cl->lost_head;
+        l->cl->lost_head = l;
+    }
+}
+
+/*
+ * Makes the queued on_lost calls, once each.  Called with cl->mu released
+ * (locked = 0: tick mode, extend), the callback may call into the client,
+ * release the lock among others.  The watchdog thread calls with the
+ * mutex held (locked = 1): another thread could free a handle the moment
+ * the mutex is released, so there the callback must not call the client's
+ * functions (see rlk_lock_options).
+ */
+static void notify_lost(rlk_client *cl, int locked)
+{
+    for (;;) {
+        if (!locked) pthread_mutex_lock(&cl->mu);
+        rlk_lock *l = cl->lost_head;
+        if (l) {
+            cl->lost_head = l->lost_next;
+            l->lost_pending = 0;
+        }
+        if (!locked) pthread_mutex_unlock(&cl->mu);
+        if (!l) return;
+        l->on_lost(l->ctx, l);
+    }
 }
 
 int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 {
     rlk_client *cl = l->cl;
-    if (l->lost) return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
+    if (rlk_lock_is_lost(l))
+        return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
     int64_t start = rlk__now_ms(), after = 0;
     int r = extend_keys(cl, l->kind, l->name, l->token, ms, how, &after);
     pthread_mutex_lock(&cl->mu);
     if (r == RLK_OK) {
-        l->ttl = after;
+        /* A set TTL becomes the lock's TTL; an added time is a one-off
+         * and renewals go on with the TTL the lock had. */
+        if (how == RLK_EXTEND_SET) l->ttl = ms;
         set_validity(l, start, after);
     } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) {
         mark_lost(l);
     }
     pthread_mutex_unlock(&cl->mu);
+    notify_lost(cl, 0);
+    /* A shorter TTL makes the renewal due sooner. */
+    if (r == RLK_OK && l->watchdog) wake_watchdog(cl);
     return r;
 }
 
@@ -791,7 +896,10 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 /* Watchdog                                                             */
 
 /* Renews the due locks on connection c (all of them after a
- * reconnect), in one round trip.  Call with cl->mu held. */
+ * reconnect), in one round trip.  Call with cl->mu held.  Failures are
+ * recorded on the client only in tick mode (c is the client's own
+ * connection): the watchdog thread must not write the message the
+ * client's thread reads. */
 static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
 {
     size_t due = 0;
@@ -856,13 +964,13 @@ static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
     if (!rlk_conn_is_connected(c)) {
         r = rlk_conn_connect(c);
         if (r != RLK_OK) {
-            conn_fail(cl, c, r, "renew");
+            if (c == cl->conn) conn_fail(cl, c, r, "renew");
             goto retry;
         }
     }
     r = rlk_conn_pipeline(c, nreq, reqs, replies);
     if (r != RLK_OK) {
-        conn_fail(cl, c, r, "renew");
+        if (c == cl->conn) conn_fail(cl, c, r, "renew");
         goto retry;
     }
     __atomic_store_n(&cl->recheck_all, 0, __ATOMIC_RELAXED);
@@ -882,7 +990,7 @@ static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
             else mark_lost(l);
         }
     }
-    if (replies[0] && is_error(replies[0]))
+    if (replies[0] && is_error(replies[0]) && c == cl->conn)
         cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
     r = RLK_OK;
     goto out;
@@ -918,29 +1026,40 @@ static int64_t next_due(rlk_client *cl, int64_t now)
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
     pthread_mutex_lock(&cl->mu);
+    /* The caller polls the fd between ticks: what made it readable is
+     * consumed here, or its loop would spin.  The server closing the
+     * connection (a restart, CLIENT KILL) may have taken the keys with
+     * it: every lock is checked now, not when next due. */
+    if (rlk_conn_is_connected(cl->conn) && rlk_conn_wait_push(cl->conn, 0) < 0)
+        __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
     int r = renew_round(cl, cl->conn, rlk__now_ms());
     /* The connection's own timeouts are restored for the caller's calls. */
     rlk_conn_set_timeouts(cl->conn, cl->cfg.conn.connect_timeout_ms ? cl->cfg.conn.connect_timeout_ms : 5000,
                           cl->cfg.conn.command_timeout_ms ? cl->cfg.conn.command_timeout_ms : 5000);
     if (next_ms) *next_ms = next_due(cl, rlk__now_ms());
     pthread_mutex_unlock(&cl->mu);
+    notify_lost(cl, 0);
     return r;
 }
 
 static void *watchdog_main(void *arg)
 {
     rlk_client *cl = arg;
-    for (;;) {
+    while (!__atomic_load_n(&cl->stopping, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&cl->mu);
         renew_round(cl, cl->wd_conn, rlk__now_ms());
+        notify_lost(cl, 1);
         int64_t next = next_due(cl, rlk__now_ms());
         pthread_mutex_unlock(&cl->mu);
-        /* Wake at the next due time, or at once when told to stop; new
-         * locks are picked up at the latest after recheck_ms. */
+        /* Wake at the next due time, or at once when a lock is added or
+         * extended, or when told to stop. */
         int64_t wait = next < 0 || next > cl->cfg.recheck_ms ? cl->cfg.recheck_ms : next;
         struct pollfd p = {cl->stop_pipe[0], POLLIN, 0};
-        int pr = poll(&p, 1, (int)wait);
-        if (pr > 0) break;
+        if (poll(&p, 1, (int)wait) > 0) {
+            char drain[64];
+            while (read(cl->stop_pipe[0], drain, sizeof drain) > 0) {
+            }
+        }
     }
     return NULL;
 }
@@ -957,12 +1076,17 @@ int rlk_client_watchdog_start(rlk_client *cl)
         cl->wd_conn = NULL;
         return r;
     }
-    if (pipe2(cl->stop_pipe, O_CLOEXEC) != 0) {
+    __atomic_store_n(&cl->stopping, 0, __ATOMIC_RELEASE);
+    if (pipe2(cl->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         rlk_conn_free(cl->wd_conn);
         cl->wd_conn = NULL;
         return cl_fail(cl, RLK_ERR_IO, "watchdog: pipe: %s", strerror(errno));
     }
+    /* Set before the thread starts: it reads it (wake_watchdog, from
+     * on_connect of its connection). */
+    cl->thread_running = 1;
     if (pthread_create(&cl->thread, NULL, watchdog_main, cl) != 0) {
+        cl->thread_running = 0;
         close(cl->stop_pipe[0]);
         close(cl->stop_pipe[1]);
         cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
@@ -970,17 +1094,14 @@ int rlk_client_watchdog_start(rlk_client *cl)
         cl->wd_conn = NULL;
         return cl_fail(cl, RLK_ERR_IO, "watchdog: cannot start a thread");
     }
-    cl->thread_running = 1;
     return RLK_OK;
 }
 
 void rlk_client_watchdog_stop(rlk_client *cl)
 {
     if (!cl->thread_running) return;
-    ssize_t w;
-    do {
-        w = write(cl->stop_pipe[1], "x", 1);
-    } while (w < 0 && errno == EINTR);
+    __atomic_store_n(&cl->stopping, 1, __ATOMIC_RELEASE);
+    wake_watchdog(cl);
     pthread_join(cl->thread, NULL);
     cl->thread_running = 0;
     close(cl->stop_pipe[0]);

@@ -347,9 +347,14 @@ typedef struct rlk_lock_options {
     rlk_lock_kind kind;
     int watchdog;         /* 1: renew while held (rlk_client_tick, or the
                              watchdog thread)                               */
-    /* Called once when the lock is found lost (renewal refused, or not
-     * renewed in time), before its validity ends.  From rlk_client_tick's
-     * caller, or from the watchdog thread. */
+    /* Called once when the lock is found lost (renewal or extend refused,
+     * or not renewed in time), before its validity ends.  In tick mode it
+     * is called from rlk_client_tick (or rlk_lock_extend) after the
+     * client's internal lock is released: it may call any function of the
+     * client, release this lock among them.  From the watchdog thread it
+     * is called with that lock held: it must not call the client's
+     * functions (the accessors rlk_lock_name, _fence, _token, _is_lost,
+     * _remaining_ms aside); set a flag for your own thread instead. */
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
 } rlk_lock_options;
@@ -403,6 +408,9 @@ uint64_t rlk_lock_fence(const rlk_lock *l);
 /* The token (simple) or hash field (reentrant), NUL-terminated. */
 const char *rlk_lock_token(const rlk_lock *l);
 const char *rlk_lock_name(const rlk_lock *l);
+/* The TTL renewals use: the acquired one, or the last one set by
+ * rlk_lock_extend with RLK_EXTEND_SET (RLK_EXTEND_ADD adds once and leaves
+ * it). */
 int64_t rlk_lock_ttl_ms(const rlk_lock *l);
 /* Holds of a reentrant lock by this handle's holder, as last seen. */
 int64_t rlk_lock_holds(const rlk_lock *l);
@@ -415,6 +423,8 @@ int64_t rlk_lock_holds(const rlk_lock *l);
  * the milliseconds until the next call is needed (-1: none).  Returns
  * RLK_OK, or the connection status of a failed renewal round (the locks
  * stay held while their validity lasts; the next tick tries again).
+ * Call it again after other calls on the client too: a reconnect they
+ * made is re-checked at the next tick, which *next_ms did not foresee.
  */
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 

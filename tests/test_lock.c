@@ -1,0 +1,2327 @@
+/*
+ * The lock layer (rlk_client_*, rlk_lock_*) against real redis-server
+ * processes on free loopback ports: simple and reentrant locks and their
+ * keys as other clients see them (the string of redis-py and go-redsync,
+ * the hash and release message of Redisson), fencing tokens and their
+ * Cluster slots, release and extend outcomes (also a release whose reply
+ * was lost, through a cutting proxy), validity, waiting that wakes on a
+ * release and on expiry (RESP3 and RESP2), mutual exclusion between
+ * threads, and the watchdog in tick and thread mode: renewal, loss,
+ * killed, frozen and restarted servers, batches of 10,000 locks,
+ * reconnects and SCRIPT FLUSH.
+ *
+ * Every wait is on a condition under a deadline.  Timing assertions have
+ * margins (MARGIN) that grow under valgrind.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#define TESTLIB_MAIN
+#include "testlib.h"
+
+#include "fakeserver.h"
+#include "resplock.h"
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define HAVE_VALGRIND_H 1
+#endif
+#endif
+
+#define LONG_MS 10000 /* for things that should happen: generous under valgrind */
+
+static int slow;        /* under valgrind: wider margins */
+static int64_t MARGIN;  /* how late a timed event may come */
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The polling interval of a deadline loop, not a synchronisation. */
+static void pause_ms(int ms)
+{
+    poll(NULL, 0, ms);
+}
+
+static int contains(const char *s, const char *needle)
+{
+    return s && strstr(s, needle) != NULL;
+}
+
+static long gettid_(void)
+{
+    return (long)syscall(SYS_gettid);
+}
+
+static int is_hex32(const char *s)
+{
+    size_t i;
+    if (!s || strlen(s) != 32) return 0;
+    for (i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* A raw connection (RESP3 unless protocol says otherwise). */
+static rlk_conn *connect_url(const char *url, int protocol,
+                             void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
+                             void *ctx, int line)
+{
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    int rc;
+    rlk_conn_config_init(&cfg);
+    cfg.url = url;
+    cfg.protocol = protocol;
+    cfg.connect_timeout_ms = LONG_MS;
+    cfg.command_timeout_ms = LONG_MS;
+    cfg.on_push = on_push;
+    cfg.ctx = ctx;
+    c = rlk_conn_new(&cfg);
+    if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return NULL;
+    rc = rlk_conn_connect(c);
+    if (!tl_ok(rc == RLK_OK, __FILE__, line, "connect %s: %d %s", url, rc, rlk_conn_errmsg(c))) {
+        rlk_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+#define CONNECT(url) connect_url(url, 0, NULL, NULL, __LINE__)
+
+static int collect_args(const char **argv, va_list ap)
+{
+    int argc = 0;
+    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
+    return argc;
+}
+
+/* A command given as NULL-terminated words; a failed call (not a server
+ * error) is a test failure and gives NULL.  Valid until the next call. */
+static rlk_resp_value *run_cmd(rlk_conn *c, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    if (!c) return NULL;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v != NULL, __FILE__, line, "%s: %d %s", argv[0], rc,
+               rlk_conn_errmsg(c)))
+        return NULL;
+    return v;
+}
+#define CMD(c, ...) run_cmd(c, __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* An integer reply, or LLONG_MIN (a test failure) for anything else. */
+static long long cmd_int(rlk_conn *c, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    if (!c) return LLONG_MIN;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v && v->type == RLK_RESP_INTEGER, __FILE__, line,
+               "%s: not an integer: %d %s (type %c %.*s)", argv[0], rc, rlk_conn_errmsg(c),
+               v ? v->type : '?', v && v->str ? (int)v->len : 0, v && v->str ? v->str : ""))
+        return LLONG_MIN;
+    return v->integer;
+}
+#define CMD_INT(c, ...) cmd_int(c, __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* A string reply copied into out: 1; a null: 0 with out ""; else -1 (a
+ * test failure). */
+static int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    out[0] = '\0';
+    if (!c) return -1;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v, __FILE__, line, "%s: %d %s", argv[0], rc, rlk_conn_errmsg(c)))
+        return -1;
+    if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_BULK && !v->str)) return 0;
+    if (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_VERBATIM) {
+        size_t len = v->len < n - 1 ? v->len : n - 1;
+        memcpy(out, v->str, len);
+        out[len] = '\0';
+        return 1;
+    }
+    tl_fail(__FILE__, line, "%s: not a string (type %c)", argv[0], v->type);
+    return -1;
+}
+#define CMD_STR(c, out, ...) cmd_str(c, out, sizeof(out), __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* ------------------------------------------------------------------ */
+/* Servers and clients                                                  */
+
+static ts_server *srv;   /* shared, for the tests that do not stop it */
+static char srv_url[64];
+static rlk_conn *admin;  /* a raw RESP3 connection to srv */
+
+static void url_of(char *out, size_t n, const ts_server *s)
+{
+    snprintf(out, n, "redis://127.0.0.1:%d", s->port);
+}
+
+static void client_cfg(rlk_client_config *cfg, const char *url)
+{
+    rlk_client_config_init(cfg);
+    cfg->conn.url = url;
+    cfg->conn.connect_timeout_ms = LONG_MS;
+    cfg->conn.command_timeout_ms = LONG_MS;
+}
+
+static rlk_client *client_with(const rlk_client_config *cfg, int line)
+{
+    rlk_client *cl = rlk_client_new(cfg);
+    int rc;
+    if (!tl_ok(cl != NULL, __FILE__, line, "rlk_client_new")) return NULL;
+    rc = rlk_client_connect(cl);
+    if (!tl_ok(rc == RLK_OK, __FILE__, line, "client connect %s: %d %s", cfg->conn.url, rc,
+               rlk_client_errmsg(cl))) {
+        rlk_client_free(cl);
+        return NULL;
+    }
+    return cl;
+}
+#define CLIENT_WITH(cfg) client_with(cfg, __LINE__)
+
+static rlk_client *client_ex(const char *url, int protocol, int64_t recheck_ms, const char *name,
+                             int line)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    cfg.conn.protocol = protocol;
+    cfg.conn.client_name = name;
+    cfg.recheck_ms = recheck_ms;
+    return client_with(&cfg, line);
+}
+#define CLIENT() client_ex(srv_url, 0, 0, NULL, __LINE__)
+#define CLIENT_EX(url, proto, recheck, name) client_ex(url, proto, recheck, name, __LINE__)
+
+/* What on_lost saw. */
+struct lost_rec {
+    int calls;
+    int64_t at;
+    int64_t remaining;
+    int is_lost;
+    pthread_t thread;
+};
+
+static void rec_lost(void *ctx, rlk_lock *l)
+{
+    struct lost_rec *r = ctx;
+    r->at = now_ms();
+    r->remaining = rlk_lock_remaining_ms(l);
+    r->is_lost = rlk_lock_is_lost(l);
+    r->thread = pthread_self();
+    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+static int lost_calls(struct lost_rec *r)
+{
+    return __atomic_load_n(&r->calls, __ATOMIC_SEQ_CST);
+}
+
+static void opts(rlk_lock_options *o, int64_t ttl, int64_t wait, rlk_lock_kind kind, int watchdog,
+                 struct lost_rec *lost)
+{
+    rlk_lock_options_init(o);
+    o->ttl_ms = ttl;
+    o->wait_ms = wait;
+    o->kind = kind;
+    o->watchdog = watchdog;
+    if (lost) {
+        o->on_lost = rec_lost;
+        o->ctx = lost;
+    }
+}
+
+/* Acquires; failure is a test failure (and NULL). */
+static rlk_lock *acquire(rlk_client *cl, const char *name, int64_t ttl, rlk_lock_kind kind,
+                         int watchdog, struct lost_rec *lost, int line)
+{
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    int rc;
+    if (!cl) return NULL;
+    opts(&o, ttl, 0, kind, watchdog, lost);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (!tl_ok(rc == RLK_OK && l != NULL, __FILE__, line, "acquire %s: %d %s", name, rc,
+               rlk_client_errmsg(cl)))
+        return NULL;
+    return l;
+}
+#define ACQ(cl, name, ttl) acquire(cl, name, ttl, RLK_LOCK_SIMPLE, 0, NULL, __LINE__)
+#define ACQ_R(cl, name, ttl) acquire(cl, name, ttl, RLK_LOCK_REENTRANT, 0, NULL, __LINE__)
+#define ACQ_WD(cl, name, ttl, lost) acquire(cl, name, ttl, RLK_LOCK_SIMPLE, 1, lost, __LINE__)
+
+/* One attempt's status (wait 0); a lock got by mistake is released. */
+static int try_acquire(rlk_client *cl, const char *name, rlk_lock_kind kind)
+{
+    rlk_lock_options o;
+    rlk_lock *l = (rlk_lock *)&o; /* must be set to NULL on failure */
+    int rc;
+    opts(&o, 10000, 0, kind, 0, NULL);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (rc == RLK_OK) rlk_lock_release(l);
+    else CHECK_MSG(l == NULL, "*out not NULL after a failed acquire");
+    return rc;
+}
+
+/* Polls EXISTS key until it is want, within ms.  1 when it got there. */
+static int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms)
+{
+    int64_t deadline = now_ms() + ms;
+    for (;;) {
+        long long v = CMD_INT(c, "EXISTS", key);
+        if (v == want) return 1;
+        if (v == LLONG_MIN || now_ms() >= deadline) return 0;
+        pause_ms(5);
+    }
+}
+
+/* The calls of a command since the last CONFIG RESETSTAT, from INFO
+ * commandstats (0 when absent). */
+static long long stat_calls(rlk_conn *c, const char *cmd)
+{
+    char key[64], *text;
+    const char *p;
+    long long n = 0;
+    rlk_resp_value *v = CMD(c, "INFO", "commandstats");
+    if (!v || !v->str) return -1;
+    text = malloc(v->len + 1);
+    if (!text) return -1;
+    memcpy(text, v->str, v->len);
+    text[v->len] = '\0';
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+    p = strstr(text, key);
+    if (p) n = strtoll(p + strlen(key), NULL, 10);
+    free(text);
+    return n;
+}
+
+static void reset_stats(rlk_conn *c)
+{
+    rlk_resp_value *v = CMD(c, "CONFIG", "RESETSTAT");
+    CHECK(v && v->type == RLK_RESP_SIMPLE);
+}
+
+/* Waits until cmd was called at least n times since the reset. */
+static int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms)
+{
+    int64_t deadline = now_ms() + ms;
+    for (;;) {
+        long long got = stat_calls(c, cmd);
+        if (got >= n) return 1;
+        if (got < 0 || now_ms() >= deadline) return 0;
+        pause_ms(2);
+    }
+}
+
+/* Connections of the server whose name is name. */
+static int count_clients(rlk_conn *c, const char *name)
+{
+    char needle[80];
+    const char *p;
+    int n = 0;
+    rlk_resp_value *v = CMD(c, "CLIENT", "LIST");
+    if (!v || !v->str) return -1;
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    for (p = v->str; (p = strstr(p, needle)) != NULL && p < v->str + v->len; p++) n++;
+    return n;
+}
+
+/* A thread that waits for a lock. */
+struct waiter {
+    rlk_client *cl;
+    const char *name;
+    rlk_lock_options o;
+    int rc;
+    rlk_lock *l;
+    int64_t done_at;
+    char err[256];
+    pthread_t th;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    w->rc = rlk_lock_acquire(w->cl, w->name, &w->o, &w->l);
+    w->done_at = now_ms();
+    snprintf(w->err, sizeof w->err, "%s", rlk_client_errmsg(w->cl));
+    return NULL;
+}
+
+static int waiter_start(struct waiter *w, rlk_client *cl, const char *name, int64_t ttl,
+                        int64_t wait, rlk_lock_kind kind)
+{
+    memset(w, 0, sizeof *w);
+    w->cl = cl;
+    w->name = name;
+    opts(&w->o, ttl, wait, kind, 0, NULL);
+    return CHECK(pthread_create(&w->th, NULL, waiter_main, w) == 0);
+}
+
+/* Runs the tick-mode watchdog as a program would: poll on the client's
+ * fd with the timeout the last tick asked for, then tick.  Before each
+ * tick it samples the key's PTTL (the minimum is what the renewals
+ * kept) and the lock's validity (now + remaining: when it ends). */
+struct ticker {
+    rlk_client *cl;
+    rlk_lock *l;
+    rlk_conn *adm;     /* samples PTTL of key when both are set */
+    const char *key;
+    struct lost_rec *lost;
+    int64_t next;
+    long long min_pttl;
+    int64_t valid_est;
+    int ticks, errors, last_rc;
+};
+
+static void ticker_init(struct ticker *t, rlk_client *cl, rlk_lock *l, rlk_conn *adm,
+                        const char *key, struct lost_rec *lost)
+{
+    memset(t, 0, sizeof *t);
+    t->cl = cl;
+    t->l = l;
+    t->adm = adm;
+    t->key = key;
+    t->lost = lost;
+    t->min_pttl = LLONG_MAX;
+}
+
+static void tick_for(struct ticker *t, int64_t ms, int until_lost)
+{
+    int64_t end = now_ms() + ms;
+    for (;;) {
+        int64_t left = end - now_ms(), wait;
+        struct pollfd p;
+        if (left <= 0) break;
+        if (until_lost && t->lost && lost_calls(t->lost)) break;
+        wait = t->next < 0 || t->next > left ? left : t->next;
+        p.fd = rlk_client_fd(t->cl);
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, (int)wait) == 0 && wait == left) break;
+        if (t->adm && t->key) {
+            long long v = CMD_INT(t->adm, "PTTL", t->key);
+            if (v < t->min_pttl) t->min_pttl = v;
+        }
+        if (t->l && !rlk_lock_is_lost(t->l)) t->valid_est = now_ms() + rlk_lock_remaining_ms(t->l);
+        t->last_rc = rlk_client_tick(t->cl, &t->next);
+        t->ticks++;
+        if (t->last_rc != RLK_OK) t->errors++;
+    }
+}
+
+/* CRC16/XMODEM by table, written here independently of the library. */
+static uint16_t crc_table[256];
+
+static uint16_t t_crc16(const char *s, size_t n)
+{
+    uint16_t crc = 0;
+    size_t i;
+    if (!crc_table[1]) {
+        unsigned b, k;
+        for (b = 0; b < 256; b++) {
+            uint16_t c = (uint16_t)(b << 8);
+            for (k = 0; k < 8; k++) c = (uint16_t)((c & 0x8000) ? (c << 1) ^ 0x1021 : c << 1);
+            crc_table[b] = c;
+        }
+    }
+    for (i = 0; i < n; i++)
+        crc = (uint16_t)((crc << 8) ^ crc_table[((crc >> 8) ^ (unsigned char)s[i]) & 0xff]);
+    return crc;
+}
+
+/* The Cluster slot of a key (hash tags as in the Cluster specification). */
+static unsigned t_slot(const char *key)
+{
+    const char *open = strchr(key, '{');
+    if (open) {
+        const char *close = strchr(open + 1, '}');
+        if (close && close > open + 1) return t_crc16(open + 1, (size_t)(close - open - 1)) & 16383u;
+    }
+    return t_crc16(key, strlen(key)) & 16383u;
+}
+
+/* ------------------------------------------------------------------ */
+/* Basics                                                              */
+
+static void test_crc16_self_check(void)
+{
+    /* CLUSTER KEYSLOT refuses on a standalone server ("cluster support
+     * disabled"), so the test's own CRC16 is checked against known
+     * values instead. */
+    rlk_resp_value *v = CMD(admin, "CLUSTER", "KEYSLOT", "foo");
+    CHECK(v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR ||
+                (v->type == RLK_RESP_INTEGER && v->integer == 12182)));
+    CHECK_EQ_INT(t_crc16("123456789", 9), 0x31C3);
+    CHECK_EQ_INT(t_slot("foo"), 12182);
+    CHECK_EQ_INT(t_slot("bar"), 5061);
+    CHECK_EQ_INT(t_slot("{user1000}.following"), t_slot("{user1000}.followers"));
+    CHECK_EQ_INT(t_slot("foo{}{bar}"), t_crc16("foo{}{bar}", 10) & 16383u);
+    CHECK_EQ_INT(t_slot("foo{{bar}}zap"), t_crc16("{bar", 4) & 16383u);
+    CHECK_EQ_INT(t_slot("foo{bar}{zap}"), t_slot("bar"));
+}
+
+static void test_basic_acquire_release(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    rlk_lock *l, *l2;
+    char got[128], tok1[64];
+    long long pttl;
+    uint64_t f1;
+    int rc;
+    if (!a || !b) goto out;
+    CMD(admin, "DEL", "basic");
+
+    l = ACQ(a, "basic", 10000);
+    if (!l) goto out;
+    CHECK_MSG(is_hex32(rlk_lock_token(l)), "token \"%s\" is not 32 hex digits", rlk_lock_token(l));
+    CHECK_EQ_STR(rlk_lock_name(l), "basic");
+    CHECK_EQ_INT(rlk_lock_ttl_ms(l), 10000);
+    CHECK_EQ_INT(rlk_lock_holds(l), 1);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+    CHECK(rlk_lock_fence(l) >= 1);
+    f1 = rlk_lock_fence(l);
+    snprintf(tok1, sizeof tok1, "%s", rlk_lock_token(l));
+
+    /* The key as any client sees it: a plain string holding the token. */
+    CMD_STR(admin, got, "TYPE", "basic");
+    CHECK_EQ_STR(got, "string");
+    CHECK(CMD_STR(admin, got, "GET", "basic") == 1);
+    CHECK_EQ_STR(got, tok1);
+    pttl = CMD_INT(admin, "PTTL", "basic");
+    CHECK_MSG(pttl > 10000 - MARGIN && pttl <= 10000, "PTTL %lld", pttl);
+
+    /* Held: another client, and the same one (simple locks do not
+     * nest), get BUSY with a message. */
+    rc = try_acquire(b, "basic", RLK_LOCK_SIMPLE);
+    CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
+    CHECK_MSG(contains(rlk_client_errmsg(b), "basic"), "errmsg \"%s\"", rlk_client_errmsg(b));
+    CHECK_EQ_INT(try_acquire(a, "basic", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+    CHECK(CMD_STR(admin, got, "GET", "basic") == 1);
+    CHECK_EQ_STR(got, tok1);
+
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "basic"), 0);
+
+    /* Free again: the other client takes it, with a new token and a
+     * higher fence. */
+    l2 = ACQ(b, "basic", 10000);
+    if (l2) {
+        CHECK(strcmp(rlk_lock_token(l2), tok1) != 0);
+        CHECK_MSG(rlk_lock_fence(l2) > f1, "fence %llu after %llu",
+                  (unsigned long long)rlk_lock_fence(l2), (unsigned long long)f1);
+        CHECK_EQ_INT(rlk_lock_release(l2), RLK_OK);
+    }
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+static void test_default_options(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l = NULL;
+    long long pttl;
+    int rc;
+    if (!a) return;
+    CMD(admin, "DEL", "defaults");
+    rc = rlk_lock_acquire(a, "defaults", NULL, &l);
+    CHECK_EQ_INT(rc, RLK_OK);
+    if (l) {
+        CHECK_EQ_INT(rlk_lock_ttl_ms(l), 30000);
+        pttl = CMD_INT(admin, "PTTL", "defaults");
+        CHECK_MSG(pttl > 30000 - MARGIN && pttl <= 30000, "PTTL %lld", pttl);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(a);
+}
+
+static void test_acquire_errors(void)
+{
+    rlk_client *a = CLIENT(), *dead;
+    rlk_client_config cfg;
+    rlk_lock_options o;
+    rlk_lock *l = (rlk_lock *)&o;
+    char url[64];
+    int rc;
+    if (!a) return;
+    rlk_lock_options_init(&o);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "", &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    l = (rlk_lock *)&o;
+    CHECK_EQ_INT(rlk_lock_acquire(a, NULL, &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    o.kind = (rlk_lock_kind)7;
+    CHECK_EQ_INT(rlk_lock_acquire(a, "bad-kind", &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    CHECK(contains(rlk_client_errmsg(a), "kind"));
+    rlk_client_free(a);
+    rlk_client_free(NULL);
+
+    /* Nobody listens: a connection status, not BUSY. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", ts_free_port(0));
+    client_cfg(&cfg, url);
+    cfg.conn.connect_timeout_ms = 2000;
+    dead = rlk_client_new(&cfg);
+    if (!CHECK(dead != NULL)) return;
+    rc = rlk_client_connect(dead);
+    CHECK_EQ_INT(rc, RLK_ERR_CONNECT);
+    CHECK_MSG(rlk_client_errmsg(dead)[0] != '\0', "no message");
+    rlk_lock_options_init(&o);
+    l = (rlk_lock *)&o;
+    rc = rlk_lock_acquire(dead, "nobody", &o, &l);
+    CHECK_EQ_INT(rc, RLK_ERR_CONNECT);
+    CHECK(l == NULL);
+    rlk_client_free(dead);
+}
+
+/* The client keeps its own copies of the configuration's strings: the
+ * connections it opens later (the RESP2 waiting connection, the watchdog
+ * thread's) must not read the caller's buffers. */
+static void test_config_strings_copied(void)
+{
+    rlk_client_config cfg;
+    rlk_client *cl, *holder = CLIENT();
+    rlk_lock *h = NULL, *l = NULL;
+    rlk_lock_options o;
+    char *url = malloc(64), *name = malloc(32);
+    int rc;
+    if (!holder || !url || !name) goto out;
+    snprintf(url, 64, "%s", srv_url);
+    snprintf(name, 32, "copied-name");
+    client_cfg(&cfg, url);
+    cfg.conn.protocol = 2;
+    cfg.conn.client_name = name;
+    cfg.recheck_ms = 100;
+    cl = rlk_client_new(&cfg);
+    if (!CHECK(cl != NULL)) goto out;
+    /* The caller reuses its buffers at once. */
+    snprintf(url, 64, "redis://127.0.0.1:1");
+    snprintf(name, 32, "clobbered");
+    CHECK_EQ_INT(rlk_client_connect(cl), RLK_OK);
+    h = ACQ(holder, "copied", 10000);
+    opts(&o, 10000, 300, RLK_LOCK_SIMPLE, 0, NULL);
+    rc = rlk_lock_acquire(cl, "copied", &o, &l); /* opens the RESP2 waiting connection */
+    CHECK_MSG(rc == RLK_LOCK_BUSY, "acquire: %d %s", rc, rlk_client_errmsg(cl));
+    rc = rlk_client_watchdog_start(cl); /* opens the thread's connection */
+    CHECK_MSG(rc == RLK_OK, "watchdog: %d %s", rc, rlk_client_errmsg(cl));
+    CHECK_EQ_INT(count_clients(admin, "clobbered"), 0);
+    CHECK(count_clients(admin, "copied-name") >= 2);
+    rlk_client_watchdog_stop(cl);
+    rlk_client_free(cl);
+    if (h) rlk_lock_release(h);
+out:
+    rlk_client_free(holder);
+    free(url);
+    free(name);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fencing                                                             */
+
+static void test_fence_increasing(void)
+{
+    rlk_client *c[3] = {CLIENT(), CLIENT(), CLIENT()};
+    uint64_t last = 0;
+    char got[64], want[32];
+    int i, bad = 0;
+    if (!c[0] || !c[1] || !c[2]) goto out;
+    for (i = 0; i < 30; i++) {
+        rlk_lock *l = acquire(c[i % 3], "fence-order", 10000,
+                              i % 2 ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE, 0, NULL, __LINE__);
+        if (!l) break;
+        if (rlk_lock_fence(l) <= last) bad++;
+        last = rlk_lock_fence(l);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    CHECK_MSG(bad == 0, "%d fences did not increase", bad);
+    /* The counter holds the last fence and never expires. */
+    CHECK(CMD_STR(admin, got, "GET", "{fence-order}:fence") == 1);
+    snprintf(want, sizeof want, "%llu", (unsigned long long)last);
+    CHECK_EQ_STR(got, want);
+    CHECK_EQ_INT(CMD_INT(admin, "PTTL", "{fence-order}:fence"), -1);
+out:
+    for (i = 0; i < 3; i++) rlk_client_free(c[i]);
+}
+
+/* The key of kind what ("fence", "released") that belongs to name, by
+ * the forms the header documents; "" when there is none. */
+static void find_derived(const char *name, const char *what, char *out, size_t n)
+{
+    char pattern[64], suffix[128];
+    rlk_resp_value *v;
+    const rlk_resp_value *e;
+    int found = 0;
+    out[0] = '\0';
+    snprintf(out, n, "{%s}:%s", name, what);
+    if (CMD_INT(admin, "EXISTS", out) == 1) return;
+    snprintf(out, n, "%s:%s", name, what);
+    if (CMD_INT(admin, "EXISTS", out) == 1) return;
+    out[0] = '\0';
+    snprintf(pattern, sizeof pattern, "resplock:%s:*", what);
+    snprintf(suffix, sizeof suffix, "}:%s", name);
+    v = CMD(admin, "KEYS", pattern);
+    for (e = v ? v->child : NULL; e; e = e->next) {
+        size_t sl = strlen(suffix);
+        if (e->len > sl && memcmp(e->str + e->len - sl, suffix, sl) == 0) {
+            found++;
+            snprintf(out, n, "%.*s", (int)e->len, e->str);
+        }
+    }
+    CHECK_MSG(found == 1, "%s key of \"%s\": %d candidates", what, name, found);
+}
+
+static void test_fence_same_slot(void)
+{
+    static const char *const names[] = {"job", "{tag}job", "a}b", "{}x", "x{", "{a", "}{x",
+                                        "{}{x}"};
+    rlk_client *a = CLIENT();
+    size_t i;
+    if (!a) return;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char key[256], got[64], want[32];
+        rlk_lock *l = ACQ(a, names[i], 10000);
+        if (!l) continue;
+        find_derived(names[i], "fence", key, sizeof key);
+        if (i == 0) CHECK_EQ_STR(key, "{job}:fence");
+        if (i == 1) CHECK_EQ_STR(key, "{tag}job:fence");
+        if (i == 4) CHECK_EQ_STR(key, "{x{}:fence");
+        CHECK_MSG(key[0] && t_slot(key) == t_slot(names[i]),
+                  "\"%s\" (slot %u) and its fence key \"%s\" (slot %u)", names[i],
+                  t_slot(names[i]), key, key[0] ? t_slot(key) : 0);
+        CMD_STR(admin, got, "GET", key);
+        snprintf(want, sizeof want, "%llu", (unsigned long long)rlk_lock_fence(l));
+        CHECK_EQ_STR(got, want);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        /* The release's tombstone is in the slot too. */
+        find_derived(names[i], "released", key, sizeof key);
+        CHECK_MSG(key[0] && t_slot(key) == t_slot(names[i]),
+                  "\"%s\" and its tombstone \"%s\"", names[i], key);
+    }
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Release and extend                                                  */
+
+static void test_release_not_held(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l;
+    if (!a) return;
+    l = ACQ(a, "rel-expired", 200);
+    if (l) {
+        CHECK(wait_exists(admin, "rel-expired", 0, 200 + LONG_MS));
+        CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+        CHECK(contains(rlk_client_errmsg(a), "not held"));
+    }
+    rlk_client_free(a);
+}
+
+static void test_release_not_owner(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l;
+    char got[64];
+    if (!a) return;
+    l = ACQ(a, "rel-other", 10000);
+    if (l) {
+        /* Someone else holds it now (our key expired and was retaken). */
+        CMD(admin, "SET", "rel-other", "othertoken", "PX", "10000");
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_OWNER);
+        CHECK(contains(rlk_client_errmsg(a), "someone else"));
+        CHECK(CMD_STR(admin, got, "GET", "rel-other") == 1);
+        CHECK_EQ_STR(got, "othertoken");
+        CHECK(CMD_INT(admin, "PTTL", "rel-other") > 10000 - MARGIN);
+    }
+    /* By token too. */
+    CHECK_EQ_INT(rlk_release_token(a, "rel-other", "0123456789abcdef0123456789abcdef"),
+                 RLK_LOCK_NOT_OWNER);
+    CHECK(CMD_STR(admin, got, "GET", "rel-other") == 1);
+    CHECK_EQ_STR(got, "othertoken");
+    CMD(admin, "DEL", "rel-other");
+    rlk_client_free(a);
+}
+
+/* A release whose reply was lost is sent again; the tombstone makes the
+ * second attempt report what the first did. */
+static void test_release_twice_by_token(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    rlk_lock *l, *lb;
+    char tok[64], got[64];
+    long long pttl;
+    if (!a || !b) goto out;
+    l = ACQ(a, "rel-twice", 10000);
+    if (!l) goto out;
+    snprintf(tok, sizeof tok, "%s", rlk_lock_token(l));
+    rlk_lock_forget(l);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "rel-twice"), 1); /* forget does not release */
+    CHECK_EQ_INT(rlk_release_token(a, "rel-twice", tok), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "rel-twice"), 0);
+    CHECK_EQ_INT(rlk_release_token(a, "rel-twice", tok), RLK_OK);
+    CHECK(CMD_STR(admin, got, "GET", "{rel-twice}:released") == 1);
+    CHECK_EQ_STR(got, tok);
+    pttl = CMD_INT(admin, "PTTL", "{rel-twice}:released");
+    CHECK_MSG(pttl > 0 && pttl <= 60000, "tombstone PTTL %lld", pttl);
+    /* A token that never held it. */
+    CHECK_EQ_INT(rlk_release_token(a, "rel-twice", "ffffffffffffffffffffffffffffffff"),
+                 RLK_LOCK_NOT_HELD);
+
+    /* Someone else takes it: the late repeat still says the first
+     * release happened, and deletes nothing. */
+    lb = ACQ(b, "rel-twice", 10000);
+    if (lb) {
+        CHECK_EQ_INT(rlk_release_token(a, "rel-twice", tok), RLK_OK);
+        CHECK(CMD_STR(admin, got, "GET", "rel-twice") == 1);
+        CHECK_EQ_STR(got, rlk_lock_token(lb));
+        CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+        /* b's release replaced the tombstone: a's token now means
+         * nothing. */
+        CHECK_EQ_INT(rlk_release_token(a, "rel-twice", tok), RLK_LOCK_NOT_HELD);
+    }
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+/* A proxy between the client and the server that, when told, drops the
+ * next reply coming from the server and closes both sides: the server
+ * executed the command, the client never learns it. */
+struct proxy {
+    int upstream_port;
+    int cut;  /* set by the test */
+    int cuts; /* replies dropped */
+};
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void proxy_conn(fake_conn *fc, void *arg)
+{
+    struct proxy *px = arg;
+    struct sockaddr_in a;
+    char buf[65536];
+    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (up < 0) return;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)px->upstream_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(up, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(up);
+        return;
+    }
+    for (;;) {
+        struct pollfd p[2] = {{fake_fd(fc), POLLIN, 0}, {up, POLLIN, 0}};
+        int r = poll(p, 2, 20);
+        ssize_t n;
+        if (fake_pause(fc, 0) < 0) break; /* the fake server is stopping */
+        if (r <= 0) continue;
+        if (p[0].revents) {
+            n = recv(fake_fd(fc), buf, sizeof buf, 0);
+            if (n <= 0 || send_all(up, buf, (size_t)n) != 0) break;
+        }
+        if (p[1].revents) {
+            n = recv(up, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            if (__atomic_exchange_n(&px->cut, 0, __ATOMIC_SEQ_CST)) {
+                __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
+                break;
+            }
+            if (fake_send(fc, buf, (size_t)n) != 0) break;
+        }
+    }
+    close(up);
+}
+
+static void test_release_reply_lost(void)
+{
+    struct proxy px = {0, 0, 0};
+    fake_server *fs;
+    rlk_client *a = NULL;
+    rlk_lock *l, *warm, *r1, *r2;
+    rlk_lock_options o;
+    char url[64], fence_before[32], fence_after[32], field[96], got[16];
+    uint64_t gen;
+    int rc;
+    px.upstream_port = srv->port;
+    fs = fake_start(proxy_conn, &px);
+    if (!CHECK(fs != NULL)) return;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a) goto out;
+    CMD(admin, "DEL", "lost-rel", "lost-acq", "{lost-acq}:fence", "lost-re");
+
+    /* The scripts are loaded first, so the cut reply is the script's
+     * result and not a NOSCRIPT. */
+    warm = ACQ(a, "lost-warm", 10000);
+    if (warm) CHECK_EQ_INT(rlk_lock_release(warm), RLK_OK);
+    warm = ACQ_R(a, "lost-warm", 10000);
+    if (warm) CHECK_EQ_INT(rlk_lock_release(warm), RLK_OK);
+
+    l = ACQ(a, "lost-rel", 10000);
+    if (!l) goto out;
+    gen = rlk_conn_generation(rlk_client_conn(a));
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    rc = rlk_lock_release(l);
+    CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 1);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1); /* sent again */
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-rel"), 0);
+
+    /* An acquisition whose reply was lost is not sent again: it took
+     * the lock once (one fence), and the lock simply expires. */
+    CMD_STR(admin, fence_before, "GET", "{lost-acq}:fence");
+    opts(&o, 300, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    l = (rlk_lock *)&o;
+    rc = rlk_lock_acquire(a, "lost-acq", &o, &l);
+    CHECK_MSG(rc == RLK_ERR_IO || rc == RLK_ERR_CLOSED, "acquire: %d %s", rc,
+              rlk_client_errmsg(a));
+    CHECK(l == NULL);
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 2);
+    CMD_STR(admin, fence_after, "GET", "{lost-acq}:fence");
+    CHECK_EQ_INT(atoll(fence_after), atoll(fence_before) + 1);
+    CHECK(wait_exists(admin, "lost-acq", 0, 300 + LONG_MS));
+    l = ACQ(a, "lost-acq", 10000); /* reconnects */
+    if (l) {
+        CHECK_EQ_U64(rlk_lock_fence(l), (uint64_t)atoll(fence_after) + 1);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+
+    /* A reentrant lock held twice: a release of one hold whose reply was
+     * lost, sent again, takes one hold away, not both. */
+    r1 = ACQ_R(a, "lost-re", 10000);
+    r2 = ACQ_R(a, "lost-re", 10000);
+    if (r1 && r2) {
+        snprintf(field, sizeof field, "%s", rlk_lock_token(r1));
+        __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+        rc = rlk_lock_release(r2);
+        r2 = NULL;
+        CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
+        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 3);
+        CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-re"), 1);
+        CMD_STR(admin, got, "HGET", "lost-re", field);
+        CHECK_EQ_STR(got, "1");
+        /* And the last hold, the same way. */
+        __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+        rc = rlk_lock_release(r1);
+        r1 = NULL;
+        CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
+        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 4);
+        CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-re"), 0);
+    }
+    if (r2) rlk_lock_release(r2);
+    if (r1) rlk_lock_release(r1);
+out:
+    rlk_client_free(a);
+    fake_stop(fs);
+}
+
+static void test_extend(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l, *l2, *lr;
+    char tok[64], got[64];
+    long long pttl;
+    int64_t rem0, rem, after = 0;
+    if (!a) return;
+    CMD(admin, "DEL", "ext", "ext2", "ext-r");
+    l = ACQ(a, "ext", 5000);
+    if (!l) goto out;
+    snprintf(tok, sizeof tok, "%s", rlk_lock_token(l));
+    rem0 = rlk_lock_remaining_ms(l);
+
+    CHECK_EQ_INT(rlk_lock_extend(l, 10000, RLK_EXTEND_ADD), RLK_OK);
+    pttl = CMD_INT(admin, "PTTL", "ext");
+    CHECK_MSG(pttl > 15000 - MARGIN && pttl <= 15000, "PTTL after add %lld", pttl);
+    /* Added time is a one-off: renewals keep the lock's TTL. */
+    CHECK_MSG(rlk_lock_ttl_ms(l) == 5000, "ttl %lld", (long long)rlk_lock_ttl_ms(l));
+    rem = rlk_lock_remaining_ms(l);
+    CHECK_MSG(rem > rem0 + 9000, "remaining %lld after, %lld before", (long long)rem,
+              (long long)rem0);
+
+    CHECK_EQ_INT(rlk_lock_extend(l, 3000, RLK_EXTEND_SET), RLK_OK);
+    pttl = CMD_INT(admin, "PTTL", "ext");
+    CHECK_MSG(pttl > 3000 - MARGIN && pttl <= 3000, "PTTL after set %lld", pttl);
+    rem = rlk_lock_remaining_ms(l);
+    CHECK_MSG(rem <= 3000 - (3000 / 100 + 2) && rem > 3000 - 32 - MARGIN, "remaining %lld",
+              (long long)rem);
+
+    /* By token, handle-less. */
+    CHECK_EQ_INT(rlk_extend_token(a, "ext", tok, 20000, RLK_EXTEND_SET, &after), RLK_OK);
+    CHECK_EQ_INT(after, 20000);
+    CHECK_EQ_INT(rlk_extend_token(a, "ext", "0123456789abcdef0123456789abcdef", 1000,
+                                  RLK_EXTEND_ADD, NULL),
+                 RLK_LOCK_NOT_OWNER);
+    pttl = CMD_INT(admin, "PTTL", "ext");
+    CHECK_MSG(pttl > 20000 - MARGIN && pttl <= 20000, "PTTL %lld", pttl);
+
+    CHECK_EQ_INT(rlk_lock_extend(l, 0, RLK_EXTEND_ADD), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_lock_extend(l, 100, 7), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+
+    /* After expiry. */
+    CHECK_EQ_INT(rlk_lock_extend(l, 150, RLK_EXTEND_SET), RLK_OK);
+    CHECK(wait_exists(admin, "ext", 0, 150 + LONG_MS));
+    CHECK_EQ_INT(rlk_extend_token(a, "ext", tok, 1000, RLK_EXTEND_ADD, NULL), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+    CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_LOST);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "ext"), 0);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+
+    /* Someone else's. */
+    l2 = ACQ(a, "ext2", 10000);
+    if (l2) {
+        CMD(admin, "SET", "ext2", "other", "PX", "10000");
+        CHECK_EQ_INT(rlk_lock_extend(l2, 5000, RLK_EXTEND_ADD), RLK_LOCK_NOT_OWNER);
+        CHECK_EQ_INT(rlk_lock_is_lost(l2), 1);
+        CHECK(CMD_STR(admin, got, "GET", "ext2") == 1);
+        CHECK_EQ_STR(got, "other");
+        pttl = CMD_INT(admin, "PTTL", "ext2");
+        CHECK_MSG(pttl <= 10000, "the other holder's key was extended: %lld", pttl);
+        CHECK_EQ_INT(rlk_lock_release(l2), RLK_LOCK_NOT_OWNER);
+        CMD(admin, "DEL", "ext2");
+    }
+
+    /* A reentrant lock. */
+    lr = ACQ_R(a, "ext-r", 5000);
+    if (lr) {
+        CHECK_EQ_INT(rlk_lock_extend(lr, 5000, RLK_EXTEND_ADD), RLK_OK);
+        pttl = CMD_INT(admin, "PTTL", "ext-r");
+        CHECK_MSG(pttl > 10000 - MARGIN && pttl <= 10000, "PTTL %lld", pttl);
+        CHECK_EQ_INT(rlk_lock_extend(lr, 2000, RLK_EXTEND_SET), RLK_OK);
+        pttl = CMD_INT(admin, "PTTL", "ext-r");
+        CHECK_MSG(pttl > 2000 - MARGIN && pttl <= 2000, "PTTL %lld", pttl);
+        CHECK_EQ_INT(rlk_lock_release(lr), RLK_OK);
+    }
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Validity                                                            */
+
+static void validity_case(rlk_client *cl, int64_t ttl, int64_t drift_ms)
+{
+    char name[48];
+    int64_t t0, t1, rem, d = ttl / 100 + drift_ms;
+    rlk_lock *l;
+    snprintf(name, sizeof name, "valid-%lld", (long long)ttl);
+    t0 = now_ms();
+    l = ACQ(cl, name, ttl);
+    if (!l) return;
+    rem = rlk_lock_remaining_ms(l);
+    t1 = now_ms();
+    /* Known held at most TTL minus the drift from the attempt's start;
+     * at least that minus the time the attempt and the check took. */
+    CHECK_MSG(rem <= ttl - d, "ttl %lld: remaining %lld > %lld", (long long)ttl, (long long)rem,
+              (long long)(ttl - d));
+    CHECK_MSG(rem >= ttl - d - (t1 - t0) - 1, "ttl %lld: remaining %lld < %lld", (long long)ttl,
+              (long long)rem, (long long)(ttl - d - (t1 - t0) - 1));
+    rlk_lock_release(l);
+}
+
+static void test_validity(void)
+{
+    static const int64_t ttls[] = {100, 300, 1000, 10000, 30000, 120000};
+    rlk_client_config cfg;
+    rlk_client *a = CLIENT(), *b;
+    size_t i;
+    if (!a) return;
+    for (i = 0; i < sizeof ttls / sizeof ttls[0]; i++) validity_case(a, ttls[i], 2);
+    rlk_client_free(a);
+    client_cfg(&cfg, srv_url);
+    cfg.drift_ms = 50;
+    b = CLIENT_WITH(&cfg);
+    if (!b) return;
+    for (i = 0; i < sizeof ttls / sizeof ttls[0]; i++) validity_case(b, ttls[i], 50);
+    rlk_client_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reentrant locks (Redisson's layout)                                 */
+
+struct pushes {
+    int n;
+    char channel[96];
+    char payload[16];
+};
+
+static void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
+{
+    struct pushes *p = ctx;
+    const rlk_resp_value *kind = rlk_resp_value_at(m, 0), *ch = rlk_resp_value_at(m, 1),
+                         *pl = rlk_resp_value_at(m, 2);
+    (void)c;
+    if (!kind || !ch || !pl || kind->len != 7 || memcmp(kind->str, "message", 7) != 0) return;
+    snprintf(p->channel, sizeof p->channel, "%.*s", (int)ch->len, ch->str);
+    snprintf(p->payload, sizeof p->payload, "%.*s", (int)pl->len, pl->str);
+    p->n++;
+}
+
+struct busy_try {
+    rlk_client *cl;
+    const char *name;
+    int rc;
+    long tid;
+    char token[96];
+};
+
+static void *busy_try_main(void *arg)
+{
+    struct busy_try *t = arg;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    opts(&o, 10000, 0, RLK_LOCK_REENTRANT, 0, NULL);
+    t->tid = gettid_();
+    t->rc = rlk_lock_acquire(t->cl, t->name, &o, &l);
+    if (l) {
+        snprintf(t->token, sizeof t->token, "%s", rlk_lock_token(l));
+        rlk_lock_release(l);
+    }
+    return NULL;
+}
+
+static void test_reentrant(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    struct pushes ps;
+    rlk_conn *sub;
+    rlk_lock *l1 = NULL, *l2 = NULL, *lb;
+    char want[64], got[64], field[96];
+    const char *tok, *colon;
+    struct busy_try bt;
+    pthread_t th;
+    long long pttl;
+    int64_t deadline;
+    memset(&ps, 0, sizeof ps);
+    sub = connect_url(srv_url, 3, rec_push, &ps, __LINE__);
+    if (!a || !b || !sub) goto out;
+    CMD(admin, "DEL", "re");
+    CHECK_EQ_INT(rlk_conn_subscribe(sub, "redisson_lock__channel:{re}", 27), RLK_OK);
+
+    l1 = ACQ_R(a, "re", 10000);
+    if (!l1) goto out;
+    CHECK_EQ_INT(rlk_lock_holds(l1), 1);
+    /* The field: "<client-id>:<thread-id>", the id a random UUID. */
+    tok = rlk_lock_token(l1);
+    snprintf(field, sizeof field, "%s", tok);
+    colon = strrchr(tok, ':');
+    snprintf(want, sizeof want, ":%ld", gettid_());
+    CHECK_MSG(colon && strcmp(colon, want) == 0, "field \"%s\", thread %ld", tok, gettid_());
+    CHECK_MSG(colon && colon - tok == 36 && tok[8] == '-' && tok[13] == '-' && tok[14] == '4' &&
+                  tok[18] == '-' && strchr("89ab", tok[19]) && tok[23] == '-',
+              "client id of \"%s\" is not a version 4 UUID", tok);
+    CMD_STR(admin, got, "TYPE", "re");
+    CHECK_EQ_STR(got, "hash");
+    CMD_STR(admin, got, "HGET", "re", field);
+    CHECK_EQ_STR(got, "1");
+
+    /* Again by the same client and thread: one more hold, same fence. */
+    l2 = ACQ_R(a, "re", 10000);
+    if (!l2) goto out;
+    CHECK_EQ_INT(rlk_lock_holds(l2), 2);
+    CHECK_EQ_U64(rlk_lock_fence(l2), rlk_lock_fence(l1));
+    CHECK_EQ_STR(rlk_lock_token(l2), field);
+    CMD_STR(admin, got, "HGET", "re", field);
+    CHECK_EQ_STR(got, "2");
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re"), 1);
+
+    /* Another client, simple or reentrant, and another thread of the
+     * same client (while this one waits for it) are refused. */
+    CHECK_EQ_INT(try_acquire(b, "re", RLK_LOCK_REENTRANT), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(try_acquire(b, "re", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+    memset(&bt, 0, sizeof bt);
+    bt.cl = a;
+    bt.name = "re";
+    if (CHECK(pthread_create(&th, NULL, busy_try_main, &bt) == 0)) {
+        pthread_join(th, NULL);
+        CHECK_MSG(bt.rc == RLK_LOCK_BUSY, "other thread: %d (token %s)", bt.rc, bt.token);
+        CHECK(bt.tid != gettid_());
+    }
+    CMD_STR(admin, got, "HGET", "re", field);
+    CHECK_EQ_STR(got, "2");
+
+    /* One release: still held, one hold left, TTL refreshed, no
+     * message. */
+    CMD(admin, "PEXPIRE", "re", "5000");
+    CHECK_EQ_INT(rlk_lock_release(l2), RLK_OK);
+    l2 = NULL;
+    CMD_STR(admin, got, "HGET", "re", field);
+    CHECK_EQ_STR(got, "1");
+    pttl = CMD_INT(admin, "PTTL", "re");
+    CHECK_MSG(pttl > 10000 - MARGIN, "PTTL %lld after a partial release", pttl);
+    CHECK_EQ_INT(rlk_conn_wait_push(sub, 0), 0);
+    CHECK_EQ_INT(ps.n, 0);
+
+    /* The last release deletes it and publishes "0". */
+    CHECK_EQ_INT(rlk_lock_release(l1), RLK_OK);
+    l1 = NULL;
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "re"), 0);
+    deadline = now_ms() + LONG_MS;
+    while (ps.n == 0 && now_ms() < deadline)
+        if (rlk_conn_wait_push(sub, (int)(deadline - now_ms())) < 0) break;
+    CHECK_EQ_INT(ps.n, 1);
+    CHECK_EQ_STR(ps.channel, "redisson_lock__channel:{re}");
+    CHECK_EQ_STR(ps.payload, "0");
+
+    lb = ACQ_R(b, "re", 10000);
+    if (lb) CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+out:
+    if (l2) rlk_lock_release(l2);
+    if (l1) rlk_lock_release(l1);
+    rlk_conn_free(sub);
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+static void test_reentrant_client_id(void)
+{
+    rlk_client_config cfg;
+    rlk_client *a;
+    rlk_lock *l;
+    char want[64];
+    client_cfg(&cfg, srv_url);
+    cfg.client_id = "my-service-7";
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    l = ACQ_R(a, "re-id", 10000);
+    if (l) {
+        snprintf(want, sizeof want, "my-service-7:%ld", gettid_());
+        CHECK_EQ_STR(rlk_lock_token(l), want);
+        CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", "re-id", want), 1);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(a);
+}
+
+/* A holder written the way Redisson writes it blocks us; its release
+ * message wakes a waiter long before the waiter's re-check. */
+static void test_redisson_holder(void)
+{
+    rlk_client *a = CLIENT(), *w = CLIENT_EX(srv_url, 0, 5000, NULL);
+    rlk_lock_status st;
+    struct waiter wt;
+    int64_t t_pub, limit = slow ? 2500 : 1000;
+    if (!a || !w) goto out;
+    CMD(admin, "DEL", "rs");
+    CMD(admin, "HSET", "rs", "someuuid:1", "1");
+    CMD(admin, "PEXPIRE", "rs", "30000");
+    CHECK_EQ_INT(try_acquire(a, "rs", RLK_LOCK_REENTRANT), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(try_acquire(a, "rs", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(rlk_lock_get_status(a, "rs", &st), RLK_OK);
+    CHECK_EQ_INT(st.held, 1);
+    CHECK_EQ_INT(st.kind, RLK_LOCK_REENTRANT);
+    CHECK_EQ_INT(st.holds, 1);
+
+    reset_stats(admin);
+    if (!waiter_start(&wt, w, "rs", 10000, 10000, RLK_LOCK_REENTRANT)) goto out;
+    /* Subscribed, and tried again after subscribing: it now waits. */
+    CHECK(wait_calls(admin, "evalsha", 2, LONG_MS));
+    CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
+    CMD(admin, "DEL", "rs");
+    t_pub = now_ms();
+    CHECK_EQ_INT(CMD_INT(admin, "PUBLISH", "redisson_lock__channel:{rs}", "0"), 1);
+    pthread_join(wt.th, NULL);
+    CHECK_MSG(wt.rc == RLK_OK, "waiter: %d %s", wt.rc, wt.err);
+    CHECK_MSG(wt.done_at - t_pub < limit, "acquired %lld ms after the message (re-check 5000)",
+              (long long)(wt.done_at - t_pub));
+    if (wt.l) CHECK_EQ_INT(rlk_lock_release(wt.l), RLK_OK);
+out:
+    rlk_client_free(a);
+    rlk_client_free(w);
+}
+
+static void test_reentrant_watchdog(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    char got[16];
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    l = acquire(a, "re-wd", 600, RLK_LOCK_REENTRANT, 1, &lr, __LINE__);
+    if (l) {
+        ticker_init(&t, a, l, admin, "re-wd", &lr);
+        tick_for(&t, 1500, 1);
+        CHECK_EQ_INT(lost_calls(&lr), 0);
+        CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "min PTTL %lld", t.min_pttl);
+        CMD_STR(admin, got, "HGET", "re-wd", rlk_lock_token(l));
+        CHECK_EQ_STR(got, "1");
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "re-wd"), 0);
+    }
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Waiting                                                             */
+
+static void test_wait_zero_is_one_try(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    rlk_lock *l;
+    int64_t t0;
+    if (!a || !b) goto out;
+    l = ACQ(a, "w0", 10000);
+    if (!l) goto out;
+    CHECK_EQ_INT(try_acquire(b, "w0", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY); /* loads the script */
+    reset_stats(admin);
+    t0 = now_ms();
+    CHECK_EQ_INT(try_acquire(b, "w0", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+    CHECK(now_ms() - t0 < MARGIN);
+    CHECK_EQ_INT(stat_calls(admin, "evalsha"), 1);
+    CHECK_EQ_INT(stat_calls(admin, "subscribe"), 0);
+    rlk_lock_release(l);
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+static void test_wait_bounded(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT_EX(srv_url, 0, 200, NULL), *c = CLIENT();
+    rlk_lock_options o;
+    rlk_lock *l, *got = NULL;
+    int64_t t0, el;
+    long long calls;
+    int rc;
+    if (!a || !b || !c) goto out;
+    l = ACQ(a, "wb", 30000);
+    if (!l) goto out;
+
+    /* Re-checks every 200 ms: BUSY after the wait, a few tries. */
+    opts(&o, 10000, 900, RLK_LOCK_SIMPLE, 0, NULL);
+    reset_stats(admin);
+    t0 = now_ms();
+    rc = rlk_lock_acquire(b, "wb", &o, &got);
+    el = now_ms() - t0;
+    CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
+    CHECK(got == NULL);
+    CHECK_MSG(el >= 900 - 1 && el <= 900 + MARGIN, "returned after %lld ms (wait 900)",
+              (long long)el);
+    calls = stat_calls(admin, "evalsha");
+    CHECK_MSG(calls >= 5 && calls <= 12, "%lld tries in 900 ms with re-check 200", calls);
+    CHECK_EQ_INT(stat_calls(admin, "subscribe"), 1);
+    CHECK_EQ_INT(stat_calls(admin, "unsubscribe"), 1);
+
+    /* The default re-check (1000 ms): no busy polling at all. */
+    opts(&o, 10000, 600, RLK_LOCK_SIMPLE, 0, NULL);
+    reset_stats(admin);
+    t0 = now_ms();
+    rc = rlk_lock_acquire(c, "wb", &o, &got);
+    el = now_ms() - t0;
+    CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
+    CHECK_MSG(el >= 600 - 1 && el <= 600 + MARGIN, "returned after %lld ms (wait 600)",
+              (long long)el);
+    calls = stat_calls(admin, "evalsha");
+    CHECK_MSG(calls >= 2 && calls <= 4, "%lld tries in 600 ms with re-check 1000", calls);
+    rlk_lock_release(l);
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+    rlk_client_free(c);
+}
+
+static void wake_on_release(int protocol)
+{
+    char name[32], cname[32];
+    rlk_client *a = CLIENT(), *w;
+    struct waiter wt;
+    rlk_lock *l;
+    int64_t t_rel, limit = slow ? 2000 : 500;
+    snprintf(name, sizeof name, "wake-rel-%d", protocol);
+    snprintf(cname, sizeof cname, "waiter-resp%d", protocol);
+    w = CLIENT_EX(srv_url, protocol, 5000, cname);
+    if (!a || !w) goto out;
+    CHECK_EQ_INT(rlk_conn_get_info(rlk_client_conn(w))->protocol, protocol);
+    CMD(admin, "DEL", name);
+    l = ACQ(a, name, 30000);
+    if (!l) goto out;
+    reset_stats(admin);
+    if (!waiter_start(&wt, w, name, 10000, 10000, RLK_LOCK_SIMPLE)) goto out;
+    CHECK(wait_calls(admin, "evalsha", 2, LONG_MS));
+    CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
+    /* RESP2 waits on a second connection; RESP3 on the same one. */
+    CHECK_EQ_INT(count_clients(admin, cname), protocol == 2 ? 2 : 1);
+    t_rel = now_ms();
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    pthread_join(wt.th, NULL);
+    CHECK_MSG(wt.rc == RLK_OK, "waiter: %d %s", wt.rc, wt.err);
+    CHECK_MSG(wt.done_at - t_rel < limit, "acquired %lld ms after the release (re-check 5000)",
+              (long long)(wt.done_at - t_rel));
+    if (wt.l) {
+        CHECK(rlk_lock_remaining_ms(wt.l) > 0);
+        CHECK_EQ_INT(rlk_lock_release(wt.l), RLK_OK);
+    }
+    /* The waiting connection is gone (RESP2) or unsubscribed (RESP3). */
+    {
+        int64_t deadline = now_ms() + LONG_MS;
+        while (count_clients(admin, cname) != 1 && now_ms() < deadline) pause_ms(5);
+        CHECK_EQ_INT(count_clients(admin, cname), 1);
+        char ch[64];
+        const rlk_resp_value *cnt;
+        rlk_resp_value *v;
+        snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
+        v = CMD(admin, "PUBSUB", "NUMSUB", ch);
+        cnt = v ? rlk_resp_value_at(v, 1) : NULL;
+        CHECK_MSG(cnt && cnt->type == RLK_RESP_INTEGER && cnt->integer == 0,
+                  "still subscribed to %s", ch);
+    }
+out:
+    rlk_client_free(a);
+    rlk_client_free(w);
+}
+
+static void test_wake_on_release_resp3(void) { wake_on_release(3); }
+static void test_wake_on_release_resp2(void) { wake_on_release(2); }
+
+/* The holder never releases (it forgot the lock): the waiter wakes when
+ * the TTL runs out, not at its re-check. */
+static void wake_on_expiry(int protocol)
+{
+    char name[32];
+    rlk_client *a = CLIENT(), *w = CLIENT_EX(srv_url, protocol, 10000, NULL);
+    rlk_lock_options o;
+    rlk_lock *l, *got = NULL;
+    int64_t t0, el;
+    int rc;
+    snprintf(name, sizeof name, "wake-ttl-%d", protocol);
+    if (!a || !w) goto out;
+    CMD(admin, "DEL", name);
+    t0 = now_ms();
+    l = ACQ(a, name, 500);
+    if (!l) goto out;
+    rlk_lock_forget(l);
+    opts(&o, 10000, 10000, RLK_LOCK_SIMPLE, 0, NULL);
+    rc = rlk_lock_acquire(w, name, &o, &got);
+    el = now_ms() - t0;
+    CHECK_MSG(rc == RLK_OK, "waiter: %d %s", rc, rlk_client_errmsg(w));
+    CHECK_MSG(el >= 480 && el <= 500 + MARGIN, "acquired %lld ms after the holder (TTL 500)",
+              (long long)el);
+    if (got) CHECK_EQ_INT(rlk_lock_release(got), RLK_OK);
+out:
+    rlk_client_free(a);
+    rlk_client_free(w);
+}
+
+static void test_wake_on_expiry_resp3(void) { wake_on_expiry(3); }
+static void test_wake_on_expiry_resp2(void) { wake_on_expiry(2); }
+
+/* ------------------------------------------------------------------ */
+/* Mutual exclusion                                                    */
+
+#define MX_THREADS 8
+#define MX_ITERS 200
+
+struct mx_shared {
+    pthread_mutex_t mu;
+    int inside, overlaps, nonmonotonic, enters;
+    uint64_t last_fence;
+};
+
+struct mx_thread {
+    struct mx_shared *sh;
+    rlk_client *cl;
+    rlk_conn *raw;
+    int released, failures;
+    char err[256];
+};
+
+static void *mx_main(void *arg)
+{
+    struct mx_thread *t = arg;
+    struct mx_shared *sh = t->sh;
+    int i;
+    for (i = 0; i < MX_ITERS; i++) {
+        rlk_lock_options o;
+        rlk_lock *l = NULL;
+        rlk_resp_value *v;
+        const char *get[2] = {"GET", "mx-counter"};
+        const char *set[3] = {"SET", "mx-counter", NULL};
+        char num[32];
+        long long n;
+        int rc;
+        struct timespec work = {0, 200000};
+
+        opts(&o, 10000, RLK_WAIT_FOREVER, RLK_LOCK_SIMPLE, 0, NULL);
+        rc = rlk_lock_acquire(t->cl, "mx", &o, &l);
+        if (rc != RLK_OK) {
+            snprintf(t->err, sizeof t->err, "acquire: %d %s", rc, rlk_client_errmsg(t->cl));
+            t->failures++;
+            break;
+        }
+        pthread_mutex_lock(&sh->mu);
+        if (sh->inside) sh->overlaps++;
+        sh->inside = 1;
+        if (rlk_lock_fence(l) <= sh->last_fence) sh->nonmonotonic++;
+        sh->last_fence = rlk_lock_fence(l);
+        sh->enters++;
+        pthread_mutex_unlock(&sh->mu);
+
+        /* The critical section: a read-modify-write that only the lock
+         * makes safe. */
+        rc = rlk_conn_command(t->raw, &v, 2, get, NULL);
+        n = rc == RLK_OK && v && v->type == RLK_RESP_BULK && v->str ? strtoll(v->str, NULL, 10) : 0;
+        if (rc != RLK_OK) t->failures++;
+        nanosleep(&work, NULL); /* the workload, not a synchronisation */
+        snprintf(num, sizeof num, "%lld", n + 1);
+        set[2] = num;
+        rc = rlk_conn_command(t->raw, &v, 3, set, NULL);
+        if (rc != RLK_OK) t->failures++;
+
+        pthread_mutex_lock(&sh->mu);
+        sh->inside = 0;
+        pthread_mutex_unlock(&sh->mu);
+        rc = rlk_lock_release(l);
+        if (rc == RLK_OK) t->released++;
+        else {
+            snprintf(t->err, sizeof t->err, "release: %d %s", rc, rlk_client_errmsg(t->cl));
+            t->failures++;
+        }
+    }
+    return NULL;
+}
+
+static void test_mutual_exclusion(void)
+{
+    struct mx_shared sh;
+    struct mx_thread t[MX_THREADS];
+    pthread_t th[MX_THREADS];
+    int i, started = 0, released = 0, failures = 0;
+    char got[32];
+    memset(&sh, 0, sizeof sh);
+    memset(t, 0, sizeof t);
+    pthread_mutex_init(&sh.mu, NULL);
+    CMD(admin, "DEL", "mx", "mx-counter");
+    for (i = 0; i < MX_THREADS; i++) {
+        t[i].sh = &sh;
+        t[i].cl = CLIENT();
+        t[i].raw = CONNECT(srv_url);
+        if (!t[i].cl || !t[i].raw) goto out;
+    }
+    for (i = 0; i < MX_THREADS; i++, started++)
+        if (!CHECK(pthread_create(&th[i], NULL, mx_main, &t[i]) == 0)) break;
+    for (i = 0; i < started; i++) pthread_join(th[i], NULL);
+    for (i = 0; i < MX_THREADS; i++) {
+        released += t[i].released;
+        failures += t[i].failures;
+        if (t[i].err[0]) printf("    thread %d: %s\n", i, t[i].err);
+    }
+    CHECK_EQ_INT(failures, 0);
+    CHECK_EQ_INT(released, MX_THREADS * MX_ITERS);
+    CHECK_EQ_INT(sh.enters, MX_THREADS * MX_ITERS);
+    CHECK_EQ_INT(sh.overlaps, 0);
+    CHECK_EQ_INT(sh.nonmonotonic, 0);
+    CHECK(CMD_STR(admin, got, "GET", "mx-counter") == 1);
+    CHECK_EQ_INT(atoll(got), MX_THREADS * MX_ITERS);
+out:
+    for (i = 0; i < MX_THREADS; i++) {
+        rlk_client_free(t[i].cl);
+        rlk_conn_free(t[i].raw);
+    }
+    pthread_mutex_destroy(&sh.mu);
+}
+
+/* A holder that stopped past its TTL (no watchdog) finds someone else's
+ * lock when it resumes, and must not touch it. */
+static void test_stopped_holder(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    rlk_lock *la, *lb;
+    char got[64];
+    if (!a || !b) goto out;
+    CMD(admin, "DEL", "stopped");
+    la = ACQ(a, "stopped", 300);
+    if (!la) goto out;
+    CHECK(wait_exists(admin, "stopped", 0, 300 + LONG_MS));
+    CHECK_EQ_INT(rlk_lock_remaining_ms(la), 0);
+    lb = ACQ(b, "stopped", 10000);
+    if (lb) {
+        CHECK(rlk_lock_fence(lb) > rlk_lock_fence(la));
+        CHECK_EQ_INT(rlk_lock_release(la), RLK_LOCK_NOT_OWNER);
+        CHECK(CMD_STR(admin, got, "GET", "stopped") == 1);
+        CHECK_EQ_STR(got, rlk_lock_token(lb));
+        CHECK(CMD_INT(admin, "PTTL", "stopped") > 10000 - MARGIN);
+        CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+    } else {
+        rlk_lock_forget(la);
+    }
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchdog, tick mode                                                 */
+
+static void test_watchdog_tick(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    char got[64];
+    int64_t t0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-tick");
+    l = ACQ_WD(a, "wd-tick", 600, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, admin, "wd-tick", &lr);
+    tick_for(&t, 3000, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+    CHECK(rlk_lock_remaining_ms(l) > 0);
+    CHECK(CMD_STR(admin, got, "GET", "wd-tick") == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(l));
+    CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", t.min_pttl);
+    /* Renewing every 200 ms: about 15 ticks, not a busy loop. */
+    CHECK_MSG(t.ticks >= 10 && t.ticks <= 60, "%d ticks in 3 s", t.ticks);
+    CHECK_EQ_INT(t.errors, 0);
+    CHECK_MSG(t.next > 0 && t.next <= 200, "next_ms %lld", (long long)t.next);
+
+    /* Without ticks it expires; the next tick reports it. */
+    t0 = now_ms();
+    CHECK(wait_exists(admin, "wd-tick", 0, 600 + LONG_MS));
+    CHECK(now_ms() - t0 <= 600 + MARGIN);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+    CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    CHECK_EQ_INT(t.next, -1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+out:
+    rlk_client_free(a);
+}
+
+/* Tick mode calls on_lost with the client's internal lock released: the
+ * callback may call into the client, here releasing the lost lock and
+ * acquiring another; a callback under the lock would deadlock here. */
+struct reentry {
+    rlk_client *cl;
+    int calls, release_status, acquire_status;
+    rlk_lock *next;
+};
+
+static void lost_reenters(void *ctx, rlk_lock *l)
+{
+    struct reentry *e = ctx;
+    e->calls++;
+    e->release_status = rlk_lock_release(l);
+    e->acquire_status = rlk_lock_acquire(e->cl, "wd-reenter-2", NULL, &e->next);
+}
+
+static void test_watchdog_on_lost_may_call_client(void)
+{
+    rlk_client *a = CLIENT();
+    struct reentry e;
+    rlk_lock_options o;
+    rlk_lock *l;
+    int64_t deadline;
+    memset(&e, 0, sizeof e);
+    if (!a) return;
+    e.cl = a;
+    CMD(admin, "DEL", "wd-reenter", "wd-reenter-2");
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 600;
+    o.watchdog = 1;
+    o.on_lost = lost_reenters;
+    o.ctx = &e;
+    if (!CHECK(rlk_lock_acquire(a, "wd-reenter", &o, &l) == RLK_OK)) goto out;
+    CMD(admin, "DEL", "wd-reenter");
+    deadline = now_ms() + 600 + LONG_MS;
+    while (e.calls == 0 && now_ms() < deadline) {
+        int64_t next = -1;
+        rlk_client_tick(a, &next);
+        if (e.calls) break;
+        struct pollfd p = {rlk_client_fd(a), POLLIN, 0};
+        poll(&p, 1, (int)(next < 0 || next > 50 ? 50 : next));
+    }
+    CHECK_EQ_INT(e.calls, 1);
+    CHECK_EQ_INT(e.release_status, RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(e.acquire_status, RLK_OK);
+    if (e.next) CHECK_EQ_INT(rlk_lock_release(e.next), RLK_OK);
+out:
+    rlk_client_free(a);
+}
+
+static void test_watchdog_lost_on_delete(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    int64_t t_del;
+    char got[32];
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-del", "wd-taken");
+    l = ACQ_WD(a, "wd-del", 600, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 300, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CMD(admin, "DEL", "wd-del");
+    t_del = now_ms();
+    tick_for(&t, 600 + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK_MSG(lr.at - t_del <= 200 + MARGIN, "on_lost %lld ms after the DEL",
+                  (long long)(lr.at - t_del));
+        CHECK_MSG(lr.at <= t.valid_est, "on_lost at %lld, the validity ended at %lld",
+                  (long long)lr.at, (long long)t.valid_est);
+        CHECK_EQ_INT(lr.is_lost, 1);
+        CHECK_EQ_INT(lr.remaining, 0);
+    }
+    /* Once only, and nothing left to renew. */
+    tick_for(&t, 300, 0);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(t.next, -1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+
+    /* Taken by someone else meanwhile: lost, and their key is intact. */
+    memset(&lr, 0, sizeof lr);
+    l = ACQ_WD(a, "wd-taken", 600, &lr);
+    if (!l) goto out;
+    CMD(admin, "SET", "wd-taken", "other", "PX", "10000");
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 600 + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK(lr.at <= t.valid_est);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_OWNER);
+    CHECK(CMD_STR(admin, got, "GET", "wd-taken") == 1);
+    CHECK_EQ_STR(got, "other");
+    CMD(admin, "DEL", "wd-taken");
+out:
+    rlk_client_free(a);
+}
+
+enum { SERVER_HALT, SERVER_FREEZE, SERVER_RESTART };
+
+static void watchdog_server_trouble(int what)
+{
+    ts_server *s = ts_start(NULL);
+    char url[64];
+    rlk_client *a = NULL;
+    rlk_conn *adm = NULL;
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    int64_t t_event, ttl = what == SERVER_RESTART ? 3000 : 1000;
+    memset(&lr, 0, sizeof lr);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a) goto out;
+    l = ACQ_WD(a, "wd-trouble", ttl, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, ttl / 2, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(t.errors, 0);
+    if (what == SERVER_HALT) {
+        CHECK_EQ_INT(ts_halt(s), 0);
+    } else if (what == SERVER_FREEZE) {
+        CHECK_EQ_INT(kill(s->pid, SIGSTOP), 0);
+    } else {
+        CHECK_EQ_INT(ts_restart(s), 0);
+    }
+    t_event = now_ms();
+    t.ticks = 0;
+    tick_for(&t, ttl + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        printf("    on_lost %lld ms after the event, %lld ms before the validity ended "
+               "(%d ticks)\n", (long long)(lr.at - t_event), (long long)(t.valid_est - lr.at),
+               t.ticks);
+        /* Before the validity ends, so the holder can still stop. */
+        CHECK_MSG(lr.at < t.valid_est, "on_lost at +%lld ms, validity ended at +%lld ms",
+                  (long long)(lr.at - t_event), (long long)(t.valid_est - t_event));
+        if (what == SERVER_RESTART)
+            CHECK_MSG(lr.at - t_event <= ttl / 3 + MARGIN,
+                      "lost %lld ms after the restart", (long long)(lr.at - t_event));
+    }
+    CHECK_MSG(t.ticks < 100, "%d ticks until the loss: a busy loop", t.ticks);
+    if (what != SERVER_RESTART) CHECK(t.errors > 0);
+    if (what == SERVER_FREEZE) kill(s->pid, SIGCONT);
+    if (what == SERVER_RESTART) {
+        adm = CONNECT(url);
+        CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "wd-trouble"), 0);
+    }
+out:
+    rlk_client_free(a);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+static void test_watchdog_server_killed(void) { watchdog_server_trouble(SERVER_HALT); }
+static void test_watchdog_server_frozen(void) { watchdog_server_trouble(SERVER_FREEZE); }
+static void test_watchdog_server_restarted(void) { watchdog_server_trouble(SERVER_RESTART); }
+
+/* Ticks until a renewal round reached the server (EVALSHA counted);
+ * *took is how long that tick took. */
+static int tick_until_round(rlk_client *cl, rlk_conn *adm, int64_t ms, int64_t *took)
+{
+    int64_t deadline = now_ms() + ms, next = 0;
+    while (now_ms() < deadline) {
+        int64_t t0 = now_ms();
+        if (rlk_client_tick(cl, &next) != RLK_OK) return 0;
+        *took = now_ms() - t0;
+        if (stat_calls(adm, "evalsha") > 0) return 1;
+        if (next > 0) pause_ms((int)(next < 1000 ? next : 1000)); /* as the library asks */
+    }
+    return 0;
+}
+
+#define BATCH_LOCKS 10000
+
+static void test_watchdog_batching(void)
+{
+    ts_server *s = ts_start(NULL);
+    rlk_client_config cfg;
+    rlk_client *cl = NULL;
+    rlk_conn *adm = NULL;
+    rlk_lock **locks = calloc(BATCH_LOCKS, sizeof *locks);
+    rlk_resp_value *v;
+    char url[64], name[32];
+    int i, n = 0, lost = 0;
+    int64_t t0, t_round = 0;
+    long long calls;
+    if (!CHECK(s != NULL) || !locks) goto out;
+    url_of(url, sizeof url, s);
+    adm = CONNECT(url);
+    client_cfg(&cfg, url);
+    cfg.renew_divisor = 100; /* TTL 30 s: a round every 300 ms */
+    cl = CLIENT_WITH(&cfg);
+    if (!cl || !adm) goto out;
+    t0 = now_ms();
+    for (i = 0; i < BATCH_LOCKS; i++) {
+        rlk_lock_options o;
+        int rc;
+        snprintf(name, sizeof name, "batch:%d", i);
+        opts(&o, 30000, 0, RLK_LOCK_SIMPLE, 1, NULL);
+        rc = rlk_lock_acquire(cl, name, &o, &locks[i]);
+        if (rc != RLK_OK) {
+            CHECK_MSG(0, "acquire %s: %d %s", name, rc, rlk_client_errmsg(cl));
+            break;
+        }
+        n++;
+    }
+    printf("    %d locks acquired in %lld ms\n", n, (long long)(now_ms() - t0));
+    if (n != BATCH_LOCKS) goto out;
+
+    /* The first round also loads the renewal script. */
+    reset_stats(adm);
+    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    calls = stat_calls(adm, "evalsha");
+    CHECK_MSG(calls == 10 || calls == 20, "first round: %lld EVALSHA", calls);
+    CHECK(stat_calls(adm, "script") <= 1);
+
+    /* Age every key, then one more round: 10 script calls of 1000
+     * locks each, and every key renewed. */
+    v = CMD(adm, "EVAL",
+            "for i = 0, 9999 do redis.call('pexpire', 'batch:' .. i, 20000) end return 1", "0");
+    CHECK(v && v->type == RLK_RESP_INTEGER);
+    reset_stats(adm);
+    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    CHECK_EQ_INT(stat_calls(adm, "evalsha"), (BATCH_LOCKS + 999) / 1000);
+    CHECK_EQ_INT(stat_calls(adm, "script"), 0);
+    printf("    renewal round of %d locks: %lld ms\n", n, (long long)t_round);
+    v = CMD(adm, "EVAL",
+            "local n = 0 for i = 0, 9999 do if redis.call('pttl', 'batch:' .. i) > 25000 "
+            "then n = n + 1 end end return n",
+            "0");
+    CHECK_MSG(v && v->type == RLK_RESP_INTEGER && v->integer == BATCH_LOCKS,
+              "%lld keys renewed of %d", v ? (long long)v->integer : -1LL, BATCH_LOCKS);
+    for (i = 0; i < n; i++) lost += rlk_lock_is_lost(locks[i]);
+    CHECK_EQ_INT(lost, 0);
+out:
+    rlk_client_free(cl); /* frees the handles without releasing */
+    rlk_conn_free(adm);
+    free(locks);
+    ts_stop(s);
+}
+
+static void test_script_flush(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l;
+    rlk_lock_status st;
+    struct lost_rec lr;
+    struct ticker t;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    l = ACQ(a, "flush", 10000);
+    if (!l) goto out;
+    CMD(admin, "SCRIPT", "FLUSH");
+    CHECK_EQ_INT(rlk_lock_extend(l, 5000, RLK_EXTEND_ADD), RLK_OK);
+    CMD(admin, "SCRIPT", "FLUSH");
+    CHECK_EQ_INT(rlk_lock_get_status(a, "flush", &st), RLK_OK);
+    CHECK_EQ_INT(st.held, 1);
+    CMD(admin, "SCRIPT", "FLUSH");
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "flush"), 0);
+    CMD(admin, "SCRIPT", "FLUSH");
+    CHECK_EQ_INT(try_acquire(a, "flush", RLK_LOCK_REENTRANT), RLK_OK);
+
+    /* The renewal pipeline meets NOSCRIPT too. */
+    l = ACQ_WD(a, "flush-wd", 600, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, admin, "flush-wd", &lr);
+    tick_for(&t, 100, 1);
+    CMD(admin, "SCRIPT", "FLUSH");
+    tick_for(&t, 1000, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "min PTTL %lld", t.min_pttl);
+    CHECK_EQ_INT(t.errors, 0);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    rlk_client_free(a);
+}
+
+/* A reconnect makes the watchdog check every lock at once: the server
+ * may be a new one that lost its keys. */
+static void test_reconnect_rechecks(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    rlk_lock_status st;
+    char id[32];
+    long long pttl;
+    int64_t t_kill;
+    uint64_t gen;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "reconn");
+    l = ACQ_WD(a, "reconn", 30000, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 50, 0);
+    CHECK_MSG(t.next > 5000, "next_ms %lld", (long long)t.next);
+
+    /* Killed while idle: the fd polls readable, the tick notices,
+     * reconnects and renews (nothing was due for 10 s). */
+    gen = rlk_conn_generation(rlk_client_conn(a));
+    CMD(admin, "PEXPIRE", "reconn", "20000");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    t_kill = now_ms();
+    t.ticks = 0;
+    pttl = 0;
+    while (now_ms() - t_kill < 2000) {
+        tick_for(&t, 100, 0);
+        pttl = CMD_INT(admin, "PTTL", "reconn");
+        if (pttl > 25000) break;
+    }
+    CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
+    CHECK_MSG(t.ticks <= 20, "%d ticks: a busy loop on a closed connection", t.ticks);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+
+    /* Reconnected by another call: the next tick renews at once. */
+    CMD(admin, "PEXPIRE", "reconn", "20000");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    CHECK_EQ_INT(rlk_lock_get_status(a, "something-else", &st), RLK_OK);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 2);
+    CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
+    pttl = CMD_INT(admin, "PTTL", "reconn");
+    CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
+
+    /* The key vanished with the connection: lost at once. */
+    CMD(admin, "DEL", "reconn");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    t_kill = now_ms();
+    tick_for(&t, 2000, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_MSG(lr.at - t_kill < MARGIN, "lost %lld ms after the kill", (long long)(lr.at - t_kill));
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchdog, thread mode                                               */
+
+static void test_watchdog_thread(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock *l;
+    long long min_pttl = LLONG_MAX, v;
+    int64_t t0, est = 0, t_del, deadline;
+    char got[64];
+    int i, errors = 0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-thread");
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK); /* already running */
+    /* Taken after the thread went to sleep: it must still be renewed
+     * in time (TTL shorter than the thread's idle wait). */
+    l = ACQ_WD(a, "wd-thread", 600, &lr);
+    if (!l) goto out;
+    t0 = now_ms();
+    while (now_ms() - t0 < 3000 && !lost_calls(&lr)) {
+        v = CMD_INT(admin, "PTTL", "wd-thread");
+        if (v < min_pttl) min_pttl = v;
+        pause_ms(20); /* sampling interval */
+    }
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
+    CHECK(CMD_STR(admin, got, "GET", "wd-thread") == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(l));
+    CHECK(rlk_lock_remaining_ms(l) > 0);
+
+    /* The client's calls from this thread while the watchdog runs. */
+    for (i = 0; i < 30; i++) {
+        rlk_lock_status st;
+        rlk_lock *o = ACQ_WD(a, "wd-thread-other", 1000, NULL);
+        if (!o) {
+            errors++;
+            break;
+        }
+        if (rlk_lock_extend(o, 500, RLK_EXTEND_ADD) != RLK_OK) errors++;
+        if (rlk_lock_get_status(a, "wd-thread-other", &st) != RLK_OK || !st.held) errors++;
+        if (rlk_lock_release(o) != RLK_OK) errors++;
+    }
+    CHECK_EQ_INT(errors, 0);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+
+    /* Deleted: on_lost comes from the watchdog thread, in time. */
+    CMD(admin, "DEL", "wd-thread");
+    t_del = now_ms();
+    est = t_del + rlk_lock_remaining_ms(l);
+    deadline = t_del + 600 + LONG_MS;
+    while (!lost_calls(&lr) && now_ms() < deadline) pause_ms(2);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK(!pthread_equal(lr.thread, pthread_self()));
+        CHECK_MSG(lr.at - t_del <= 200 + MARGIN, "on_lost %lld ms after the DEL",
+                  (long long)(lr.at - t_del));
+        CHECK_MSG(lr.at <= est, "on_lost at %lld, validity ended at %lld", (long long)lr.at,
+                  (long long)est);
+    }
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    t0 = now_ms();
+    rlk_client_watchdog_stop(a);
+    CHECK_MSG(now_ms() - t0 < 100 + MARGIN, "stop took %lld ms", (long long)(now_ms() - t0));
+    rlk_client_watchdog_stop(a); /* not running: nothing */
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+
+    /* Started again, and freed while running. */
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    l = ACQ_WD(a, "wd-thread", 600, NULL);
+    (void)l;
+out:
+    rlk_client_free(a);
+}
+
+/* The server goes away under the watchdog thread: on_lost from the
+ * thread, before the validity ends. */
+static void test_watchdog_thread_server_killed(void)
+{
+    ts_server *s = ts_start(NULL);
+    char url[64];
+    rlk_client *a = NULL;
+    struct lost_rec lr;
+    rlk_lock *l;
+    int64_t t0, t_halt, est, deadline;
+    memset(&lr, 0, sizeof lr);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a) goto out;
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    l = ACQ_WD(a, "wdt-killed", 1000, &lr);
+    if (!l) goto out;
+    t0 = now_ms();
+    while (now_ms() - t0 < 500 && !lost_calls(&lr)) pause_ms(10); /* held meanwhile */
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(ts_halt(s), 0);
+    t_halt = now_ms();
+    est = t_halt + rlk_lock_remaining_ms(l); /* no renewal can succeed from here */
+    deadline = t_halt + 1000 + LONG_MS;
+    while (!lost_calls(&lr) && now_ms() < deadline) pause_ms(2);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK(!pthread_equal(lr.thread, pthread_self()));
+        CHECK_MSG(lr.at < est, "on_lost at +%lld ms, validity ended at +%lld ms",
+                  (long long)(lr.at - t_halt), (long long)(est - t_halt));
+    }
+    CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+    rlk_client_watchdog_stop(a);
+    CHECK_MSG(rlk_lock_release(l) == RLK_ERR_CONNECT, "release with the server gone: %s",
+              rlk_client_errmsg(a));
+out:
+    rlk_client_free(a);
+    ts_stop(s);
+}
+
+/* A SET-extend to a short time while the thread sleeps: renewed in time
+ * for the new TTL. */
+static void test_watchdog_thread_extend_shorter(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock *l;
+    long long min_pttl = LLONG_MAX, v;
+    int64_t t0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-short");
+    l = ACQ_WD(a, "wd-short", 30000, &lr);
+    if (!l) goto out;
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    CHECK_EQ_INT(rlk_lock_extend(l, 600, RLK_EXTEND_SET), RLK_OK);
+    t0 = now_ms();
+    while (now_ms() - t0 < 2000 && !lost_calls(&lr)) {
+        v = CMD_INT(admin, "PTTL", "wd-short");
+        if (v < min_pttl) min_pttl = v;
+        pause_ms(20); /* sampling interval */
+    }
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Status and interoperation                                           */
+
+static void test_status(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock_status st;
+    rlk_lock *l, *r1, *r2;
+    uint64_t fence;
+    if (!a) return;
+    CMD(admin, "DEL", "st-free", "{st-free}:fence", "st-s", "st-r", "st-nottl");
+    CHECK_EQ_INT(rlk_lock_get_status(a, "st-free", &st), RLK_OK);
+    CHECK_EQ_INT(st.held, 0);
+    CHECK_EQ_U64(st.fence, 0);
+    CHECK_EQ_INT(st.holds, 0);
+
+    l = ACQ(a, "st-s", 10000);
+    if (l) {
+        CHECK_EQ_INT(rlk_lock_get_status(a, "st-s", &st), RLK_OK);
+        CHECK_EQ_INT(st.held, 1);
+        CHECK_EQ_INT(st.kind, RLK_LOCK_SIMPLE);
+        CHECK_MSG(st.ttl_ms > 10000 - MARGIN && st.ttl_ms <= 10000, "ttl %lld",
+                  (long long)st.ttl_ms);
+        CHECK_EQ_U64(st.fence, rlk_lock_fence(l));
+        fence = rlk_lock_fence(l);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        CHECK_EQ_INT(rlk_lock_get_status(a, "st-s", &st), RLK_OK);
+        CHECK_EQ_INT(st.held, 0);
+        CHECK_EQ_U64(st.fence, fence); /* the counter stays */
+    }
+
+    r1 = ACQ_R(a, "st-r", 10000);
+    r2 = ACQ_R(a, "st-r", 10000);
+    if (r1 && r2) {
+        CHECK_EQ_INT(rlk_lock_get_status(a, "st-r", &st), RLK_OK);
+        CHECK_EQ_INT(st.held, 1);
+        CHECK_EQ_INT(st.kind, RLK_LOCK_REENTRANT);
+        CHECK_EQ_INT(st.holds, 2);
+        CHECK_EQ_U64(st.fence, rlk_lock_fence(r1));
+        CHECK(st.ttl_ms > 0 && st.ttl_ms <= 10000);
+    }
+    if (r2) rlk_lock_release(r2);
+    if (r1) rlk_lock_release(r1);
+
+    CMD(admin, "SET", "st-nottl", "x");
+    CHECK_EQ_INT(rlk_lock_get_status(a, "st-nottl", &st), RLK_OK);
+    CHECK_EQ_INT(st.held, 1);
+    CHECK_EQ_INT(st.ttl_ms, -1);
+    CMD(admin, "DEL", "st-nottl");
+    rlk_client_free(a);
+}
+
+/* redis-py's Lock and go-redsync write the same layout: a string holding
+ * a token, set with SET NX PX. */
+static void test_interop_string_layout(void)
+{
+    rlk_client *a = CLIENT();
+    rlk_lock *l;
+    rlk_resp_value *v;
+    char got[64];
+    if (!a) return;
+    CMD(admin, "DEL", "interop");
+    v = CMD(admin, "SET", "interop", "othertoken", "NX", "PX", "10000");
+    CHECK(v && v->type == RLK_RESP_SIMPLE);
+    CHECK_EQ_INT(try_acquire(a, "interop", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(try_acquire(a, "interop", RLK_LOCK_REENTRANT), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(rlk_release_token(a, "interop", "0123456789abcdef0123456789abcdef"),
+                 RLK_LOCK_NOT_OWNER);
+    CHECK(CMD_STR(admin, got, "GET", "interop") == 1);
+    CHECK_EQ_STR(got, "othertoken");
+    /* They release it by token with their own script; then it is ours. */
+    CHECK_EQ_INT(rlk_release_token(a, "interop", "othertoken"), RLK_OK);
+    l = ACQ(a, "interop", 10000);
+    if (!l) goto out;
+    /* What they see: held (SET NX fails), a string with our token. */
+    v = CMD(admin, "SET", "interop", "theirs", "NX", "PX", "10000");
+    CHECK(v && (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_BULK && !v->str)));
+    CMD_STR(admin, got, "TYPE", "interop");
+    CHECK_EQ_STR(got, "string");
+    CHECK(CMD_STR(admin, got, "GET", "interop") == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(l));
+    /* redis-py's release script, given our token (as `resplock acquire`
+     * prints it), releases our lock. */
+    v = CMD(admin, "EVAL",
+            "local token = redis.call('get', KEYS[1]) "
+            "if not token or token ~= ARGV[1] then return 0 end "
+            "redis.call('del', KEYS[1]) return 1",
+            "1", "interop", rlk_lock_token(l));
+    CHECK(v && v->type == RLK_RESP_INTEGER && v->integer == 1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+
+static int ran_any;
+
+#define RUN(fn)                                                                             \
+    do {                                                                                    \
+        int64_t t_ = now_ms();                                                              \
+        int n_ = tl_state.passed + tl_state.failed;                                         \
+        RUN_TEST(fn);                                                                       \
+        if (tl_state.passed + tl_state.failed != n_) {                                      \
+            ran_any = 1;                                                                    \
+            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,         \
+                   (long long)(now_ms() - t_));                                             \
+            fflush(stdout);                                                                 \
+        }                                                                                   \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int64_t t0 = now_ms();
+    tl_init(argc, argv);
+    signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
+#ifdef HAVE_VALGRIND_H
+    if (RUNNING_ON_VALGRIND) slow = 1;
+#endif
+    if (getenv("RLK_TEST_SLOW")) slow = 1;
+    MARGIN = slow ? 1500 : 250;
+    if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
+
+    srv = ts_start(NULL);
+    if (!srv) {
+        printf("FAIL main: cannot start redis-server\n");
+        return 1;
+    }
+    url_of(srv_url, sizeof srv_url, srv);
+    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
+    if (!admin) return 1;
+
+    RUN(test_crc16_self_check);
+    RUN(test_basic_acquire_release);
+    RUN(test_default_options);
+    RUN(test_acquire_errors);
+    RUN(test_config_strings_copied);
+    RUN(test_fence_increasing);
+    RUN(test_fence_same_slot);
+    RUN(test_release_not_held);
+    RUN(test_release_not_owner);
+    RUN(test_release_twice_by_token);
+    RUN(test_release_reply_lost);
+    RUN(test_extend);
+    RUN(test_validity);
+    RUN(test_reentrant);
+    RUN(test_reentrant_client_id);
+    RUN(test_redisson_holder);
+    RUN(test_reentrant_watchdog);
+    RUN(test_wait_zero_is_one_try);
+    RUN(test_wait_bounded);
+    RUN(test_wake_on_release_resp3);
+    RUN(test_wake_on_release_resp2);
+    RUN(test_wake_on_expiry_resp3);
+    RUN(test_wake_on_expiry_resp2);
+    RUN(test_mutual_exclusion);
+    RUN(test_stopped_holder);
+    RUN(test_watchdog_tick);
+    RUN(test_watchdog_lost_on_delete);
+    RUN(test_watchdog_on_lost_may_call_client);
+    RUN(test_watchdog_server_killed);
+    RUN(test_watchdog_server_frozen);
+    RUN(test_watchdog_server_restarted);
+    RUN(test_watchdog_batching);
+    RUN(test_script_flush);
+    RUN(test_reconnect_rechecks);
+    RUN(test_watchdog_thread);
+    RUN(test_watchdog_thread_extend_shorter);
+    RUN(test_watchdog_thread_server_killed);
+    RUN(test_status);
+    RUN(test_interop_string_layout);
+
+    rlk_conn_free(admin);
+    ts_stop(srv);
+    if (ran_any) printf("# total %lld ms\n", (long long)(now_ms() - t0));
+    return tl_finish();
+}
