@@ -828,6 +828,15 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
     return r;
 }
 
+int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen)
+{
+    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
+    begin_call(c);
+    int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
+    if (r != RLK_OK) return set_err(c, r, "cannot encode the command");
+    return flush_tx(c, deadline_after(c->cfg.command_timeout_ms), "send");
+}
+
 /* ------------------------------------------------------------------ */
 /* Pub/sub                                                              */
 

@@ -12,6 +12,11 @@ __attribute__((format(printf, 3, 4)))
 #endif
 int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...);
 
+/* Sends a command without reading its reply: only for commands whose
+ * answer is a push that the connection drops (an UNSUBSCRIBE nobody
+ * waits for under RESP3).  RLK_OK or a failure that closed c. */
+int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
+
 /* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
  * returns their count.  For hot paths where snprintf costs more than the
  * rest of a command's encoding. */

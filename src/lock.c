@@ -128,13 +128,22 @@ static const char RENEW[] =
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
     "  local k, kind, tok = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]\n"
-    "  local t = redis.call('type', k)['ok']\n"
-    "  if t == 'none' then\n"
-    "    out[i] = -1\n"
-    "  elseif (kind == 's' and t == 'string' and redis.call('get', k) == tok) or\n"
-    "         (kind == 'r' and t == 'hash' and redis.call('hexists', k, tok) == 1) then\n"
+    /* Two server calls per key in the common case: the check (through
+     * pcall, as a key of the other kind answers WRONGTYPE) and PEXPIRE;
+     * EXISTS only tells a vanished lock from a taken one. */
+    "  local ok, v\n"
+    "  if kind == 's' then\n"
+    "    ok, v = pcall(redis.call, 'get', k)\n"
+    "    ok = ok and v == tok\n"
+    "  else\n"
+    "    ok, v = pcall(redis.call, 'hexists', k, tok)\n"
+    "    ok = ok and v == 1\n"
+    "  end\n"
+    "  if ok then\n"
     "    redis.call('pexpire', k, ARGV[3 * i])\n"
     "    out[i] = 1\n"
+    "  elseif redis.call('exists', k) == 0 then\n"
+    "    out[i] = -1\n"
     "  else\n"
     "    out[i] = -2\n"
     "  end\n"
@@ -673,9 +682,13 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         }
     }
     if (sub) {
-        if (rlk_conn_is_connected(sub) &&
-            rlk_conn_unsubscribe(sub, l->channel, strlen(l->channel)) != RLK_OK && sub == cl->conn)
-            rlk_conn_close(sub);
+        /* RESP3: the confirmation is not waited for (a late one is
+         * dropped), so a waiter that won pays no round trip for leaving;
+         * RESP2: the waiting connection is simply closed. */
+        if (sub == cl->conn && rlk_conn_is_connected(sub)) {
+            const char *argv[2] = {"UNSUBSCRIBE", l->channel};
+            if (rlk__conn_send(sub, 2, argv, NULL) != RLK_OK) rlk_conn_close(sub);
+        }
         if (sub == cl->sub) {
             rlk_conn_free(cl->sub);
             cl->sub = NULL;

@@ -1,0 +1,1220 @@
+/*
+ * Lock benchmark: resplock's lock layer against a raw-socket floor and
+ * redis-py's Lock, in one run, on one local redis-server that this
+ * program starts on a free loopback port (tests/server.c) and stops at
+ * the end.  `make bench` builds and runs it.
+ *
+ * Three workloads:
+ *
+ *   uncontended   acquire + release cycles on one free lock, one client:
+ *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
+ *                 the raw floor (the same two EVALSHA requests, byte for
+ *                 byte, as round trips over a blocking socket) and
+ *                 against redis-py (python3-redis: r.lock(name,
+ *                 timeout=30), acquire(blocking=False), release(), timed
+ *                 in Python).
+ *   contended     8 processes on one lock, each looping acquire (wait
+ *                 forever), a tiny critical section, release, for a fixed
+ *                 time; then the same with 8 Python processes and
+ *                 redis-py's blocking acquire (its default polling,
+ *                 sleep=0.1).  Every process stamps CLOCK_MONOTONIC (one
+ *                 clock for all processes) when its acquire returns and
+ *                 when it calls release; a handoff is the time from one
+ *                 holder calling release to the next holder's acquire
+ *                 returning.  The median is also given in round trips,
+ *                 taking the median PING round trip of an idle raw
+ *                 socket as the unit.  A third row runs resplock with 2
+ *                 processes: one waiter woken per release, and fewer
+ *                 processes on the CPUs, to show the protocol path alone.
+ *   watchdog      renewing 10,000 held locks: one rlk_client_tick (the
+ *                 library's batched renewal: 10 script calls of 1000 keys
+ *                 in one pipeline) against one rlk_lock_extend per lock,
+ *                 one after the other.
+ *
+ * Where the processes run changes a loopback round trip several times
+ * over (one CPU: two context switches; two CPUs: a wake-up of the other
+ * CPU, in a VM through the hypervisor), and left to the kernel the
+ * placement changes from round to round.  So every workload runs twice,
+ * pinned: server and clients on the same CPU, then on separate CPUs.
+ * RLK_BENCH_PIN=0 runs once, unpinned.
+ *
+ * The raw floor's bytes are captured, not rebuilt: one client of the
+ * library talks to the server through a small relay in this program,
+ * which records what the client sends during one acquire + release
+ * cycle after a warm-up (so the scripts are loaded and no SCRIPT LOAD is
+ * in the way).  Those bytes are split into the two requests, checked to
+ * be EVALSHA calls, and replayed as they are; only the random token
+ * differs from what the library sends in each cycle (same length).
+ *
+ * Correctness is checked as the numbers are taken: every reply is
+ * checked; in the contended runs a critical section that finds another
+ * process inside (an owner word in shared memory, compare-and-swap), an
+ * acquire stamped before the previous holder called release, or a fencing
+ * token that does not increase, is counted and reported as a failure.
+ */
+#define _GNU_SOURCE 1 /* sched_setaffinity */
+#include "resplock.h"
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNC_ROUNDS 11        /* rounds of the uncontended workload          */
+#define UNC_OPS 2000         /* cycles per contender per round              */
+#define UNC_WARMUP 1000
+#define NPROC 8              /* contending processes                        */
+#define CONT_SECONDS 3       /* length of each contended run                */
+#define MAXREC 200000        /* records per contending process              */
+#define WD_LOCKS 10000       /* locks held for the watchdog workload        */
+#define WD_ROUNDS 5
+#define PING_N 20000         /* PINGs timed one by one for the round trip   */
+#define MAX_ROUNDS 31
+
+static const char unc_name[] = "resplock:bench:uncontended";
+static const char cont_name[] = "resplock:bench:contended";
+static const char py_cont_name[] = "resplock:bench:contended-py";
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                              */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static ts_server *server;
+static pid_t main_pid;
+
+static void loadavg(char *out, size_t cap)
+{
+    double l[3];
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
+        snprintf(out, cap, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+    else
+        snprintf(out, cap, "unknown");
+    if (f) fclose(f);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_lock: %s\n", what);
+    if (getpid() != main_pid) _exit(1); /* a child: the parent stops the server */
+    ts_stop(server);
+    exit(1);
+}
+
+static void die2(const char *what, const char *why)
+{
+    char msg[700];
+    snprintf(msg, sizeof msg, "%s: %s", what, why);
+    die(msg);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile (0..1) of v[0..n), interpolated; v is sorted in place. */
+static double quantile_sorted(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    double at = q * (n - 1);
+    int i = (int)at;
+    return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (at - i) : v[i];
+}
+
+static double quantile(const double *v, int n, double q)
+{
+    double s[MAX_ROUNDS];
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    return quantile_sorted(s, n, q);
+}
+
+static char url[64];
+
+/* Pins every thread of process pid (0: this one) to one CPU. */
+static int pin(pid_t pid, int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (pid == 0) return sched_setaffinity(0, sizeof set, &set);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    struct dirent *e;
+    int r = 0;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof set, &set) != 0)
+            r = -1;
+    closedir(d);
+    return r;
+}
+
+static rlk_client *new_client(const char *u)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = u; /* protocol 0: HELLO 3, as shipped */
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl) die("rlk_client_new: out of memory");
+    if (rlk_client_connect(cl) != RLK_OK) die2("rlk_client_connect", rlk_client_errmsg(cl));
+    return cl;
+}
+
+static void acquire_release(rlk_client *cl, const char *name)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 30000;
+    o.wait_ms = 0;
+    rlk_lock *l;
+    if (rlk_lock_acquire(cl, name, &o, &l) != RLK_OK)
+        die2("rlk_lock_acquire", rlk_client_errmsg(cl));
+    if (rlk_lock_release(l) != RLK_OK) die2("rlk_lock_release", rlk_client_errmsg(cl));
+}
+
+/* ------------------------------------------------------------------ */
+/* Raw sockets                                                          */
+
+static int raw_connect(int port)
+{
+    struct sockaddr_in a;
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) die2("socket", strerror(errno));
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) die2("raw connect", strerror(errno));
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        die2("TCP_NODELAY", strerror(errno));
+    return fd;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) die2("write", w < 0 ? strerror(errno) : "closed");
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Sends req, reads a reply of exactly `lines` lines (CRLF-terminated,
+ * none of them a bulk payload) into buf, and returns its length.  The
+ * least a client can do: no parser, no timeout. */
+static size_t raw_roundtrip(int fd, const char *req, size_t reqlen, int lines, char *buf,
+                            size_t cap)
+{
+    size_t have = 0;
+    int seen = 0;
+    write_all(fd, req, reqlen);
+    while (seen < lines) {
+        ssize_t r = read(fd, buf + have, cap - have);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) die2("raw read", r < 0 ? strerror(errno) : "closed");
+        for (ssize_t i = 0; i < r; i++)
+            if (buf[have + (size_t)i] == '\n') seen++;
+        have += (size_t)r;
+    }
+    if (buf[have - 1] != '\n') die("raw: reply out of step");
+    return have;
+}
+
+/* The median PING round trip of an idle raw socket, in ns. */
+static double ping_rtt_ns(int port)
+{
+    static double t[PING_N];
+    int fd = raw_connect(port);
+    char buf[64];
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    for (int i = 0; i < 2000; i++) raw_roundtrip(fd, ping, sizeof ping - 1, 1, buf, sizeof buf);
+    for (int i = 0; i < PING_N; i++) {
+        int64_t t0 = now_ns();
+        size_t n = raw_roundtrip(fd, ping, sizeof ping - 1, 1, buf, sizeof buf);
+        t[i] = (double)(now_ns() - t0);
+        if (n != 7 || memcmp(buf, "+PONG\r\n", 7) != 0) die("raw: PING: unexpected reply");
+    }
+    close(fd);
+    return quantile_sorted(t, PING_N, 0.5);
+}
+
+/* ------------------------------------------------------------------ */
+/* The relay that captures what the library sends                      */
+
+typedef struct relay {
+    int lfd, port, up_port;
+    int stop[2];
+    pthread_t th;
+    pthread_mutex_t mu;
+    int recording;
+    rlk_buf rec;              /* client-to-server bytes while recording */
+} relay;
+
+static void *relay_main(void *arg)
+{
+    relay *p = arg;
+    int c = accept(p->lfd, NULL, NULL);
+    if (c < 0) die2("relay accept", strerror(errno));
+    int u = raw_connect(p->up_port);
+    char buf[65536];
+    struct pollfd f[3] = {{c, POLLIN, 0}, {u, POLLIN, 0}, {p->stop[0], POLLIN, 0}};
+    for (;;) {
+        if (poll(f, 3, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (f[2].revents) break;
+        if (f[0].revents) {
+            ssize_t n = read(c, buf, sizeof buf);
+            if (n <= 0) break;
+            pthread_mutex_lock(&p->mu);
+            if (p->recording && rlk_buf_append(&p->rec, buf, (size_t)n) != RLK_OK)
+                die("relay: out of memory");
+            pthread_mutex_unlock(&p->mu);
+            write_all(u, buf, (size_t)n);
+        }
+        if (f[1].revents) {
+            ssize_t n = read(u, buf, sizeof buf);
+            if (n <= 0) break;
+            write_all(c, buf, (size_t)n);
+        }
+    }
+    close(c);
+    close(u);
+    return NULL;
+}
+
+static void relay_start(relay *p, int up_port)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    memset(p, 0, sizeof *p);
+    p->up_port = up_port;
+    p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(p->lfd, 1) != 0 || getsockname(p->lfd, (struct sockaddr *)&a, &len) != 0 ||
+        pipe(p->stop) != 0)
+        die2("relay", strerror(errno));
+    p->port = ntohs(a.sin_port);
+    rlk_buf_init(&p->rec);
+    pthread_mutex_init(&p->mu, NULL);
+    if (pthread_create(&p->th, NULL, relay_main, p) != 0) die("relay: cannot start a thread");
+}
+
+static void relay_stop(relay *p)
+{
+    if (write(p->stop[1], "x", 1) != 1) die2("relay stop", strerror(errno));
+    pthread_join(p->th, NULL);
+    close(p->lfd);
+    close(p->stop[0]);
+    close(p->stop[1]);
+    pthread_mutex_destroy(&p->mu);
+}
+
+typedef struct captured {
+    rlk_buf acquire, release;        /* the two requests, as sent */
+    char acq_desc[300], rel_desc[300];
+} captured;
+
+/* "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments shortened. */
+static void describe(const rlk_resp_value *v, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (const rlk_resp_value *e = v->child; e && used + 1 < cap; e = e->next) {
+        int n = e->len > 12 ? 8 : (int)e->len;
+        int w = snprintf(out + used, cap - used, "%s%.*s%s", used ? " " : "", n, e->str,
+                         e->len > 12 ? ".." : "");
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+/* Checks that v is an EVALSHA request whose first key is `name`. */
+static void check_evalsha(const rlk_resp_value *v, const char *name, const char *what)
+{
+    const rlk_resp_value *cmd = rlk_resp_value_at(v, 0), *sha = rlk_resp_value_at(v, 1),
+                         *key = rlk_resp_value_at(v, 3);
+    if (v->type != RLK_RESP_ARRAY || !cmd || cmd->len != 7 ||
+        strncasecmp(cmd->str, "EVALSHA", 7) != 0 || !sha || sha->len != 40 || !key ||
+        key->len != strlen(name) || memcmp(key->str, name, key->len) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "capture: the %s request is not EVALSHA on the lock", what);
+        die(msg);
+    }
+}
+
+static void capture(int port, captured *cap)
+{
+    relay p;
+    relay_start(&p, port);
+    char rurl[64];
+    snprintf(rurl, sizeof rurl, "redis://127.0.0.1:%d", p.port);
+    rlk_client *cl = new_client(rurl);
+    for (int i = 0; i < 3; i++) acquire_release(cl, unc_name); /* scripts loaded */
+    pthread_mutex_lock(&p.mu);
+    p.recording = 1;
+    pthread_mutex_unlock(&p.mu);
+    acquire_release(cl, unc_name);
+    /* The library had both replies, so the relay had forwarded (and
+     * recorded) both requests. */
+    pthread_mutex_lock(&p.mu);
+    p.recording = 0;
+    rlk_buf all = p.rec;
+    pthread_mutex_unlock(&p.mu);
+    rlk_client_free(cl);
+    relay_stop(&p);
+
+    rlk_resp_arena arena;
+    rlk_resp_reader rd;
+    rlk_resp_arena_init(&arena, NULL, 0, 0);
+    rlk_resp_reader_init(&rd, &arena, NULL);
+    size_t off = 0, used;
+    rlk_resp_value *v;
+    rlk_buf_init(&cap->acquire);
+    rlk_buf_init(&cap->release);
+    for (int i = 0; i < 2; i++) {
+        if (rlk_resp_read(&rd, all.data + off, all.len - off, &used, &v) != 1)
+            die("capture: not two whole requests");
+        check_evalsha(v, unc_name, i ? "release" : "acquire");
+        describe(v, i ? cap->rel_desc : cap->acq_desc, sizeof cap->acq_desc);
+        if (rlk_buf_append(i ? &cap->release : &cap->acquire, all.data + off, used) != RLK_OK)
+            die("out of memory");
+        off += used;
+        rlk_resp_arena_reset(&arena);
+    }
+    if (off != all.len) die("capture: more than an acquire and a release were sent");
+    rlk_resp_reader_free(&rd);
+    rlk_resp_arena_free(&arena);
+    rlk_buf_free(&p.rec);
+}
+
+/* ------------------------------------------------------------------ */
+/* redis-py                                                             */
+
+static const char *python(void)
+{
+    const char *p = getenv("RLK_PYTHON");
+    return p && *p ? p : "/usr/bin/python3";
+}
+
+/* Uncontended: reads "N" lines, answers "seconds cpu-seconds" for N
+ * cycles. */
+static const char py_uncontended[] =
+    "import sys, time, redis\n"
+    "r = redis.Redis(host='127.0.0.1', port=int(sys.argv[1]))\n"
+    "name = sys.argv[2]\n"
+    "r.ping()\n"
+    "print('ready', flush=True)\n"
+    "for line in sys.stdin:\n"
+    "    n = int(line)\n"
+    "    c0 = time.process_time(); t0 = time.perf_counter()\n"
+    "    for _ in range(n):\n"
+    "        lock = r.lock(name, timeout=30)\n"
+    "        if not lock.acquire(blocking=False):\n"
+    "            sys.exit('redis-py: the free lock was not acquired')\n"
+    "        lock.release()\n"
+    "    t = time.perf_counter() - t0; c = time.process_time() - c0\n"
+    "    print('%.9f %.9f' % (t, c), flush=True)\n";
+
+/* Contended: says "ready", reads the end time (CLOCK_MONOTONIC ns), loops
+ * until then, prints "acquired release-called released" per cycle and
+ * "end". */
+static const char py_contended[] =
+    "import sys, time, redis\n"
+    "r = redis.Redis(host='127.0.0.1', port=int(sys.argv[1]))\n"
+    "name = sys.argv[2]\n"
+    "clk = time.CLOCK_MONOTONIC\n"
+    "r.ping()\n"
+    "print('ready', flush=True)\n"
+    "end = int(sys.stdin.readline())\n"
+    "recs = []\n"
+    "while True:\n"
+    "    lock = r.lock(name, timeout=30)\n"
+    "    if not lock.acquire(blocking=True):\n"
+    "        sys.exit('redis-py: acquire(blocking=True) returned False')\n"
+    "    a = time.clock_gettime_ns(clk)\n"
+    "    rel = time.clock_gettime_ns(clk)\n"
+    "    lock.release()\n"
+    "    d = time.clock_gettime_ns(clk)\n"
+    "    recs.append('%d %d %d' % (a, rel, d))\n"
+    "    if d >= end:\n"
+    "        break\n"
+    "sys.stdout.write('\\n'.join(recs) + '\\nend\\n')\n";
+
+typedef struct pyproc {
+    pid_t pid;
+    FILE *in, *out;
+} pyproc;
+
+static int py_start(pyproc *pp, const char *script, const char *name)
+{
+    int to[2], from[2];
+    char port[16];
+    snprintf(port, sizeof port, "%d", server->port);
+    /* Close-on-exec: a later Python process must not hold this one's
+     * stdin open (its EOF ends it). */
+    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) die2("pipe", strerror(errno));
+    fflush(NULL);
+    pp->pid = fork();
+    if (pp->pid < 0) die2("fork", strerror(errno));
+    if (pp->pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[0]);
+        close(to[1]);
+        close(from[0]);
+        close(from[1]);
+        execl(python(), "python3", "-c", script, port, name, (char *)NULL);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    pp->in = fdopen(to[1], "w");
+    pp->out = fdopen(from[0], "r");
+    char line[64];
+    if (!pp->in || !pp->out || !fgets(line, sizeof line, pp->out) ||
+        strcmp(line, "ready\n") != 0)
+        return -1;
+    return 0;
+}
+
+static void py_stop(pyproc *pp)
+{
+    int st;
+    if (pp->in) fclose(pp->in);
+    if (pp->out) fclose(pp->out);
+    pp->in = pp->out = NULL;
+    waitpid(pp->pid, &st, 0);
+}
+
+/* Whether redis-py can be imported at all. */
+static int have_redis_py(char *version, size_t cap)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "%s -c 'import redis; print(redis.__version__)' 2>/dev/null",
+             python());
+    FILE *f = popen(cmd, "r");
+    if (!f) return 0;
+    int ok = fgets(version, (int)cap, f) != NULL;
+    if (pclose(f) != 0) ok = 0;
+    if (ok) version[strcspn(version, "\n")] = '\0';
+    return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* Uncontended                                                          */
+
+typedef struct env {
+    int raw_fd;
+    rlk_client *cl;
+    captured cap;
+    pyproc py;
+    int have_py;
+} env;
+
+typedef struct contender {
+    const char *label, *protocol;
+    void (*fn)(env *e, long n, double *secs, double *cpu);
+    double secs[MAX_ROUNDS], cpu[MAX_ROUNDS];
+    int rounds;
+    long ops;
+} contender;
+
+static void unc_raw(env *e, long n, double *secs, double *cpu)
+{
+    char buf[128];
+    double c0 = cpu_now();
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 3, buf,
+                                 sizeof buf);
+        if (k < 10 || memcmp(buf, "*2\r\n:1\r\n:", 9) != 0) die("raw: acquire: not acquired");
+        k = raw_roundtrip(e->raw_fd, e->cap.release.data, e->cap.release.len, 1, buf,
+                          sizeof buf);
+        if (k != 4 || memcmp(buf, ":1\r\n", 4) != 0) die("raw: release: not released");
+    }
+    *secs = (double)(now_ns() - t0) * 1e-9;
+    *cpu = cpu_now() - c0;
+}
+
+static void unc_resplock(env *e, long n, double *secs, double *cpu)
+{
+    double c0 = cpu_now();
+    int64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) acquire_release(e->cl, unc_name);
+    *secs = (double)(now_ns() - t0) * 1e-9;
+    *cpu = cpu_now() - c0;
+}
+
+static void unc_redispy(env *e, long n, double *secs, double *cpu)
+{
+    char line[128];
+    fprintf(e->py.in, "%ld\n", n);
+    fflush(e->py.in);
+    if (!fgets(line, sizeof line, e->py.out) || sscanf(line, "%lf %lf", secs, cpu) != 2)
+        die("redis-py: no answer (see its message above)");
+}
+
+static void measure(env *e, contender *c, int nc, int rounds, long ops, long warmup)
+{
+    double s, u;
+    for (int i = 0; i < nc; i++) c[i].fn(e, warmup, &s, &u);
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < nc; k++) {
+            contender *x = &c[(k + r) % nc];
+            x->fn(e, ops, &x->secs[r], &x->cpu[r]);
+        }
+    for (int i = 0; i < nc; i++) {
+        c[i].rounds = rounds;
+        c[i].ops = ops;
+    }
+}
+
+static double rate_q(const contender *c, double q)
+{
+    double v[MAX_ROUNDS];
+    for (int r = 0; r < c->rounds; r++) v[r] = (double)c->ops / c->secs[r];
+    return quantile(v, c->rounds, q);
+}
+
+/* a's rate over b's: the median over rounds of the ratio in the same
+ * round, where the two ran next to each other. */
+static double paired_ratio(const contender *a, const contender *b)
+{
+    double v[MAX_ROUNDS];
+    for (int r = 0; r < a->rounds; r++) v[r] = b->secs[r] / a->secs[r];
+    return quantile(v, a->rounds, 0.5);
+}
+
+static void fmt_rate(char *out, size_t cap, double v)
+{
+    if (v >= 1e6) snprintf(out, cap, "%.2f M", v / 1e6);
+    else if (v >= 1e3) snprintf(out, cap, "%.1f k", v / 1e3);
+    else snprintf(out, cap, "%.1f", v);
+}
+
+/* ------------------------------------------------------------------ */
+/* Contended                                                            */
+
+typedef struct rec {
+    int64_t acq, rel, rel_done; /* acquire returned, release called, returned */
+    uint64_t fence;
+    int proc;
+} rec;
+
+typedef struct shared {
+    int owner;                  /* 1 + the process inside, or 0 */
+    int overlaps;               /* critical sections that found another inside */
+    int failed;
+    int count[NPROC];
+    rec recs[NPROC][MAXREC];
+} shared;
+
+static void contend_child(shared *sh, int id, int go_fd)
+{
+    rlk_client *cl = new_client(url);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 30000;
+    o.wait_ms = RLK_WAIT_FOREVER;
+    int64_t end;
+    if (read(go_fd, &end, sizeof end) != (ssize_t)sizeof end) die("child: no start signal");
+    for (;;) {
+        rlk_lock *l;
+        if (rlk_lock_acquire(cl, cont_name, &o, &l) != RLK_OK) {
+            __atomic_store_n(&sh->failed, 1, __ATOMIC_RELAXED);
+            die2("child: rlk_lock_acquire", rlk_client_errmsg(cl));
+        }
+        int64_t a = now_ns();
+        int expected = 0;
+        if (!__atomic_compare_exchange_n(&sh->owner, &expected, id + 1, 0, __ATOMIC_SEQ_CST,
+                                         __ATOMIC_SEQ_CST))
+            __atomic_add_fetch(&sh->overlaps, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&sh->owner, 0, __ATOMIC_SEQ_CST);
+        uint64_t fence = rlk_lock_fence(l);
+        int64_t r = now_ns();
+        if (rlk_lock_release(l) != RLK_OK) {
+            __atomic_store_n(&sh->failed, 1, __ATOMIC_RELAXED);
+            die2("child: rlk_lock_release", rlk_client_errmsg(cl));
+        }
+        int64_t d = now_ns();
+        int k = sh->count[id];
+        if (k < MAXREC) {
+            sh->recs[id][k] = (rec){a, r, d, fence, id};
+            sh->count[id] = k + 1;
+        }
+        if (d >= end) break;
+    }
+    rlk_client_free(cl);
+    _exit(0);
+}
+
+typedef struct cstats {
+    long acquisitions, cross;    /* in the window; cross: by another process */
+    double seconds;
+    double med_all_ns, med_cross_ns, p90_cross_ns;
+    int min_per_proc, max_per_proc;
+    long overlaps, fence_errors;
+} cstats;
+
+static int cmp_rec(const void *a, const void *b)
+{
+    const rec *x = a, *y = b;
+    return x->acq < y->acq ? -1 : x->acq > y->acq;
+}
+
+/* Handoffs among records acquired in [start, end): sorted by acquire
+ * time, each must come after the previous holder called release. */
+static void analyse(rec *all, long n, int nproc, int64_t start, int64_t end, int fenced,
+                    cstats *st)
+{
+    qsort(all, (size_t)n, sizeof *all, cmp_rec);
+    int64_t *h_all = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *h_cross = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    long na = 0, nx = 0;
+    int per[NPROC] = {0};
+    if (!h_all || !h_cross) die("out of memory");
+    for (long i = 0; i < n; i++) {
+        if (all[i].acq < start || all[i].acq >= end) continue;
+        per[all[i].proc]++;
+        st->acquisitions++;
+        if (i == 0) continue;
+        if (all[i].acq <= all[i - 1].rel) st->overlaps++;
+        if (fenced && all[i].fence <= all[i - 1].fence) st->fence_errors++;
+        int64_t h = all[i].acq - all[i - 1].rel;
+        h_all[na++] = h;
+        if (all[i].proc != all[i - 1].proc) h_cross[nx++] = h;
+    }
+    st->cross = nx;
+    st->seconds = (double)(end - start) * 1e-9;
+    qsort(h_all, (size_t)na, sizeof *h_all, cmp_i64);
+    qsort(h_cross, (size_t)nx, sizeof *h_cross, cmp_i64);
+    st->med_all_ns = na ? (double)h_all[na / 2] : -1;
+    st->med_cross_ns = nx ? (double)h_cross[nx / 2] : -1;
+    st->p90_cross_ns = nx ? (double)h_cross[nx * 9 / 10] : -1;
+    st->min_per_proc = st->max_per_proc = per[0];
+    for (int i = 1; i < nproc; i++) {
+        if (per[i] < st->min_per_proc) st->min_per_proc = per[i];
+        if (per[i] > st->max_per_proc) st->max_per_proc = per[i];
+    }
+    free(h_all);
+    free(h_cross);
+}
+
+static void contended_resplock(int nproc, cstats *st)
+{
+    shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED) die2("mmap", strerror(errno));
+    int go[2];
+    if (pipe(go) != 0) die2("pipe", strerror(errno));
+    pid_t pids[NPROC];
+    fflush(NULL);
+    for (int i = 0; i < nproc; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0) die2("fork", strerror(errno));
+        if (pids[i] == 0) {
+            close(go[1]);
+            contend_child(sh, i, go[0]);
+        }
+    }
+    close(go[0]);
+    /* Each child reads one end time: eight 8-byte writes, each atomic. */
+    int64_t start = now_ns(), end = start + (int64_t)CONT_SECONDS * 1000000000;
+    for (int i = 0; i < nproc; i++)
+        if (write(go[1], &end, sizeof end) != (ssize_t)sizeof end) die2("write", strerror(errno));
+    close(go[1]);
+    int bad = 0;
+    for (int i = 0; i < nproc; i++) {
+        int s;
+        if (waitpid(pids[i], &s, 0) != pids[i] || !WIFEXITED(s) || WEXITSTATUS(s) != 0) bad = 1;
+    }
+    if (bad || sh->failed) die("a contending process failed (see above)");
+    long n = 0;
+    for (int i = 0; i < nproc; i++) n += sh->count[i];
+    rec *all = malloc(sizeof *all * (size_t)n);
+    if (!all) die("out of memory");
+    n = 0;
+    for (int i = 0; i < nproc; i++)
+        for (int k = 0; k < sh->count[i]; k++) all[n++] = sh->recs[i][k];
+    memset(st, 0, sizeof *st);
+    analyse(all, n, nproc, start, end, 1, st);
+    st->overlaps += sh->overlaps;
+    free(all);
+    munmap(sh, sizeof *sh);
+}
+
+static int contended_redispy(cstats *st)
+{
+    pyproc pp[NPROC];
+    for (int i = 0; i < NPROC; i++)
+        if (py_start(&pp[i], py_contended, py_cont_name) != 0) {
+            for (int k = 0; k <= i; k++) py_stop(&pp[k]); /* EOF on stdin ends them */
+            return -1;
+        }
+    int64_t start = now_ns(), end = start + (int64_t)CONT_SECONDS * 1000000000;
+    for (int i = 0; i < NPROC; i++) {
+        fprintf(pp[i].in, "%" PRId64 "\n", end);
+        fflush(pp[i].in);
+    }
+    long n = 0, cap = 1024;
+    rec *all = malloc(sizeof *all * (size_t)cap);
+    if (!all) die("out of memory");
+    int complete = 1;
+    for (int i = 0; i < NPROC; i++) {
+        char line[128];
+        int ended = 0;
+        while (fgets(line, sizeof line, pp[i].out)) {
+            if (strcmp(line, "end\n") == 0) {
+                ended = 1;
+                break;
+            }
+            if (n == cap) {
+                cap *= 2;
+                all = realloc(all, sizeof *all * (size_t)cap);
+                if (!all) die("out of memory");
+            }
+            rec *r = &all[n];
+            if (sscanf(line, "%" SCNd64 " %" SCNd64 " %" SCNd64, &r->acq, &r->rel,
+                       &r->rel_done) != 3)
+                die("redis-py: unexpected output");
+            r->fence = 0;
+            r->proc = i;
+            n++;
+        }
+        if (!ended) complete = 0;
+        py_stop(&pp[i]);
+    }
+    if (!complete) die("a redis-py process failed (see above)");
+    memset(st, 0, sizeof *st);
+    analyse(all, n, NPROC, start, end, 0, st);
+    free(all);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchdog                                                             */
+
+/* One integer reply of a raw round trip. */
+static long long raw_integer(int fd, const char *req)
+{
+    char buf[64];
+    size_t n = raw_roundtrip(fd, req, strlen(req), 1, buf, sizeof buf - 1);
+    buf[n] = '\0';
+    if (buf[0] != ':') die("raw: not an integer reply");
+    return atoll(buf + 1);
+}
+
+/* Each call of watchdog() holds a fresh set of locks (those of an earlier
+ * call stay held until they expire). */
+static int wd_gen;
+
+/* Shortens the TTL of lock i on the server, behind the library's back. */
+static void shorten(int fd, int i)
+{
+    char req[128];
+    snprintf(req, sizeof req, "PEXPIRE resplock:bench:held:%d:%05d 5000\r\n", wd_gen, i);
+    if (raw_integer(fd, req) != 1) die("PEXPIRE: the lock key is missing");
+}
+
+/* The TTL of lock i on the server. */
+static long long server_pttl(int fd, int i)
+{
+    char req[128];
+    snprintf(req, sizeof req, "PTTL resplock:bench:held:%d:%05d\r\n", wd_gen, i);
+    return raw_integer(fd, req);
+}
+
+static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
+                     double *acquire_s)
+{
+    int check_fd = raw_connect(server->port);
+    wd_gen++;
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = url;
+    /* Renewal due 1 ms after the last one (30000 ms / 30000), so that
+     * every tick renews: the workload is the renewal, not the waiting. */
+    cfg.renew_divisor = 30000;
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl || rlk_client_connect(cl) != RLK_OK) die("watchdog client");
+    rlk_lock **locks = malloc(sizeof *locks * WD_LOCKS);
+    if (!locks) die("out of memory");
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 30000;
+    o.watchdog = 1;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < WD_LOCKS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "resplock:bench:held:%d:%05d", wd_gen, i);
+        if (rlk_lock_acquire(cl, name, &o, &locks[i]) != RLK_OK)
+            die2("watchdog: rlk_lock_acquire", rlk_client_errmsg(cl));
+    }
+    *acquire_s = (double)(now_ns() - t0) * 1e-9;
+    int64_t next;
+    if (rlk_client_tick(cl, &next) != RLK_OK) die2("rlk_client_tick", rlk_client_errmsg(cl));
+    for (int r = 0; r < WD_ROUNDS; r++) {
+        for (int k = 0; k < 2; k++) {
+            /* Proof on the server that a round renewed: three keys
+             * (first, a middle one, last) get 5 s left before it, and
+             * must have the full TTL after it. */
+            int probe[3] = {0, (r * 997 + 1) % WD_LOCKS, WD_LOCKS - 1};
+            for (int q = 0; q < 3; q++) shorten(check_fd, probe[q]);
+            if ((k + r) % 2 == 0) {
+                int64_t a = now_ns();
+                if (rlk_client_tick(cl, &next) != RLK_OK)
+                    die2("rlk_client_tick", rlk_client_errmsg(cl));
+                rounds_b[r] = (double)(now_ns() - a) * 1e-6;
+                for (int i = 0; i < WD_LOCKS; i++)
+                    if (rlk_lock_is_lost(locks[i]))
+                        die("rlk_client_tick: a lock was reported lost");
+            } else {
+                int64_t a = now_ns();
+                for (int i = 0; i < WD_LOCKS; i++)
+                    if (rlk_lock_extend(locks[i], 30000, RLK_EXTEND_SET) != RLK_OK)
+                        die2("rlk_lock_extend", rlk_client_errmsg(cl));
+                rounds_s[r] = (double)(now_ns() - a) * 1e-6;
+            }
+            for (int q = 0; q < 3; q++)
+                if (server_pttl(check_fd, probe[q]) < 10000) /* 5000 if not renewed */
+                    die((k + r) % 2 == 0 ? "rlk_client_tick did not renew every lock"
+                                         : "rlk_lock_extend did not renew every lock");
+        }
+    }
+    close(check_fd);
+    *batched_ms = quantile(rounds_b, WD_ROUNDS, 0.5);
+    *single_ms = quantile(rounds_s, WD_ROUNDS, 0.5);
+    /* The handles are freed with the client; the keys go with the server. */
+    rlk_client_free(cl);
+    free(locks);
+}
+
+/* ------------------------------------------------------------------ */
+/* One regime: all three workloads with the CPUs placed one way         */
+
+typedef struct regime {
+    const char *title;      /* for the tables                            */
+    int server_cpu, client_cpu; /* -1: not pinned                        */
+    /* results */
+    double rtt_ns, raw_cycle_ns;
+    contender unc[3];
+    int nunc;
+    double r_raw, r_py;     /* paired ratios; r_py < 0: not measured     */
+    cstats cr, cp, c2;
+    int have_cp;
+    double wd_b, wd_s, wd_rb[MAX_ROUNDS], wd_rs[MAX_ROUNDS], wd_acq_s;
+} regime;
+
+static captured cap;
+static int have_py;
+static char pyver[32];
+
+static void print_cstats(const char *label, const cstats *st, double rtt_ns)
+{
+    char med_all[32], med_x[32], p90[32];
+    snprintf(med_all, sizeof med_all, "%.1f us %4.1f RT", st->med_all_ns / 1e3,
+             st->med_all_ns / rtt_ns);
+    if (st->cross) {
+        snprintf(med_x, sizeof med_x, "%.1f us %4.1f RT", st->med_cross_ns / 1e3,
+                 st->med_cross_ns / rtt_ns);
+        snprintf(p90, sizeof p90, "%.1f us", st->p90_cross_ns / 1e3);
+    } else {
+        snprintf(med_x, sizeof med_x, "none");
+        snprintf(p90, sizeof p90, "-");
+    }
+    printf("    %-26s %8.0f %8.0f %6d..%-6d %19s %19s %10s\n", label,
+           (double)st->acquisitions / st->seconds, (double)st->cross / st->seconds,
+           st->min_per_proc, st->max_per_proc, med_all, med_x, p90);
+}
+
+static void run_regime(regime *g)
+{
+    if (g->server_cpu >= 0 &&
+        (pin(server->pid, g->server_cpu) != 0 || pin(0, g->client_cpu) != 0))
+        die2("sched_setaffinity", strerror(errno));
+    if (g->server_cpu >= 0)
+        printf("== %s: server on CPU %d, this program and its client processes on CPU %d\n",
+               g->title, g->server_cpu, g->client_cpu);
+    else
+        printf("== %s: server and clients placed by the kernel (RLK_BENCH_PIN=0)\n", g->title);
+
+    g->rtt_ns = ping_rtt_ns(server->port);
+    printf("   RT: median of %d PINGs on an idle raw socket: %.1f us\n\n", PING_N,
+           g->rtt_ns / 1e3);
+
+    /* ---- uncontended */
+    env e;
+    memset(&e, 0, sizeof e);
+    e.cap = cap;
+    e.cl = new_client(url);
+    e.raw_fd = raw_connect(server->port);
+    e.have_py = have_py;
+    if (e.have_py && py_start(&e.py, py_uncontended, unc_name) != 0) {
+        fprintf(stderr, "bench_lock: redis-py did not start; its columns are left out\n");
+        e.have_py = 0;
+    }
+    const rlk_conn_info *info = rlk_conn_get_info(rlk_client_conn(e.cl));
+    contender init[3] = {
+        {.label = "raw socket (floor)", .protocol = "RESP2", .fn = unc_raw},
+        {.label = "resplock acquire+release", .protocol = info->protocol == 3 ? "RESP3" : "RESP2",
+         .fn = unc_resplock},
+        {.label = "redis-py Lock", .protocol = "RESP2", .fn = unc_redispy},
+    };
+    memcpy(g->unc, init, sizeof init);
+    g->nunc = e.have_py ? 3 : 2;
+    measure(&e, g->unc, g->nunc, UNC_ROUNDS, UNC_OPS, UNC_WARMUP);
+    printf("   1. uncontended acquire + release cycles\n");
+    printf("    %-28s %-5s %10s %10s %6s %9s %8s %10s\n", "client", "proto", "median/s",
+           "best/s", "IQR", "cpu us", "/ raw", "/ redis-py");
+    for (int i = 0; i < g->nunc; i++) {
+        contender *c = &g->unc[i];
+        char med[32], best[32], vr[16] = "", vp[16] = "";
+        double m = rate_q(c, 0.5);
+        fmt_rate(med, sizeof med, m);
+        fmt_rate(best, sizeof best, rate_q(c, 1));
+        double iqr = (rate_q(c, 0.75) - rate_q(c, 0.25)) / m * 100;
+        double cpu = quantile(c->cpu, c->rounds, 0.5) / (double)c->ops;
+        if (i != 0) snprintf(vr, sizeof vr, "%.3fx", paired_ratio(c, &g->unc[0]));
+        if (e.have_py && i != 2) snprintf(vp, sizeof vp, "%.2fx", paired_ratio(c, &g->unc[2]));
+        printf("    %-28s %-5s %10s %10s %5.1f%% %9.2f %8s %10s\n", c->label, c->protocol, med,
+               best, iqr, cpu * 1e6, vr, vp);
+    }
+    g->r_raw = paired_ratio(&g->unc[1], &g->unc[0]);
+    g->r_py = e.have_py ? paired_ratio(&g->unc[1], &g->unc[2]) : -1;
+    g->raw_cycle_ns = 1e9 / rate_q(&g->unc[0], 0.5);
+    if (e.have_py) py_stop(&e.py);
+    close(e.raw_fd);
+    rlk_client_free(e.cl);
+
+    /* ---- contended */
+    printf("\n   2. contended, %d s per row (raw acquire + release cycle, idle: %.1f us = %.1f "
+           "RT)\n", CONT_SECONDS, g->raw_cycle_ns / 1e3, g->raw_cycle_ns / g->rtt_ns);
+    printf("    %-26s %8s %8s %14s %19s %19s %10s\n", "processes on one lock", "acq/s",
+           "other/s", "per process", "median handoff", "median to other", "p90 other");
+    contended_resplock(NPROC, &g->cr);
+    print_cstats("resplock, 8 processes", &g->cr, g->rtt_ns);
+    g->have_cp = 0;
+    if (have_py) {
+        if (contended_redispy(&g->cp) == 0) {
+            g->have_cp = 1;
+            print_cstats("redis-py Lock, 8 processes", &g->cp, g->rtt_ns);
+        } else {
+            fprintf(stderr, "bench_lock: redis-py did not start; its row is left out\n");
+        }
+    }
+    /* The same with two processes, where fewer processes share the CPU
+     * and one waiter is woken per release: what the protocol path costs. */
+    contended_resplock(2, &g->c2);
+    print_cstats("resplock, 2 processes", &g->c2, g->rtt_ns);
+    printf("    checks: %ld overlapping critical sections, %ld fences out of order\n",
+           g->cr.overlaps + g->c2.overlaps + (g->have_cp ? g->cp.overlaps : 0),
+           g->cr.fence_errors + g->c2.fence_errors);
+    if (g->cr.overlaps || g->cr.fence_errors || g->c2.overlaps || g->c2.fence_errors ||
+        (g->have_cp && g->cp.overlaps))
+        die("mutual exclusion or fencing was violated");
+
+    /* ---- watchdog */
+    watchdog(&g->wd_b, &g->wd_s, g->wd_rb, g->wd_rs, &g->wd_acq_s);
+    printf("\n   3. renewing %d held locks (acquired one by one in %.2f s), median of %d rounds\n",
+           WD_LOCKS, g->wd_acq_s, WD_ROUNDS);
+    printf("    %-56s %8.2f ms  (best %.2f)\n",
+           "batched: one rlk_client_tick (10 x 1000 keys, pipelined)", g->wd_b,
+           quantile(g->wd_rb, WD_ROUNDS, 0));
+    printf("    %-56s %8.2f ms  (best %.2f)\n", "one rlk_lock_extend per lock, sequential",
+           g->wd_s, quantile(g->wd_rs, WD_ROUNDS, 0));
+    printf("    %-56s %8.1fx\n\n", "batched / one by one (speed)", g->wd_s / g->wd_b);
+}
+
+/* The first two CPUs this program may run on; 0 when there is one. */
+static int two_cpus(int *a, int *b)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    int n = 0;
+    for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
+        if (CPU_ISSET(i, &set)) {
+            if (n == 0) *a = i;
+            else *b = i;
+            n++;
+        }
+    return n == 2;
+}
+
+static void verdict_row(const char *what, const char *target, regime *g, int ng,
+                        double (*value)(const regime *), const char *fmt, int higher_better,
+                        double limit)
+{
+    printf("  %-46s", what);
+    for (int i = 0; i < ng; i++) {
+        double v = value(&g[i]);
+        char s[32];
+        if (v < 0) snprintf(s, sizeof s, "-");
+        else snprintf(s, sizeof s, fmt, v);
+        int met = higher_better ? v >= limit : v <= limit;
+        printf(" %9s %-7s", s, v < 0 ? "" : met ? "met" : "NOT MET");
+    }
+    printf("  %s\n", target);
+}
+
+static double v_raw(const regime *g) { return g->r_raw; }
+static double v_py(const regime *g) { return g->r_py; }
+static double v_cross(const regime *g) { return g->cr.cross ? g->cr.med_cross_ns / g->rtt_ns : -1; }
+static double v_all(const regime *g) { return g->cr.med_all_ns / g->rtt_ns; }
+static double v_two(const regime *g) { return g->c2.cross ? g->c2.med_cross_ns / g->rtt_ns : -1; }
+static double v_wd(const regime *g) { return g->wd_s / g->wd_b; }
+
+int main(void)
+{
+    int64_t t_start = now_ns();
+    main_pid = getpid();
+    signal(SIGPIPE, SIG_IGN);
+    server = ts_start(NULL);
+    if (!server) die("cannot start redis-server");
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", server->port);
+
+    rlk_client *probe = new_client(url);
+    const rlk_conn_info *info = rlk_conn_get_info(rlk_client_conn(probe));
+    char srv[80], load0[64];
+    snprintf(srv, sizeof srv, "%s %s", info->server[0] ? info->server : "redis", info->version);
+    rlk_client_free(probe);
+    have_py = have_redis_py(pyver, sizeof pyver);
+    loadavg(load0, sizeof load0);
+    capture(server->port, &cap);
+
+    printf("resplock lock benchmark: resplock %s against a raw socket and redis-py %s\n"
+           "server: %s on 127.0.0.1:%d, started by this program; %ld CPUs online,\n"
+           "load average %s at the start\n\n",
+           RLK_VERSION, have_py ? pyver : "(not available)", srv, server->port,
+           sysconf(_SC_NPROCESSORS_ONLN), load0);
+    printf("On loopback a round trip (RT) costs very different amounts depending on where\n"
+           "the two processes run: on one CPU it is two context switches; across CPUs\n"
+           "the sleeping side must be woken on the other CPU (in a VM, a virtual CPU\n"
+           "woken by the hypervisor).  Left to the kernel, the placement changes from\n"
+           "round to round and so do the results, so every workload runs twice, with\n"
+           "the server and the clients pinned: on the same CPU (short RT: the clients'\n"
+           "own cost weighs most), and on separate CPUs (every RT wakes the other CPU,\n"
+           "as a server on another machine would, and more slowly).\n\n");
+    printf("1. Uncontended: acquire + release of one free lock, one client, %d rounds of\n"
+           "   %d cycles per client, the order of the clients rotating from round to\n"
+           "   round; rates of the median and best rounds, IQR of the rates as a share\n"
+           "   of the median, the client's own CPU time (user + system) per cycle, and\n"
+           "   the median over rounds of the same-round ratios.\n"
+           "   resplock: rlk_lock_acquire (wait 0, TTL 30 s) + rlk_lock_release, as\n"
+           "   shipped (HELLO 3, a deadline per call, a fresh 128-bit token per cycle).\n"
+           "   raw: the bytes the library sent for one cycle, captured through a relay,\n"
+           "   replayed as two round trips on a blocking TCP_NODELAY socket, reading to\n"
+           "   the reply's last line, no parser, no timeout:\n"
+           "     acquire (%zu bytes): %s\n"
+           "     release (%zu bytes): %s\n"
+           "   redis-py: lock = r.lock(name, timeout=30); lock.acquire(blocking=False);\n"
+           "   lock.release(), timed in Python (SET NX PX, then its release script by\n"
+           "   EVALSHA; RESP2).\n\n",
+           UNC_ROUNDS, UNC_OPS, cap.acquire.len, cap.acq_desc, cap.release.len, cap.rel_desc);
+    printf("2. Contended: processes on one lock, each looping acquire (wait forever), a\n"
+           "   critical section of a few instructions, release, for %d s.  A handoff:\n"
+           "   from a holder calling release to the next acquire returning (stamped with\n"
+           "   CLOCK_MONOTONIC, one clock for all processes).  \"other\": handoffs to\n"
+           "   another process than the one that released.  per process: fewest..most\n"
+           "   acquisitions of one process.  In RT: divided by the idle PING RT.\n"
+           "   resplock: RLK_WAIT_FOREVER (subscribes to the lock's release channel and\n"
+           "   wakes on the release message); redis-py: acquire(blocking=True), which\n"
+           "   polls every 0.1 s (its default).\n\n", CONT_SECONDS);
+    printf("3. Watchdog: %d locks held by one client (watchdog on, TTL 30 s,\n"
+           "   renew_divisor 30000 so that every tick finds them due); each round renews\n"
+           "   all of them, batched or one by one, alternating.  Before each round three\n"
+           "   of the keys get 5 s left on the server behind the library's back; after\n"
+           "   it their TTL must be close to 30 s again (checked with PTTL).\n\n", WD_LOCKS);
+
+    regime g[2];
+    int ng = 0, a = 0, b = 1;
+    memset(g, 0, sizeof g);
+    const char *pe = getenv("RLK_BENCH_PIN");
+    if (pe && strcmp(pe, "0") == 0) {
+        g[ng++] = (regime){.title = "unpinned", .server_cpu = -1, .client_cpu = -1};
+    } else if (two_cpus(&a, &b)) {
+        g[ng++] = (regime){.title = "same CPU", .server_cpu = a, .client_cpu = a};
+        g[ng++] = (regime){.title = "separate CPUs", .server_cpu = a, .client_cpu = b};
+    } else {
+        g[ng++] = (regime){.title = "same CPU", .server_cpu = a, .client_cpu = a};
+    }
+    for (int i = 0; i < ng; i++) run_regime(&g[i]);
+
+    char load1[64];
+    loadavg(load1, sizeof load1);
+    printf("Notes: uncontended, every client makes the same two round trips per cycle,\n"
+           "so the ratios compare each client's own cost on top of the kernel and the\n"
+           "server (the cpu column).  The library's cycle also draws a token from\n"
+           "getrandom and builds a handle; the raw floor replays one captured token.\n"
+           "Contended, every release wakes every waiting process, which all try again;\n"
+           "the releasing process, trying again at once, competes with them and often\n"
+           "wins (\"median handoff\" counts those too).  With 8 processes the CPU they\n"
+           "share is the bottleneck, and the RT figures divide by an idle round trip.\n"
+           "Load average at the end: %s (other work on the machine moves the numbers).\n\n",
+           load1);
+
+    printf("Targets%*s", 41, "");
+    for (int i = 0; i < ng; i++) printf(" %-17s", g[i].title);
+    printf("  target\n");
+    verdict_row("uncontended: resplock / raw floor", ">= 0.90x", g, ng, v_raw, "%.3fx", 1, 0.9);
+    verdict_row("uncontended: resplock / redis-py", ">= 3x", g, ng, v_py, "%.2fx", 1, 3);
+    verdict_row("contended, 8 processes: median handoff to other", "<= 3 RT", g, ng, v_cross,
+                "%.1f RT", 0, 3);
+    verdict_row("contended, 8 processes: median handoff (all)", "<= 3 RT", g, ng, v_all,
+                "%.1f RT", 0, 3);
+    verdict_row("(2 processes: median handoff to other)", "<= 3 RT", g, ng, v_two, "%.1f RT",
+                0, 3);
+    verdict_row("watchdog: batched / one call per lock", ">= 10x", g, ng, v_wd, "%.1fx", 1, 10);
+
+    ts_stop(server);
+    server = NULL;
+    rlk_buf_free(&cap.acquire);
+    rlk_buf_free(&cap.release);
+    printf("\nTotal time %.1f s.\n", (double)(now_ns() - t_start) * 1e-9);
+    return 0;
+}
