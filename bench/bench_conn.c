@@ -37,7 +37,11 @@
  * `bench_conn WORKLOAD CLIENT [N]` runs one client alone, for a profiler
  * (perf record, perf stat -e 'syscalls:*', valgrind --tool=callgrind).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* sched_setaffinity, in pin.h */
+#endif
 #include "resplock.h"
+#include "pin.h"
 #include "server.h"
 
 #include <hiredis.h>
@@ -590,6 +594,13 @@ int main(int argc, char **argv)
 
     server = ts_start(NULL);
     if (!server) die("cannot start redis-server");
+    /* Server on CPU 0, clients on CPU 1, as client and server on two
+     * machines would be; RLK_BENCH_PIN=0 leaves placement to the kernel
+     * (round trips then swing between two speeds). */
+    const char *pe = getenv("RLK_BENCH_PIN");
+    int pinned = !(pe && strcmp(pe, "0") == 0) && sysconf(_SC_NPROCESSORS_ONLN) >= 2;
+    if (pinned && (bench_pin(server->pid, 0) != 0 || bench_pin(0, 1) != 0))
+        die2("sched_setaffinity", strerror(errno));
 
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", server->port);
@@ -627,10 +638,11 @@ int main(int argc, char **argv)
 
     printf("resplock connection benchmark: resplock %s against a raw socket and hiredis %d.%d.%d\n"
            "server: %s %s on 127.0.0.1:%d, started by this program; %ld CPUs online,\n"
-           "load average %s at the start\n\n",
+           "load average %s at the start; %s\n\n",
            RLK_VERSION, HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
            info->server[0] ? info->server : "redis", info->version, server->port,
-           sysconf(_SC_NPROCESSORS_ONLN), load0);
+           sysconf(_SC_NPROCESSORS_ONLN), load0,
+           pinned ? "server pinned to CPU 0, clients to CPU 1" : "placement left to the kernel");
     printf("Each client keeps one connection to the same server.  After a warm-up, many\n"
            "short rounds; in each, every client does the same work in turn, the order\n"
            "rotating from round to round.  Shown per client: the median round's rate,\n"

@@ -54,6 +54,7 @@
  */
 #define _GNU_SOURCE 1 /* sched_setaffinity */
 #include "resplock.h"
+#include "pin.h"
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -168,25 +169,7 @@ static double quantile(const double *v, int n, double q)
 
 static char url[64];
 
-/* Pins every thread of process pid (0: this one) to one CPU. */
-static int pin(pid_t pid, int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (pid == 0) return sched_setaffinity(0, sizeof set, &set);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d) return -1;
-    struct dirent *e;
-    int r = 0;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof set, &set) != 0)
-            r = -1;
-    closedir(d);
-    return r;
-}
+#define pin bench_pin
 
 static rlk_client *new_client(const char *u)
 {

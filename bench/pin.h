@@ -1,0 +1,33 @@
+/* Pinning processes to CPUs, for benchmarks whose loopback round trips
+ * swing between two speeds as the kernel moves client and server between
+ * two CPUs (a shared CPU: one wake-up per hop; separate ones: two). */
+#ifndef RESPLOCK_BENCH_PIN_H
+#define RESPLOCK_BENCH_PIN_H
+
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+/* Pins every thread of process pid (0: this one) to one CPU. */
+static inline int bench_pin(pid_t pid, int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (pid == 0) return sched_setaffinity(0, sizeof set, &set);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    struct dirent *e;
+    int r = 0;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && sched_setaffinity(atoi(e->d_name), sizeof set, &set) != 0)
+            r = -1;
+    closedir(d);
+    return r;
+}
+
+#endif
