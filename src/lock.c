@@ -184,6 +184,7 @@ struct rlk_lock {
     int64_t valid_until;     /* monotonic ms */
     int64_t renew_at;
     int64_t lost_at;         /* report lost by then, before valid_until */
+    int64_t margin;          /* lost_at this long before valid_until; 0: default */
     uint64_t fence;
     int64_t holds;
     int watchdog;
@@ -527,8 +528,9 @@ static int64_t drift(const rlk_client *cl, int64_t ttl)
     return ttl / 100 + cl->cfg.drift_ms;
 }
 
-/* When to report a lost lock: a tenth of the TTL (at least 5 ms) before
- * its validity ends, so the holder still has time to stop. */
+/* When to report a lost lock, by default: a tenth of the TTL (at least
+ * 5 ms) before its validity ends, so the holder still has time to stop;
+ * rlk_lock_options.lost_margin_ms asks for more. */
 static int64_t lost_margin(int64_t ttl)
 {
     int64_t m = ttl / 10;
@@ -542,8 +544,13 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
     rlk_client *cl = l->cl;
     int64_t until = start + ttl - drift(cl, ttl);
     __atomic_store_n(&l->valid_until, until, __ATOMIC_RELAXED);
-    l->lost_at = until - lost_margin(ttl);
+    int64_t margin = l->margin > lost_margin(ttl) ? l->margin : lost_margin(ttl);
+    l->lost_at = until - margin;
     l->renew_at = start + ttl / cl->cfg.renew_divisor;
+    /* With a large margin, the first renewal must still come before the
+     * lock is reported lost. */
+    if (l->renew_at > l->lost_at - (l->lost_at - start) / 3)
+        l->renew_at = start + (l->lost_at - start) / 3;
 }
 
 /* ------------------------------------------------------------------ */
@@ -572,6 +579,7 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : DEFAULT_TTL_MS;
     l->watchdog = o->watchdog;
     l->on_lost = o->on_lost;
+    l->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
     l->ctx = o->ctx;
     return l;
 }

@@ -357,6 +357,10 @@ typedef struct rlk_lock_options {
      * _remaining_ms aside); set a flag for your own thread instead. */
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
+    /* Report the lock lost (and bound every renewal attempt) at least
+     * this long before its validity ends, for a holder that needs time to
+     * stop its work; 0: a tenth of the TTL, at least 5 ms. */
+    int64_t lost_margin_ms;
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL). */

@@ -84,3 +84,43 @@ rlk_redis_stop_all() {
   done
   RLK_REDIS_PIDS=()
 }
+
+# rlk_redis_kill PID [SIGNAL]
+#     kills a server this shell started (SIGKILL by default: a crash),
+#     reaps it, and takes it off the list rlk_redis_stop_all stops.
+rlk_redis_kill() {
+  local pid=$1 sig=${2:-KILL} p keep=()
+  kill -s CONT "$pid" 2>/dev/null   # a stopped server would not die of TERM
+  kill -s "$sig" "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  for p in "${RLK_REDIS_PIDS[@]}"; do [ "$p" = "$pid" ] || keep+=("$p"); done
+  RLK_REDIS_PIDS=("${keep[@]}")
+}
+
+# rlk_redis_restart NAME DIR PORT PID [extra redis-server args...]
+#     kills server PID (SIGKILL, as a crash) and starts a new, empty one on
+#     the same PORT with its files in DIR/NAME; sets RLK_REDIS_PORT and
+#     RLK_REDIS_PID; waits (with a deadline) until it answers PING.
+rlk_redis_restart() {
+  local name=$1 dir=$2 port=$3 old=$4; shift 4
+  local pid deadline
+  rlk_redis_kill "$old"
+  mkdir -p "$dir/$name"
+  deadline=$((SECONDS + 10))
+  while [ $SECONDS -lt $deadline ]; do
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$dir/$name" --logfile "$dir/$name/redis.log" "$@" &
+    pid=$!
+    while [ $SECONDS -lt $deadline ]; do
+      if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+        RLK_REDIS_PORT=$port RLK_REDIS_PID=$pid
+        RLK_REDIS_PIDS+=("$pid")
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break   # exited: the port is not free yet
+      sleep 0.02
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  return 1
+}

@@ -106,6 +106,7 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
         argv += optind;
         argc -= optind;
     }
+    if (got > 0 && !*pos[0]) return cli_usage_error("the lock NAME is empty");
     return got == npos ? 0 : -1;
 }
 
@@ -162,7 +163,7 @@ static void init_args(lock_args *a)
 }
 
 static int acquire(rlk_client *cl, const char *name, const lock_args *a, int watchdog,
-                   void (*on_lost)(void *, rlk_lock *), void *ctx, rlk_lock **l)
+                   void (*on_lost)(void *, rlk_lock *), int64_t margin, rlk_lock **l)
 {
     rlk_lock_options lo;
     rlk_lock_options_init(&lo);
@@ -170,7 +171,7 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     lo.wait_ms = a->wait_ms;
     lo.watchdog = watchdog;
     lo.on_lost = on_lost;
-    lo.ctx = ctx;
+    lo.lost_margin_ms = margin;
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
     if (r == RLK_OK)
@@ -225,8 +226,11 @@ int cmd_run(cli_opts *o, int argc, char **argv)
 
     /* Between the first failed renewal (at ttl/3) and the end of the
      * validity, SIGTERM, the grace and a safety margin must fit. */
-    int64_t safety = a.ttl_ms / 50 < 50 ? 50 : a.ttl_ms / 50;
+    int64_t safety = a.ttl_ms / 20 < 100 ? 100 : a.ttl_ms / 20;
     int64_t room = a.ttl_ms - a.ttl_ms / 3 - a.ttl_ms / 100 - 2 - safety;
+    if (room <= 0)
+        return cli_usage_error("--ttl %" PRId64 "ms is too short for run: the lock could run out "
+                               "before COMMAND is stopped", a.ttl_ms);
     if (a.kill_after_ms < 0) {
         a.kill_after_ms = DEFAULT_KILL_AFTER_MS;
         if (a.kill_after_ms > room / 2) a.kill_after_ms = room / 2 > 0 ? room / 2 : 0;
@@ -240,7 +244,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     rlk_client *cl = lock_client(o, &status);
     if (!cl) return cli_exit_for(status);
     rlk_lock *l;
-    r = acquire(cl, name, &a, 1, on_lost, NULL, &l);
+    /* The library reports the loss, and bounds each renewal attempt, in
+     * time for SIGTERM, the grace and the margin: a renewal stuck on a
+     * frozen server cannot delay the SIGKILL past the lock's validity. */
+    r = acquire(cl, name, &a, 1, on_lost, a.kill_after_ms + safety, &l);
     if (r != RLK_OK) {
         int code = lock_failure(cl, r, &a);
         rlk_client_free(cl);
@@ -369,43 +376,58 @@ int cmd_run(cli_opts *o, int argc, char **argv)
 /* ------------------------------------------------------------------ */
 /* acquire, release, extend, status                                     */
 
+/* The common start of acquire, release, extend and status: the words and
+ * options (and extend's DURATION, the last word, when duration is not
+ * NULL), then a connected client.  0 with *cl set, or an exit code. */
+static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **pos, int npos,
+                 const char *usage, int64_t *duration, rlk_client **cl)
+{
+    char **extra;
+    init_args(a);
+    int r = parse_args(o, a, argc, argv, pos, npos, &extra);
+    if (r > 0) return r;
+    if (r < 0 || extra) return cli_usage_error("usage: resplock %s", usage);
+    /* A usage error, even when the server cannot be reached. */
+    if (duration && duration_opt("DURATION", pos[npos - 1], duration, 0) < 0) return CLI_EX_USAGE;
+    int status;
+    *cl = lock_client(o, &status);
+    return *cl ? 0 : cli_exit_for(status);
+}
+
 int cmd_acquire(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
-    init_args(&a);
     const char *pos[1];
-    char **extra;
-    int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
-    if (r > 0) return r;
-    if (r < 0 || extra) return cli_usage_error("usage: resplock acquire NAME [options]");
-    int status;
-    rlk_client *cl = lock_client(o, &status);
-    if (!cl) return cli_exit_for(status);
+    rlk_client *cl;
+    int r = begin(o, &a, argc, argv, pos, 1, "acquire NAME [options]", NULL, &cl);
+    if (r) return r;
     rlk_lock *l;
-    r = acquire(cl, pos[0], &a, 0, NULL, NULL, &l);
+    r = acquire(cl, pos[0], &a, 0, NULL, 0, &l);
     if (r != RLK_OK) {
         int code = lock_failure(cl, r, &a);
         rlk_client_free(cl);
         return code;
     }
     printf("%s %" PRIu64 "\n", rlk_lock_token(l), rlk_lock_fence(l));
+    if (fflush(stdout) != 0) {
+        /* Nobody learns the token: do not leave the lock held. */
+        cli_err("cannot write the token: %s; releasing '%s'", strerror(errno), pos[0]);
+        rlk_lock_release(l);
+        rlk_client_free(cl);
+        return CLI_EX_SOFTWARE;
+    }
     rlk_lock_forget(l);
     rlk_client_free(cl);
-    return fflush(stdout) == 0 ? 0 : CLI_EX_SOFTWARE;
+    return 0;
 }
 
 int cmd_release(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
-    init_args(&a);
     const char *pos[2];
-    char **extra;
-    int r = parse_args(o, &a, argc, argv, pos, 2, &extra);
-    if (r > 0) return r;
-    if (r < 0 || extra) return cli_usage_error("usage: resplock release NAME TOKEN");
-    int status;
-    rlk_client *cl = lock_client(o, &status);
-    if (!cl) return cli_exit_for(status);
+    rlk_client *cl;
+    int r = begin(o, &a, argc, argv, pos, 2, "release NAME TOKEN", NULL, &cl);
+    if (r) return r;
     r = rlk_release_token(cl, pos[0], pos[1]);
     int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
     if (r == RLK_OK) cli_verbose("released '%s'", pos[0]);
@@ -416,18 +438,11 @@ int cmd_release(cli_opts *o, int argc, char **argv)
 int cmd_extend(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
-    init_args(&a);
     const char *pos[3];
-    char **extra;
-    int r = parse_args(o, &a, argc, argv, pos, 3, &extra);
-    if (r > 0) return r;
-    if (r < 0 || extra) return cli_usage_error("usage: resplock extend NAME TOKEN DURATION [--add]");
-    int64_t ms;
-    if (duration_opt("DURATION", pos[2], &ms, 0) < 0) return CLI_EX_USAGE;
-    int status;
-    rlk_client *cl = lock_client(o, &status);
-    if (!cl) return cli_exit_for(status);
-    int64_t after = 0;
+    rlk_client *cl;
+    int64_t ms, after = 0;
+    int r = begin(o, &a, argc, argv, pos, 3, "extend NAME TOKEN DURATION [--add]", &ms, &cl);
+    if (r) return r;
     r = rlk_extend_token(cl, pos[0], pos[1], ms, a.add ? RLK_EXTEND_ADD : RLK_EXTEND_SET, &after);
     int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
     if (r == RLK_OK) cli_verbose("'%s' now expires in %" PRId64 " ms", pos[0], after);
@@ -438,15 +453,10 @@ int cmd_extend(cli_opts *o, int argc, char **argv)
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
-    init_args(&a);
     const char *pos[1];
-    char **extra;
-    int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
-    if (r > 0) return r;
-    if (r < 0 || extra) return cli_usage_error("usage: resplock status NAME");
-    int status;
-    rlk_client *cl = lock_client(o, &status);
-    if (!cl) return cli_exit_for(status);
+    rlk_client *cl;
+    int r = begin(o, &a, argc, argv, pos, 1, "status NAME", NULL, &cl);
+    if (r) return r;
     rlk_lock_status st;
     r = rlk_lock_get_status(cl, pos[0], &st);
     if (r != RLK_OK) {
