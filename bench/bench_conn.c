@@ -42,6 +42,7 @@
 #endif
 #include "resplock.h"
 #include "pin.h"
+#include "raw.h"
 #include "server.h"
 
 #include <hiredis.h>
@@ -125,29 +126,14 @@ static const char extend_lua[] =
 
 static int raw_connect(int port)
 {
-    struct sockaddr_in a;
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) die2("socket", strerror(errno));
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) die2("raw connect", strerror(errno));
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-        die2("TCP_NODELAY", strerror(errno));
+    int fd = bench_raw_connect(port);
+    if (fd < 0) die2("raw connect", strerror(errno));
     return fd;
 }
 
 static void raw_write_all(int fd, const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) die2("raw write", w < 0 ? strerror(errno) : "closed");
-        p += w;
-        n -= (size_t)w;
-    }
+    if (bench_raw_write_all(fd, p, n) != 0) die2("raw write", errno ? strerror(errno) : "closed");
 }
 
 /* One request, then reads until the expected reply's length and checks

@@ -55,6 +55,7 @@
 #define _GNU_SOURCE 1 /* sched_setaffinity */
 #include "resplock.h"
 #include "pin.h"
+#include "raw.h"
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -199,29 +200,14 @@ static void acquire_release(rlk_client *cl, const char *name)
 
 static int raw_connect(int port)
 {
-    struct sockaddr_in a;
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) die2("socket", strerror(errno));
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) die2("raw connect", strerror(errno));
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
-        die2("TCP_NODELAY", strerror(errno));
+    int fd = bench_raw_connect(port);
+    if (fd < 0) die2("raw connect", strerror(errno));
     return fd;
 }
 
 static void write_all(int fd, const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) die2("write", w < 0 ? strerror(errno) : "closed");
-        p += w;
-        n -= (size_t)w;
-    }
+    if (bench_raw_write_all(fd, p, n) != 0) die2("write", errno ? strerror(errno) : "closed");
 }
 
 /* Sends req, reads a reply of exactly `lines` lines (CRLF-terminated,
