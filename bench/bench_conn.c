@@ -85,17 +85,6 @@ static double cpu_now(void)
 
 static ts_server *server;
 
-/* The 1, 5 and 15 minute load averages, or "unknown". */
-static void loadavg(char *out, size_t cap)
-{
-    double l[3];
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
-        snprintf(out, cap, "%.2f %.2f %.2f", l[0], l[1], l[2]);
-    else
-        snprintf(out, cap, "unknown");
-    if (f) fclose(f);
-}
 
 static void die(const char *what)
 {
@@ -620,7 +609,7 @@ int main(int argc, char **argv)
     char rlk_proto[8];
     snprintf(rlk_proto, sizeof rlk_proto, "RESP%d", info->protocol);
     char load0[64];
-    loadavg(load0, sizeof load0);
+    bench_loadavg(load0, sizeof load0);
 
     printf("resplock connection benchmark: resplock %s against a raw socket and hiredis %d.%d.%d\n"
            "server: %s %s on 127.0.0.1:%d, started by this program; %ld CPUs online,\n"
@@ -688,7 +677,7 @@ int main(int argc, char **argv)
            paired_ratio(&pipe[1], &pipe[3]));
 
     char load1[64];
-    loadavg(load1, sizeof load1);
+    bench_loadavg(load1, sizeof load1);
     printf("\n  Notes: round trips are counted in calls per second, the pipelines in SETs\n"
            "  per second.  The raw pipeline sends bytes encoded before timing, in 64 KiB\n"
            "  writes, taking the replies that have come between them; resplock and\n"

@@ -114,16 +114,6 @@ static double cpu_now(void)
 static ts_server *server;
 static pid_t main_pid;
 
-static void loadavg(char *out, size_t cap)
-{
-    double l[3];
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
-        snprintf(out, cap, "%.2f %.2f %.2f", l[0], l[1], l[2]);
-    else
-        snprintf(out, cap, "unknown");
-    if (f) fclose(f);
-}
 
 static void die(const char *what)
 {
@@ -1093,7 +1083,7 @@ int main(void)
     snprintf(srv, sizeof srv, "%s %s", info->server[0] ? info->server : "redis", info->version);
     rlk_client_free(probe);
     have_py = have_redis_py(pyver, sizeof pyver);
-    loadavg(load0, sizeof load0);
+    bench_loadavg(load0, sizeof load0);
     capture(server->port, &cap);
 
     printf("resplock lock benchmark: resplock %s against a raw socket and redis-py %s\n"
@@ -1155,7 +1145,7 @@ int main(void)
     for (int i = 0; i < ng; i++) run_regime(&g[i]);
 
     char load1[64];
-    loadavg(load1, sizeof load1);
+    bench_loadavg(load1, sizeof load1);
     printf("Notes: uncontended, every client makes the same two round trips per cycle,\n"
            "so the ratios compare each client's own cost on top of the kernel and the\n"
            "server (the cpu column).  The library's cycle also draws a token from\n"

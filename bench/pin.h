@@ -1,6 +1,7 @@
-/* Pinning processes to CPUs, for benchmarks whose loopback round trips
- * swing between two speeds as the kernel moves client and server between
- * two CPUs (a shared CPU: one wake-up per hop; separate ones: two). */
+/* Where a benchmark runs: pinning processes to CPUs, for benchmarks whose
+ * loopback round trips swing between two speeds as the kernel moves client
+ * and server between two CPUs (a shared CPU: one wake-up per hop;
+ * separate ones: two), and the load that other work puts on the machine. */
 #ifndef RESPLOCK_BENCH_PIN_H
 #define RESPLOCK_BENCH_PIN_H
 
@@ -28,6 +29,18 @@ static inline int bench_pin(pid_t pid, int cpu)
             r = -1;
     closedir(d);
     return r;
+}
+
+/* The 1, 5 and 15 minute load averages, or "unknown". */
+static inline void bench_loadavg(char *out, size_t cap)
+{
+    double l[3];
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) == 3)
+        snprintf(out, cap, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+    else
+        snprintf(out, cap, "unknown");
+    if (f) fclose(f);
 }
 
 #endif

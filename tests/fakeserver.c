@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* accept4, pipe2 */
 #endif
 #include "fakeserver.h"
+#include "server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,21 +42,14 @@ struct fake_conn {
     char *args; /* storage for argv */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd, or stop, up to ms (-1: none).  1 ready, 0
  * timeout, -1 stopping or error. */
 static int wait_fd(fake_server *fs, int fd, short events, int ms)
 {
-    int64_t deadline = ms < 0 ? -1 : now_ms() + ms;
+    int64_t deadline = ms < 0 ? -1 : ts_now_ms() + ms;
     for (;;) {
         struct pollfd p[2];
-        int left = deadline < 0 ? -1 : (int)(deadline - now_ms()), r;
+        int left = deadline < 0 ? -1 : (int)(deadline - ts_now_ms()), r;
         if (deadline >= 0 && left < 0) left = 0;
         p[0].fd = fs->stop_pipe[0];
         p[0].events = POLLIN;
@@ -66,7 +60,7 @@ static int wait_fd(fake_server *fs, int fd, short events, int ms)
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 || p[0].revents) return -1;
         if (r > 0) return 1;
-        if (deadline >= 0 && now_ms() >= deadline) return 0;
+        if (deadline >= 0 && ts_now_ms() >= deadline) return 0;
     }
 }
 
@@ -176,7 +170,7 @@ static int parse_command(fake_conn *c, size_t *used)
 
 int fake_read_command(fake_conn *c, char ***argv, int ms, int *bad)
 {
-    int64_t deadline = ms < 0 ? -1 : now_ms() + ms;
+    int64_t deadline = ms < 0 ? -1 : ts_now_ms() + ms;
     if (bad) *bad = 0;
     for (;;) {
         size_t used = 0;
@@ -193,7 +187,7 @@ int fake_read_command(fake_conn *c, char ***argv, int ms, int *bad)
             return -1;
         }
         r = fake_recv(c, c->buf + c->len, sizeof c->buf - c->len,
-                      deadline < 0 ? -1 : (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+                      deadline < 0 ? -1 : (int)(deadline - ts_now_ms() > 0 ? deadline - ts_now_ms() : 0));
         if (r <= 0) return r == 0 ? 0 : -1;
         c->len += (size_t)r;
     }
@@ -338,18 +332,7 @@ static fake_server *start(fake_behaviour fn, void *arg, int ipv6)
     fs->arg = arg;
     fs->stop_pipe[0] = fs->stop_pipe[1] = -1;
     pthread_mutex_init(&fs->lock, NULL);
-    memset(&ss, 0, sizeof ss);
-    if (ipv6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
+    len = ts_loopback(ipv6, &ss);
     fs->listen_fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fs->listen_fd < 0) goto fail;
     setsockopt(fs->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

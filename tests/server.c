@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -36,10 +37,36 @@ static char certs_dir[512];
 static char *cert_paths[64];
 static int ncert_paths;
 
-static void pause_ms(int ms)
+void ts_pause_ms(int ms)
 {
-    /* The polling interval of a deadline loop, not a synchronisation. */
     poll(NULL, 0, ms);
+}
+
+int64_t ts_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ts_contains(const char *s, const char *needle)
+{
+    return s && strstr(s, needle) != NULL;
+}
+
+socklen_t ts_loopback(int ipv6, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (ipv6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        return sizeof *a;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)ss;
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return sizeof *a;
 }
 
 static void remove_tree(const char *path)
@@ -100,18 +127,7 @@ int ts_free_port(int ipv6)
     socklen_t len;
     int fd, port = -1;
 
-    memset(&ss, 0, sizeof ss);
-    if (ipv6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_loopback;
-        len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *a;
-    }
+    len = ts_loopback(ipv6, &ss);
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     if (bind(fd, (struct sockaddr *)&ss, len) == 0 &&
@@ -333,7 +349,7 @@ static int launch(ts_server *s)
             return -1;
         }
         if (ping_once(s, 1000) == 0) return 1;
-        pause_ms(10);
+        ts_pause_ms(10);
     }
     fprintf(stderr, "test server: redis-server on port %d did not answer PING within %d ms\n",
             s->port, START_TIMEOUT_MS);
@@ -413,7 +429,7 @@ int ts_halt(ts_server *s)
                 ;
             break;
         }
-        pause_ms(5);
+        ts_pause_ms(5);
     }
     s->pid = -1;
     return 0;
@@ -430,7 +446,7 @@ int ts_start_again(ts_server *s)
         int r = launch(s);
         if (r == 1) return 0;
         if (r < 0) return -1;
-        pause_ms(20);
+        ts_pause_ms(20);
     }
     fprintf(stderr, "test server: port %d stayed taken\n", s->port);
     return -1;

@@ -13,6 +13,9 @@
  * the server's log) and return NULL or -1.
  */
 #ifndef RESPLOCK_TEST_SERVER_H
+#include <stdint.h>
+#include <sys/socket.h>
+
 #define RESPLOCK_TEST_SERVER_H
 
 #include <sys/types.h>
@@ -62,6 +65,17 @@ int ts_free_port(int ipv6);
 
 /* 1 when this machine can listen on ::1. */
 int ts_have_ipv6(void);
+
+/* Helpers the test programs share. */
+/* Monotonic clock in milliseconds. */
+int64_t ts_now_ms(void);
+/* The polling interval of a deadline loop, not a synchronisation. */
+void ts_pause_ms(int ms);
+/* Non-zero when s is not NULL and contains needle. */
+int ts_contains(const char *s, const char *needle);
+/* The loopback address (::1 when ipv6, else 127.0.0.1), port 0, in *ss;
+ * returns its length. */
+socklen_t ts_loopback(int ipv6, struct sockaddr_storage *ss);
 
 /* The directory of certificates made by tests/gen-certs.sh (made on the
  * first call, removed at exit), or NULL when that failed.  The script is

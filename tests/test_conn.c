@@ -35,23 +35,6 @@
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The polling interval of a deadline loop, not a synchronisation. */
-static void pause_ms(int ms)
-{
-    poll(NULL, 0, ms);
-}
-
-static int contains(const char *s, const char *needle)
-{
-    return s && strstr(s, needle) != NULL;
-}
 
 /* A counting allocator for the library: live and peak bytes, so tests
  * can tell that a hostile reply did not make the library hold much. */
@@ -455,8 +438,8 @@ static void test_tcp_handshake(void)
     CHECK_STR(v, "conn-test-1");
     v = CMD(c, "CLIENT", "INFO");
     copy_reply(buf, sizeof buf, v);
-    CHECK_MSG(contains(buf, "name=conn-test-1 "), "CLIENT INFO: %s", buf);
-    CHECK_MSG(contains(buf, "resp=3"), "CLIENT INFO: %s", buf);
+    CHECK_MSG(ts_contains(buf, "name=conn-test-1 "), "CLIENT INFO: %s", buf);
+    CHECK_MSG(ts_contains(buf, "resp=3"), "CLIENT INFO: %s", buf);
 
     /* Replies are RESP3: a map for HGETALL, a double, a null. */
     CMD(c, "DEL", "h");
@@ -469,7 +452,7 @@ static void test_tcp_handshake(void)
     /* A server error is a reply, and the connection goes on. */
     CHECK_STR(CMD(c, "SET", "str", "abc"), "OK");
     v = CMD(c, "INCR", "str");
-    CHECK(is_err(v) && v->len > 0 && contains(v->str, "not an integer"));
+    CHECK(is_err(v) && v->len > 0 && ts_contains(v->str, "not an integer"));
     CHECK_EQ_INT(rlk_conn_is_connected(c), 1);
     CHECK_STR(CMD(c, "PING"), "PONG");
 
@@ -576,8 +559,8 @@ static void test_ipv6(void)
     c = CONNECT(url);
     if (!c) return;
     snprintf(peer, sizeof peer, ":%d", v6_srv->port);
-    CHECK_MSG(contains(rlk_conn_get_info(c)->peer, "::1") &&
-                  contains(rlk_conn_get_info(c)->peer, peer),
+    CHECK_MSG(ts_contains(rlk_conn_get_info(c)->peer, "::1") &&
+                  ts_contains(rlk_conn_get_info(c)->peer, peer),
               "peer %s", rlk_conn_get_info(c)->peer);
     CHECK_EQ_INT(rlk_conn_get_info(c)->protocol, 3);
     CHECK_EQ_INT(rlk_conn_get_info(c)->db, 2);
@@ -601,7 +584,7 @@ static void test_unix_socket(void)
     CHECK_EQ_INT(rlk_conn_get_info(c)->db, 0);
     CHECK_STR(CMD(c, "PING"), "PONG");
     v = CMD(c, "CLIENT", "INFO");
-    CHECK_MSG(v && contains(v->str, "flags=U"), "CLIENT INFO over a Unix socket: %.*s",
+    CHECK_MSG(v && ts_contains(v->str, "flags=U"), "CLIENT INFO over a Unix socket: %.*s",
               v ? (int)v->len : 0, v ? v->str : "");
     rlk_conn_free(c);
 
@@ -658,11 +641,11 @@ static void test_connect_errors(void)
     cfg_init(&cfg, url);
     c = rlk_conn_new(&cfg);
     if (!CHECK(c != NULL)) return;
-    start = now_ms();
+    start = ts_now_ms();
     rc = rlk_conn_connect(c);
     CHECK_EQ_INT(rc, RLK_ERR_CONNECT);
     snprintf(want, sizeof want, "127.0.0.1:%d", port);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), want) && contains(rlk_conn_errmsg(c), "refused"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), want) && ts_contains(rlk_conn_errmsg(c), "refused"),
               "errmsg: %s", rlk_conn_errmsg(c));
     CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     CHECK_EQ_U64(rlk_conn_generation(c), 0);
@@ -674,12 +657,12 @@ static void test_connect_errors(void)
     cfg.backoff_max_ms = 40;
     c = rlk_conn_new(&cfg);
     if (!CHECK(c != NULL)) return;
-    start = now_ms();
+    start = ts_now_ms();
     rc = STATUS(c, &v, "PING");
     CHECK_EQ_INT(rc, RLK_ERR_CONNECT);
     CHECK(v == NULL);
-    CHECK_MSG(now_ms() - start >= 20 && now_ms() - start < 2000, "took %lld ms",
-              (long long)(now_ms() - start));
+    CHECK_MSG(ts_now_ms() - start >= 20 && ts_now_ms() - start < 2000, "took %lld ms",
+              (long long)(ts_now_ms() - start));
     rlk_conn_free(c);
 
     /* A bad URL: RLK_ERR_URL with a reason, and no password in it. */
@@ -688,8 +671,8 @@ static void test_connect_errors(void)
     if (!CHECK(c != NULL)) return;
     rc = rlk_conn_connect(c);
     CHECK_EQ_INT(rc, RLK_ERR_URL);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "port"), "errmsg: %s", rlk_conn_errmsg(c));
-    CHECK(!contains(rlk_conn_errmsg(c), "s3cretpw"));
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "port"), "errmsg: %s", rlk_conn_errmsg(c));
+    CHECK(!ts_contains(rlk_conn_errmsg(c), "s3cretpw"));
     CHECK_EQ_INT(STATUS(c, &v, "PING"), RLK_ERR_URL);
     rlk_conn_free(c);
 }
@@ -736,12 +719,12 @@ static void test_auth_password(void)
     if (CHECK(c != NULL)) {
         rc = rlk_conn_connect(c);
         CHECK_EQ_INT(rc, RLK_ERR_AUTH);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
-        CHECK(!contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK(!ts_contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
         CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
         /* A command does not retry what cannot succeed. */
         CHECK_EQ_INT(STATUS(c, &v, "PING"), RLK_ERR_AUTH);
-        CHECK(!contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
+        CHECK(!ts_contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
     }
     rlk_conn_free(c);
     cfg.protocol = 2;
@@ -749,8 +732,8 @@ static void test_auth_password(void)
     if (CHECK(c != NULL)) {
         rc = rlk_conn_connect(c);
         CHECK_EQ_INT(rc, RLK_ERR_AUTH);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
-        CHECK(!contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK(!ts_contains(rlk_conn_errmsg(c), "wrong-pw-xyz"));
     }
     rlk_conn_free(c);
 
@@ -761,7 +744,7 @@ static void test_auth_password(void)
     if (CHECK(c != NULL)) {
         rc = rlk_conn_connect(c);
         CHECK_EQ_INT(rc, RLK_ERR_AUTH);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "NOAUTH"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "NOAUTH"), "errmsg: %s", rlk_conn_errmsg(c));
         CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     }
     rlk_conn_free(c);
@@ -772,7 +755,7 @@ static void test_auth_password(void)
     if (CHECK(c != NULL)) {
         rc = rlk_conn_connect(c);
         CHECK_EQ_INT(rc, RLK_ERR_AUTH);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "NOAUTH"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "NOAUTH"), "errmsg: %s", rlk_conn_errmsg(c));
     }
     rlk_conn_free(c);
 }
@@ -817,8 +800,8 @@ static void test_auth_acl_user(void)
     if (CHECK(c != NULL)) {
         rc = rlk_conn_connect(c);
         CHECK_EQ_INT(rc, RLK_ERR_AUTH);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
-        CHECK(!contains(rlk_conn_errmsg(c), "not-her-secret"));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "WRONGPASS"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK(!ts_contains(rlk_conn_errmsg(c), "not-her-secret"));
     }
     rlk_conn_free(c);
     /* A user name without a password authenticates nobody: the
@@ -877,8 +860,8 @@ static void test_select_db(void)
     if (!CHECK(c != NULL)) return;
     rc = rlk_conn_connect(c);
     CHECK_EQ_INT(rc, RLK_ERR_SERVER);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "SELECT") &&
-                  contains(rlk_conn_errmsg(c), "out of range"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "SELECT") &&
+                  ts_contains(rlk_conn_errmsg(c), "out of range"),
               "errmsg: %s", rlk_conn_errmsg(c));
     CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     rlk_conn_free(c);
@@ -909,8 +892,8 @@ static void test_protocol2_real(void)
     v = CMD(c, "CLIENT", "INFO");
     copy_reply(buf, sizeof buf, v);
     CHECK(v && v->type == RLK_RESP_BULK);
-    CHECK_MSG(contains(buf, "resp=2") && contains(buf, "name=resp2-client ") &&
-                  contains(buf, "db=4"),
+    CHECK_MSG(ts_contains(buf, "resp=2") && ts_contains(buf, "name=resp2-client ") &&
+                  ts_contains(buf, "db=4"),
               "CLIENT INFO: %s", buf);
     CMD(c, "DEL", "h2");
     CHECK_INT(CMD(c, "HSET", "h2", "f", "v"), 1);
@@ -994,10 +977,10 @@ static void test_resp2_fallback(void)
     if (!CHECK(c != NULL)) goto out;
     rc = rlk_conn_connect(c);
     CHECK_EQ_INT(rc, RLK_ERR_SERVER);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "HELLO") &&
-                  contains(rlk_conn_errmsg(c), "unknown command"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "HELLO") &&
+                  ts_contains(rlk_conn_errmsg(c), "unknown command"),
               "errmsg: %s", rlk_conn_errmsg(c));
-    CHECK(!contains(rlk_conn_errmsg(c), "pass"));
+    CHECK(!ts_contains(rlk_conn_errmsg(c), "pass"));
 out:
     rlk_conn_free(c);
     fake_stop(fs);
@@ -1041,7 +1024,7 @@ static void test_tls_ok(void)
     rc = rlk_conn_connect(c);
     if (CHECK_MSG(rc == RLK_OK, "%d %s", rc, rlk_conn_errmsg(c))) {
         const rlk_conn_info *info = rlk_conn_get_info(c);
-        CHECK(info->tls_version != NULL && contains(info->tls_version, "TLS"));
+        CHECK(info->tls_version != NULL && ts_contains(info->tls_version, "TLS"));
         CHECK(info->tls_cipher != NULL && info->tls_cipher[0]);
         CHECK_EQ_INT(info->protocol, 3);
         CHECK_EQ_INT(info->db, 1);
@@ -1092,11 +1075,11 @@ static void test_tls_mutual(void)
     cfg.reconnect_attempts = -1;
     c = rlk_conn_new(&cfg);
     if (!CHECK(c != NULL)) return;
-    start = now_ms();
+    start = ts_now_ms();
     rc = rlk_conn_connect(c);
     CHECK_MSG(rc == RLK_ERR_TLS || rc == RLK_ERR_IO, "rc %d: %s", rc, rlk_conn_errmsg(c));
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "certificate"), "errmsg: %s", rlk_conn_errmsg(c));
-    CHECK(now_ms() - start < TLS_DEADLINE_MS);
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "certificate"), "errmsg: %s", rlk_conn_errmsg(c));
+    CHECK(ts_now_ms() - start < TLS_DEADLINE_MS);
     CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     rlk_conn_free(c);
 }
@@ -1115,13 +1098,13 @@ static void expect_fail(const char *url, const char *ca, int deadline_ms, int rc
     cfg.connect_timeout_ms = deadline_ms;
     c = rlk_conn_new(&cfg);
     if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return;
-    start = now_ms();
+    start = ts_now_ms();
     rc = rlk_conn_connect(c);
-    took = now_ms() - start;
+    took = ts_now_ms() - start;
     tl_ok(rc == rc1 || rc == rc2, __FILE__, line, "%s: rc %d, want %d or %d (%s)", url, rc, rc1,
           rc2, rlk_conn_errmsg(c));
     if (want)
-        tl_ok(contains(rlk_conn_errmsg(c), want), __FILE__, line, "errmsg \"%s\", want \"%s\"",
+        tl_ok(ts_contains(rlk_conn_errmsg(c), want), __FILE__, line, "errmsg \"%s\", want \"%s\"",
               rlk_conn_errmsg(c), want);
     else
         tl_ok(rlk_conn_errmsg(c)[0] != '\0', __FILE__, line, "no message");
@@ -1251,13 +1234,13 @@ static void test_hostile_drip(void)
     int64_t start, took;
     int rc;
     if (hostile_start(&h, 500, 0)) {
-        start = now_ms();
+        start = ts_now_ms();
         rc = STATUS(h.c, &v, "DRIP", "+a reply that takes two seconds to arrive\r\n");
-        took = now_ms() - start;
+        took = ts_now_ms() - start;
         CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
         CHECK(v == NULL);
         CHECK_MSG(took >= 450 && took < 500 + MARGIN_MS, "took %lld ms", (long long)took);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "timed out"), "errmsg: %s",
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "timed out"), "errmsg: %s",
                   rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         /* The next command is on a new connection, not the dripping one. */
@@ -1279,8 +1262,8 @@ static void test_hostile_big_bulk(void)
         rc = STATUS(h.c, &v, "BIGBULK");
         CHECK_EQ_INT(rc, RLK_ERR_LIMIT);
         CHECK(v == NULL);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "2000000") &&
-                      contains(rlk_conn_errmsg(h.c), "limit"),
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "2000000") &&
+                      ts_contains(rlk_conn_errmsg(h.c), "limit"),
                   "errmsg: %s", rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         CHECK_MSG(mem_peak - base < 256 * 1024, "the library held %lld bytes",
@@ -1319,7 +1302,7 @@ static void test_hostile_garbage(void)
         rc = STATUS(h.c, &v, "RAW", "@@@\r\n");
         CHECK_EQ_INT(rc, RLK_ERR_PROTO);
         CHECK(v == NULL);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "protocol error"), "errmsg: %s",
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "protocol error"), "errmsg: %s",
                   rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         /* The next command goes to a new connection. */
@@ -1338,7 +1321,7 @@ static void test_hostile_close_mid_reply(void)
         rc = STATUS(h.c, &v, "CLOSE", "$10\r\nabc");
         CHECK_EQ_INT(rc, RLK_ERR_IO);
         CHECK(v == NULL);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "closed"), "errmsg: %s", rlk_conn_errmsg(h.c));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "closed"), "errmsg: %s", rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         /* Not sent again: the fake saw it once, on one connection. */
         CHECK_EQ_INT(log_count(&h.log, "CLOSE $10\r\nabc"), 1);
@@ -1367,18 +1350,18 @@ static void test_hostile_pipeline(void)
         reqs[0] = (rlk_request){NULL, 0, 1, ping, NULL};
         reqs[1] = (rlk_request){NULL, 0, 1, hold, NULL};
         reqs[2] = (rlk_request){NULL, 0, 1, ping, NULL};
-        start = now_ms();
+        start = ts_now_ms();
         rc = rlk_conn_pipeline(h.c, 3, reqs, replies);
-        took = now_ms() - start;
+        took = ts_now_ms() - start;
         CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
         CHECK_MSG(took >= 250 && took < 300 + MARGIN_MS, "took %lld ms", (long long)took);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "1 of 3"), "errmsg: %s", rlk_conn_errmsg(h.c));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "1 of 3"), "errmsg: %s", rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
 
         reqs[1] = (rlk_request){NULL, 0, 2, cut, NULL};
         rc = rlk_conn_pipeline(h.c, 3, reqs, replies);
         CHECK_EQ_INT(rc, RLK_ERR_IO);
-        CHECK_MSG(contains(rlk_conn_errmsg(h.c), "closed"), "errmsg: %s", rlk_conn_errmsg(h.c));
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(h.c), "closed"), "errmsg: %s", rlk_conn_errmsg(h.c));
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         /* Neither pipeline was sent twice. */
         CHECK_EQ_INT(log_count(&h.log, "HOLD"), 1);
@@ -1422,18 +1405,18 @@ static void test_push_handler_closes(void)
 
     rc = rlk_conn_command(c, &v, 2, push, NULL);
     CHECK_EQ_INT(rc, RLK_ERR_CLOSED);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "push handler"), "errmsg: %s", rlk_conn_errmsg(c));
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "push handler"), "errmsg: %s", rlk_conn_errmsg(c));
     CHECK_EQ_INT(calls, 1);
 
     CHECK_EQ_INT(rlk_conn_reconnect(c), RLK_OK);
     reqs[0] = (rlk_request){NULL, 0, 1, ping, NULL};
     reqs[1] = (rlk_request){NULL, 0, 2, push, NULL};
     reqs[2] = (rlk_request){NULL, 0, 1, ping, NULL};
-    start = now_ms();
+    start = ts_now_ms();
     rc = rlk_conn_pipeline(c, 3, reqs, replies);
     CHECK_EQ_INT(rc, RLK_ERR_CLOSED);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "push handler"), "errmsg: %s", rlk_conn_errmsg(c));
-    CHECK(now_ms() - start < LONG_MS / 2);
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "push handler"), "errmsg: %s", rlk_conn_errmsg(c));
+    CHECK(ts_now_ms() - start < LONG_MS / 2);
     CHECK_EQ_INT(calls, 2);
     CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
 out:
@@ -1457,13 +1440,13 @@ static void test_handshake_deadline(void)
     cfg.connect_timeout_ms = 500;
     c = rlk_conn_new(&cfg);
     if (CHECK(c != NULL)) {
-        start = now_ms();
+        start = ts_now_ms();
         rc = rlk_conn_connect(c);
-        took = now_ms() - start;
+        took = ts_now_ms() - start;
         CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
         CHECK_MSG(took >= 450 && took < 500 + MARGIN_MS, "took %lld ms", (long long)took);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "HELLO") &&
-                      contains(rlk_conn_errmsg(c), "timed out"),
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "HELLO") &&
+                      ts_contains(rlk_conn_errmsg(c), "timed out"),
                   "errmsg: %s", rlk_conn_errmsg(c));
         CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     }
@@ -1489,15 +1472,15 @@ static void test_reconnect_attempts_counted(void)
     cfg.backoff_max_ms = 20;
     c = rlk_conn_new(&cfg);
     if (CHECK(c != NULL)) {
-        start = now_ms();
+        start = ts_now_ms();
         rc = STATUS(c, &v, "PING");
         /* An end of file, or a reset when HELLO arrived after the close. */
         CHECK_EQ_INT(rc, RLK_ERR_IO);
-        CHECK_MSG(contains(rlk_conn_errmsg(c), "HELLO") &&
-                      (contains(rlk_conn_errmsg(c), "closed") ||
-                       contains(rlk_conn_errmsg(c), "reset")),
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "HELLO") &&
+                      (ts_contains(rlk_conn_errmsg(c), "closed") ||
+                       ts_contains(rlk_conn_errmsg(c), "reset")),
                   "errmsg: %s", rlk_conn_errmsg(c));
-        CHECK(now_ms() - start < LONG_MS);
+        CHECK(ts_now_ms() - start < LONG_MS);
         CHECK_EQ_INT(fake_accepted(fs), 4);
         rc = rlk_conn_reconnect(c);
         CHECK_EQ_INT(rc, RLK_ERR_IO);
@@ -1905,8 +1888,8 @@ static void test_script_errors(void)
 
     rc = rlk_conn_eval(c, &v, &bad, 0, 0, NULL, NULL);
     CHECK_MSG(rc == RLK_ERR_SERVER || (rc == RLK_OK && is_err(v)), "rc %d", rc);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "SCRIPT LOAD") &&
-                  contains(rlk_conn_errmsg(c), "compiling"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "SCRIPT LOAD") &&
+                  ts_contains(rlk_conn_errmsg(c), "compiling"),
               "errmsg: %s", rlk_conn_errmsg(c));
     CHECK_EQ_INT(rlk_conn_is_connected(c), 1);
     CHECK_STR(CMD(c, "PING"), "PONG");
@@ -1917,8 +1900,8 @@ static void test_script_errors(void)
     reqs[2] = (rlk_request){NULL, 0, 1, ping, NULL};
     rc = rlk_conn_pipeline(c, 3, reqs, replies);
     CHECK_EQ_INT(rc, RLK_ERR_SERVER);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "SCRIPT LOAD") &&
-                  contains(rlk_conn_errmsg(c), "compiling"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "SCRIPT LOAD") &&
+                  ts_contains(rlk_conn_errmsg(c), "compiling"),
               "errmsg: %s", rlk_conn_errmsg(c));
     CHECK_EQ_INT(rlk_conn_is_connected(c), 1);
     /* Still in step with the server. */
@@ -2107,8 +2090,8 @@ static void test_push_resp3_concurrent(void)
     CHECK_EQ_INT(pub.published, CONC_MSGS);
     printf("    (%d of %d messages arrived during commands)\n", q.next, CONC_MSGS);
     /* What is still on its way comes through wait_push. */
-    deadline = now_ms() + LONG_MS;
-    while (q.next + q.bad < CONC_MSGS && now_ms() < deadline)
+    deadline = ts_now_ms() + LONG_MS;
+    while (q.next + q.bad < CONC_MSGS && ts_now_ms() < deadline)
         if (rlk_conn_wait_push(c, LONG_MS) < 0) break;
     CHECK_EQ_INT(q.next, CONC_MSGS);
     CHECK_EQ_INT(q.bad, 0);
@@ -2147,7 +2130,7 @@ static void test_pubsub_resp2(void)
     /* A dedicated subscriber: commands are refused here, not sent. */
     rc = STATUS(c, &v, "GET", "k");
     CHECK_EQ_INT(rc, RLK_ERR_INVALID);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "SUBSCRIBE"), "errmsg: %s", rlk_conn_errmsg(c));
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "SUBSCRIBE"), "errmsg: %s", rlk_conn_errmsg(c));
     req = (rlk_request){NULL, 0, 2, get, NULL};
     CHECK_EQ_INT(rlk_conn_pipeline(c, 1, &req, replies), RLK_ERR_INVALID);
     rlk_script_init(&sc, "return 1", 0);
@@ -2164,8 +2147,8 @@ static void test_pubsub_resp2(void)
     CHECK_EQ_INT(publish(pub, "chan2", "first", __LINE__), 1);
     CHECK_EQ_INT(publish(pub, "chan2", "second", __LINE__), 1);
     CHECK_EQ_INT(publish(pub, "chan2", "third", __LINE__), 1);
-    deadline = now_ms() + LONG_MS;
-    while (rec.npush < 3 && now_ms() < deadline) {
+    deadline = ts_now_ms() + LONG_MS;
+    while (rec.npush < 3 && ts_now_ms() < deadline) {
         rc = rlk_conn_wait_push(c, LONG_MS);
         if (!CHECK_MSG(rc == 1, "wait_push: %d %s", rc, rlk_conn_errmsg(c))) break;
     }
@@ -2381,17 +2364,17 @@ static void *kill_when_blocked(void *p)
     struct killer *k = p;
     char url[128];
     rlk_conn *admin;
-    int64_t deadline = now_ms() + LONG_MS;
+    int64_t deadline = ts_now_ms() + LONG_MS;
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", k->s->port);
     admin = CONNECT(url);
-    while (admin && now_ms() < deadline) {
+    while (admin && ts_now_ms() < deadline) {
         rlk_resp_value *v = CMD(admin, "INFO", "clients");
         if (!v) break;
-        if (contains(v->str, "blocked_clients:1")) {
+        if (ts_contains(v->str, "blocked_clients:1")) {
             k->ok = 1;
             break;
         }
-        pause_ms(10);
+        ts_pause_ms(10);
     }
     rlk_conn_free(admin);
     ts_halt(k->s);
@@ -2418,15 +2401,15 @@ static void test_fail_mid_command(void)
     k.s = s;
     k.ok = 0;
     if (!CHECK(pthread_create(&th, NULL, kill_when_blocked, &k) == 0)) goto out;
-    start = now_ms();
+    start = ts_now_ms();
     rc = STATUS(c, &v, "BLPOP", "never-filled", "0");
     pthread_join(th, NULL);
     CHECK(k.ok);
     CHECK_EQ_INT(rc, RLK_ERR_IO);
     CHECK(v == NULL);
-    CHECK_MSG(contains(rlk_conn_errmsg(c), "BLPOP") && contains(rlk_conn_errmsg(c), "closed"),
+    CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "BLPOP") && ts_contains(rlk_conn_errmsg(c), "closed"),
               "errmsg: %s", rlk_conn_errmsg(c));
-    CHECK(now_ms() - start < LONG_MS);
+    CHECK(ts_now_ms() - start < LONG_MS);
     /* Reported, not re-sent: no new connection was made. */
     CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
     CHECK_EQ_U64(rlk_conn_generation(c), 1);
@@ -2435,7 +2418,7 @@ static void test_fail_mid_command(void)
     CHECK_STR(CMD(c, "PING"), "PONG");
     CHECK_EQ_U64(rlk_conn_generation(c), 2);
     v = CMD(c, "INFO", "clients");
-    CHECK_MSG(v && contains(v->str, "blocked_clients:0"), "a BLPOP was sent again");
+    CHECK_MSG(v && ts_contains(v->str, "blocked_clients:0"), "a BLPOP was sent again");
 out:
     rlk_conn_free(c);
 }

@@ -54,23 +54,6 @@ static int64_t MARGIN;  /* how late a timed event may come */
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The polling interval of a deadline loop, not a synchronisation. */
-static void pause_ms(int ms)
-{
-    poll(NULL, 0, ms);
-}
-
-static int contains(const char *s, const char *needle)
-{
-    return s && strstr(s, needle) != NULL;
-}
 
 static long gettid_(void)
 {
@@ -247,7 +230,7 @@ struct lost_rec {
 static void rec_lost(void *ctx, rlk_lock *l)
 {
     struct lost_rec *r = ctx;
-    r->at = now_ms();
+    r->at = ts_now_ms();
     r->remaining = rlk_lock_remaining_ms(l);
     r->is_lost = rlk_lock_is_lost(l);
     r->thread = pthread_self();
@@ -308,12 +291,12 @@ static int try_acquire(rlk_client *cl, const char *name, rlk_lock_kind kind)
 /* Polls EXISTS key until it is want, within ms.  1 when it got there. */
 static int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = ts_now_ms() + ms;
     for (;;) {
         long long v = CMD_INT(c, "EXISTS", key);
         if (v == want) return 1;
-        if (v == LLONG_MIN || now_ms() >= deadline) return 0;
-        pause_ms(5);
+        if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(5);
     }
 }
 
@@ -346,12 +329,12 @@ static void reset_stats(rlk_conn *c)
 /* Waits until cmd was called at least n times since the reset. */
 static int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = ts_now_ms() + ms;
     for (;;) {
         long long got = stat_calls(c, cmd);
         if (got >= n) return 1;
-        if (got < 0 || now_ms() >= deadline) return 0;
-        pause_ms(2);
+        if (got < 0 || ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(2);
     }
 }
 
@@ -384,7 +367,7 @@ static void *waiter_main(void *arg)
 {
     struct waiter *w = arg;
     w->rc = rlk_lock_acquire(w->cl, w->name, &w->o, &w->l);
-    w->done_at = now_ms();
+    w->done_at = ts_now_ms();
     snprintf(w->err, sizeof w->err, "%s", rlk_client_errmsg(w->cl));
     return NULL;
 }
@@ -429,9 +412,9 @@ static void ticker_init(struct ticker *t, rlk_client *cl, rlk_lock *l, rlk_conn 
 
 static void tick_for(struct ticker *t, int64_t ms, int until_lost)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = ts_now_ms() + ms;
     for (;;) {
-        int64_t left = end - now_ms(), wait;
+        int64_t left = end - ts_now_ms(), wait;
         struct pollfd p;
         if (left <= 0) break;
         if (until_lost && t->lost && lost_calls(t->lost)) break;
@@ -444,7 +427,7 @@ static void tick_for(struct ticker *t, int64_t ms, int until_lost)
             long long v = CMD_INT(t->adm, "PTTL", t->key);
             if (v < t->min_pttl) t->min_pttl = v;
         }
-        if (t->l && !rlk_lock_is_lost(t->l)) t->valid_est = now_ms() + rlk_lock_remaining_ms(t->l);
+        if (t->l && !rlk_lock_is_lost(t->l)) t->valid_est = ts_now_ms() + rlk_lock_remaining_ms(t->l);
         t->last_rc = rlk_client_tick(t->cl, &t->next);
         t->ticks++;
         if (t->last_rc != RLK_OK) t->errors++;
@@ -536,7 +519,7 @@ static void test_basic_acquire_release(void)
      * nest), get BUSY with a message. */
     rc = try_acquire(b, "basic", RLK_LOCK_SIMPLE);
     CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
-    CHECK_MSG(contains(rlk_client_errmsg(b), "basic"), "errmsg \"%s\"", rlk_client_errmsg(b));
+    CHECK_MSG(ts_contains(rlk_client_errmsg(b), "basic"), "errmsg \"%s\"", rlk_client_errmsg(b));
     CHECK_EQ_INT(try_acquire(a, "basic", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
     CHECK(CMD_STR(admin, got, "GET", "basic") == 1);
     CHECK_EQ_STR(got, tok1);
@@ -595,7 +578,7 @@ static void test_acquire_errors(void)
     o.kind = (rlk_lock_kind)7;
     CHECK_EQ_INT(rlk_lock_acquire(a, "bad-kind", &o, &l), RLK_ERR_INVALID);
     CHECK(l == NULL);
-    CHECK(contains(rlk_client_errmsg(a), "kind"));
+    CHECK(ts_contains(rlk_client_errmsg(a), "kind"));
     rlk_client_free(a);
     rlk_client_free(NULL);
 
@@ -755,7 +738,7 @@ static void test_release_not_held(void)
         CHECK(wait_exists(admin, "rel-expired", 0, 200 + LONG_MS));
         CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
         CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
-        CHECK(contains(rlk_client_errmsg(a), "not held"));
+        CHECK(ts_contains(rlk_client_errmsg(a), "not held"));
     }
     rlk_client_free(a);
 }
@@ -771,7 +754,7 @@ static void test_release_not_owner(void)
         /* Someone else holds it now (our key expired and was retaken). */
         CMD(admin, "SET", "rel-other", "othertoken", "PX", "10000");
         CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_OWNER);
-        CHECK(contains(rlk_client_errmsg(a), "someone else"));
+        CHECK(ts_contains(rlk_client_errmsg(a), "someone else"));
         CHECK(CMD_STR(admin, got, "GET", "rel-other") == 1);
         CHECK_EQ_STR(got, "othertoken");
         CHECK(CMD_INT(admin, "PTTL", "rel-other") > 10000 - MARGIN);
@@ -1062,11 +1045,11 @@ static void validity_case(rlk_client *cl, int64_t ttl, int64_t drift_ms)
     int64_t t0, t1, rem, d = ttl / 100 + drift_ms;
     rlk_lock *l;
     snprintf(name, sizeof name, "valid-%lld", (long long)ttl);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     l = ACQ(cl, name, ttl);
     if (!l) return;
     rem = rlk_lock_remaining_ms(l);
-    t1 = now_ms();
+    t1 = ts_now_ms();
     /* Known held at most TTL minus the drift from the attempt's start;
      * at least that minus the time the attempt and the check took. */
     CHECK_MSG(rem <= ttl - d, "ttl %lld: remaining %lld > %lld", (long long)ttl, (long long)rem,
@@ -1213,9 +1196,9 @@ static void test_reentrant(void)
     CHECK_EQ_INT(rlk_lock_release(l1), RLK_OK);
     l1 = NULL;
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "re"), 0);
-    deadline = now_ms() + LONG_MS;
-    while (ps.n == 0 && now_ms() < deadline)
-        if (rlk_conn_wait_push(sub, (int)(deadline - now_ms())) < 0) break;
+    deadline = ts_now_ms() + LONG_MS;
+    while (ps.n == 0 && ts_now_ms() < deadline)
+        if (rlk_conn_wait_push(sub, (int)(deadline - ts_now_ms())) < 0) break;
     CHECK_EQ_INT(ps.n, 1);
     CHECK_EQ_STR(ps.channel, "redisson_lock__channel:{re}");
     CHECK_EQ_STR(ps.payload, "0");
@@ -1275,7 +1258,7 @@ static void test_redisson_holder(void)
     CHECK(wait_calls(admin, "evalsha", 2, LONG_MS));
     CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
     CMD(admin, "DEL", "rs");
-    t_pub = now_ms();
+    t_pub = ts_now_ms();
     CHECK_EQ_INT(CMD_INT(admin, "PUBLISH", "redisson_lock__channel:{rs}", "0"), 1);
     pthread_join(wt.th, NULL);
     CHECK_MSG(wt.rc == RLK_OK, "waiter: %d %s", wt.rc, wt.err);
@@ -1323,9 +1306,9 @@ static void test_wait_zero_is_one_try(void)
     if (!l) goto out;
     CHECK_EQ_INT(try_acquire(b, "w0", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY); /* loads the script */
     reset_stats(admin);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     CHECK_EQ_INT(try_acquire(b, "w0", RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
-    CHECK(now_ms() - t0 < MARGIN);
+    CHECK(ts_now_ms() - t0 < MARGIN);
     CHECK_EQ_INT(stat_calls(admin, "evalsha"), 1);
     CHECK_EQ_INT(stat_calls(admin, "subscribe"), 0);
     rlk_lock_release(l);
@@ -1349,9 +1332,9 @@ static void test_wait_bounded(void)
     /* Re-checks every 200 ms: BUSY after the wait, a few tries. */
     opts(&o, 10000, 900, RLK_LOCK_SIMPLE, 0, NULL);
     reset_stats(admin);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     rc = rlk_lock_acquire(b, "wb", &o, &got);
-    el = now_ms() - t0;
+    el = ts_now_ms() - t0;
     CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
     CHECK(got == NULL);
     CHECK_MSG(el >= 900 - 1 && el <= 900 + MARGIN, "returned after %lld ms (wait 900)",
@@ -1364,9 +1347,9 @@ static void test_wait_bounded(void)
     /* The default re-check (1000 ms): no busy polling at all. */
     opts(&o, 10000, 600, RLK_LOCK_SIMPLE, 0, NULL);
     reset_stats(admin);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     rc = rlk_lock_acquire(c, "wb", &o, &got);
-    el = now_ms() - t0;
+    el = ts_now_ms() - t0;
     CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
     CHECK_MSG(el >= 600 - 1 && el <= 600 + MARGIN, "returned after %lld ms (wait 600)",
               (long long)el);
@@ -1400,7 +1383,7 @@ static void wake_on_release(int protocol)
     CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
     /* RESP2 waits on a second connection; RESP3 on the same one. */
     CHECK_EQ_INT(count_clients(admin, cname), protocol == 2 ? 2 : 1);
-    t_rel = now_ms();
+    t_rel = ts_now_ms();
     CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
     pthread_join(wt.th, NULL);
     CHECK_MSG(wt.rc == RLK_OK, "waiter: %d %s", wt.rc, wt.err);
@@ -1412,8 +1395,8 @@ static void wake_on_release(int protocol)
     }
     /* The waiting connection is gone (RESP2) or unsubscribed (RESP3). */
     {
-        int64_t deadline = now_ms() + LONG_MS;
-        while (count_clients(admin, cname) != 1 && now_ms() < deadline) pause_ms(5);
+        int64_t deadline = ts_now_ms() + LONG_MS;
+        while (count_clients(admin, cname) != 1 && ts_now_ms() < deadline) ts_pause_ms(5);
         CHECK_EQ_INT(count_clients(admin, cname), 1);
         char ch[64];
         const rlk_resp_value *cnt;
@@ -1445,13 +1428,13 @@ static void wake_on_expiry(int protocol)
     snprintf(name, sizeof name, "wake-ttl-%d", protocol);
     if (!a || !w) goto out;
     CMD(admin, "DEL", name);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     l = ACQ(a, name, 500);
     if (!l) goto out;
     rlk_lock_forget(l);
     opts(&o, 10000, 10000, RLK_LOCK_SIMPLE, 0, NULL);
     rc = rlk_lock_acquire(w, name, &o, &got);
-    el = now_ms() - t0;
+    el = ts_now_ms() - t0;
     CHECK_MSG(rc == RLK_OK, "waiter: %d %s", rc, rlk_client_errmsg(w));
     CHECK_MSG(el >= 480 && el <= 500 + MARGIN, "acquired %lld ms after the holder (TTL 500)",
               (long long)el);
@@ -1638,9 +1621,9 @@ static void test_watchdog_tick(void)
     CHECK_MSG(t.next > 0 && t.next <= 200, "next_ms %lld", (long long)t.next);
 
     /* Without ticks it expires; the next tick reports it. */
-    t0 = now_ms();
+    t0 = ts_now_ms();
     CHECK(wait_exists(admin, "wd-tick", 0, 600 + LONG_MS));
-    CHECK(now_ms() - t0 <= 600 + MARGIN);
+    CHECK(ts_now_ms() - t0 <= 600 + MARGIN);
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
     CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
@@ -1687,8 +1670,8 @@ static void test_watchdog_on_lost_may_call_client(void)
     o.ctx = &e;
     if (!CHECK(rlk_lock_acquire(a, "wd-reenter", &o, &l) == RLK_OK)) goto out;
     CMD(admin, "DEL", "wd-reenter");
-    deadline = now_ms() + 600 + LONG_MS;
-    while (e.calls == 0 && now_ms() < deadline) {
+    deadline = ts_now_ms() + 600 + LONG_MS;
+    while (e.calls == 0 && ts_now_ms() < deadline) {
         int64_t next = -1;
         rlk_client_tick(a, &next);
         if (e.calls) break;
@@ -1720,7 +1703,7 @@ static void test_watchdog_lost_on_delete(void)
     tick_for(&t, 300, 1);
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CMD(admin, "DEL", "wd-del");
-    t_del = now_ms();
+    t_del = ts_now_ms();
     tick_for(&t, 600 + LONG_MS, 1);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     if (lost_calls(&lr) == 1) {
@@ -1784,7 +1767,7 @@ static void watchdog_server_trouble(int what)
     } else {
         CHECK_EQ_INT(ts_restart(s), 0);
     }
-    t_event = now_ms();
+    t_event = ts_now_ms();
     t.ticks = 0;
     tick_for(&t, ttl + LONG_MS, 1);
     CHECK_EQ_INT(lost_calls(&lr), 1);
@@ -1820,13 +1803,13 @@ static void test_watchdog_server_restarted(void) { watchdog_server_trouble(SERVE
  * *took is how long that tick took. */
 static int tick_until_round(rlk_client *cl, rlk_conn *adm, int64_t ms, int64_t *took)
 {
-    int64_t deadline = now_ms() + ms, next = 0;
-    while (now_ms() < deadline) {
-        int64_t t0 = now_ms();
+    int64_t deadline = ts_now_ms() + ms, next = 0;
+    while (ts_now_ms() < deadline) {
+        int64_t t0 = ts_now_ms();
         if (rlk_client_tick(cl, &next) != RLK_OK) return 0;
-        *took = now_ms() - t0;
+        *took = ts_now_ms() - t0;
         if (stat_calls(adm, "evalsha") > 0) return 1;
-        if (next > 0) pause_ms((int)(next < 1000 ? next : 1000)); /* as the library asks */
+        if (next > 0) ts_pause_ms((int)(next < 1000 ? next : 1000)); /* as the library asks */
     }
     return 0;
 }
@@ -1852,7 +1835,7 @@ static void test_watchdog_batching(void)
     cfg.renew_divisor = 100; /* TTL 30 s: a round every 300 ms */
     cl = CLIENT_WITH(&cfg);
     if (!cl || !adm) goto out;
-    t0 = now_ms();
+    t0 = ts_now_ms();
     for (i = 0; i < BATCH_LOCKS; i++) {
         rlk_lock_options o;
         int rc;
@@ -1865,7 +1848,7 @@ static void test_watchdog_batching(void)
         }
         n++;
     }
-    printf("    %d locks acquired in %lld ms\n", n, (long long)(now_ms() - t0));
+    printf("    %d locks acquired in %lld ms\n", n, (long long)(ts_now_ms() - t0));
     if (n != BATCH_LOCKS) goto out;
 
     /* The first round also loads the renewal script. */
@@ -1965,10 +1948,10 @@ static void test_reconnect_rechecks(void)
     CMD(admin, "PEXPIRE", "reconn", "20000");
     snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
-    t_kill = now_ms();
+    t_kill = ts_now_ms();
     t.ticks = 0;
     pttl = 0;
-    while (now_ms() - t_kill < 2000) {
+    while (ts_now_ms() - t_kill < 2000) {
         tick_for(&t, 100, 0);
         pttl = CMD_INT(admin, "PTTL", "reconn");
         if (pttl > 25000) break;
@@ -1992,7 +1975,7 @@ static void test_reconnect_rechecks(void)
     CMD(admin, "DEL", "reconn");
     snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
-    t_kill = now_ms();
+    t_kill = ts_now_ms();
     tick_for(&t, 2000, 1);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     CHECK_MSG(lr.at - t_kill < MARGIN, "lost %lld ms after the kill", (long long)(lr.at - t_kill));
@@ -2022,11 +2005,11 @@ static void test_watchdog_thread(void)
      * in time (TTL shorter than the thread's idle wait). */
     l = ACQ_WD(a, "wd-thread", 600, &lr);
     if (!l) goto out;
-    t0 = now_ms();
-    while (now_ms() - t0 < 3000 && !lost_calls(&lr)) {
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 3000 && !lost_calls(&lr)) {
         v = CMD_INT(admin, "PTTL", "wd-thread");
         if (v < min_pttl) min_pttl = v;
-        pause_ms(20); /* sampling interval */
+        ts_pause_ms(20); /* sampling interval */
     }
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
@@ -2051,10 +2034,10 @@ static void test_watchdog_thread(void)
 
     /* Deleted: on_lost comes from the watchdog thread, in time. */
     CMD(admin, "DEL", "wd-thread");
-    t_del = now_ms();
+    t_del = ts_now_ms();
     est = t_del + rlk_lock_remaining_ms(l);
     deadline = t_del + 600 + LONG_MS;
-    while (!lost_calls(&lr) && now_ms() < deadline) pause_ms(2);
+    while (!lost_calls(&lr) && ts_now_ms() < deadline) ts_pause_ms(2);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     if (lost_calls(&lr) == 1) {
         CHECK(!pthread_equal(lr.thread, pthread_self()));
@@ -2064,9 +2047,9 @@ static void test_watchdog_thread(void)
                   (long long)est);
     }
     CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
-    t0 = now_ms();
+    t0 = ts_now_ms();
     rlk_client_watchdog_stop(a);
-    CHECK_MSG(now_ms() - t0 < 100 + MARGIN, "stop took %lld ms", (long long)(now_ms() - t0));
+    CHECK_MSG(ts_now_ms() - t0 < 100 + MARGIN, "stop took %lld ms", (long long)(ts_now_ms() - t0));
     rlk_client_watchdog_stop(a); /* not running: nothing */
     CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
 
@@ -2096,14 +2079,14 @@ static void test_watchdog_thread_server_killed(void)
     CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
     l = ACQ_WD(a, "wdt-killed", 1000, &lr);
     if (!l) goto out;
-    t0 = now_ms();
-    while (now_ms() - t0 < 500 && !lost_calls(&lr)) pause_ms(10); /* held meanwhile */
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 500 && !lost_calls(&lr)) ts_pause_ms(10); /* held meanwhile */
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CHECK_EQ_INT(ts_halt(s), 0);
-    t_halt = now_ms();
+    t_halt = ts_now_ms();
     est = t_halt + rlk_lock_remaining_ms(l); /* no renewal can succeed from here */
     deadline = t_halt + 1000 + LONG_MS;
-    while (!lost_calls(&lr) && now_ms() < deadline) pause_ms(2);
+    while (!lost_calls(&lr) && ts_now_ms() < deadline) ts_pause_ms(2);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     if (lost_calls(&lr) == 1) {
         CHECK(!pthread_equal(lr.thread, pthread_self()));
@@ -2135,11 +2118,11 @@ static void test_watchdog_thread_extend_shorter(void)
     if (!l) goto out;
     CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
     CHECK_EQ_INT(rlk_lock_extend(l, 600, RLK_EXTEND_SET), RLK_OK);
-    t0 = now_ms();
-    while (now_ms() - t0 < 2000 && !lost_calls(&lr)) {
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 2000 && !lost_calls(&lr)) {
         v = CMD_INT(admin, "PTTL", "wd-short");
         if (v < min_pttl) min_pttl = v;
-        pause_ms(20); /* sampling interval */
+        ts_pause_ms(20); /* sampling interval */
     }
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
@@ -2248,20 +2231,20 @@ static int ran_any;
 
 #define RUN(fn)                                                                             \
     do {                                                                                    \
-        int64_t t_ = now_ms();                                                              \
+        int64_t t_ = ts_now_ms();                                                              \
         int n_ = tl_state.passed + tl_state.failed;                                         \
         RUN_TEST(fn);                                                                       \
         if (tl_state.passed + tl_state.failed != n_) {                                      \
             ran_any = 1;                                                                    \
             printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,         \
-                   (long long)(now_ms() - t_));                                             \
+                   (long long)(ts_now_ms() - t_));                                             \
             fflush(stdout);                                                                 \
         }                                                                                   \
     } while (0)
 
 int main(int argc, char **argv)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = ts_now_ms();
     tl_init(argc, argv);
     signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
 #ifdef HAVE_VALGRIND_H
@@ -2322,6 +2305,6 @@ int main(int argc, char **argv)
 
     rlk_conn_free(admin);
     ts_stop(srv);
-    if (ran_any) printf("# total %lld ms\n", (long long)(now_ms() - t0));
+    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
     return tl_finish();
 }
