@@ -63,26 +63,137 @@ static const char ACQUIRE_REENTRANT[] =
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
-/* KEYS: lock, tombstone.  ARGV: token, channel.
- * 1 released (now or by an earlier attempt), 0 not held, -1 other owner. */
+/*
+ * Waiting in line.  A waiter that has subscribed to its own handoff
+ * channel registers in a queue: a list {NAME}:queue of tokens in arrival
+ * order, and a hash {NAME}:waiters mapping each token to "expiry ttl
+ * channel" (expiry: server time in ms, renewed by each re-check of the
+ * waiter).  A release that finds a live waiter hands the lock over in
+ * the same script: the lock gets the waiter's token with the waiter's
+ * TTL, the fencing counter is incremented, and the fence is published on
+ * the waiter's channel.  That message is the acquisition: the waiter
+ * pays no further round trip.  A waiter that has died (entry expired) or
+ * stopped listening (PUBLISH reaches nobody) is skipped.
+ */
+
+/* Removes ARGV[1]'s registration (KEYS[3] queue, KEYS[4] waiters). */
+#define LUA_LEAVE_QUEUE                                                        \
+    "local function leave()\n"                                                 \
+    "  if redis.call('hdel', KEYS[4], ARGV[1]) == 1 then\n"                    \
+    "    redis.call('lrem', KEYS[3], 1, ARGV[1])\n"                            \
+    "  end\n"                                                                  \
+    "end\n"
+
+/* Registers ARGV[1] (ttl ARGV[2], lease ARGV[4] ms, channel ARGV[5]), or
+ * renews its lease keeping its place. */
+#define LUA_JOIN_QUEUE                                                         \
+    "local function join()\n"                                                  \
+    "  local tm = redis.call('time')\n"                                        \
+    "  local lease = tonumber(ARGV[4])\n"                                      \
+    "  local exp = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000) + lease\n" \
+    "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s', exp, ARGV[2], ARGV[5])) == 1 then\n" \
+    "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
+    "  end\n"                                                                  \
+    "  local keep = 2 * lease + 60000\n"                                       \
+    "  for k = 3, 4 do\n"                                                      \
+    "    if redis.call('pttl', KEYS[k]) < keep then redis.call('pexpire', KEYS[k], keep) end\n" \
+    "  end\n"                                                                  \
+    "end\n"
+
+/* KEYS: lock, fence counter, queue, waiters.
+ * ARGV: token, ttl, 'w' (wait: register) or 'q' (quit: deregister),
+ * lease, channel.  {1, fence, 1, 0} when acquired now, {1, fence, 1, 1}
+ * when handed over earlier; {0, pttl} when held by someone. */
+static const char WAIT_SIMPLE[] =
+    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE
+    "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
+    "  leave()\n"
+    "  return {1, redis.call('incr', KEYS[2]), 1, 0}\n"
+    "end\n"
+    "if redis.call('type', KEYS[1])['ok'] == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), 1, 1}\n"
+    "end\n"
+    "if ARGV[3] == 'q' then leave() else join() end\n"
+    "return {0, redis.call('pttl', KEYS[1])}\n";
+
+/* The same for a reentrant lock; ARGV[1] is the hash field.
+ * {1, fence, holds, handed over} or {0, pttl}. */
+static const char WAIT_REENTRANT[] =
+    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE
+    "local t = redis.call('type', KEYS[1])['ok']\n"
+    "if t == 'none' then\n"
+    "  redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "  leave()\n"
+    "  return {1, redis.call('incr', KEYS[2]), 1, 0}\n"
+    "end\n"
+    "if t == 'hash' then\n"
+    "  local n = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "  if n then return {1, tonumber(redis.call('get', KEYS[2]) or '0'), tonumber(n), 1} end\n"
+    "end\n"
+    "if ARGV[3] == 'q' then leave() else join() end\n"
+    "return {0, redis.call('pttl', KEYS[1])}\n";
+
+/* Hands the lock KEYS[1] over to the first live waiter (queue KEYS[4],
+ * waiters KEYS[5], fence KEYS[3]) as kind 's' or 'r'; true when done.
+ * Looks at 100 entries at most, so that a release stays short; dead
+ * ones are removed as they are seen. */
+#define LUA_HANDOFF                                                            \
+    "local function handoff(kind)\n"                                           \
+    "  if redis.call('exists', KEYS[4]) == 0 then return false end\n"          \
+    "  local tm = redis.call('time')\n"                                        \
+    "  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n" \
+    "  for _ = 1, 100 do\n"                                                    \
+    "    local w = redis.call('lpop', KEYS[4])\n"                              \
+    "    if not w then return false end\n"                                     \
+    "    local e = redis.call('hget', KEYS[5], w)\n"                           \
+    "    if e then\n"                                                          \
+    "      redis.call('hdel', KEYS[5], w)\n"                                   \
+    "      local exp, ttl, ch = string.match(e, '^(%d+) (%d+) (.+)$')\n"       \
+    "      if exp and tonumber(exp) > now then\n"                              \
+    "        local f = redis.call('incr', KEYS[3])\n"                          \
+    "        if redis.call('publish', ch, f) > 0 then\n"                       \
+    "          if kind == 's' then\n"                                          \
+    "            redis.call('set', KEYS[1], w, 'px', ttl)\n"                   \
+    "          else\n"                                                         \
+    "            redis.call('del', KEYS[1])\n"                                 \
+    "            redis.call('hset', KEYS[1], w, 1)\n"                          \
+    "            redis.call('pexpire', KEYS[1], ttl)\n"                        \
+    "          end\n"                                                          \
+    "          return true\n"                                                  \
+    "        end\n"                                                            \
+    "      end\n"                                                              \
+    "    end\n"                                                                \
+    "  end\n"                                                                  \
+    "  return false\n"                                                         \
+    "end\n"
+
+/* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: token,
+ * channel.  1 released (now or by an earlier attempt; handed over to a
+ * waiter or freed), 0 not held, -1 other owner. */
 static const char RELEASE_SIMPLE[] =
+    LUA_HANDOFF
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "if t == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('del', KEYS[1])\n"
     "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
-    "  redis.call('publish', ARGV[2], '0')\n"
+    "  if not handoff('s') then\n"
+    "    redis.call('del', KEYS[1])\n"
+    "    redis.call('publish', ARGV[2], '0')\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
     "if t == 'none' then return 0 end\n"
     "return -1\n";
 
-/* KEYS: lock, tombstone.  ARGV: field, channel, ttl, release id.
+/* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: field,
+ * channel, ttl, release id.
  * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner.
  * Taking one hold away is not idempotent, so the tombstone remembers
  * each release by its id with its result: a release sent again after a
  * lost reply gets that result and takes no second hold away. */
 static const char RELEASE_REENTRANT[] =
+    LUA_HANDOFF
     "local done = redis.call('get', KEYS[2])\n"
     "if done == ARGV[4] .. ':1' then return 1 end\n"
     "if done == ARGV[4] .. ':2' then return 2 end\n"
@@ -94,9 +205,11 @@ static const char RELEASE_REENTRANT[] =
     "    redis.call('set', KEYS[2], ARGV[4] .. ':2', 'px', " TOMBSTONE_MS ")\n"
     "    return 2\n"
     "  end\n"
-    "  redis.call('del', KEYS[1])\n"
     "  redis.call('set', KEYS[2], ARGV[4] .. ':1', 'px', " TOMBSTONE_MS ")\n"
-    "  redis.call('publish', ARGV[2], '0')\n"
+    "  if not handoff('r') then\n"
+    "    redis.call('del', KEYS[1])\n"
+    "    redis.call('publish', ARGV[2], '0')\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "if t == 'none' then return 0 end\n"
@@ -161,12 +274,12 @@ static const char STATUS[] =
     "end\n"
     "return {1, t, redis.call('pttl', KEYS[1]), holds, f}\n";
 
-enum { S_ACQ_SIMPLE, S_ACQ_REENTRANT, S_REL_SIMPLE, S_REL_REENTRANT, S_EXTEND, S_RENEW,
-       S_STATUS, S_COUNT };
+enum { S_ACQ_SIMPLE, S_ACQ_REENTRANT, S_WAIT_SIMPLE, S_WAIT_REENTRANT, S_REL_SIMPLE,
+       S_REL_REENTRANT, S_EXTEND, S_RENEW, S_STATUS, S_COUNT };
 
 static const char *const script_text[S_COUNT] = {
-    ACQUIRE_SIMPLE, ACQUIRE_REENTRANT, RELEASE_SIMPLE, RELEASE_REENTRANT, EXTEND, RENEW,
-    STATUS};
+    ACQUIRE_SIMPLE, ACQUIRE_REENTRANT, WAIT_SIMPLE, WAIT_REENTRANT, RELEASE_SIMPLE,
+    RELEASE_REENTRANT, EXTEND, RENEW, STATUS};
 
 /* ------------------------------------------------------------------ */
 /* Objects                                                              */
@@ -177,7 +290,10 @@ struct rlk_lock {
     char *name;              /* with the derived keys, one allocation */
     char *fence_key;
     char *tomb_key;
-    char *channel;
+    char *queue_key;         /* waiting in line: see WAIT_SIMPLE */
+    char *waiters_key;
+    char *channel;           /* published on release */
+    char *handoff_channel;   /* this waiter's: the lock handed over */
     char token[96];          /* simple: random hex; reentrant: field */
     rlk_lock_kind kind;
     int64_t ttl;
@@ -202,6 +318,9 @@ struct rlk_client {
     rlk_conn *conn;
     rlk_conn *sub;           /* RESP2 only: a connection for waiting */
     rlk_lock *lost_head;     /* on_lost calls due (see notify_lost) */
+    rlk_lock *waiting;       /* the lock being waited for, if any */
+    int handed;              /* ... was handed over: its fence in handed_fence */
+    uint64_t handed_fence;
     rlk_script scripts[S_COUNT];
     rlk_lock *locks;
     pthread_mutex_t mu;      /* the lock list, when the watchdog thread runs */
@@ -298,10 +417,39 @@ static void on_connect(void *ctx, rlk_conn *c, int reconnected)
     }
 }
 
+static int str_is(const rlk_resp_value *v, const char *s, size_t n)
+{
+    return v && (v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_BULK) && v->len == n &&
+           memcmp(v->str, s, n) == 0;
+}
+
+/* A waiter's connection: a message on its handoff channel means the lock
+ * is now its own; the payload is the fence.  Anything else only wakes
+ * the waiter (rlk_conn_wait_push returns), which then tries again. */
+static void on_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
+{
+    rlk_client *cl = ctx;
+    if (c != cl->conn && c != cl->sub) return; /* the watchdog thread's */
+    rlk_lock *w = cl->waiting;
+    if (!w || !w->handoff_channel) return;
+    const rlk_resp_value *ch = rlk_resp_value_at(msg, 1), *pl = rlk_resp_value_at(msg, 2);
+    if (!str_is(rlk_resp_value_at(msg, 0), "message", 7) ||
+        !str_is(ch, w->handoff_channel, strlen(w->handoff_channel)) || !pl ||
+        (pl->type != RLK_RESP_BULK && pl->type != RLK_RESP_SIMPLE))
+        return;
+    uint64_t f = 0;
+    size_t i;
+    for (i = 0; i < pl->len && i < 20 && pl->str[i] >= '0' && pl->str[i] <= '9'; i++)
+        f = f * 10 + (uint64_t)(pl->str[i] - '0');
+    if (i == 0 || i != pl->len) return;
+    cl->handed_fence = f;
+    cl->handed = 1;
+}
+
 static rlk_conn *new_conn(rlk_client *cl, int protocol)
 {
     rlk_conn_config cc = cl->cfg.conn;
-    cc.on_push = NULL; /* a waiter only needs to wake; wait_push tells */
+    cc.on_push = on_push;
     cc.on_connect = on_connect;
     cc.ctx = cl;
     if (protocol) cc.protocol = protocol;
@@ -556,24 +704,41 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
 /* ------------------------------------------------------------------ */
 /* Acquire                                                              */
 
+/* Room for each of a lock's derived names: the name twice (a computed
+ * hash tag) and a token (handoff channel). */
+static size_t key_cap(const char *name) { return 2 * strlen(name) + 64 + 96; }
+
+/* The lock's keys and channel in 7 slots of cap bytes at buf: name,
+ * fence, tombstone, queue, waiters, release channel; the seventh, the
+ * handoff channel, is written when the lock is first waited for. */
+static void make_keys(const char *name, char *buf, size_t cap)
+{
+    memcpy(buf, name, strlen(name) + 1);
+    derived_key(name, "fence", buf + cap, cap);
+    derived_key(name, "released", buf + 2 * cap, cap);
+    derived_key(name, "queue", buf + 3 * cap, cap);
+    derived_key(name, "waiters", buf + 4 * cap, cap);
+    snprintf(buf + 5 * cap, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    buf[6 * cap] = '\0';
+}
+
 static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
 {
-    size_t n = strlen(name), cap = 2 * n + 64;
+    size_t cap = key_cap(name);
     rlk_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->name = rlk__malloc(4 * cap);
+    l->name = rlk__malloc(7 * cap);
     if (!l->name) {
         rlk__free(l);
         return NULL;
     }
-    memcpy(l->name, name, n + 1);
+    make_keys(name, l->name, cap);
     l->fence_key = l->name + cap;
     l->tomb_key = l->name + 2 * cap;
-    l->channel = l->name + 3 * cap;
-    derived_key(name, "fence", l->fence_key, cap);
-    derived_key(name, "released", l->tomb_key, cap);
-    snprintf(l->channel, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    l->queue_key = l->name + 3 * cap;
+    l->waiters_key = l->name + 4 * cap;
+    l->channel = l->name + 5 * cap;
     l->cl = cl;
     l->kind = o->kind;
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : DEFAULT_TTL_MS;
@@ -584,18 +749,32 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     return l;
 }
 
-/* One attempt.  1 acquired, 0 busy (*pttl set), or a status. */
-static int try_acquire(rlk_client *cl, rlk_lock *l, int64_t *pttl)
+/* One attempt.  mode 0: try; 'w': try, else join the queue (or renew
+ * the place in it for lease ms); 'q': try, else leave the queue.
+ * 1 acquired, 0 busy (*pttl set), or a status.  *sent: when the attempt
+ * was sent.  A lock found handed over (by a release since the last busy
+ * attempt) is valid from `since`, that attempt's time. */
+static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int64_t since,
+                       int64_t *pttl, int64_t *sent)
 {
-    char ttl[24];
+    char ttl[24], ls[24], m[2] = {(char)mode, 0};
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
-    const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
     rlk_resp_value *v;
-    int64_t start = rlk__now_ms();
-    int which = l->kind == RLK_LOCK_REENTRANT ? S_ACQ_REENTRANT : S_ACQ_SIMPLE;
+    int64_t start = *sent = rlk__now_ms();
+    int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
     /* Not re-sent after a failure: a lost reply may hide an acquisition,
      * which then simply expires. */
-    int r = run(cl, cl->conn, which, 2, 4, argv, NULL, 0, &v, "acquire");
+    if (!mode) {
+        const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
+        r = run(cl, cl->conn, reentrant ? S_ACQ_REENTRANT : S_ACQ_SIMPLE, 2, 4, argv, NULL, 0,
+                &v, "acquire");
+    } else {
+        snprintf(ls, sizeof ls, "%lld", (long long)lease);
+        const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
+                               l->token, ttl, m, ls, l->handoff_channel};
+        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, argv, NULL,
+                0, &v, "acquire");
+    }
     if (r != RLK_OK) return r;
     int64_t ok, x;
     if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &ok) || int_at(v, 1, &x))
@@ -607,6 +786,8 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int64_t *pttl)
     l->fence = (uint64_t)x;
     if (l->kind == RLK_LOCK_REENTRANT && int_at(v, 2, &l->holds)) l->holds = 1;
     if (l->kind == RLK_LOCK_SIMPLE) l->holds = 1;
+    int64_t handed = 0;
+    if (mode && !int_at(v, 3, &handed) && handed) start = since;
     set_validity(l, start, l->ttl);
     return 1;
 }
@@ -652,50 +833,84 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 
     int64_t deadline = o->wait_ms < 0 ? -1 : rlk__now_ms() + o->wait_ms;
     rlk_conn *sub = NULL;
-    int r, status = RLK_OK;
+    int r, status = RLK_OK, mode = 0;
+    /* A waiter renews its place in the queue at least every slice; its
+     * place lapses after a lease of two slices and a little, so that a
+     * waiter that died stops being handed the lock soon. */
+    int64_t slice = cl->cfg.recheck_ms, last_busy = 0;
+    if (l->ttl / 3 < slice) slice = l->ttl / 3 > 10 ? l->ttl / 3 : 10;
+    int64_t lease = 2 * slice + 200;
     for (;;) {
-        int64_t pttl = -1;
-        r = try_acquire(cl, l, &pttl);
+        int64_t pttl = -1, sent;
+        r = try_acquire(cl, l, mode, lease, last_busy, &pttl, &sent);
         if (r == 1) break;
         if (r < 0) {
             status = r;
             break;
         }
+        if (mode == 'q') {
+            status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
+            break;
+        }
+        if (mode == 'w') last_busy = sent;
         int64_t now = rlk__now_ms();
         if (o->wait_ms == 0 || (deadline >= 0 && now >= deadline)) {
+            if (mode == 'w') {
+                mode = 'q'; /* one last try that also leaves the queue */
+                continue;
+            }
             status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
             break;
         }
         if (!sub) {
-            /* Subscribe first, then try again: a release between the
-             * failed try and the subscription is not missed. */
+            /* Subscribe first, then try again and join the queue: a
+             * release between the failed try and the subscriptions is
+             * not missed, and a handoff reaches a listening waiter. */
             sub = wait_conn(cl, &status);
             if (!sub) break;
+            size_t cap = key_cap(name);
+            l->handoff_channel = l->name + 6 * cap;
+            snprintf(l->handoff_channel, cap, "%s:%s", l->waiters_key, l->token);
+            cl->waiting = l;
+            cl->handed = 0;
             r = rlk_conn_subscribe(sub, l->channel, strlen(l->channel));
+            if (r == RLK_OK)
+                r = rlk_conn_subscribe(sub, l->handoff_channel, strlen(l->handoff_channel));
             if (r != RLK_OK) {
                 status = conn_fail(cl, sub, r, "subscribe");
                 break;
             }
+            mode = 'w';
             continue;
         }
-        /* Until a release message, the holder's TTL running out, or the
-         * re-check for holders that do not publish. */
-        int64_t wait = cl->cfg.recheck_ms;
+        /* Until the lock is handed over, a release message, the holder's
+         * TTL running out, or the re-check (for holders that do not
+         * publish, and to keep the place in the queue). */
+        int64_t wait = slice;
         if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
         if (deadline >= 0 && deadline - now < wait) wait = deadline - now;
         r = rlk_conn_wait_push(sub, (int)wait);
+        if (cl->handed) {
+            /* Handed over by a release that ran after the last busy
+             * attempt: valid from that attempt on. */
+            l->fence = cl->handed_fence;
+            l->holds = 1;
+            set_validity(l, last_busy, l->ttl);
+            break;
+        }
         if (r < 0) {
             status = conn_fail(cl, sub, r, "waiting for the lock");
             break;
         }
     }
+    cl->waiting = NULL;
     if (sub) {
         /* RESP3: the confirmation is not waited for (a late one is
          * dropped), so a waiter that won pays no round trip for leaving;
          * RESP2: the waiting connection is simply closed. */
         if (sub == cl->conn && rlk_conn_is_connected(sub)) {
-            const char *argv[2] = {"UNSUBSCRIBE", l->channel};
-            if (rlk__conn_send(sub, 2, argv, NULL) != RLK_OK) rlk_conn_close(sub);
+            const char *argv[3] = {"UNSUBSCRIBE", l->channel, l->handoff_channel};
+            if (rlk__conn_send(sub, 3, argv, NULL) != RLK_OK) rlk_conn_close(sub);
         }
         if (sub == cl->sub) {
             rlk_conn_free(cl->sub);
@@ -719,14 +934,16 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 /* ------------------------------------------------------------------ */
 /* Release, extend                                                      */
 
-static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *name,
-                        const char *tomb, const char *token, const char *channel, int64_t ttl,
-                        int64_t *result)
+/* keys: as make_keys wrote them, slots of cap bytes. */
+static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, size_t cap,
+                        const char *token, int64_t ttl, int64_t *result)
 {
     char ttls[24], id[33];
     unsigned char rnd[16];
+    const char *name = keys;
     snprintf(ttls, sizeof ttls, "%lld", (long long)ttl);
-    const char *argv[6] = {name, tomb, token, channel, ttls, id};
+    const char *argv[9] = {name,          keys + 2 * cap, keys + cap, keys + 3 * cap,
+                           keys + 4 * cap, token,          keys + 5 * cap, ttls, id};
     rlk_resp_value *v;
     int reentrant = kind == RLK_LOCK_REENTRANT;
     if (reentrant) {
@@ -736,7 +953,7 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *name,
     }
     /* Safe to re-send: the tombstone tells a second attempt what the
      * first one did. */
-    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 2, reentrant ? 6 : 4,
+    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 5, reentrant ? 9 : 7,
                 argv, NULL, 1, &v, "release");
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
@@ -758,7 +975,7 @@ int rlk_lock_release(rlk_lock *l)
     pthread_mutex_lock(&cl->mu);
     l->watchdog = 0;
     pthread_mutex_unlock(&cl->mu);
-    int r = release_keys(cl, l->kind, l->name, l->tomb_key, l->token, l->channel, l->ttl, &res);
+    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token, l->ttl, &res);
     unlink_lock(cl, l);
     free_lock(l);
     return r;
@@ -854,13 +1071,12 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 
 int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 {
-    size_t cap = 2 * strlen(name) + 64;
-    char *keys = rlk__malloc(2 * cap);
+    size_t cap = key_cap(name);
+    char *keys = rlk__malloc(7 * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    derived_key(name, "released", keys, cap);
-    snprintf(keys + cap, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    make_keys(name, keys, cap);
     int64_t res;
-    int r = release_keys(cl, RLK_LOCK_SIMPLE, name, keys, token, keys + cap, 0, &res);
+    int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, 0, &res);
     rlk__free(keys);
     return r;
 }
