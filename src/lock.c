@@ -152,7 +152,7 @@ static const char WAIT_REENTRANT[] =
     "      local exp, ttl, ch = string.match(e, '^(%d+) (%d+) (.+)$')\n"       \
     "      if exp and tonumber(exp) > now then\n"                              \
     "        local f = redis.call('incr', KEYS[3])\n"                          \
-    "        if redis.call('publish', ch, f) > 0 then\n"                       \
+    "        if redis.call('publish', ch, f .. ' ' .. w) > 0 then\n"                \
     "          if kind == 's' then\n"                                          \
     "            redis.call('set', KEYS[1], w, 'px', ttl)\n"                   \
     "          else\n"                                                         \
@@ -293,7 +293,6 @@ struct rlk_lock {
     char *queue_key;         /* waiting in line: see WAIT_SIMPLE */
     char *waiters_key;
     char *channel;           /* published on release */
-    char *handoff_channel;   /* this waiter's: the lock handed over */
     char token[96];          /* simple: random hex; reentrant: field */
     rlk_lock_kind kind;
     int64_t ttl;
@@ -321,6 +320,13 @@ struct rlk_client {
     rlk_lock *waiting;       /* the lock being waited for, if any */
     int handed;              /* ... was handed over: its fence in handed_fence */
     uint64_t handed_fence;
+    char handoff_channel[64]; /* this client's: "FENCE TOKEN" hands a lock over */
+    /* RESP3: the subscriptions are kept after a wait, so that the next
+     * wait for the same lock starts in the queue at once.  Valid while
+     * the connection's generation is sub_gen. */
+    uint64_t sub_gen;
+    int sub_handoff;
+    char *sub_release;       /* the release channel subscribed, or NULL */
     rlk_script scripts[S_COUNT];
     rlk_lock *locks;
     pthread_mutex_t mu;      /* the lock list, when the watchdog thread runs */
@@ -431,17 +437,22 @@ static void on_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
     rlk_client *cl = ctx;
     if (c != cl->conn && c != cl->sub) return; /* the watchdog thread's */
     rlk_lock *w = cl->waiting;
-    if (!w || !w->handoff_channel) return;
+    if (!w) return;
     const rlk_resp_value *ch = rlk_resp_value_at(msg, 1), *pl = rlk_resp_value_at(msg, 2);
     if (!str_is(rlk_resp_value_at(msg, 0), "message", 7) ||
-        !str_is(ch, w->handoff_channel, strlen(w->handoff_channel)) || !pl ||
+        !str_is(ch, cl->handoff_channel, strlen(cl->handoff_channel)) || !pl ||
         (pl->type != RLK_RESP_BULK && pl->type != RLK_RESP_SIMPLE))
         return;
+    /* "FENCE TOKEN"; a handoff meant for an earlier wait (one that ended
+     * in an error) names another token and is ignored: that lock
+     * expires. */
     uint64_t f = 0;
-    size_t i;
+    size_t i, tl = strlen(w->token);
     for (i = 0; i < pl->len && i < 20 && pl->str[i] >= '0' && pl->str[i] <= '9'; i++)
         f = f * 10 + (uint64_t)(pl->str[i] - '0');
-    if (i == 0 || i != pl->len) return;
+    if (i == 0 || pl->len != i + 1 + tl || pl->str[i] != ' ' ||
+        memcmp(pl->str + i + 1, w->token, tl) != 0)
+        return;
     cl->handed_fence = f;
     cl->handed = 1;
 }
@@ -509,6 +520,16 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
                  h + 12, h + 16, h + 20);
     }
     cl->cfg.client_id = NULL;
+    {
+        unsigned char u[16];
+        char h[33];
+        if (random_bytes(u, sizeof u) != 0) {
+            rlk__free(cl);
+            return NULL;
+        }
+        hex(u, sizeof u, h);
+        snprintf(cl->handoff_channel, sizeof cl->handoff_channel, "resplock:handoff:%s", h);
+    }
     if (copy_strings(cl) != 0) {
         rlk__free(cl);
         return NULL;
@@ -567,6 +588,7 @@ void rlk_client_free(rlk_client *cl)
     }
     rlk_conn_free(cl->conn);
     rlk_conn_free(cl->sub);
+    rlk__free(cl->sub_release);
     pthread_mutex_destroy(&cl->mu);
     rlk__free(cl->strings);
     rlk__free(cl);
@@ -705,12 +727,11 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
 /* Acquire                                                              */
 
 /* Room for each of a lock's derived names: the name twice (a computed
- * hash tag) and a token (handoff channel). */
-static size_t key_cap(const char *name) { return 2 * strlen(name) + 64 + 96; }
+ * hash tag) and a little. */
+static size_t key_cap(const char *name) { return 2 * strlen(name) + 64; }
 
-/* The lock's keys and channel in 7 slots of cap bytes at buf: name,
- * fence, tombstone, queue, waiters, release channel; the seventh, the
- * handoff channel, is written when the lock is first waited for. */
+/* The lock's keys and channel in 6 slots of cap bytes at buf: name,
+ * fence, tombstone, queue, waiters, release channel. */
 static void make_keys(const char *name, char *buf, size_t cap)
 {
     memcpy(buf, name, strlen(name) + 1);
@@ -719,7 +740,6 @@ static void make_keys(const char *name, char *buf, size_t cap)
     derived_key(name, "queue", buf + 3 * cap, cap);
     derived_key(name, "waiters", buf + 4 * cap, cap);
     snprintf(buf + 5 * cap, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
-    buf[6 * cap] = '\0';
 }
 
 static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
@@ -728,7 +748,7 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     rlk_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->name = rlk__malloc(7 * cap);
+    l->name = rlk__malloc(6 * cap);
     if (!l->name) {
         rlk__free(l);
         return NULL;
@@ -771,7 +791,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     } else {
         snprintf(ls, sizeof ls, "%lld", (long long)lease);
         const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
-                               l->token, ttl, m, ls, l->handoff_channel};
+                               l->token, ttl, m, ls, cl->handoff_channel};
         r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, argv, NULL,
                 0, &v, "acquire");
     }
@@ -804,6 +824,65 @@ static rlk_conn *wait_conn(rlk_client *cl, int *status)
         }
     }
     return cl->sub;
+}
+
+/* RESP3: still subscribed, on this connection, to the lock's release
+ * channel and to the client's handoff channel. */
+static int subscribed(rlk_client *cl, const rlk_lock *l)
+{
+    return rlk_conn_get_info(cl->conn)->protocol == 3 && rlk_conn_is_connected(cl->conn) &&
+           cl->sub_gen == rlk_conn_generation(cl->conn) && cl->sub_handoff && cl->sub_release &&
+           strcmp(cl->sub_release, l->channel) == 0;
+}
+
+/*
+ * Subscribes the waiting connection to the lock's release channel and to
+ * the client's handoff channel.  Under RESP3 (sub is the client's
+ * connection) the subscriptions are kept after the wait: one release
+ * channel, the last lock waited for (the one before is left without
+ * waiting for the confirmation), and the handoff channel.  A client that
+ * waits for the same lock again then joins the queue in its first try.
+ * Messages on the kept channels that arrive outside a wait are dropped.
+ */
+static int subscribe(rlk_client *cl, rlk_conn *sub, const rlk_lock *l)
+{
+    int r;
+    if (sub != cl->conn)
+        return (r = rlk_conn_subscribe(sub, l->channel, strlen(l->channel))) != RLK_OK
+                   ? r
+                   : rlk_conn_subscribe(sub, cl->handoff_channel, strlen(cl->handoff_channel));
+    if (cl->sub_gen != rlk_conn_generation(sub)) {
+        /* A new connection: nothing is subscribed on it. */
+        cl->sub_gen = rlk_conn_generation(sub);
+        cl->sub_handoff = 0;
+        rlk__free(cl->sub_release);
+        cl->sub_release = NULL;
+    }
+    if (cl->sub_release && strcmp(cl->sub_release, l->channel) != 0) {
+        const char *argv[2] = {"UNSUBSCRIBE", cl->sub_release};
+        r = rlk__conn_send(sub, 2, argv, NULL);
+        rlk__free(cl->sub_release);
+        cl->sub_release = NULL;
+        if (r != RLK_OK) return r;
+    }
+    if (!cl->sub_release) {
+        size_t n = strlen(l->channel) + 1;
+        char *copy = rlk__malloc(n);
+        if (!copy) return RLK_ERR_NOMEM;
+        r = rlk_conn_subscribe(sub, l->channel, n - 1);
+        if (r != RLK_OK) {
+            rlk__free(copy);
+            return r;
+        }
+        cl->sub_release = memcpy(copy, l->channel, n);
+    }
+    if (!cl->sub_handoff) {
+        r = rlk_conn_subscribe(sub, cl->handoff_channel, strlen(cl->handoff_channel));
+        if (r != RLK_OK) return r;
+        cl->sub_handoff = 1;
+    }
+    cl->sub_gen = rlk_conn_generation(sub);
+    return RLK_OK;
 }
 
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
@@ -840,6 +919,14 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     int64_t slice = cl->cfg.recheck_ms, last_busy = 0;
     if (l->ttl / 3 < slice) slice = l->ttl / 3 > 10 ? l->ttl / 3 : 10;
     int64_t lease = 2 * slice + 200;
+    cl->waiting = l;
+    cl->handed = 0;
+    /* Still subscribed from an earlier wait for this lock (RESP3): the
+     * first try already joins the queue. */
+    if (o->wait_ms != 0 && subscribed(cl, l)) {
+        sub = cl->conn;
+        mode = 'w';
+    }
     for (;;) {
         int64_t pttl = -1, sent;
         r = try_acquire(cl, l, mode, lease, last_busy, &pttl, &sent);
@@ -868,14 +955,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
              * not missed, and a handoff reaches a listening waiter. */
             sub = wait_conn(cl, &status);
             if (!sub) break;
-            size_t cap = key_cap(name);
-            l->handoff_channel = l->name + 6 * cap;
-            snprintf(l->handoff_channel, cap, "%s:%s", l->waiters_key, l->token);
-            cl->waiting = l;
-            cl->handed = 0;
-            r = rlk_conn_subscribe(sub, l->channel, strlen(l->channel));
-            if (r == RLK_OK)
-                r = rlk_conn_subscribe(sub, l->handoff_channel, strlen(l->handoff_channel));
+            r = subscribe(cl, sub, l);
             if (r != RLK_OK) {
                 status = conn_fail(cl, sub, r, "subscribe");
                 break;
@@ -904,18 +984,11 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         }
     }
     cl->waiting = NULL;
-    if (sub) {
-        /* RESP3: the confirmation is not waited for (a late one is
-         * dropped), so a waiter that won pays no round trip for leaving;
-         * RESP2: the waiting connection is simply closed. */
-        if (sub == cl->conn && rlk_conn_is_connected(sub)) {
-            const char *argv[3] = {"UNSUBSCRIBE", l->channel, l->handoff_channel};
-            if (rlk__conn_send(sub, 3, argv, NULL) != RLK_OK) rlk_conn_close(sub);
-        }
-        if (sub == cl->sub) {
-            rlk_conn_free(cl->sub);
-            cl->sub = NULL;
-        }
+    /* RESP2: the waiting connection is simply closed.  RESP3: the
+     * subscriptions stay for the next wait (see subscribe). */
+    if (sub && sub == cl->sub) {
+        rlk_conn_free(cl->sub);
+        cl->sub = NULL;
     }
     if (status != RLK_OK) {
         free_lock(l);
@@ -1072,7 +1145,7 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 {
     size_t cap = key_cap(name);
-    char *keys = rlk__malloc(7 * cap);
+    char *keys = rlk__malloc(6 * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     make_keys(name, keys, cap);
     int64_t res;
