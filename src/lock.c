@@ -173,8 +173,9 @@ static const char WAIT_REENTRANT[] =
  * waiter or freed), 0 not held, -1 other owner. */
 static const char RELEASE_SIMPLE[] =
     LUA_HANDOFF
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "if t == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    /* redis.pcall: a key of another type answers an error table. */
+    "local v = redis.pcall('get', KEYS[1])\n"
+    "if v == ARGV[1] then\n"
     "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
     "  if not handoff('s') then\n"
     "    redis.call('del', KEYS[1])\n"
@@ -183,7 +184,7 @@ static const char RELEASE_SIMPLE[] =
     "  return 1\n"
     "end\n"
     "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
-    "if t == 'none' then return 0 end\n"
+    "if not v then return 0 end\n"
     "return -1\n";
 
 /* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: field,
@@ -235,25 +236,25 @@ static const char EXTEND[] =
     "redis.call('pexpire', KEYS[1], ms)\n"
     "return ms\n";
 
-/* KEYS: locks.  ARGV: per key kind, token or field, ttl.
+/* KEYS: locks.  ARGV: the kinds, one letter per key ('s' or 'r'), then
+ * per key the token or field and the ttl.
  * Per key 1 renewed, -1 not held, -2 other owner. */
 static const char RENEW[] =
-    "local out = {}\n"
+    /* The simple locks' values in one MGET (a key of another type reads
+     * as nil there), so that a renewed simple lock costs one more server
+     * call, its PEXPIRE; EXISTS only tells a vanished lock from a taken
+     * one. */
+    "local vals = redis.call('mget', unpack(KEYS))\n"
+    "local kinds, out = ARGV[1], {}\n"
     "for i = 1, #KEYS do\n"
-    "  local k, kind, tok = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]\n"
-    /* Two server calls per key in the common case: the check (through
-     * pcall, as a key of the other kind answers WRONGTYPE) and PEXPIRE;
-     * EXISTS only tells a vanished lock from a taken one. */
-    "  local ok, v\n"
-    "  if kind == 's' then\n"
-    "    ok, v = pcall(redis.call, 'get', k)\n"
-    "    ok = ok and v == tok\n"
+    "  local k, tok, ok = KEYS[i], ARGV[2 * i]\n"
+    "  if string.byte(kinds, i) == 115 then\n"
+    "    ok = vals[i] == tok\n"
     "  else\n"
-    "    ok, v = pcall(redis.call, 'hexists', k, tok)\n"
-    "    ok = ok and v == 1\n"
+    "    ok = redis.pcall('hexists', k, tok) == 1\n"
     "  end\n"
     "  if ok then\n"
-    "    redis.call('pexpire', k, ARGV[3 * i])\n"
+    "    redis.call('pexpire', k, ARGV[2 * i + 1])\n"
     "    out[i] = 1\n"
     "  elseif redis.call('exists', k) == 0 then\n"
     "    out[i] = -1\n"
@@ -367,7 +368,7 @@ void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
 
 /* Random bytes from the kernel; a lock token must not be guessable or
  * shared, so there is no weaker fallback than /dev/urandom. */
-static int random_bytes(unsigned char *out, size_t n)
+static int kernel_random(unsigned char *out, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -389,6 +390,51 @@ static int random_bytes(unsigned char *out, size_t n)
     }
     close(fd);
     return got == n ? 0 : -1;
+}
+
+/*
+ * Random bytes for tokens, taken from the kernel 512 bytes at a time (a
+ * system call per 32 tokens instead of one per token).  Each byte is
+ * handed out once; a forked child starts with an empty pool, so parent
+ * and child never share a token.
+ */
+static struct {
+    pthread_mutex_t mu;
+    unsigned char buf[512];
+    size_t left;
+} pool = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_forked(void)
+{
+    /* Only this thread exists in the child; the mutex was held by the
+     * forking thread (see pool_prepare), so it is re-made. */
+    pthread_mutex_init(&pool.mu, NULL);
+    memset(pool.buf, 0, sizeof pool.buf);
+    pool.left = 0;
+}
+static void pool_prepare(void) { pthread_mutex_lock(&pool.mu); }
+static void pool_parent(void) { pthread_mutex_unlock(&pool.mu); }
+static void pool_init(void) { pthread_atfork(pool_prepare, pool_parent, pool_forked); }
+
+static int random_bytes(unsigned char *out, size_t n)
+{
+    if (n > sizeof pool.buf / 4) return kernel_random(out, n);
+    pthread_once(&pool_once, pool_init);
+    pthread_mutex_lock(&pool.mu);
+    if (pool.left < n) {
+        if (kernel_random(pool.buf, sizeof pool.buf) != 0) {
+            pthread_mutex_unlock(&pool.mu);
+            return -1;
+        }
+        pool.left = sizeof pool.buf;
+    }
+    unsigned char *p = pool.buf + pool.left - n;
+    memcpy(out, p, n);
+    memset(p, 0, n);
+    pool.left -= n;
+    pthread_mutex_unlock(&pool.mu);
+    return 0;
 }
 
 static void hex(const unsigned char *in, size_t n, char *out)
@@ -734,12 +780,27 @@ static size_t key_cap(const char *name) { return 2 * strlen(name) + 64; }
  * fence, tombstone, queue, waiters, release channel. */
 static void make_keys(const char *name, char *buf, size_t cap)
 {
-    memcpy(buf, name, strlen(name) + 1);
-    derived_key(name, "fence", buf + cap, cap);
-    derived_key(name, "released", buf + 2 * cap, cap);
-    derived_key(name, "queue", buf + 3 * cap, cap);
-    derived_key(name, "waiters", buf + 4 * cap, cap);
-    snprintf(buf + 5 * cap, cap, "%s%s}", RELEASE_CHANNEL_PREFIX, name);
+    static const char *const what[4] = {"fence", "released", "queue", "waiters"};
+    size_t n = strlen(name);
+    memcpy(buf, name, n + 1);
+    if (!memchr(name, '{', n) && !memchr(name, '}', n)) {
+        /* The common case, {NAME}:what, without formatting. */
+        for (int i = 0; i < 4; i++) {
+            char *o = buf + (size_t)(i + 1) * cap;
+            *o++ = '{';
+            memcpy(o, name, n);
+            o += n;
+            *o++ = '}';
+            *o++ = ':';
+            memcpy(o, what[i], strlen(what[i]) + 1);
+        }
+    } else {
+        for (int i = 0; i < 4; i++) derived_key(name, what[i], buf + (size_t)(i + 1) * cap, cap);
+    }
+    char *ch = buf + 5 * cap;
+    memcpy(ch, RELEASE_CHANNEL_PREFIX, sizeof RELEASE_CHANNEL_PREFIX - 1);
+    memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1, name, n);
+    memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1 + n, "}", 2);
 }
 
 static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
@@ -1234,36 +1295,41 @@ static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
             if (budget < 0 || left < budget) budget = left;
         }
     size_t nreq = (n + RENEW_BATCH - 1) / RENEW_BATCH;
+    /* Per request: the keys, the kinds string, a token and a TTL per key. */
     rlk_request *reqs = rlk__malloc(sizeof *reqs * nreq);
-    const char **argv = rlk__malloc(sizeof *argv * 4 * n);
-    size_t *lens = rlk__malloc(sizeof *lens * 4 * n);
+    const char **argv = rlk__malloc(sizeof *argv * (3 * n + nreq));
+    size_t *lens = rlk__malloc(sizeof *lens * (3 * n + nreq));
     char (*ttls)[24] = rlk__malloc(sizeof *ttls * n);
+    char *kinds = rlk__malloc(n + 1);
     rlk_lock **which = rlk__malloc(sizeof *which * n);
     rlk_resp_value **replies = rlk__malloc(sizeof *replies * nreq);
     int r = RLK_ERR_NOMEM;
-    if (!reqs || !argv || !lens || !ttls || !which || !replies) goto out;
+    if (!reqs || !argv || !lens || !ttls || !kinds || !which || !replies) goto out;
     size_t i = 0;
     for (rlk_lock *l = cl->locks; l; l = l->next)
         if (l->watchdog && !l->lost) which[i++] = l;
     for (size_t q = 0; q < nreq; q++) {
         size_t first = q * RENEW_BATCH, cnt = n - first < RENEW_BATCH ? n - first : RENEW_BATCH;
-        const char **a = argv + 4 * first;
-        size_t *al = lens + 4 * first;
+        const char **a = argv + 3 * first + q;
+        size_t *al = lens + 3 * first + q;
+        a[cnt] = kinds + first;
+        al[cnt] = cnt;
         for (size_t k = 0; k < cnt; k++) {
             rlk_lock *l = which[first + k];
-            snprintf(ttls[first + k], sizeof ttls[0], "%lld", (long long)l->ttl);
+            char *t = ttls[first + k];
+            kinds[first + k] = l->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
             a[k] = l->name;
             al[k] = strlen(l->name);
-            a[cnt + 3 * k] = l->kind == RLK_LOCK_REENTRANT ? "r" : "s";
-            al[cnt + 3 * k] = 1;
-            a[cnt + 3 * k + 1] = l->token;
-            al[cnt + 3 * k + 1] = strlen(l->token);
-            a[cnt + 3 * k + 2] = ttls[first + k];
-            al[cnt + 3 * k + 2] = strlen(ttls[first + k]);
+            a[cnt + 1 + 2 * k] = l->token;
+            al[cnt + 1 + 2 * k] = strlen(l->token);
+            a[cnt + 2 + 2 * k] = t;
+            al[cnt + 2 + 2 * k] = l->ttl <= 4294967295LL
+                                      ? rlk__utoa(t, (unsigned)l->ttl)
+                                      : (size_t)snprintf(t, 24, "%lld", (long long)l->ttl);
         }
         reqs[q].script = &cl->scripts[S_RENEW];
         reqs[q].nkeys = (int)cnt;
-        reqs[q].argc = (int)(4 * cnt);
+        reqs[q].argc = (int)(3 * cnt + 1);
         reqs[q].argv = a;
         reqs[q].argvlen = al;
     }
@@ -1316,6 +1382,7 @@ out:
     rlk__free(argv);
     rlk__free(lens);
     rlk__free(ttls);
+    rlk__free(kinds);
     rlk__free(which);
     rlk__free(replies);
     return r;
