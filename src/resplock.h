@@ -280,9 +280,28 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * make both impossible), incremented in the same script as the SET.  The
  * counter has no TTL: it must never go back.
  *
+ * Waiting in line: a waiter joins a queue kept next to the lock (a list
+ * "{NAME}:queue" of tokens in arrival order and a hash "{NAME}:waiters"
+ * of token -> "expiry ttl channel", same slot rules as the counter).  A
+ * resplock release that finds a live waiter does not free the lock: in
+ * the same script it sets the lock to that waiter's token with the
+ * waiter's TTL, increments the fencing counter, and publishes "FENCE
+ * TOKEN" on the waiter's client's channel ("resplock:handoff:<random>");
+ * that message is the waiter's acquisition.  Waiters are served first
+ * come, first served.  A waiter's place lapses when it has not renewed it
+ * for two re-check periods and a little (it died, or was stopped), and a
+ * waiter whose channel has no subscriber is skipped, so a dead waiter
+ * does not stall the lock.  Holders using other clients do not hand over:
+ * their waiters find the lock free at their next re-check or when its
+ * TTL runs out, and take it with SET NX like anyone (no queue order then).
+ * Requires Redis 5 or later (scripts read TIME before writing).
+ *
  * Validity: a lock is known to be held until the start of the acquire
  * attempt (or of the last successful renewal) plus the TTL minus a drift
- * allowance of 1% of the TTL plus 2 ms, on the monotonic clock.
+ * allowance of 1% of the TTL plus 2 ms, on the monotonic clock.  A lock
+ * handed over counts from the waiter's last attempt that found it busy
+ * (the handoff came later), so it may start with up to one re-check
+ * period less.
  */
 
 /* Statuses of the lock calls, beyond the connection's. */
@@ -368,11 +387,17 @@ void rlk_lock_options_init(rlk_lock_options *o);
 
 /*
  * Acquires the lock NAME.  With a wait, the caller subscribes to the
- * lock's release channel and wakes when the holder releases (resplock and
- * Redisson holders publish), when the holder's TTL runs out, and at least
- * every recheck_ms; it never polls in a busy loop.  Under RESP3 the
- * subscription rides the same connection; under RESP2 a second one is
- * opened for the wait.  A reentrant lock acquired again by the same
+ * lock's release channel and to the client's handoff channel, joins the
+ * queue, and returns when a release hands the lock over; it also wakes
+ * when the lock is freed (Redisson holders publish "0"), when the holder's
+ * TTL runs out, and at least every min(recheck_ms, ttl / 3) to try again
+ * and keep its place; it never polls in a busy loop.  A wait that runs
+ * out leaves the queue in its last try.  Under RESP3 the subscriptions
+ * ride the same connection and stay after the wait (the last lock waited
+ * for, and the handoff channel): waiting again for the same lock joins
+ * the queue in the first try, without subscribing again; their messages
+ * outside a wait are dropped.  Under RESP2 a second connection is opened
+ * for the wait and closed after it.  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
  * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
  * Thread use: the client's thread.
