@@ -24,8 +24,11 @@
  *                 returning.  The median is also given in round trips,
  *                 taking the median PING round trip of an idle raw
  *                 socket as the unit.  A third row runs resplock with 2
- *                 processes: one waiter woken per release, and fewer
- *                 processes on the CPUs, to show the protocol path alone.
+ *                 processes: fewer processes on the CPUs, to show the
+ *                 protocol path with less queueing for the CPU.  The CPU
+ *                 time of all processes and of the server per
+ *                 acquisition is printed beside the wall time per
+ *                 acquisition: when they are equal the CPUs are saturated.
  *   watchdog      renewing 10,000 held locks: one rlk_client_tick (the
  *                 library's batched renewal: 10 script calls of 1000 keys
  *                 in one pipeline) against one rlk_lock_extend per lock,
@@ -74,6 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -657,6 +661,8 @@ static void contend_child(shared *sh, int id, int go_fd)
 typedef struct cstats {
     long acquisitions, cross;    /* in the window; cross: by another process */
     double seconds;
+    double cpu_clients, cpu_server; /* seconds of CPU over the whole run      */
+    long all_acq;                   /* acquisitions over the whole run        */
     double med_all_ns, med_cross_ns, p90_cross_ns;
     int min_per_proc, max_per_proc;
     long overlaps, fence_errors;
@@ -706,8 +712,34 @@ static void analyse(rec *all, long n, int nproc, int64_t start, int64_t end, int
     free(h_cross);
 }
 
+/* CPU seconds (user + system) used so far by process pid. */
+static double proc_cpu(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command name */
+    unsigned long long ut = 0, stt = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) != 2)
+        return 0;
+    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double children_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
 static void contended_resplock(int nproc, cstats *st)
 {
+    double srv0 = proc_cpu(server->pid), kids0 = children_cpu();
     shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) die2("mmap", strerror(errno));
     int go[2];
@@ -734,6 +766,7 @@ static void contended_resplock(int nproc, cstats *st)
         if (waitpid(pids[i], &s, 0) != pids[i] || !WIFEXITED(s) || WEXITSTATUS(s) != 0) bad = 1;
     }
     if (bad || sh->failed) die("a contending process failed (see above)");
+    double srv1 = proc_cpu(server->pid), kids1 = children_cpu();
     long n = 0;
     for (int i = 0; i < nproc; i++) n += sh->count[i];
     rec *all = malloc(sizeof *all * (size_t)n);
@@ -744,6 +777,9 @@ static void contended_resplock(int nproc, cstats *st)
     memset(st, 0, sizeof *st);
     analyse(all, n, nproc, start, end, 1, st);
     st->overlaps += sh->overlaps;
+    st->cpu_clients = kids1 - kids0;
+    st->cpu_server = srv1 - srv0;
+    st->all_acq = n;
     free(all);
     munmap(sh, sizeof *sh);
 }
@@ -1011,6 +1047,18 @@ static void run_regime(regime *g)
      * and one waiter is woken per release: what the protocol path costs. */
     contended_resplock(2, &g->c2);
     print_cstats("resplock, 2 processes", &g->c2, g->rtt_ns);
+    /* Where the time of a handoff goes when the CPUs are saturated: the
+     * CPU time all processes and the server spend per acquisition,
+     * against the wall time per acquisition. */
+    for (int k = 0; k < 2; k++) {
+        const cstats *c = k ? &g->c2 : &g->cr;
+        double wall = 1e6 / ((double)c->acquisitions / c->seconds);
+        printf("    %s: CPU per acquisition %.1f us (clients %.1f + server %.1f), wall %.1f us"
+               " per acquisition\n", k ? "2 processes" : "8 processes",
+               (c->cpu_clients + c->cpu_server) * 1e6 / (double)c->all_acq,
+               c->cpu_clients * 1e6 / (double)c->all_acq, c->cpu_server * 1e6 / (double)c->all_acq,
+               wall);
+    }
     printf("    checks: %ld overlapping critical sections, %ld fences out of order\n",
            g->cr.overlaps + g->c2.overlaps + (g->have_cp ? g->cp.overlaps : 0),
            g->cr.fence_errors + g->c2.fence_errors);
@@ -1121,8 +1169,8 @@ int main(void)
            "   CLOCK_MONOTONIC, one clock for all processes).  \"other\": handoffs to\n"
            "   another process than the one that released.  per process: fewest..most\n"
            "   acquisitions of one process.  In RT: divided by the idle PING RT.\n"
-           "   resplock: RLK_WAIT_FOREVER (subscribes to the lock's release channel and\n"
-           "   wakes on the release message); redis-py: acquire(blocking=True), which\n"
+           "   resplock: RLK_WAIT_FOREVER (joins the lock's queue; the release hands\n"
+           "   the lock over with one message); redis-py: acquire(blocking=True), which\n"
            "   polls every 0.1 s (its default).\n\n", CONT_SECONDS);
     printf("3. Watchdog: %d locks held by one client (watchdog on, TTL 30 s,\n"
            "   renew_divisor 30000 so that every tick finds them due); each round renews\n"
@@ -1150,10 +1198,12 @@ int main(void)
            "so the ratios compare each client's own cost on top of the kernel and the\n"
            "server (the cpu column).  The library's cycle also draws a token from\n"
            "getrandom and builds a handle; the raw floor replays one captured token.\n"
-           "Contended, every release wakes every waiting process, which all try again;\n"
-           "the releasing process, trying again at once, competes with them and often\n"
-           "wins (\"median handoff\" counts those too).  With 8 processes the CPU they\n"
-           "share is the bottleneck, and the RT figures divide by an idle round trip.\n"
+           "Contended, a release hands the lock to the first waiter in line (one\n"
+           "message; the waiter pays no further round trip), and the releaser joins\n"
+           "the back of the line in one script call.  When the CPU time per\n"
+           "acquisition (all processes and the server) is about the wall time per\n"
+           "acquisition, the CPUs are saturated: a handoff then waits for the CPU,\n"
+           "not for the protocol, and the RT figures divide by an idle round trip.\n"
            "Load average at the end: %s (other work on the machine moves the numbers).\n\n",
            load1);
 

@@ -94,10 +94,10 @@ static const char ACQUIRE_REENTRANT[] =
     "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s', exp, ARGV[2], ARGV[5])) == 1 then\n" \
     "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
     "  end\n"                                                                  \
-    "  local keep = 2 * lease + 60000\n"                                       \
-    "  for k = 3, 4 do\n"                                                      \
-    "    if redis.call('pttl', KEYS[k]) < keep then redis.call('pexpire', KEYS[k], keep) end\n" \
-    "  end\n"                                                                  \
+    /* The queue goes when no waiter has renewed its place for a minute. */   \
+    "  local keep = lease > 30000 and 2 * lease or 60000\n"                    \
+    "  redis.call('pexpire', KEYS[3], keep)\n"                                 \
+    "  redis.call('pexpire', KEYS[4], keep)\n"                                 \
     "end\n"
 
 /* KEYS: lock, fence counter, queue, waiters.
@@ -110,7 +110,7 @@ static const char WAIT_SIMPLE[] =
     "  leave()\n"
     "  return {1, redis.call('incr', KEYS[2]), 1, 0}\n"
     "end\n"
-    "if redis.call('type', KEYS[1])['ok'] == 'string' and redis.call('get', KEYS[1]) == ARGV[1] then\n"
+    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), 1, 1}\n"
     "end\n"
     "if ARGV[3] == 'q' then leave() else join() end\n"
@@ -140,12 +140,14 @@ static const char WAIT_REENTRANT[] =
  * ones are removed as they are seen. */
 #define LUA_HANDOFF                                                            \
     "local function handoff(kind)\n"                                           \
-    "  if redis.call('exists', KEYS[4]) == 0 then return false end\n"          \
-    "  local tm = redis.call('time')\n"                                        \
-    "  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n" \
+    "  local now\n"                                                            \
     "  for _ = 1, 100 do\n"                                                    \
     "    local w = redis.call('lpop', KEYS[4])\n"                              \
     "    if not w then return false end\n"                                     \
+    "    if not now then\n"                                                    \
+    "      local tm = redis.call('time')\n"                                    \
+    "      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n" \
+    "    end\n"                                                                \
     "    local e = redis.call('hget', KEYS[5], w)\n"                           \
     "    if e then\n"                                                          \
     "      redis.call('hdel', KEYS[5], w)\n"                                   \
