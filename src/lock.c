@@ -1003,6 +1003,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             break;
         }
         if (mode == 'w') last_busy = sent;
+        if (cl->handed) break; /* the message came with the reply: see below */
         int64_t now = rlk__now_ms();
         if (o->wait_ms == 0 || (deadline >= 0 && now >= deadline)) {
             if (mode == 'w') {
@@ -1012,10 +1013,11 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
             break;
         }
-        if (!sub) {
+        if (!sub || (sub == cl->conn && !subscribed(cl, l))) {
             /* Subscribe first, then try again and join the queue: a
              * release between the failed try and the subscriptions is
-             * not missed, and a handoff reaches a listening waiter. */
+             * not missed, and a handoff reaches a listening waiter.
+             * Again after a reconnect, which lost the subscriptions. */
             sub = wait_conn(cl, &status);
             if (!sub) break;
             r = subscribe(cl, sub, l);
@@ -1033,18 +1035,18 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
         if (deadline >= 0 && deadline - now < wait) wait = deadline - now;
         r = rlk_conn_wait_push(sub, (int)wait);
-        if (cl->handed) {
-            /* Handed over by a release that ran after the last busy
-             * attempt: valid from that attempt on. */
-            l->fence = cl->handed_fence;
-            l->holds = 1;
-            set_validity(l, last_busy, l->ttl);
-            break;
-        }
+        if (cl->handed) break;
         if (r < 0) {
             status = conn_fail(cl, sub, r, "waiting for the lock");
             break;
         }
+    }
+    if (cl->handed && status == RLK_OK) {
+        /* Handed over by a release that ran after the last busy attempt:
+         * valid from that attempt on. */
+        l->fence = cl->handed_fence;
+        l->holds = 1;
+        set_validity(l, last_busy, l->ttl);
     }
     cl->waiting = NULL;
     /* RESP2: the waiting connection is simply closed.  RESP3: the
