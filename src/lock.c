@@ -477,9 +477,10 @@ static int str_is(const rlk_resp_value *v, const char *s, size_t n)
            memcmp(v->str, s, n) == 0;
 }
 
-/* A waiter's connection: a message on its handoff channel means the lock
- * is now its own; the payload is the fence.  Anything else only wakes
- * the waiter (rlk_conn_wait_push returns), which then tries again. */
+/* A waiter's connection: a message on the client's handoff channel
+ * naming the waiter's token means the lock is now its own, with the fence
+ * the message carries.  Anything else only wakes the waiter
+ * (rlk_conn_wait_push returns), which then tries again. */
 static void on_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
 {
     rlk_client *cl = ctx;
