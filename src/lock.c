@@ -67,11 +67,12 @@ static const char ACQUIRE_REENTRANT[] =
  * Waiting in line.  A waiter that has subscribed to its own handoff
  * channel registers in a queue: a list {NAME}:queue of tokens in arrival
  * order, and a hash {NAME}:waiters mapping each token to "expiry ttl
- * channel" (expiry: server time in ms, renewed by each re-check of the
- * waiter).  A release that finds a live waiter hands the lock over in
- * the same script: the lock gets the waiter's token with the waiter's
- * TTL, the fencing counter is incremented, and the fence is published on
- * the waiter's channel.  That message is the acquisition: the waiter
+ * kind channel" (expiry: server time in ms, renewed by each re-check of
+ * the waiter; kind: 's' simple or 'r' reentrant).  A release that finds a
+ * live waiter hands the lock over in the same script: the lock gets the
+ * waiter's token in the waiter's kind with the waiter's TTL, the fencing
+ * counter is incremented, and "FENCE TOKEN" is published on the waiter's
+ * channel.  That message is the acquisition: the waiter
  * pays no further round trip.  A waiter that has died (entry expired) or
  * stopped listening (PUBLISH reaches nobody) is skipped.
  */
@@ -84,14 +85,15 @@ static const char ACQUIRE_REENTRANT[] =
     "  end\n"                                                                  \
     "end\n"
 
-/* Registers ARGV[1] (ttl ARGV[2], lease ARGV[4] ms, channel ARGV[5]), or
- * renews its lease keeping its place. */
+/* Registers ARGV[1] as a waiter of this kind ('s' or 'r'; ttl ARGV[2],
+ * lease ARGV[4] ms, channel ARGV[5]), or renews its lease keeping its
+ * place. */
 #define LUA_JOIN_QUEUE                                                         \
-    "local function join()\n"                                                  \
+    "local function join(kind)\n"                                                  \
     "  local tm = redis.call('time')\n"                                        \
     "  local lease = tonumber(ARGV[4])\n"                                      \
     "  local exp = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000) + lease\n" \
-    "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s', exp, ARGV[2], ARGV[5])) == 1 then\n" \
+    "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s', exp, ARGV[2], kind, ARGV[5])) == 1 then\n" \
     "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
     "  end\n"                                                                  \
     /* The queue goes when no waiter has renewed its place for a minute. */   \
@@ -113,7 +115,7 @@ static const char WAIT_SIMPLE[] =
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
     "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), 1, 1}\n"
     "end\n"
-    "if ARGV[3] == 'q' then leave() else join() end\n"
+    "if ARGV[3] == 'q' then leave() else join('s') end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
 /* The same for a reentrant lock; ARGV[1] is the hash field.
@@ -131,15 +133,16 @@ static const char WAIT_REENTRANT[] =
     "  local n = redis.call('hget', KEYS[1], ARGV[1])\n"
     "  if n then return {1, tonumber(redis.call('get', KEYS[2]) or '0'), tonumber(n), 1} end\n"
     "end\n"
-    "if ARGV[3] == 'q' then leave() else join() end\n"
+    "if ARGV[3] == 'q' then leave() else join('r') end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
 /* Hands the lock KEYS[1] over to the first live waiter (queue KEYS[4],
- * waiters KEYS[5], fence KEYS[3]) as kind 's' or 'r'; true when done.
+ * waiters KEYS[5], fence KEYS[3]) in the waiter's kind (a simple waiter
+ * behind a reentrant holder gets a string); true when done.
  * Looks at 100 entries at most, so that a release stays short; dead
  * ones are removed as they are seen. */
 #define LUA_HANDOFF                                                            \
-    "local function handoff(kind)\n"                                           \
+    "local function handoff()\n"                                               \
     "  local now\n"                                                            \
     "  for _ = 1, 100 do\n"                                                    \
     "    local w = redis.call('lpop', KEYS[4])\n"                              \
@@ -151,7 +154,7 @@ static const char WAIT_REENTRANT[] =
     "    local e = redis.call('hget', KEYS[5], w)\n"                           \
     "    if e then\n"                                                          \
     "      redis.call('hdel', KEYS[5], w)\n"                                   \
-    "      local exp, ttl, ch = string.match(e, '^(%d+) (%d+) (.+)$')\n"       \
+    "      local exp, ttl, kind, ch = string.match(e, '^(%d+) (%d+) ([sr]) (.+)$')\n"\
     "      if exp and tonumber(exp) > now then\n"                              \
     "        local f = redis.call('incr', KEYS[3])\n"                          \
     "        if redis.call('publish', ch, f .. ' ' .. w) > 0 then\n"                \
@@ -179,7 +182,7 @@ static const char RELEASE_SIMPLE[] =
     "local v = redis.pcall('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
     "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
-    "  if not handoff('s') then\n"
+    "  if not handoff() then\n"
     "    redis.call('del', KEYS[1])\n"
     "    redis.call('publish', ARGV[2], '0')\n"
     "  end\n"
@@ -209,7 +212,7 @@ static const char RELEASE_REENTRANT[] =
     "    return 2\n"
     "  end\n"
     "  redis.call('set', KEYS[2], ARGV[4] .. ':1', 'px', " TOMBSTONE_MS ")\n"
-    "  if not handoff('r') then\n"
+    "  if not handoff() then\n"
     "    redis.call('del', KEYS[1])\n"
     "    redis.call('publish', ARGV[2], '0')\n"
     "  end\n"
@@ -843,21 +846,35 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
 {
     char ttl[24], ls[24], m[2] = {(char)mode, 0};
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
+    snprintf(ls, sizeof ls, "%lld", (long long)lease);
     rlk_resp_value *v;
     int64_t start = *sent = rlk__now_ms();
-    int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
-    /* Not re-sent after a failure: a lost reply may hide an acquisition,
-     * which then simply expires. */
+    int reentrant = l->kind == RLK_LOCK_REENTRANT, r, resent = 0;
     if (!mode) {
         const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
         r = run(cl, cl->conn, reentrant ? S_ACQ_REENTRANT : S_ACQ_SIMPLE, 2, 4, argv, NULL, 0,
                 &v, "acquire");
     } else {
-        snprintf(ls, sizeof ls, "%lld", (long long)lease);
         const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
                                l->token, ttl, m, ls, cl->handoff_channel};
         r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, argv, NULL,
                 0, &v, "acquire");
+    }
+    /*
+     * The connection failed (the server closed it while it was idle, or
+     * the reply was lost): a simple lock's try is sent again once, on a
+     * new connection, as the waiting script, which also finds out whether
+     * the lost try had taken the lock (the lock then holds this token).
+     * A reentrant lock's try is not: a hold counted by a lost try cannot
+     * be told from one taken earlier; the lock then expires.
+     */
+    if (!reentrant && (r == RLK_ERR_IO || r == RLK_ERR_CLOSED || r == RLK_ERR_TIMEOUT) &&
+        rlk_conn_reconnect(cl->conn) == RLK_OK) {
+        m[0] = mode ? (char)mode : 'q'; /* 'q' leaves a queue it is not in */
+        const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
+                               l->token, ttl, m, ls, cl->handoff_channel};
+        r = run(cl, cl->conn, S_WAIT_SIMPLE, 4, 9, argv, NULL, 0, &v, "acquire");
+        resent = 1;
     }
     if (r != RLK_OK) return r;
     int64_t ok, x;
@@ -870,8 +887,11 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     l->fence = (uint64_t)x;
     if (l->kind == RLK_LOCK_REENTRANT && int_at(v, 2, &l->holds)) l->holds = 1;
     if (l->kind == RLK_LOCK_SIMPLE) l->holds = 1;
+    /* Found this token already there: handed over since the last busy
+     * try (valid from that try), or taken by the lost try of this call
+     * (valid from its start; when waiting, either may be the case). */
     int64_t handed = 0;
-    if (mode && !int_at(v, 3, &handed) && handed) start = since;
+    if ((mode || resent) && !int_at(v, 3, &handed) && handed && mode) start = since;
     set_validity(l, start, l->ttl);
     return 1;
 }
@@ -986,8 +1006,10 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     cl->waiting = l;
     cl->handed = 0;
     /* Still subscribed from an earlier wait for this lock (RESP3): the
-     * first try already joins the queue. */
-    if (o->wait_ms != 0 && subscribed(cl, l)) {
+     * first try already joins the queue.  Not for a reentrant lock: its
+     * first try must count a hold taken again by this thread, which the
+     * waiting script would take for a handoff. */
+    if (o->wait_ms != 0 && l->kind == RLK_LOCK_SIMPLE && subscribed(cl, l)) {
         sub = cl->conn;
         mode = 'w';
     }

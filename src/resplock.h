@@ -282,7 +282,7 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  *
  * Waiting in line: a waiter joins a queue kept next to the lock (a list
  * "{NAME}:queue" of tokens in arrival order and a hash "{NAME}:waiters"
- * of token -> "expiry ttl channel", same slot rules as the counter).  A
+ * of token -> "expiry ttl kind channel", same slot rules as the counter).  A
  * resplock release that finds a live waiter does not free the lock: in
  * the same script it sets the lock to that waiter's token with the
  * waiter's TTL, increments the fencing counter, and publishes "FENCE
@@ -399,6 +399,12 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * outside a wait are dropped.  Under RESP2 a second connection is opened
  * for the wait and closed after it.  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
+ * A simple lock's try that fails with the connection (closed by the
+ * server while idle, or its reply lost) is sent again once on a new
+ * connection, in a form that also finds whether the lost try took the
+ * lock; a reentrant lock's is not (a hold counted by the lost try could
+ * not be told from an earlier one): the call fails and a hold it may
+ * have taken expires.
  * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
  * Thread use: the client's thread.
  */

@@ -915,17 +915,44 @@ static void test_release_reply_lost(void)
     CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1); /* sent again */
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-rel"), 0);
 
-    /* An acquisition whose reply was lost is not sent again: it took
-     * the lock once (one fence), and the lock simply expires. */
+    /* A simple lock's acquisition whose reply was lost is sent again on a
+     * new connection, as the waiting script, which finds that the lost
+     * try took the lock: acquired, with that try's fence (one increment,
+     * not two) and the lock holding this token. */
     CMD_STR(admin, fence_before, "GET", "{lost-acq}:fence");
-    opts(&o, 300, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    gen = rlk_conn_generation(rlk_client_conn(a));
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    l = NULL;
+    rc = rlk_lock_acquire(a, "lost-acq", &o, &l);
+    CHECK_MSG(rc == RLK_OK, "acquire: %d %s", rc, rlk_client_errmsg(a));
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 2);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1); /* sent again */
+    CMD_STR(admin, fence_after, "GET", "{lost-acq}:fence");
+    CHECK_EQ_INT(atoll(fence_after), atoll(fence_before) + 1);
+    if (l) {
+        char tok[96];
+        CHECK_EQ_U64(rlk_lock_fence(l), (uint64_t)atoll(fence_after));
+        CHECK(rlk_lock_remaining_ms(l) > 0);
+        CHECK(CMD_STR(admin, tok, "GET", "lost-acq") == 1);
+        CHECK_EQ_STR(tok, rlk_lock_token(l));
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-acq"), 0);
+
+    /* A reentrant lock's acquisition is not sent again (a hold counted
+     * by the lost try cannot be told from an earlier one): it took the
+     * lock once (one fence), and the lock simply expires. */
+    CMD(admin, "DEL", "lost-acq");
+    CMD_STR(admin, fence_before, "GET", "{lost-acq}:fence");
+    opts(&o, 300, 0, RLK_LOCK_REENTRANT, 0, NULL);
     __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
     l = (rlk_lock *)&o;
     rc = rlk_lock_acquire(a, "lost-acq", &o, &l);
     CHECK_MSG(rc == RLK_ERR_IO || rc == RLK_ERR_CLOSED, "acquire: %d %s", rc,
               rlk_client_errmsg(a));
     CHECK(l == NULL);
-    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 2);
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 3);
     CMD_STR(admin, fence_after, "GET", "{lost-acq}:fence");
     CHECK_EQ_INT(atoll(fence_after), atoll(fence_before) + 1);
     CHECK(wait_exists(admin, "lost-acq", 0, 300 + LONG_MS));
@@ -945,7 +972,7 @@ static void test_release_reply_lost(void)
         rc = rlk_lock_release(r2);
         r2 = NULL;
         CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
-        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 3);
+        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 4);
         CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-re"), 1);
         CMD_STR(admin, got, "HGET", "lost-re", field);
         CHECK_EQ_STR(got, "1");
@@ -954,7 +981,7 @@ static void test_release_reply_lost(void)
         rc = rlk_lock_release(r1);
         r1 = NULL;
         CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
-        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 4);
+        CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 5);
         CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-re"), 0);
     }
     if (r2) rlk_lock_release(r2);
@@ -1546,7 +1573,9 @@ static int waiter_channel(const char *name, const char *tok, char *out, size_t n
     HO_KEY(key, name, "waiters");
     out[0] = '\0';
     if (!CHECK(CMD_STR(admin, val, "HGET", key, tok) == 1)) return 0;
+    /* "EXPIRY TTL KIND CHANNEL" */
     sp = strchr(val, ' ');
+    sp = sp ? strchr(sp + 1, ' ') : NULL;
     sp = sp ? strchr(sp + 1, ' ') : NULL;
     if (!CHECK_MSG(sp && ts_contains(sp + 1, "resplock:handoff:"), "entry \"%s\"", val)) return 0;
     snprintf(out, n, "%s", sp + 1);
@@ -1679,7 +1708,7 @@ static void test_handoff_skips_dead_entry(void)
         goto out;
     /* In front of it: an entry that expired long ago. */
     snprintf(tok[0], sizeof tok[0], "dead-waiter");
-    snprintf(entry, sizeof entry, "1 30000 %s", ch);
+    snprintf(entry, sizeof entry, "1 30000 s %s", ch);
     CHECK_EQ_INT(CMD_INT(admin, "HSET", waiters, tok[0], entry), 1);
     CHECK_EQ_INT(CMD_INT(admin, "LPUSH", queue, tok[0]), 2);
     if (!queue_is(name, tok, 2, __LINE__)) goto out;
@@ -1741,7 +1770,7 @@ static void test_handoff_skips_not_listening(void)
     now = server_time_ms();
     if (now < 0) goto out;
     snprintf(tok[0], sizeof tok[0], "deaf-waiter");
-    snprintf(entry, sizeof entry, "%lld 30000 %s", now + 600000, deaf_ch);
+    snprintf(entry, sizeof entry, "%lld 30000 s %s", now + 600000, deaf_ch);
     CHECK_EQ_INT(CMD_INT(admin, "HSET", waiters, tok[0], entry), 1);
     CHECK_EQ_INT(CMD_INT(admin, "LPUSH", queue, tok[0]), 2);
     if (!queue_is(name, tok, 2, __LINE__)) goto out;
@@ -2087,6 +2116,76 @@ static void wait_twice(int protocol)
         CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
         w.l = NULL;
     }
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
+/* RESP3: the subscriptions kept after a wait go with the connection.  A
+ * client whose connection was killed in between (its first try then
+ * finds the connection closed, and is sent again on a new one) subscribes
+ * again on the new connection, and is handed the lock by the release
+ * (its re-check is 5 s away, so only the handoff can give it the lock in
+ * time). */
+static void test_wait_after_reconnect_subscribes_again(void)
+{
+    const char *name = "ho-reconn";
+    char id[32], got[128];
+    rlk_client *a = CLIENT(), *c = CLIENT_EX(srv_url, 3, 5000, NULL);
+    struct waiter w;
+    int joined = 0, started = 0;
+    rlk_lock *la = NULL;
+    uint64_t gen, fence;
+    int64_t t_rel;
+    if (!a || !c) goto out;
+    load_scripts(a);
+    /* A first wait: the subscriptions are made and kept. */
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    pthread_join(w.th, NULL);
+    joined = 1;
+    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "first wait: %d %s", w.rc, w.err)) goto out;
+    CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    w.l = NULL;
+
+    /* The server drops the waiter's connection, and with it the
+     * subscriptions. */
+    gen = rlk_conn_generation(rlk_client_conn(c));
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(c))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    fence = rlk_lock_fence(la);
+    reset_stats(admin);
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    joined = 0;
+    /* Registered, and subscribed again on the new connection. */
+    if (!CHECK_MSG(wait_waiters(name, 1, LONG_MS), "waiter: %s",
+                   waiter_done(&w) ? w.err : "still waiting"))
+        goto out;
+    CHECK(wait_calls(admin, "subscribe", 2, LONG_MS));
+    t_rel = ts_now_ms();
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    pthread_join(w.th, NULL);
+    joined = 1;
+    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "second wait: %d %s", w.rc, w.err)) goto out;
+    CHECK(rlk_conn_generation(rlk_client_conn(c)) > gen);
+    CHECK_EQ_U64(rlk_lock_fence(w.l), fence + 1);
+    CHECK_MSG(w.done_at - t_rel < (slow ? 2500 : 1000),
+              "acquired %lld ms after the release (re-check 5000)", (long long)(w.done_at - t_rel));
+    CHECK(CMD_STR(admin, got, "GET", name) == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(w.l));
+    CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    w.l = NULL;
 out:
     if (la) rlk_lock_release(la);
     waiters_end(&w, &joined, started);
@@ -3105,6 +3204,7 @@ int main(int argc, char **argv)
     RUN(test_handoff_release_by_token);
     RUN(test_handoff_validity);
     RUN(test_wait_again_resp3_keeps_subscription);
+    RUN(test_wait_after_reconnect_subscribes_again);
     RUN(test_wait_again_resp2_subscribes_again);
     RUN(test_handoff_other_token_ignored);
     RUN(test_reentrant_again_after_wait_resp3);
