@@ -49,6 +49,12 @@
  * be EVALSHA calls, and replayed as they are; only the random token
  * differs from what the library sends in each cycle (same length).
  *
+ * After the targets, the run prints what bounds them on this machine,
+ * from its own measurements: the raw floor against redis-py (no client
+ * making the same two round trips can do better), the server's CPU time
+ * per contended acquisition, and the server's script time in a batched
+ * renewal round (INFO commandstats) against one call per lock.
+ *
  * Correctness is checked as the numbers are taken: every reply is
  * checked; in the contended runs a critical section that finds another
  * process inside (an owner word in shared memory, compare-and-swap), an
@@ -865,9 +871,32 @@ static long long server_pttl(int fd, int i)
     return raw_integer(fd, req);
 }
 
-static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
-                     double *acquire_s)
+/* The server's time in EVALSHA so far, in microseconds (INFO
+ * commandstats), through a connection of the library. */
+static double server_evalsha_us(rlk_conn *c)
 {
+    const char *argv[2] = {"INFO", "commandstats"};
+    rlk_resp_value *v;
+    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) die2("INFO", rlk_conn_errmsg(c));
+    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM) die("INFO: not a string");
+    char text[8192];
+    size_t n = v->len < sizeof text - 1 ? v->len : sizeof text - 1;
+    memcpy(text, v->str, n);
+    text[n] = '\0';
+    const char *p = strstr(text, "cmdstat_evalsha:");
+    const char *u = p ? strstr(p, "usec=") : NULL;
+    return u ? atof(u + 5) : 0;
+}
+
+static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
+                     double *acquire_s, double *server_ms)
+{
+    rlk_conn_config icfg;
+    memset(&icfg, 0, sizeof icfg);
+    icfg.url = url;
+    rlk_conn *info = rlk_conn_new(&icfg);
+    if (!info || rlk_conn_connect(info) != RLK_OK) die("INFO connection");
+    double rounds_srv[MAX_ROUNDS];
     int check_fd = raw_connect(server->port);
     wd_gen++;
     rlk_client_config cfg;
@@ -902,10 +931,12 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
             int probe[3] = {0, (r * 997 + 1) % WD_LOCKS, WD_LOCKS - 1};
             for (int q = 0; q < 3; q++) shorten(check_fd, probe[q]);
             if ((k + r) % 2 == 0) {
+                double s0 = server_evalsha_us(info);
                 int64_t a = now_ns();
                 if (rlk_client_tick(cl, &next) != RLK_OK)
                     die2("rlk_client_tick", rlk_client_errmsg(cl));
                 rounds_b[r] = (double)(now_ns() - a) * 1e-6;
+                rounds_srv[r] = (server_evalsha_us(info) - s0) * 1e-3;
                 for (int i = 0; i < WD_LOCKS; i++)
                     if (rlk_lock_is_lost(locks[i]))
                         die("rlk_client_tick: a lock was reported lost");
@@ -925,6 +956,8 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
     close(check_fd);
     *batched_ms = quantile(rounds_b, WD_ROUNDS, 0.5);
     *single_ms = quantile(rounds_s, WD_ROUNDS, 0.5);
+    *server_ms = quantile(rounds_srv, WD_ROUNDS, 0.5);
+    rlk_conn_free(info);
     /* The handles are freed with the client; the keys go with the server. */
     rlk_client_free(cl);
     free(locks);
@@ -941,9 +974,10 @@ typedef struct regime {
     contender unc[3];
     int nunc;
     double r_raw, r_py;     /* paired ratios; r_py < 0: not measured     */
+    double r_floor_py;      /* raw floor / redis-py; < 0: not measured   */
     cstats cr, cp, c2;
     int have_cp;
-    double wd_b, wd_s, wd_rb[MAX_ROUNDS], wd_rs[MAX_ROUNDS], wd_acq_s;
+    double wd_b, wd_s, wd_rb[MAX_ROUNDS], wd_rs[MAX_ROUNDS], wd_acq_s, wd_srv;
 } regime;
 
 static captured cap;
@@ -1022,6 +1056,7 @@ static void run_regime(regime *g)
     }
     g->r_raw = paired_ratio(&g->unc[1], &g->unc[0]);
     g->r_py = e.have_py ? paired_ratio(&g->unc[1], &g->unc[2]) : -1;
+    g->r_floor_py = e.have_py ? paired_ratio(&g->unc[0], &g->unc[2]) : -1;
     g->raw_cycle_ns = 1e9 / rate_q(&g->unc[0], 0.5);
     if (e.have_py) py_stop(&e.py);
     close(e.raw_fd);
@@ -1067,7 +1102,7 @@ static void run_regime(regime *g)
         die("mutual exclusion or fencing was violated");
 
     /* ---- watchdog */
-    watchdog(&g->wd_b, &g->wd_s, g->wd_rb, g->wd_rs, &g->wd_acq_s);
+    watchdog(&g->wd_b, &g->wd_s, g->wd_rb, g->wd_rs, &g->wd_acq_s, &g->wd_srv);
     printf("\n   3. renewing %d held locks (acquired one by one in %.2f s), median of %d rounds\n",
            WD_LOCKS, g->wd_acq_s, WD_ROUNDS);
     printf("    %-56s %8.2f ms  (best %.2f)\n",
@@ -1075,7 +1110,10 @@ static void run_regime(regime *g)
            quantile(g->wd_rb, WD_ROUNDS, 0));
     printf("    %-56s %8.2f ms  (best %.2f)\n", "one rlk_lock_extend per lock, sequential",
            g->wd_s, quantile(g->wd_rs, WD_ROUNDS, 0));
-    printf("    %-56s %8.1fx\n\n", "batched / one by one (speed)", g->wd_s / g->wd_b);
+    printf("    %-56s %8.1fx\n", "batched / one by one (speed)", g->wd_s / g->wd_b);
+    printf("    %-56s %8.2f ms  (%.2f us per lock)\n\n",
+           "of a batched round, the server's script time (INFO)", g->wd_srv,
+           g->wd_srv * 1e3 / WD_LOCKS);
 }
 
 /* The first two CPUs this program may run on; 0 when there is one. */
@@ -1115,6 +1153,27 @@ static double v_cross(const regime *g) { return g->cr.cross ? g->cr.med_cross_ns
 static double v_all(const regime *g) { return g->cr.med_all_ns / g->rtt_ns; }
 static double v_two(const regime *g) { return g->c2.cross ? g->c2.med_cross_ns / g->rtt_ns : -1; }
 static double v_wd(const regime *g) { return g->wd_s / g->wd_b; }
+static double b_floor_py(const regime *g) { return g->r_floor_py; }
+static double b_srv_rt(const regime *g)
+{
+    return g->cr.cpu_server * 1e9 / (double)g->cr.all_acq / g->rtt_ns;
+}
+static double b_wd(const regime *g) { return g->wd_srv > 0 ? g->wd_s / g->wd_srv : -1; }
+
+/* A figure measured in this run that bounds what a target can reach. */
+static void bound_row(const char *what, regime *g, int ng, double (*value)(const regime *),
+                      const char *fmt)
+{
+    printf("  %-46s", what);
+    for (int i = 0; i < ng; i++) {
+        double v = value(&g[i]);
+        char s[32];
+        if (v < 0) snprintf(s, sizeof s, "-");
+        else snprintf(s, sizeof s, fmt, v);
+        printf(" %9s %-7s", s, "");
+    }
+    printf("\n");
+}
 
 int main(void)
 {
@@ -1219,6 +1278,14 @@ int main(void)
     verdict_row("(2 processes: median handoff to other)", "<= 3 RT", g, ng, v_two, "%.1f RT",
                 0, 3);
     verdict_row("watchdog: batched / one call per lock", ">= 10x", g, ng, v_wd, "%.1fx", 1, 10);
+    printf("\nWhat bounds them, measured in this run:\n");
+    bound_row("raw floor / redis-py (the most a client making", g, ng, b_floor_py, "%.2fx");
+    printf("   the same two round trips can reach)\n");
+    bound_row("8 processes: server CPU per acquisition, in RT", g, ng, b_srv_rt, "%.1f RT");
+    printf("   (a cycle is a handoff and a hold of a few instructions: when the CPUs\n"
+           "   are saturated, it cannot take less than the CPU it needs)\n");
+    bound_row("one call per lock / the server's script time", g, ng, b_wd, "%.1fx");
+    printf("   of a batched round (the most batching can reach)\n");
 
     ts_stop(server);
     server = NULL;
