@@ -1142,7 +1142,8 @@ static void verdict_row(const char *what, const char *target, regime *g, int ng,
         if (v < 0) snprintf(s, sizeof s, "-");
         else snprintf(s, sizeof s, fmt, v);
         int met = higher_better ? v >= limit : v <= limit;
-        printf(" %9s %-7s", s, v < 0 ? "" : met ? "met" : "NOT MET");
+        /* limit < 0: a figure without a target */
+        printf(" %9s %-7s", s, v < 0 || limit < 0 ? "" : met ? "met" : "NOT MET");
     }
     printf("  %s\n", target);
 }
@@ -1164,15 +1165,7 @@ static double b_wd(const regime *g) { return g->wd_srv > 0 ? g->wd_s / g->wd_srv
 static void bound_row(const char *what, regime *g, int ng, double (*value)(const regime *),
                       const char *fmt)
 {
-    printf("  %-46s", what);
-    for (int i = 0; i < ng; i++) {
-        double v = value(&g[i]);
-        char s[32];
-        if (v < 0) snprintf(s, sizeof s, "-");
-        else snprintf(s, sizeof s, fmt, v);
-        printf(" %9s %-7s", s, "");
-    }
-    printf("\n");
+    verdict_row(what, "", g, ng, value, fmt, 1, -1);
 }
 
 int main(void)

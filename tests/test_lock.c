@@ -1613,6 +1613,17 @@ static void waiters_end(struct waiter *w, int *joined, int n)
     }
 }
 
+/* The holder *la releases (RLK_OK), and the waiter w, joined, has the
+ * lock.  *la is NULL after. */
+static int hand_over(rlk_lock **la, struct waiter *w, int *joined)
+{
+    CHECK_EQ_INT(rlk_lock_release(*la), RLK_OK);
+    *la = NULL;
+    pthread_join(w->th, NULL);
+    *joined = 1;
+    return CHECK_MSG(w->rc == RLK_OK && w->l, "waiter: %d %s", w->rc, w->err);
+}
+
 /* Waiters are served in the order they came: a release hands the lock
  * to the first of them only, with that waiter's TTL (each has its own,
  * 5 s apart, to tell them by) and the next fence; the others keep their
@@ -1713,11 +1724,7 @@ static void test_handoff_skips_dead_entry(void)
     CHECK_EQ_INT(CMD_INT(admin, "LPUSH", queue, tok[0]), 2);
     if (!queue_is(name, tok, 2, __LINE__)) goto out;
 
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    joined = 1;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    if (!hand_over(&la, &w, &joined)) goto out;
     CHECK_EQ_STR(rlk_lock_token(w.l), tok[1]);
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
     CHECK_EQ_STR(got, tok[1]);
@@ -1775,11 +1782,7 @@ static void test_handoff_skips_not_listening(void)
     CHECK_EQ_INT(CMD_INT(admin, "LPUSH", queue, tok[0]), 2);
     if (!queue_is(name, tok, 2, __LINE__)) goto out;
 
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    joined = 1;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    if (!hand_over(&la, &w, &joined)) goto out;
     CHECK_EQ_STR(rlk_lock_token(w.l), tok[1]);
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
     CHECK_EQ_STR(got, tok[1]);
@@ -2040,11 +2043,7 @@ static void test_handoff_validity(void)
     if (!waiter_start(&w, c, name, ttl, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
     started = 1;
     if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    joined = 1;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    if (!hand_over(&la, &w, &joined)) goto out;
     pttl = CMD_INT(admin, "PTTL", name);
     rem = rlk_lock_remaining_ms(w.l);
     CHECK_MSG(rem > 0 && rem <= ttl - drift, "remaining %lld (TTL %lld)", (long long)rem,
@@ -2236,11 +2235,7 @@ static void test_handoff_other_token_ignored(void)
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
     CHECK_EQ_STR(got, rlk_lock_token(la));
 
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    joined = 1;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    if (!hand_over(&la, &w, &joined)) goto out;
     CHECK_EQ_U64(rlk_lock_fence(w.l), fence + 1);
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
     CHECK_EQ_STR(got, tok[0]);
@@ -2327,11 +2322,7 @@ static void handoff_other_kind(rlk_lock_kind holder, rlk_lock_kind waiter)
     if (!waiter_start(&w, c, name, 20000, HO_WAIT_MS, waiter)) goto out;
     started = 1;
     if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    joined = 1;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    if (!hand_over(&la, &w, &joined)) goto out;
     CMD_STR(admin, got, "TYPE", name);
     CHECK_EQ_STR(got, waiter == RLK_LOCK_SIMPLE ? "string" : "hash");
     rc = rlk_lock_release(w.l);
