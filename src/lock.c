@@ -1064,6 +1064,18 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             break;
         }
     }
+    if (status != RLK_OK && status != RLK_LOCK_BUSY && mode == 'w' && !cl->handed &&
+        rlk_conn_is_connected(cl->conn)) {
+        /* The wait failed (its connection, or a server error) while in
+         * line: leave the line, so that no release hands the lock to a
+         * waiter that has gone; that last try may find the lock handed
+         * over already, and then it is ours after all. */
+        char err[sizeof cl->err];
+        int64_t pttl, sent;
+        memcpy(err, cl->err, sizeof err);
+        if (try_acquire(cl, l, 'q', lease, last_busy, &pttl, &sent) == 1) status = RLK_OK;
+        else memcpy(cl->err, err, sizeof err);
+    }
     if (cl->handed && status == RLK_OK) {
         /* Handed over by a release that ran after the last busy attempt:
          * valid from that attempt on. */

@@ -392,7 +392,9 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * when the lock is freed (Redisson holders publish "0"), when the holder's
  * TTL runs out, and at least every min(recheck_ms, ttl / 3) to try again
  * and keep its place; it never polls in a busy loop.  A wait that runs
- * out leaves the queue in its last try.  Under RESP3 the subscriptions
+ * out, or fails while the connection still works (the RESP2 waiting
+ * connection lost, a server error), leaves the queue in a last try, which
+ * may still find the lock handed over: then the call succeeds.  Under RESP3 the subscriptions
  * ride the same connection and stay after the wait (the last lock waited
  * for, and the handoff channel): waiting again for the same lock joins
  * the queue in the first try, without subscribing again; their messages

@@ -2192,6 +2192,43 @@ out:
     rlk_client_free(c);
 }
 
+/* A wait that fails while in line leaves the line: a RESP2 waiter whose
+ * waiting connection the server closes returns the error, and no entry
+ * of it stays behind for a release to hand the lock to (its place would
+ * otherwise lapse only after two re-checks, 3.5 s here). */
+static void test_failed_wait_leaves_queue(void)
+{
+    const char *name = "ho-failed";
+    rlk_client *a = CLIENT(), *c = CLIENT_EX(srv_url, 2, 5000, NULL);
+    struct waiter w;
+    int joined = 0, started = 0;
+    rlk_lock *la = NULL;
+    if (!a || !c) goto out;
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    /* The only subscribed connection is the waiter's. */
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "TYPE", "pubsub"), 1);
+    pthread_join(w.th, NULL);
+    joined = 1;
+    CHECK_MSG(w.rc != RLK_OK && w.rc != RLK_LOCK_BUSY && !w.l, "waiter: %d %s", w.rc, w.err);
+    CHECK_MSG(ts_contains(w.err, "waiting for the lock"), "waiter: %s", w.err);
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "{ho-failed}:waiters"), 0);
+    CHECK_EQ_INT(CMD_INT(admin, "LLEN", "{ho-failed}:queue"), 0);
+    /* So the release frees the lock. */
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+out:
+    if (la) rlk_lock_release(la);
+    if (w.l) rlk_lock_release(w.l);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
 static void test_wait_again_resp3_keeps_subscription(void) { wait_twice(3); }
 static void test_wait_again_resp2_subscribes_again(void) { wait_twice(2); }
 
@@ -3196,6 +3233,7 @@ int main(int argc, char **argv)
     RUN(test_handoff_validity);
     RUN(test_wait_again_resp3_keeps_subscription);
     RUN(test_wait_after_reconnect_subscribes_again);
+    RUN(test_failed_wait_leaves_queue);
     RUN(test_wait_again_resp2_subscribes_again);
     RUN(test_handoff_other_token_ignored);
     RUN(test_reentrant_again_after_wait_resp3);
