@@ -269,16 +269,26 @@ static const char RENEW[] =
     "end\n"
     "return out\n";
 
-/* KEYS: lock, fence counter.  {held, type, pttl, holds, fence}. */
+/* KEYS: lock, fence counter, waiters.
+ * {held, type, pttl, holds, fence, waiters in line (places not lapsed)}. */
 static const char STATUS[] =
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "local f = tonumber(redis.call('get', KEYS[2]) or '0')\n"
-    "if t == 'none' then return {0, t, -2, 0, f} end\n"
+    "local w = 0\n"
+    "if redis.call('exists', KEYS[3]) == 1 then\n"
+    "  local tm = redis.call('time')\n"
+    "  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n"
+    "  for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
+    "    local exp = tonumber(string.match(e, '^(%d+) '))\n"
+    "    if exp and exp > now then w = w + 1 end\n"
+    "  end\n"
+    "end\n"
+    "if t == 'none' then return {0, t, -2, 0, f, w} end\n"
     "local holds = 0\n"
     "if t == 'hash' then\n"
     "  for _, v in ipairs(redis.call('hvals', KEYS[1])) do holds = holds + tonumber(v) end\n"
     "end\n"
-    "return {1, t, redis.call('pttl', KEYS[1]), holds, f}\n";
+    "return {1, t, redis.call('pttl', KEYS[1]), holds, f, w}\n";
 
 enum { S_ACQ_SIMPLE, S_ACQ_REENTRANT, S_WAIT_SIMPLE, S_WAIT_REENTRANT, S_REL_SIMPLE,
        S_REL_REENTRANT, S_EXTEND, S_RENEW, S_STATUS, S_COUNT };
@@ -1262,19 +1272,19 @@ int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_
 
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 {
-    size_t cap = 2 * strlen(name) + 64;
-    char *fence = rlk__malloc(cap);
-    if (!fence) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    derived_key(name, "fence", fence, cap);
-    const char *argv[2] = {name, fence};
+    size_t cap = key_cap(name);
+    char *keys = rlk__malloc(6 * cap);
+    if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    make_keys(name, keys, cap);
+    const char *argv[3] = {name, keys + cap, keys + 4 * cap};
     rlk_resp_value *v;
-    int r = run(cl, cl->conn, S_STATUS, 2, 2, argv, NULL, 1, &v, "status");
-    rlk__free(fence);
+    int r = run(cl, cl->conn, S_STATUS, 3, 3, argv, NULL, 1, &v, "status");
+    rlk__free(keys);
     if (r != RLK_OK) return r;
-    int64_t held, ttl, holds, f;
+    int64_t held, ttl, holds, f, w;
     const rlk_resp_value *t = rlk_resp_value_at(v, 1);
     if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &held) || int_at(v, 2, &ttl) ||
-        int_at(v, 3, &holds) || int_at(v, 4, &f) || !t)
+        int_at(v, 3, &holds) || int_at(v, 4, &f) || int_at(v, 5, &w) || !t)
         return cl_fail(cl, RLK_ERR_PROTO, "status: unexpected reply from the server");
     memset(st, 0, sizeof *st);
     st->held = held != 0;
@@ -1282,6 +1292,7 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
     st->ttl_ms = held ? ttl : 0;
     st->holds = holds;
     st->fence = (uint64_t)f;
+    st->waiters = w;
     return RLK_OK;
 }
 

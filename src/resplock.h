@@ -491,6 +491,7 @@ typedef struct rlk_lock_status {
     int64_t ttl_ms;      /* -1: no TTL                                    */
     int64_t holds;       /* reentrant: the sum of the hold counts         */
     uint64_t fence;      /* the fencing counter's current value           */
+    int64_t waiters;     /* resplock waiters in line (places not lapsed)  */
 } rlk_lock_status;
 
 /* What the server holds at NAME.  RLK_OK or a connection status. */

@@ -17,6 +17,8 @@ R() { redis-cli -p "$port" "$@"; }
 # Conditions to wait on (evaluated at every try).
 key_gone() { [ "$(redis-cli -p "${2:-$port}" EXISTS "$1")" = 0 ]; }
 subscribed() { [ "$(redis-cli -p "${2:-$port}" PUBSUB NUMSUB "redisson_lock__channel:{$1}" | sed -n 2p)" = 1 ]; }
+# in_line NAME URL N: resplock status counts N waiters in NAME's line.
+in_line() { "$bin" -u "$2" status "$1" 2>/dev/null | grep -Eq "^waiting: +$3\$"; }
 down="redis://127.0.0.1:$closed_port"
 
 # ------------------------------------------------------------ exit codes of run
@@ -66,8 +68,9 @@ expect_eq "the holder's key is intact" "$(R GET held)" "$tok"
 # ------------------------------------------------------------------ status
 check "status of a held lock: 0" 0 '^held: +yes$' '' -- -u "$url" status held
 grep -Eq '^ttl: +[0-9]+ ms$' "$work/out" && grep -Eq "^fence: +$fence\$" "$work/out" &&
-  grep -Eq '^kind: +simple$' "$work/out" && ok "status shows kind, ttl and fence" ||
-  bad "status shows kind, ttl and fence" "$(cat "$work/out")"
+  grep -Eq '^kind: +simple$' "$work/out" && grep -Eq '^waiting: +0$' "$work/out" &&
+  ok "status shows kind, ttl, fence and waiters" ||
+  bad "status shows kind, ttl, fence and waiters" "$(cat "$work/out")"
 check "status of a free lock: 1" 1 '^held: +no$' '' -- -u "$url" status never-taken
 
 # ------------------------------------------------------------------ extend
@@ -283,6 +286,10 @@ wake_test() {
     if ! wait_until $((5 * SLOW)) subscribed wk "$p"; then
       bad "$label: the waiter did not subscribe" "$(cat "$work/wake.err")"; reap "$pid" 1; return
     fi
+    if ! wait_until $((5 * SLOW)) in_line wk "$u" 1; then
+      bad "$label: status does not show the waiter in line" "$("$bin" -u "$u" status wk 2>&1)"
+      reap "$pid" 1; return
+    fi
     expect_eq "$label, round $round: the waiter waits while the lock is held" "$(cat "$work/wake.out")" ""
     t_rel=$(now_ms)
     "$bin" -u "$u" release wk "$tok" || bad "$label: release"
@@ -290,7 +297,10 @@ wake_test() {
     expect_eq "$label, round $round: the waiter's exit" "$CODE" 0
     t_got=$(sed -n 1p "$work/wake.out")
     expect_range "$label, round $round: the waiter runs soon after the release (ms)" $(( ${t_got:-0} - t_rel )) 0 "$(bound 250 600)"
-    expect_range "$label, round $round: the waiter's fence is higher" "$(sed -n 2p "$work/wake.out")" $((fence + 1)) 1000000
+    # Handed over by the release: the next fence, and nobody left in line.
+    expect_eq "$label, round $round: the waiter's fence is the next one" "$(sed -n 2p "$work/wake.out")" $((fence + 1))
+    in_line wk "$u" 0 && ok "$label, round $round: nobody left in line" ||
+      bad "$label, round $round: nobody left in line" "$("$bin" -u "$u" status wk 2>&1)"
   done
 }
 wake_test "wake on release (RESP3)" "$url" "$port"

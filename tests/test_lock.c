@@ -1657,6 +1657,11 @@ static void test_handoff_fifo(void)
             goto out;
     }
     if (!queue_is(name, tok, 3, __LINE__)) goto out;
+    {
+        rlk_lock_status st;
+        CHECK_EQ_INT(rlk_lock_get_status(a, name, &st), RLK_OK);
+        CHECK_EQ_INT(st.waiters, 3);
+    }
 
     CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
     la = NULL;
@@ -1723,6 +1728,12 @@ static void test_handoff_skips_dead_entry(void)
     CHECK_EQ_INT(CMD_INT(admin, "HSET", waiters, tok[0], entry), 1);
     CHECK_EQ_INT(CMD_INT(admin, "LPUSH", queue, tok[0]), 2);
     if (!queue_is(name, tok, 2, __LINE__)) goto out;
+    {
+        /* status counts the live waiter, not the lapsed entry. */
+        rlk_lock_status st;
+        CHECK_EQ_INT(rlk_lock_get_status(a, name, &st), RLK_OK);
+        CHECK_EQ_INT(st.waiters, 1);
+    }
 
     if (!hand_over(&la, &w, &joined)) goto out;
     CHECK_EQ_STR(rlk_lock_token(w.l), tok[1]);
@@ -3083,6 +3094,7 @@ static void test_status(void)
     CHECK_EQ_INT(st.held, 0);
     CHECK_EQ_U64(st.fence, 0);
     CHECK_EQ_INT(st.holds, 0);
+    CHECK_EQ_INT(st.waiters, 0);
 
     l = ACQ(a, "st-s", 10000);
     if (l) {
