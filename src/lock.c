@@ -77,6 +77,14 @@ static const char ACQUIRE_REENTRANT[] =
  * stopped listening (PUBLISH reaches nobody) is skipped.
  */
 
+/* The server's clock in milliseconds (scripts may read TIME before they
+ * write: Redis 5 and later). */
+#define LUA_NOW_MS                                                             \
+    "local function now_ms()\n"                                                \
+    "  local tm = redis.call('time')\n"                                        \
+    "  return tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n"   \
+    "end\n"
+
 /* Removes ARGV[1]'s registration (KEYS[3] queue, KEYS[4] waiters). */
 #define LUA_LEAVE_QUEUE                                                        \
     "local function leave()\n"                                                 \
@@ -89,10 +97,10 @@ static const char ACQUIRE_REENTRANT[] =
  * lease ARGV[4] ms, channel ARGV[5]), or renews its lease keeping its
  * place. */
 #define LUA_JOIN_QUEUE                                                         \
-    "local function join(kind)\n"                                                  \
-    "  local tm = redis.call('time')\n"                                        \
+    LUA_NOW_MS                                                                 \
+    "local function join(kind)\n"                                              \
     "  local lease = tonumber(ARGV[4])\n"                                      \
-    "  local exp = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000) + lease\n" \
+    "  local exp = now_ms() + lease\n"                                         \
     "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s', exp, ARGV[2], kind, ARGV[5])) == 1 then\n" \
     "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
     "  end\n"                                                                  \
@@ -136,21 +144,21 @@ static const char WAIT_REENTRANT[] =
     "if ARGV[3] == 'q' then leave() else join('r') end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
-/* Hands the lock KEYS[1] over to the first live waiter (queue KEYS[4],
- * waiters KEYS[5], fence KEYS[3]) in the waiter's kind (a simple waiter
- * behind a reentrant holder gets a string); true when done.
- * Looks at 100 entries at most, so that a release stays short; dead
- * ones are removed as they are seen. */
+/* pass_on() ends a release that freed the lock KEYS[1]: it hands the
+ * lock over to the first live waiter (queue KEYS[4], waiters KEYS[5],
+ * fence KEYS[3]) in the waiter's kind (a simple waiter behind a reentrant
+ * holder gets a string), or, with no live waiter, deletes it and
+ * publishes "0" on the release channel ARGV[2].  handoff() looks at 100
+ * entries at most, so that a release stays short; dead ones are removed
+ * as they are seen. */
 #define LUA_HANDOFF                                                            \
+    LUA_NOW_MS                                                                 \
     "local function handoff()\n"                                               \
     "  local now\n"                                                            \
     "  for _ = 1, 100 do\n"                                                    \
     "    local w = redis.call('lpop', KEYS[4])\n"                              \
     "    if not w then return false end\n"                                     \
-    "    if not now then\n"                                                    \
-    "      local tm = redis.call('time')\n"                                    \
-    "      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n" \
-    "    end\n"                                                                \
+    "    now = now or now_ms()\n"                                              \
     "    local e = redis.call('hget', KEYS[5], w)\n"                           \
     "    if e then\n"                                                          \
     "      redis.call('hdel', KEYS[5], w)\n"                                   \
@@ -171,6 +179,12 @@ static const char WAIT_REENTRANT[] =
     "    end\n"                                                                \
     "  end\n"                                                                  \
     "  return false\n"                                                         \
+    "end\n"                                                                    \
+    "local function pass_on()\n"                                               \
+    "  if not handoff() then\n"                                                \
+    "    redis.call('del', KEYS[1])\n"                                         \
+    "    redis.call('publish', ARGV[2], '0')\n"                                \
+    "  end\n"                                                                  \
     "end\n"
 
 /* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: token,
@@ -182,10 +196,7 @@ static const char RELEASE_SIMPLE[] =
     "local v = redis.pcall('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
     "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
-    "  if not handoff() then\n"
-    "    redis.call('del', KEYS[1])\n"
-    "    redis.call('publish', ARGV[2], '0')\n"
-    "  end\n"
+    "  pass_on()\n"
     "  return 1\n"
     "end\n"
     "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
@@ -212,10 +223,7 @@ static const char RELEASE_REENTRANT[] =
     "    return 2\n"
     "  end\n"
     "  redis.call('set', KEYS[2], ARGV[4] .. ':1', 'px', " TOMBSTONE_MS ")\n"
-    "  if not handoff() then\n"
-    "    redis.call('del', KEYS[1])\n"
-    "    redis.call('publish', ARGV[2], '0')\n"
-    "  end\n"
+    "  pass_on()\n"
     "  return 1\n"
     "end\n"
     "if t == 'none' then return 0 end\n"
@@ -272,12 +280,12 @@ static const char RENEW[] =
 /* KEYS: lock, fence counter, waiters.
  * {held, type, pttl, holds, fence, waiters in line (places not lapsed)}. */
 static const char STATUS[] =
+    LUA_NOW_MS
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "local f = tonumber(redis.call('get', KEYS[2]) or '0')\n"
     "local w = 0\n"
     "if redis.call('exists', KEYS[3]) == 1 then\n"
-    "  local tm = redis.call('time')\n"
-    "  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n"
+    "  local now = now_ms()\n"
     "  for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
     "    local exp = tonumber(string.match(e, '^(%d+) '))\n"
     "    if exp and exp > now then w = w + 1 end\n"
@@ -856,18 +864,19 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
 {
     char ttl[24], ls[24], m[2] = {(char)mode, 0};
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
-    snprintf(ls, sizeof ls, "%lld", (long long)lease);
     rlk_resp_value *v;
     int64_t start = *sent = rlk__now_ms();
-    int reentrant = l->kind == RLK_LOCK_REENTRANT, r, resent = 0;
+    int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
+    /* The waiting script's arguments; ls is written when it is used. */
+    const char *wargv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
+                            l->token, ttl, m, ls, cl->handoff_channel};
     if (!mode) {
         const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
         r = run(cl, cl->conn, reentrant ? S_ACQ_REENTRANT : S_ACQ_SIMPLE, 2, 4, argv, NULL, 0,
                 &v, "acquire");
     } else {
-        const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
-                               l->token, ttl, m, ls, cl->handoff_channel};
-        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, argv, NULL,
+        snprintf(ls, sizeof ls, "%lld", (long long)lease);
+        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, wargv, NULL,
                 0, &v, "acquire");
     }
     /*
@@ -881,10 +890,8 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     if (!reentrant && (r == RLK_ERR_IO || r == RLK_ERR_CLOSED || r == RLK_ERR_TIMEOUT) &&
         rlk_conn_reconnect(cl->conn) == RLK_OK) {
         m[0] = mode ? (char)mode : 'q'; /* 'q' leaves a queue it is not in */
-        const char *argv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
-                               l->token, ttl, m, ls, cl->handoff_channel};
-        r = run(cl, cl->conn, S_WAIT_SIMPLE, 4, 9, argv, NULL, 0, &v, "acquire");
-        resent = 1;
+        snprintf(ls, sizeof ls, "%lld", (long long)lease);
+        r = run(cl, cl->conn, S_WAIT_SIMPLE, 4, 9, wargv, NULL, 0, &v, "acquire");
     }
     if (r != RLK_OK) return r;
     int64_t ok, x;
@@ -901,7 +908,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
      * try (valid from that try), or taken by the lost try of this call
      * (valid from its start; when waiting, either may be the case). */
     int64_t handed = 0;
-    if ((mode || resent) && !int_at(v, 3, &handed) && handed && mode) start = since;
+    if (mode && !int_at(v, 3, &handed) && handed) start = since;
     set_validity(l, start, l->ttl);
     return 1;
 }
