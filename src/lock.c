@@ -77,13 +77,10 @@ static const char ACQUIRE_REENTRANT[] =
  * stopped listening (PUBLISH reaches nobody) is skipped.
  */
 
-/* The server's clock in milliseconds (scripts may read TIME before they
- * write: Redis 5 and later). */
-#define LUA_NOW_MS                                                             \
-    "local function now_ms()\n"                                                \
-    "  local tm = redis.call('time')\n"                                        \
-    "  return tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)\n"   \
-    "end\n"
+/* Milliseconds of a TIME reply held in the Lua variable tm (scripts may
+ * read TIME before they write: Redis 5 and later).  Text, not a Lua
+ * function: a function would be made again at every run of a script. */
+#define LUA_MS_OF_TM "(tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000))"
 
 /* Removes ARGV[1]'s registration (KEYS[3] queue, KEYS[4] waiters). */
 #define LUA_LEAVE_QUEUE                                                        \
@@ -97,10 +94,9 @@ static const char ACQUIRE_REENTRANT[] =
  * lease ARGV[4] ms, channel ARGV[5]), or renews its lease keeping its
  * place. */
 #define LUA_JOIN_QUEUE                                                         \
-    LUA_NOW_MS                                                                 \
     "local function join(kind)\n"                                              \
-    "  local lease = tonumber(ARGV[4])\n"                                      \
-    "  local exp = now_ms() + lease\n"                                         \
+    "  local lease, tm = tonumber(ARGV[4]), redis.call('time')\n"              \
+    "  local exp = " LUA_MS_OF_TM " + lease\n"                                 \
     "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s', exp, ARGV[2], kind, ARGV[5])) == 1 then\n" \
     "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
     "  end\n"                                                                  \
@@ -148,24 +144,26 @@ static const char WAIT_REENTRANT[] =
  * lock over to the first live waiter (queue KEYS[4], waiters KEYS[5],
  * fence KEYS[3]) in the waiter's kind (a simple waiter behind a reentrant
  * holder gets a string), or, with no live waiter, deletes it and
- * publishes "0" on the release channel ARGV[2].  handoff() looks at 100
- * entries at most, so that a release stays short; dead ones are removed
- * as they are seen. */
-#define LUA_HANDOFF                                                            \
-    LUA_NOW_MS                                                                 \
-    "local function handoff()\n"                                               \
+ * publishes "0" on the release channel ARGV[2].  It looks at 100 entries
+ * at most, so that a release stays short; dead ones are removed as they
+ * are seen.  One function, made at each run of a release script. */
+#define LUA_PASS_ON                                                            \
+    "local function pass_on()\n"                                               \
     "  local now\n"                                                            \
     "  for _ = 1, 100 do\n"                                                    \
     "    local w = redis.call('lpop', KEYS[4])\n"                              \
-    "    if not w then return false end\n"                                     \
-    "    now = now or now_ms()\n"                                              \
+    "    if not w then break end\n"                                            \
+    "    if not now then\n"                                                    \
+    "      local tm = redis.call('time')\n"                                    \
+    "      now = " LUA_MS_OF_TM "\n"                                           \
+    "    end\n"                                                                \
     "    local e = redis.call('hget', KEYS[5], w)\n"                           \
     "    if e then\n"                                                          \
     "      redis.call('hdel', KEYS[5], w)\n"                                   \
     "      local exp, ttl, kind, ch = string.match(e, '^(%d+) (%d+) ([sr]) (.+)$')\n"\
     "      if exp and tonumber(exp) > now then\n"                              \
     "        local f = redis.call('incr', KEYS[3])\n"                          \
-    "        if redis.call('publish', ch, f .. ' ' .. w) > 0 then\n"                \
+    "        if redis.call('publish', ch, f .. ' ' .. w) > 0 then\n"           \
     "          if kind == 's' then\n"                                          \
     "            redis.call('set', KEYS[1], w, 'px', ttl)\n"                   \
     "          else\n"                                                         \
@@ -173,25 +171,20 @@ static const char WAIT_REENTRANT[] =
     "            redis.call('hset', KEYS[1], w, 1)\n"                          \
     "            redis.call('pexpire', KEYS[1], ttl)\n"                        \
     "          end\n"                                                          \
-    "          return true\n"                                                  \
+    "          return\n"                                                       \
     "        end\n"                                                            \
     "      end\n"                                                              \
     "    end\n"                                                                \
     "  end\n"                                                                  \
-    "  return false\n"                                                         \
-    "end\n"                                                                    \
-    "local function pass_on()\n"                                               \
-    "  if not handoff() then\n"                                                \
-    "    redis.call('del', KEYS[1])\n"                                         \
-    "    redis.call('publish', ARGV[2], '0')\n"                                \
-    "  end\n"                                                                  \
+    "  redis.call('del', KEYS[1])\n"                                           \
+    "  redis.call('publish', ARGV[2], '0')\n"                                  \
     "end\n"
 
 /* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: token,
  * channel.  1 released (now or by an earlier attempt; handed over to a
  * waiter or freed), 0 not held, -1 other owner. */
 static const char RELEASE_SIMPLE[] =
-    LUA_HANDOFF
+    LUA_PASS_ON
     /* redis.pcall: a key of another type answers an error table. */
     "local v = redis.pcall('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
@@ -210,7 +203,7 @@ static const char RELEASE_SIMPLE[] =
  * each release by its id with its result: a release sent again after a
  * lost reply gets that result and takes no second hold away. */
 static const char RELEASE_REENTRANT[] =
-    LUA_HANDOFF
+    LUA_PASS_ON
     "local done = redis.call('get', KEYS[2])\n"
     "if done == ARGV[4] .. ':1' then return 1 end\n"
     "if done == ARGV[4] .. ':2' then return 2 end\n"
@@ -280,12 +273,12 @@ static const char RENEW[] =
 /* KEYS: lock, fence counter, waiters.
  * {held, type, pttl, holds, fence, waiters in line (places not lapsed)}. */
 static const char STATUS[] =
-    LUA_NOW_MS
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "local f = tonumber(redis.call('get', KEYS[2]) or '0')\n"
     "local w = 0\n"
     "if redis.call('exists', KEYS[3]) == 1 then\n"
-    "  local now = now_ms()\n"
+    "  local tm = redis.call('time')\n"
+    "  local now = " LUA_MS_OF_TM "\n"
     "  for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
     "    local exp = tonumber(string.match(e, '^(%d+) '))\n"
     "    if exp and exp > now then w = w + 1 end\n"
