@@ -157,27 +157,31 @@ static unsigned dec_len(uint64_t v)
     return n;
 }
 
-/* JSON string body: bytes, see the header comment. */
-static void out_json_bytes(dump *d, const char *s, size_t n)
+/* Writes s with every byte outside printable ASCII, and '"' and '\\',
+ * replaced by what esc writes for it. */
+static void out_escaped(dump *d, const char *s, size_t n, void (*esc)(dump *, unsigned char))
 {
-    static const char hex[] = "0123456789ABCDEF";
     size_t i = 0, run;
-
     while (i < n) {
         for (run = i; run < n; run++) {
             unsigned char c = (unsigned char)s[run];
             if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') break;
         }
         out_bytes(d, s + i, run - i);
-        if (run < n) {
-            unsigned char c = (unsigned char)s[run];
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            out_bytes(d, e, 6);
-            run++;
-        }
+        if (run < n) esc(d, (unsigned char)s[run++]);
         i = run;
     }
 }
+
+/* JSON string body: bytes, see the header comment. */
+static void json_escape(dump *d, unsigned char c)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+    out_bytes(d, e, 6);
+}
+
+static void out_json_bytes(dump *d, const char *s, size_t n) { out_escaped(d, s, n, json_escape); }
 
 static void out_json_string(dump *d, const char *s, size_t n)
 {
@@ -187,41 +191,29 @@ static void out_json_string(dump *d, const char *s, size_t n)
 }
 
 /* Display string body, escaped the way redis-cli quotes bulk strings. */
-static void out_repr_bytes(dump *d, const char *s, size_t n)
+static void repr_escape(dump *d, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t i = 0, run;
-
-    while (i < n) {
-        for (run = i; run < n; run++) {
-            unsigned char c = (unsigned char)s[run];
-            if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') break;
-        }
-        out_bytes(d, s + i, run - i);
-        if (run < n) {
-            unsigned char c = (unsigned char)s[run];
-            char e[4] = {'\\', 0, 0, 0};
-            size_t k = 2;
-            switch (c) {
-            case '"': e[1] = '"'; break;
-            case '\\': e[1] = '\\'; break;
-            case '\n': e[1] = 'n'; break;
-            case '\r': e[1] = 'r'; break;
-            case '\t': e[1] = 't'; break;
-            case '\a': e[1] = 'a'; break;
-            case '\b': e[1] = 'b'; break;
-            default:
-                e[1] = 'x';
-                e[2] = hex[c >> 4];
-                e[3] = hex[c & 15];
-                k = 4;
-            }
-            out_bytes(d, e, k);
-            run++;
-        }
-        i = run;
+    char e[4] = {'\\', 0, 0, 0};
+    size_t k = 2;
+    switch (c) {
+    case '"': e[1] = '"'; break;
+    case '\\': e[1] = '\\'; break;
+    case '\n': e[1] = 'n'; break;
+    case '\r': e[1] = 'r'; break;
+    case '\t': e[1] = 't'; break;
+    case '\a': e[1] = 'a'; break;
+    case '\b': e[1] = 'b'; break;
+    default:
+        e[1] = 'x';
+        e[2] = hex[c >> 4];
+        e[3] = hex[c & 15];
+        k = 4;
     }
+    out_bytes(d, e, k);
 }
+
+static void out_repr_bytes(dump *d, const char *s, size_t n) { out_escaped(d, s, n, repr_escape); }
 
 /* A double's shortest round-trip text, from the library's encoder so
  * that the tool and the wire agree.  Returns 0 when memory ran out. */
