@@ -55,6 +55,7 @@ struct rlk_conn {
     int pipelining;           /* replies must outlive buffer moves */
     int64_t last_io_ms;       /* when the last call started */
     uint64_t rng;
+    int64_t cap;              /* every call ends by then; -1: no cap */
     rlk_conn_info info;
     char err[512];
     unsigned char arena_inline[ARENA_INLINE];
@@ -143,6 +144,7 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     rlk_resp_arena_init(&c->arena, c->arena_inline, sizeof c->arena_inline,
                         c->rx_max * 16);
     c->info.client_id = -1;
+    c->cap = -1;
 
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
@@ -197,10 +199,16 @@ static void begin_call(rlk_conn *c)
     c->reader.copy_strings = 0;
 }
 
-static int64_t deadline_after(int ms)
+static int64_t capped(const rlk_conn *c, int64_t d)
 {
-    return ms < 0 ? -1 : rlk__now_ms() + ms;
+    return c->cap >= 0 && (d < 0 || c->cap < d) ? c->cap : d;
 }
+
+static int64_t deadline_after_(const rlk_conn *c, int ms)
+{
+    return capped(c, ms < 0 ? -1 : rlk__now_ms() + ms);
+}
+#define deadline_after(ms) deadline_after_(c, (ms))
 
 /* Closes after a failure that may have desynchronized the stream; keeps
  * the message the failure left. */
@@ -694,7 +702,7 @@ int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
     r = check_command(c, argc, argv, argvlen);
     if (r != RLK_OK) return r;
     begin_call(c);
-    int64_t deadline = c->cfg.command_timeout_ms < 0 ? -1 : now + c->cfg.command_timeout_ms;
+    int64_t deadline = capped(c, c->cfg.command_timeout_ms < 0 ? -1 : now + c->cfg.command_timeout_ms);
     return exchange(c, deadline, 0, reply, argc, argv, argvlen);
 }
 
@@ -921,3 +929,7 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms)
     if (connect_ms > 0) c->cfg.connect_timeout_ms = connect_ms;
     if (command_ms) c->cfg.command_timeout_ms = command_ms;
 }
+
+void rlk__conn_cap(rlk_conn *c, int64_t deadline) { c->cap = deadline; }
+
+int rlk__conn_timeout_ms(const rlk_conn *c) { return c->cfg.command_timeout_ms; }

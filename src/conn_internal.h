@@ -3,6 +3,7 @@
 #define RESPLOCK_CONN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "resplock.h"
 
@@ -16,6 +17,14 @@ int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...);
  * answer is a push that the connection drops (an UNSUBSCRIBE nobody
  * waits for under RESP3).  RLK_OK or a failure that closed c. */
 int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
+
+/* Every call on c ends by this absolute CLOCK_MONOTONIC deadline (ms) as
+ * well as by its own timeout; -1 removes the cap.  A call that reaches it
+ * fails as a timeout does. */
+void rlk__conn_cap(rlk_conn *c, int64_t deadline);
+
+/* The command timeout in force (ms; -1: none). */
+int rlk__conn_timeout_ms(const rlk_conn *c);
 
 /* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
  * returns their count.  For hot paths where snprintf costs more than the

@@ -25,41 +25,86 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_TTL_MS 30000
 #define DEFAULT_DRIFT_MS 2
 #define DEFAULT_RECHECK_MS 1000
 #define RENEW_BATCH 1000
-/* The release tombstone lives this long: a release re-sent after a
- * reconnect within it still learns that the first one released. */
+/* A release's tombstone (one key per token, or per reentrant release)
+ * lives this long: a release re-sent after a reconnect within it still
+ * learns that the first one released. */
 #define TOMBSTONE_MS "60000"
+/* A lock handed from waiter to waiter for this long (with pauses between
+ * handoffs shorter than CHAIN_GAP_MS) is freed once, and resplock's
+ * waiters stay away from it for YIELD_MS: clients that poll (redis-py)
+ * or that wait for the release message (Redisson) get their chance. */
+#define CHAIN_MS "2000"
+#define CHAIN_GAP_MS "1000"
+#define YIELD_MS "200"
 #define RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
 
 /* ------------------------------------------------------------------ */
 /* Scripts                                                              */
+/*
+ * Lua helpers are text spliced into the scripts, not Lua functions where
+ * a script runs them once: a function is made again at every run.
+ */
+
+/* Milliseconds of a TIME reply held in the Lua variable tm (scripts may
+ * read TIME before they write: Redis 5 and later). */
+#define LUA_MS_OF_TM "(tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000))"
+
+/*
+ * The next fencing token, into the local f, from the TIME reply in tm:
+ * max(the counter + 1, the server's clock in microseconds), stored back
+ * into the counter key fk for max(2 x ttl, 60 s).  It never goes back
+ * while the clock does not, even after the counter was evicted or lost
+ * in a restart; the counter covers the clock stepping back by less than
+ * its lifetime.  Lua numbers are exact to 2^53: microseconds since 1970
+ * stay below that until the year 2255.  The store is best effort
+ * (pcall): at maxmemory the clock alone moves the fence on.
+ */
+#define LUA_FENCE(fk, ttl)                                                     \
+    "local f = tonumber(tm[1]) * 1000000 + tonumber(tm[2])\n"                  \
+    "local s = tonumber(redis.pcall('get', " fk ") or '')\n"                   \
+    "if s and s >= f then f = s + 1 end\n"                                     \
+    "redis.pcall('set', " fk ", string.format('%.0f', f), 'px', "              \
+    "math.max(2 * tonumber(" ttl "), 60000))\n"
+
+/* The fence of a lock taken earlier (handed over, or a re-entry): the
+ * counter's value. */
+#define LUA_FENCE_NOW(fk) "(tonumber(redis.pcall('get', " fk ") or '') or 0)"
 
 /* KEYS: lock, fence counter.  ARGV: token, ttl.
  * {1, fence} when acquired; {0, pttl} when held by someone. */
 static const char ACQUIRE_SIMPLE[] =
     "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
-    "  return {1, redis.call('incr', KEYS[2])}\n"
+    "local tm = redis.call('time')\n"
+    LUA_FENCE("KEYS[2]", "ARGV[2]")
+    "return {1, f}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
 /* KEYS: lock, fence counter.  ARGV: field, ttl.
- * {1, fence, holds} when acquired (again); {0, pttl} when not. */
+ * {1, fence, holds} when acquired (again); {0, pttl} when not.  Another
+ * hold never shortens the expiry that the holds before rely on. */
 static const char ACQUIRE_REENTRANT[] =
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "if t == 'none' then\n"
-    "  redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  return {1, redis.call('incr', KEYS[2]), 1}\n"
+    "redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "local tm = redis.call('time')\n"
+    LUA_FENCE("KEYS[2]", "ARGV[2]")
+    "return {1, f, 1}\n"
     "end\n"
     "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "  local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), n}\n"
+    "local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "end\n"
+    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", n}\n"
     "end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
@@ -67,206 +112,263 @@ static const char ACQUIRE_REENTRANT[] =
  * Waiting in line.  A waiter that has subscribed to its own handoff
  * channel registers in a queue: a list {NAME}:queue of tokens in arrival
  * order, and a hash {NAME}:waiters mapping each token to "expiry ttl
- * kind channel" (expiry: server time in ms, renewed by each re-check of
- * the waiter; kind: 's' simple or 'r' reentrant).  A release that finds a
- * live waiter hands the lock over in the same script: the lock gets the
- * waiter's token in the waiter's kind with the waiter's TTL, the fencing
- * counter is incremented, and "FENCE TOKEN" is published on the waiter's
- * channel.  That message is the acquisition: the waiter
- * pays no further round trip.  A waiter that has died (entry expired) or
- * stopped listening (PUBLISH reaches nobody) is skipped.
+ * claim kind channel" (expiry: server time in ms, renewed by each
+ * re-check of the waiter; kind: 's' simple or 'r' reentrant).  A release
+ * that finds a live waiter hands the lock over in the same script: the
+ * lock gets the waiter's token in the waiter's kind for the waiter's
+ * claim (a short TTL), the fence moves on, and "FENCE TOKEN" is published
+ * on the waiter's channel.  The waiter then confirms (extends the lock to
+ * its TTL) in one round trip; a waiter that was paused meanwhile holds up
+ * the lock for its claim only.  A waiter that has died (entry expired) or
+ * stopped listening (PUBLISH reaches nobody) is skipped.  The hash also
+ * holds "~chain" ("c START LAST": handoffs since START, the last at LAST)
+ * and "~yield" ("y UNTIL": resplock waiters stay away until then).
  */
-
-/* Milliseconds of a TIME reply held in the Lua variable tm (scripts may
- * read TIME before they write: Redis 5 and later).  Text, not a Lua
- * function: a function would be made again at every run of a script. */
-#define LUA_MS_OF_TM "(tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000))"
 
 /* Removes ARGV[1]'s registration (KEYS[3] queue, KEYS[4] waiters). */
 #define LUA_LEAVE_QUEUE                                                        \
     "local function leave()\n"                                                 \
-    "  if redis.call('hdel', KEYS[4], ARGV[1]) == 1 then\n"                    \
-    "    redis.call('lrem', KEYS[3], 1, ARGV[1])\n"                            \
-    "  end\n"                                                                  \
+    "if redis.call('hdel', KEYS[4], ARGV[1]) == 1 then\n"                      \
+    "redis.call('lrem', KEYS[3], 1, ARGV[1])\n"                                \
+    "end\n"                                                                    \
     "end\n"
 
 /* Registers ARGV[1] as a waiter of this kind ('s' or 'r'; ttl ARGV[2],
- * lease ARGV[4] ms, channel ARGV[5]), or renews its lease keeping its
- * place. */
+ * lease ARGV[4] ms, channel ARGV[5], claim ARGV[6]), or renews its lease
+ * keeping its place.  Best effort: at maxmemory the waiter is not in
+ * line, and still wakes when the lock is freed. */
 #define LUA_JOIN_QUEUE                                                         \
     "local function join(kind)\n"                                              \
-    "  local lease, tm = tonumber(ARGV[4]), redis.call('time')\n"              \
-    "  local exp = " LUA_MS_OF_TM " + lease\n"                                 \
-    "  if redis.call('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s', exp, ARGV[2], kind, ARGV[5])) == 1 then\n" \
-    "    redis.call('rpush', KEYS[3], ARGV[1])\n"                              \
-    "  end\n"                                                                  \
+    "local lease, tm = tonumber(ARGV[4]), redis.call('time')\n"                \
+    "local exp = " LUA_MS_OF_TM " + lease\n"                                   \
+    "if redis.pcall('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s %s', "\
+    "exp, ARGV[2], ARGV[6], kind, ARGV[5])) == 1 then\n"                       \
+    "redis.pcall('rpush', KEYS[3], ARGV[1])\n"                                 \
+    "end\n"                                                                    \
     /* The queue goes when no waiter has renewed its place for a minute. */   \
-    "  local keep = lease > 30000 and 2 * lease or 60000\n"                    \
-    "  redis.call('pexpire', KEYS[3], keep)\n"                                 \
-    "  redis.call('pexpire', KEYS[4], keep)\n"                                 \
+    "local keep = lease > 30000 and 2 * lease or 60000\n"                      \
+    "redis.call('pexpire', KEYS[3], keep)\n"                                   \
+    "redis.call('pexpire', KEYS[4], keep)\n"                                   \
+    "end\n"
+
+/* While a lock freed after a long run of handoffs is left to other
+ * clients, a resplock waiter keeps (or leaves) its place and is told to
+ * come back when the window ends. */
+#define LUA_YIELD(kind)                                                        \
+    "local y = redis.call('hget', KEYS[4], '~yield')\n"                        \
+    "if y then\n"                                                              \
+    "local tm = redis.call('time')\n"                                          \
+    "local left = (tonumber(string.sub(y, 3)) or 0) - " LUA_MS_OF_TM "\n"      \
+    "if left > 0 then\n"                                                       \
+    "if ARGV[3] == 'q' then leave() else join('" kind "') end\n"               \
+    "return {0, left}\n"                                                       \
+    "end\n"                                                                    \
+    "redis.call('hdel', KEYS[4], '~yield')\n"                                  \
     "end\n"
 
 /* KEYS: lock, fence counter, queue, waiters.
  * ARGV: token, ttl, 'w' (wait: register) or 'q' (quit: deregister),
- * lease, channel.  {1, fence, 1, 0} when acquired now, {1, fence, 1, 1}
- * when handed over earlier; {0, pttl} when held by someone. */
+ * lease, channel, claim.  {1, fence, 1, 0} when acquired now, {1, fence,
+ * 1, 1} when it found the lock holding its token (handed over since the
+ * last try, or taken by a try of this call whose reply was lost): then
+ * the lock is extended to the full TTL now.  {0, pttl} when held by
+ * someone. */
 static const char WAIT_SIMPLE[] =
-    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE
+    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE LUA_YIELD("s")
     "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
-    "  leave()\n"
-    "  return {1, redis.call('incr', KEYS[2]), 1, 0}\n"
+    "leave()\n"
+    "local tm = redis.call('time')\n"
+    LUA_FENCE("KEYS[2]", "ARGV[2]")
+    "return {1, f, 1, 0}\n"
     "end\n"
     "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
-    "  return {1, tonumber(redis.call('get', KEYS[2]) or '0'), 1, 1}\n"
+    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", 1, 1}\n"
     "end\n"
     "if ARGV[3] == 'q' then leave() else join('s') end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
 /* The same for a reentrant lock; ARGV[1] is the hash field.
- * {1, fence, holds, handed over} or {0, pttl}. */
+ * {1, fence, holds, found} or {0, pttl}. */
 static const char WAIT_REENTRANT[] =
-    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE
+    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE LUA_YIELD("r")
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "if t == 'none' then\n"
-    "  redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "  leave()\n"
-    "  return {1, redis.call('incr', KEYS[2]), 1, 0}\n"
+    "redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
+    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "leave()\n"
+    "local tm = redis.call('time')\n"
+    LUA_FENCE("KEYS[2]", "ARGV[2]")
+    "return {1, f, 1, 0}\n"
     "end\n"
     "if t == 'hash' then\n"
-    "  local n = redis.call('hget', KEYS[1], ARGV[1])\n"
-    "  if n then return {1, tonumber(redis.call('get', KEYS[2]) or '0'), tonumber(n), 1} end\n"
+    "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "if n then\n"
+    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
+    "end\n"
+    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", tonumber(n), 1}\n"
+    "end\n"
     "end\n"
     "if ARGV[3] == 'q' then leave() else join('r') end\n"
     "return {0, redis.call('pttl', KEYS[1])}\n";
 
-/* pass_on() ends a release that freed the lock KEYS[1]: it hands the
+/*
+ * pass_on() ends a release that freed the lock KEYS[1]: it hands the
  * lock over to the first live waiter (queue KEYS[4], waiters KEYS[5],
  * fence KEYS[3]) in the waiter's kind (a simple waiter behind a reentrant
- * holder gets a string), or, with no live waiter, deletes it and
- * publishes "0" on the release channel ARGV[2].  It looks at 100 entries
- * at most, so that a release stays short; dead ones are removed as they
- * are seen.  One function, made at each run of a release script. */
+ * holder gets a string) for the waiter's claim, or, with no live waiter,
+ * deletes it and publishes "0" on the release channel ARGV[2].  It looks
+ * at 100 entries at most, so that a release stays short; dead ones are
+ * removed as they are seen.  After CHAIN_MS of handoffs it frees the lock
+ * once instead (see CHAIN_MS).  The writes that maxmemory can refuse are
+ * made with pcall, and a refused handoff frees the lock instead: a
+ * release always frees the lock.
+ */
 #define LUA_PASS_ON                                                            \
     "local function pass_on()\n"                                               \
-    "  local now\n"                                                            \
-    "  for _ = 1, 100 do\n"                                                    \
-    "    local w = redis.call('lpop', KEYS[4])\n"                              \
-    "    if not w then break end\n"                                            \
-    "    if not now then\n"                                                    \
-    "      local tm = redis.call('time')\n"                                    \
-    "      now = " LUA_MS_OF_TM "\n"                                           \
-    "    end\n"                                                                \
-    "    local e = redis.call('hget', KEYS[5], w)\n"                           \
-    "    if e then\n"                                                          \
-    "      redis.call('hdel', KEYS[5], w)\n"                                   \
-    "      local exp, ttl, kind, ch = string.match(e, '^(%d+) (%d+) ([sr]) (.+)$')\n"\
-    "      if exp and tonumber(exp) > now then\n"                              \
-    "        local f = redis.call('incr', KEYS[3])\n"                          \
-    "        if redis.call('publish', ch, f .. ' ' .. w) > 0 then\n"           \
-    "          if kind == 's' then\n"                                          \
-    "            redis.call('set', KEYS[1], w, 'px', ttl)\n"                   \
-    "          else\n"                                                         \
-    "            redis.call('del', KEYS[1])\n"                                 \
-    "            redis.call('hset', KEYS[1], w, 1)\n"                          \
-    "            redis.call('pexpire', KEYS[1], ttl)\n"                        \
-    "          end\n"                                                          \
-    "          return\n"                                                       \
-    "        end\n"                                                            \
-    "      end\n"                                                              \
-    "    end\n"                                                                \
-    "  end\n"                                                                  \
-    "  redis.call('del', KEYS[1])\n"                                           \
-    "  redis.call('publish', ARGV[2], '0')\n"                                  \
+    "local tm, now, chain, c0, c1\n"                                           \
+    "for _ = 1, 100 do\n"                                                      \
+    "local w = redis.call('lpop', KEYS[4])\n"                                  \
+    "if not w then break end\n"                                                \
+    "if not now then\n"                                                        \
+    "tm = redis.call('time')\n"                                                \
+    "now = " LUA_MS_OF_TM "\n"                                                 \
+    "c0, c1 = string.match(redis.call('hget', KEYS[5], '~chain') or '', "      \
+    "'^c (%d+) (%d+)$')\n"                                                     \
+    "chain = now\n"                                                            \
+    "if c0 and now - tonumber(c1) < " CHAIN_GAP_MS " then chain = tonumber(c0) end\n" \
+    "if now - chain >= " CHAIN_MS " then\n"                                    \
+    "redis.pcall('lpush', KEYS[4], w)\n"                                       \
+    "redis.call('hdel', KEYS[5], '~chain')\n"                                  \
+    "redis.pcall('hset', KEYS[5], '~yield', string.format('y %.0f', now + " YIELD_MS "))\n" \
+    "break\n"                                                                  \
+    "end\n"                                                                    \
+    "end\n"                                                                    \
+    "local e = redis.call('hget', KEYS[5], w)\n"                               \
+    "if e then\n"                                                              \
+    "redis.call('hdel', KEYS[5], w)\n"                                         \
+    "local exp, ttl, claim, kind, ch = string.match(e, "                       \
+    "'^(%d+) (%d+) (%d+) ([sr]) (.+)$')\n"                                     \
+    "if exp and tonumber(exp) > now then\n"                                    \
+    LUA_FENCE("KEYS[3]", "ttl")                                                \
+    "if redis.call('publish', ch, string.format('%.0f ', f) .. w) > 0 then\n"  \
+    "local ok\n"                                                               \
+    "if kind == 's' then\n"                                                    \
+    "ok = redis.pcall('set', KEYS[1], w, 'px', claim)\n"                       \
+    "else\n"                                                                   \
+    "redis.call('del', KEYS[1])\n"                                             \
+    "ok = redis.pcall('hset', KEYS[1], w, 1)\n"                                \
+    "redis.call('pexpire', KEYS[1], claim)\n"                                  \
+    "end\n"                                                                    \
+    "if type(ok) == 'table' and ok.err then break end\n"                       \
+    /* A chain matters only while others wait behind. */                      \
+    "if redis.call('llen', KEYS[4]) > 0 then\n"                                \
+    "redis.pcall('hset', KEYS[5], '~chain', string.format('c %.0f %.0f', chain, now))\n" \
+    "elseif c0 then\n"                                                         \
+    "redis.call('hdel', KEYS[5], '~chain')\n"                                  \
+    "end\n"                                                                    \
+    "return\n"                                                                 \
+    "end\n"                                                                    \
+    "end\n"                                                                    \
+    "end\n"                                                                    \
+    "end\n"                                                                    \
+    "redis.call('del', KEYS[1])\n"                                             \
+    "redis.call('publish', ARGV[2], '0')\n"                                    \
     "end\n"
 
-/* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: token,
- * channel.  1 released (now or by an earlier attempt; handed over to a
- * waiter or freed), 0 not held, -1 other owner. */
+/* KEYS: lock, tombstone of this token, fence counter, queue, waiters.
+ * ARGV: token, channel.  1 released (now or by an earlier attempt with
+ * this token; handed over to a waiter or freed), 0 not held, -1 other
+ * owner.  The lock goes first and the tombstone after, best effort: at
+ * maxmemory (noeviction) the release still frees the lock. */
 static const char RELEASE_SIMPLE[] =
     LUA_PASS_ON
     /* redis.pcall: a key of another type answers an error table. */
     "local v = redis.pcall('get', KEYS[1])\n"
     "if v == ARGV[1] then\n"
-    "  redis.call('set', KEYS[2], ARGV[1], 'px', " TOMBSTONE_MS ")\n"
-    "  pass_on()\n"
-    "  return 1\n"
+    "pass_on()\n"
+    "redis.pcall('set', KEYS[2], '1', 'px', " TOMBSTONE_MS ")\n"
+    "return 1\n"
     "end\n"
-    "if redis.call('get', KEYS[2]) == ARGV[1] then return 1 end\n"
+    "if redis.call('exists', KEYS[2]) == 1 then return 1 end\n"
     "if not v then return 0 end\n"
     "return -1\n";
 
-/* KEYS: lock, tombstone, fence counter, queue, waiters.  ARGV: field,
- * channel, ttl, release id.
+/* KEYS: lock, tombstone of this release, fence counter, queue, waiters.
+ * ARGV: field, channel.
  * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner.
- * Taking one hold away is not idempotent, so the tombstone remembers
- * each release by its id with its result: a release sent again after a
- * lost reply gets that result and takes no second hold away. */
+ * Taking one hold away is not idempotent, so each release has an id and
+ * a tombstone keyed by it, holding its result: a release sent again
+ * after a lost reply gets that result and takes no second hold away.
+ * The expiry is left as it is: the holds left rely on it.  The last hold
+ * deletes without a write that maxmemory could refuse. */
 static const char RELEASE_REENTRANT[] =
     LUA_PASS_ON
     "local done = redis.call('get', KEYS[2])\n"
-    "if done == ARGV[4] .. ':1' then return 1 end\n"
-    "if done == ARGV[4] .. ':2' then return 2 end\n"
+    "if done then return tonumber(done) end\n"
     "local t = redis.call('type', KEYS[1])['ok']\n"
-    "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "  local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
-    "  if n > 0 then\n"
-    "    redis.call('pexpire', KEYS[1], ARGV[3])\n"
-    "    redis.call('set', KEYS[2], ARGV[4] .. ':2', 'px', " TOMBSTONE_MS ")\n"
-    "    return 2\n"
-    "  end\n"
-    "  redis.call('set', KEYS[2], ARGV[4] .. ':1', 'px', " TOMBSTONE_MS ")\n"
-    "  pass_on()\n"
-    "  return 1\n"
+    "local n = t == 'hash' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))\n"
+    "if n and n > 1 then\n"
+    "redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
+    "redis.pcall('set', KEYS[2], '2', 'px', " TOMBSTONE_MS ")\n"
+    "return 2\n"
+    "end\n"
+    "if n then\n"
+    "pass_on()\n"
+    "redis.pcall('set', KEYS[2], '1', 'px', " TOMBSTONE_MS ")\n"
+    "return 1\n"
     "end\n"
     "if t == 'none' then return 0 end\n"
     "return -1\n";
 
 /* KEYS: lock.  ARGV: kind ('s' or 'r'), token or field, ms, 'add' or 'set'.
- * The new TTL, or -1 not held, -2 other owner. */
+ * The new TTL, or -1 not held, -2 other owner.  A reentrant lock's
+ * expiry never shortens: other holds may rely on it. */
 static const char EXTEND[] =
     "local t = redis.call('type', KEYS[1])['ok']\n"
     "if t == 'none' then return -1 end\n"
     "local mine\n"
     "if ARGV[1] == 's' then\n"
-    "  mine = t == 'string' and redis.call('get', KEYS[1]) == ARGV[2]\n"
+    "mine = t == 'string' and redis.call('get', KEYS[1]) == ARGV[2]\n"
     "else\n"
-    "  mine = t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1\n"
+    "mine = t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1\n"
     "end\n"
     "if not mine then return -2 end\n"
-    "local ms = tonumber(ARGV[3])\n"
+    "local ms, left = tonumber(ARGV[3]), redis.call('pttl', KEYS[1])\n"
     "if ARGV[4] == 'add' then\n"
-    "  local left = redis.call('pttl', KEYS[1])\n"
-    "  if left > 0 then ms = ms + left end\n"
+    "if left > 0 then ms = ms + left end\n"
+    "elseif ARGV[1] == 'r' and left > ms then\n"
+    "ms = left\n"
     "end\n"
     "redis.call('pexpire', KEYS[1], ms)\n"
     "return ms\n";
 
-/* KEYS: locks.  ARGV: the kinds, one letter per key ('s' or 'r'), then
- * per key the token or field and the ttl.
+/* KEYS: locks, all in one hash slot.  ARGV: the kinds, one letter per
+ * key ('s' or 'r'), then per key the token or field and the ttl.
  * Per key 1 renewed, -1 not held, -2 other owner. */
 static const char RENEW[] =
     /* The simple locks' values in one MGET (a key of another type reads
      * as nil there), so that a renewed simple lock costs one more server
      * call, its PEXPIRE; EXISTS only tells a vanished lock from a taken
-     * one. */
+     * one.  A reentrant lock's expiry never shortens: another hold of the
+     * same holder may rely on a longer one. */
     "local vals = redis.call('mget', unpack(KEYS))\n"
     "local kinds, out = ARGV[1], {}\n"
     "for i = 1, #KEYS do\n"
-    "  local k, tok, ok = KEYS[i], ARGV[2 * i]\n"
-    "  if string.byte(kinds, i) == 115 then\n"
-    "    ok = vals[i] == tok\n"
-    "  else\n"
-    "    ok = redis.pcall('hexists', k, tok) == 1\n"
-    "  end\n"
-    "  if ok then\n"
-    "    redis.call('pexpire', k, ARGV[2 * i + 1])\n"
-    "    out[i] = 1\n"
-    "  elseif redis.call('exists', k) == 0 then\n"
-    "    out[i] = -1\n"
-    "  else\n"
-    "    out[i] = -2\n"
-    "  end\n"
+    "local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]\n"
+    "if string.byte(kinds, i) == 115 then\n"
+    "if vals[i] == tok then\n"
+    "redis.call('pexpire', k, ttl)\n"
+    "out[i] = 1\n"
+    "end\n"
+    "elseif redis.pcall('hexists', k, tok) == 1 then\n"
+    "if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end\n"
+    "out[i] = 1\n"
+    "end\n"
+    "if not out[i] then\n"
+    "out[i] = redis.call('exists', k) == 0 and -1 or -2\n"
+    "end\n"
     "end\n"
     "return out\n";
 
@@ -274,20 +376,20 @@ static const char RENEW[] =
  * {held, type, pttl, holds, fence, waiters in line (places not lapsed)}. */
 static const char STATUS[] =
     "local t = redis.call('type', KEYS[1])['ok']\n"
-    "local f = tonumber(redis.call('get', KEYS[2]) or '0')\n"
+    "local f = " LUA_FENCE_NOW("KEYS[2]") "\n"
     "local w = 0\n"
     "if redis.call('exists', KEYS[3]) == 1 then\n"
-    "  local tm = redis.call('time')\n"
-    "  local now = " LUA_MS_OF_TM "\n"
-    "  for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
-    "    local exp = tonumber(string.match(e, '^(%d+) '))\n"
-    "    if exp and exp > now then w = w + 1 end\n"
-    "  end\n"
+    "local tm = redis.call('time')\n"
+    "local now = " LUA_MS_OF_TM "\n"
+    "for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
+    "local exp = tonumber(string.match(e, '^(%d+) '))\n"
+    "if exp and exp > now then w = w + 1 end\n"
+    "end\n"
     "end\n"
     "if t == 'none' then return {0, t, -2, 0, f, w} end\n"
     "local holds = 0\n"
     "if t == 'hash' then\n"
-    "  for _, v in ipairs(redis.call('hvals', KEYS[1])) do holds = holds + tonumber(v) end\n"
+    "for _, v in ipairs(redis.call('hvals', KEYS[1])) do holds = holds + tonumber(v) end\n"
     "end\n"
     "return {1, t, redis.call('pttl', KEYS[1]), holds, f, w}\n";
 
@@ -306,7 +408,7 @@ struct rlk_lock {
     rlk_lock *prev, *next;   /* the client's held locks */
     char *name;              /* with the derived keys, one allocation */
     char *fence_key;
-    char *tomb_key;
+    char *tomb_key;          /* the tombstones' prefix (":TOKEN" follows) */
     char *queue_key;         /* waiting in line: see WAIT_SIMPLE */
     char *waiters_key;
     char *channel;           /* published on release */
@@ -325,6 +427,12 @@ struct rlk_lock {
     void *ctx;
     rlk_lock *lost_next;     /* on the client's list of on_lost calls due */
     int lost_pending;
+    unsigned slot;           /* the name's Cluster hash slot */
+    /* A renewal round in flight holds a reference (the client's mutex is
+     * not held across its I/O); a handle released or forgotten meanwhile
+     * is unlinked and marked dead, and the round frees it. */
+    int refs;
+    int dead;
 };
 
 struct rlk_client {
@@ -353,6 +461,12 @@ struct rlk_client {
     int stopping;
     rlk_conn *wd_conn;       /* the watchdog thread's own connection */
     int recheck_all;         /* a reconnect happened: re-check every lock */
+    /* A cluster-enabled server refused a round's keys of several slots
+     * (CROSSSLOT): renewals go one script call per slot from then on. */
+    int per_slot;
+    /* The deadline of the call under way on conn (acquire, release...),
+     * -1 for none: a renewal round inside a wait keeps within it. */
+    int64_t call_cap;
     char err[512];
 };
 
@@ -564,6 +678,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     memset(cl, 0, sizeof *cl);
     if (cfg) cl->cfg = *cfg;
     cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
+    cl->call_cap = -1;
     if (!cl->cfg.drift_ms) cl->cfg.drift_ms = DEFAULT_DRIFT_MS;
     if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
     if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = DEFAULT_RECHECK_MS;
@@ -621,9 +736,11 @@ static void free_lock(rlk_lock *l)
     rlk__free(l);
 }
 
-static void unlink_lock(rlk_client *cl, rlk_lock *l)
+/* Takes a handle off the client's lists, with cl->mu held.  1 when the
+ * caller may free it now; 0 when a renewal round in flight holds it: the
+ * round frees it when it is done. */
+static int unlink_locked(rlk_client *cl, rlk_lock *l)
 {
-    pthread_mutex_lock(&cl->mu);
     if (l->lost_pending) {
         /* An on_lost call released another lost lock before its turn. */
         for (rlk_lock **pp = &cl->lost_head; *pp; pp = &(*pp)->lost_next)
@@ -637,18 +754,28 @@ static void unlink_lock(rlk_client *cl, rlk_lock *l)
     else if (cl->locks == l) cl->locks = l->next;
     if (l->next) l->next->prev = l->prev;
     l->prev = l->next = NULL;
+    if (l->refs) {
+        l->dead = 1;
+        return 0;
+    }
+    return 1;
+}
+
+/* Unlinks and frees a handle (now, or at the end of the round that
+ * holds it).  No network I/O: it never waits for a renewal round. */
+static void drop_lock(rlk_client *cl, rlk_lock *l)
+{
+    pthread_mutex_lock(&cl->mu);
+    int now = unlink_locked(cl, l);
     pthread_mutex_unlock(&cl->mu);
+    if (now) free_lock(l);
 }
 
 void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
-    while (cl->locks) {
-        rlk_lock *l = cl->locks;
-        unlink_lock(cl, l);
-        free_lock(l);
-    }
+    while (cl->locks) drop_lock(cl, cl->locks);
     rlk_conn_free(cl->conn);
     rlk_conn_free(cl->sub);
     rlk__free(cl->sub_release);
@@ -738,17 +865,39 @@ static int int_at(const rlk_resp_value *v, size_t i, int64_t *out)
     return 0;
 }
 
+/* Failures of the connection, after which the call may be made again on
+ * a new connection. */
+static int transient(int status)
+{
+    return status == RLK_ERR_IO || status == RLK_ERR_TIMEOUT || status == RLK_ERR_CLOSED ||
+           status == RLK_ERR_CONNECT;
+}
+
+/* The end of a call on c that starts now: one command timeout for all of
+ * its round trips (a re-send included), and never past the deadline of a
+ * call around it (cl->call_cap, on the client's connection). */
+static int64_t call_end(const rlk_client *cl, const rlk_conn *c)
+{
+    int t = rlk__conn_timeout_ms(c);
+    int64_t end = t < 0 ? -1 : rlk__now_ms() + t;
+    if (c == cl->conn && cl->call_cap >= 0 && (end < 0 || cl->call_cap < end)) end = cl->call_cap;
+    return end;
+}
+
 /* Runs a script; a failed connection is re-established and the call
- * re-sent once when `resend` (the call is safe to repeat). */
+ * re-sent once when `resend` (the call is safe to repeat), all within one
+ * deadline. */
 static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
                const char *const *argv, const size_t *lens, int resend,
                rlk_resp_value **out, const char *doing)
 {
+    rlk__conn_cap(c, call_end(cl, c));
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
-    if (resend && (r == RLK_ERR_IO || r == RLK_ERR_TIMEOUT || r == RLK_ERR_CLOSED)) {
+    if (resend && transient(r)) {
         int rr = rlk_conn_reconnect(c);
         if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     }
+    rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
     if (r != RLK_OK) return conn_fail(cl, c, r, doing);
     if (is_error(*out))
         return cl_fail(cl, RLK_ERR_SERVER, "%s: %.*s", doing,
@@ -838,6 +987,7 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     l->waiters_key = l->name + 4 * cap;
     l->channel = l->name + 5 * cap;
     l->cl = cl;
+    l->slot = keyslot(name, strlen(name));
     l->kind = o->kind;
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : DEFAULT_TTL_MS;
     l->watchdog = o->watchdog;
@@ -848,43 +998,30 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
 }
 
 /* One attempt.  mode 0: try; 'w': try, else join the queue (or renew
- * the place in it for lease ms); 'q': try, else leave the queue.
- * 1 acquired, 0 busy (*pttl set), or a status.  *sent: when the attempt
- * was sent.  A lock found handed over (by a release since the last busy
- * attempt) is valid from `since`, that attempt's time. */
-static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int64_t since,
-                       int64_t *pttl, int64_t *sent)
+ * the place in it for lease ms; a handoff gives it the lock for claim
+ * ms); 'q': try, else leave the queue.  'w' and 'q' also find the lock
+ * holding this token (handed over since the last try, or taken by a try
+ * whose reply was lost) and extend it to the full TTL.  1 acquired, valid
+ * from this attempt's start; 0 busy (*pttl set); or a status. */
+static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int64_t claim,
+                       int64_t *pttl)
 {
-    char ttl[24], ls[24], m[2] = {(char)mode, 0};
+    char ttl[24], ls[24], cs[24], m[2] = {(char)mode, 0};
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
     rlk_resp_value *v;
-    int64_t start = *sent = rlk__now_ms();
+    int64_t start = rlk__now_ms();
     int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
-    /* The waiting script's arguments; ls is written when it is used. */
-    const char *wargv[9] = {l->name, l->fence_key, l->queue_key, l->waiters_key,
-                            l->token, ttl, m, ls, cl->handoff_channel};
     if (!mode) {
         const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
         r = run(cl, cl->conn, reentrant ? S_ACQ_REENTRANT : S_ACQ_SIMPLE, 2, 4, argv, NULL, 0,
                 &v, "acquire");
     } else {
         snprintf(ls, sizeof ls, "%lld", (long long)lease);
-        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 9, wargv, NULL,
+        snprintf(cs, sizeof cs, "%lld", (long long)claim);
+        const char *argv[10] = {l->name, l->fence_key, l->queue_key, l->waiters_key, l->token,
+                                ttl, m, ls, cl->handoff_channel, cs};
+        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 10, argv, NULL,
                 0, &v, "acquire");
-    }
-    /*
-     * The connection failed (the server closed it while it was idle, or
-     * the reply was lost): a simple lock's try is sent again once, on a
-     * new connection, as the waiting script, which also finds out whether
-     * the lost try had taken the lock (the lock then holds this token).
-     * A reentrant lock's try is not: a hold counted by a lost try cannot
-     * be told from one taken earlier; the lock then expires.
-     */
-    if (!reentrant && (r == RLK_ERR_IO || r == RLK_ERR_CLOSED || r == RLK_ERR_TIMEOUT) &&
-        rlk_conn_reconnect(cl->conn) == RLK_OK) {
-        m[0] = mode ? (char)mode : 'q'; /* 'q' leaves a queue it is not in */
-        snprintf(ls, sizeof ls, "%lld", (long long)lease);
-        r = run(cl, cl->conn, S_WAIT_SIMPLE, 4, 9, wargv, NULL, 0, &v, "acquire");
     }
     if (r != RLK_OK) return r;
     int64_t ok, x;
@@ -897,11 +1034,32 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     l->fence = (uint64_t)x;
     if (l->kind == RLK_LOCK_REENTRANT && int_at(v, 2, &l->holds)) l->holds = 1;
     if (l->kind == RLK_LOCK_SIMPLE) l->holds = 1;
-    /* Found this token already there: handed over since the last busy
-     * try (valid from that try), or taken by the lost try of this call
-     * (valid from its start; when waiting, either may be the case). */
-    int64_t handed = 0;
-    if (mode && !int_at(v, 3, &handed) && handed) start = since;
+    set_validity(l, start, l->ttl);
+    return 1;
+}
+
+/*
+ * A handoff message came: the lock holds this token for the waiter's
+ * claim only.  Extending it to the full TTL makes it ours and proves the
+ * handoff still good: a waiter that read the message late (paused past
+ * the claim) may find that someone else holds the lock by now.  1 held
+ * (valid from this call's start), 0 not (keep waiting), or a status.
+ */
+static int confirm_handoff(rlk_client *cl, rlk_lock *l)
+{
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
+    const char *argv[5] = {l->name, l->kind == RLK_LOCK_REENTRANT ? "r" : "s", l->token, ms,
+                           "set"};
+    rlk_resp_value *v;
+    int64_t start = rlk__now_ms();
+    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, 0, &v, "acquire");
+    if (r != RLK_OK) return r;
+    if (v->type != RLK_RESP_INTEGER)
+        return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
+    if (v->integer < 0) return 0;
+    l->fence = cl->handed_fence;
+    l->holds = 1;
     set_validity(l, start, l->ttl);
     return 1;
 }
@@ -979,6 +1137,60 @@ static int subscribe(rlk_client *cl, rlk_conn *sub, const rlk_lock *l)
     return RLK_OK;
 }
 
+/* Renews this client's watchdog locks in tick mode while it waits
+ * (defined with the watchdog); ms until the next renewal is due, or -1. */
+static int64_t tick_in_wait(rlk_client *cl);
+
+static void nap(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* A handle of this client on the same reentrant lock and field: an
+ * acquisition is then another hold, whose fence is that handle's. */
+static const rlk_lock *held_before(rlk_client *cl, const rlk_lock *l)
+{
+    const rlk_lock *found = NULL;
+    pthread_mutex_lock(&cl->mu);
+    for (const rlk_lock *h = cl->locks; h && !found; h = h->next)
+        if (h->kind == RLK_LOCK_REENTRANT && !h->lost && strcmp(h->name, l->name) == 0 &&
+            strcmp(h->token, l->token) == 0)
+            found = h;
+    pthread_mutex_unlock(&cl->mu);
+    return found;
+}
+
+/* Sets the deadline of the call under way on the client's connection. */
+static void set_call_cap(rlk_client *cl, int64_t cap)
+{
+    cl->call_cap = cap;
+    rlk__conn_cap(cl->conn, cap);
+}
+
+/*
+ * After a step of an acquisition failed with status r: 1 when it may be
+ * made again, on a new connection (the server restarted or closed the
+ * connection, or a reply was lost), within the call's deadline; 0 to give
+ * up.  The first retry is at once, later ones after a growing pause.
+ * Not for a reentrant lock this client already holds: a hold counted by
+ * a lost try could not be told from the ones before.
+ */
+static int retry_after(rlk_client *cl, int r, int64_t cap, int once, int *retries,
+                       int ambiguous)
+{
+    if (!transient(r) || ambiguous || (once && *retries)) return 0;
+    int64_t now = rlk__now_ms();
+    if (cap >= 0 && now >= cap) return 0;
+    if ((*retries)++) {
+        int64_t p = 25LL << (*retries < 7 ? *retries : 7); /* 100 ms .. 3.2 s */
+        if (cap >= 0 && cap - now < p) p = cap - now;
+        nap(p);
+    }
+    return 1;
+}
+
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
                      rlk_lock **out)
 {
@@ -1004,99 +1216,146 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         hex(rnd, sizeof rnd, l->token);
     }
 
-    int64_t deadline = o->wait_ms < 0 ? -1 : rlk__now_ms() + o->wait_ms;
-    rlk_conn *sub = NULL;
-    int r, status = RLK_OK, mode = 0;
+    /* One deadline for the whole call: the wait, or one command timeout
+     * when that is longer (a try and its re-send share it). */
+    int64_t start = rlk__now_ms(), cap = -1;
+    int t = rlk__conn_timeout_ms(cl->conn);
+    int64_t deadline = o->wait_ms < 0 ? -1 : start + o->wait_ms;
+    if (o->wait_ms >= 0 && (t >= 0 || o->wait_ms > 0))
+        cap = start + (o->wait_ms > t ? o->wait_ms : t);
+    set_call_cap(cl, cap);
     /* A waiter renews its place in the queue at least every slice; its
      * place lapses after a lease of two slices and a little, so that a
-     * waiter that died stops being handed the lock soon. */
-    int64_t slice = cl->cfg.recheck_ms, last_busy = 0;
+     * waiter that died stops being handed the lock soon.  A handoff gives
+     * it the lock for a claim of a slice and a second, until it confirms:
+     * a waiter paused meanwhile holds the lock up that long at most. */
+    int64_t slice = cl->cfg.recheck_ms;
     if (l->ttl / 3 < slice) slice = l->ttl / 3 > 10 ? l->ttl / 3 : 10;
-    int64_t lease = 2 * slice + 200;
+    int64_t lease = 2 * slice + 200, claim = slice + 1000 < l->ttl ? slice + 1000 : l->ttl;
+    const rlk_lock *before = l->kind == RLK_LOCK_REENTRANT ? held_before(cl, l) : NULL;
+    uint64_t before_fence = before ? before->fence : 0;
+    rlk_conn *sub = NULL;
+    int r, status = RLK_OK, mode = 0, final = 0, sub_ok = 0, retries = 0;
     cl->waiting = l;
     cl->handed = 0;
     /* Still subscribed from an earlier wait for this lock (RESP3): the
      * first try already joins the queue.  Not for a reentrant lock: its
-     * first try must count a hold taken again by this thread, which the
-     * waiting script would take for a handoff. */
+     * first try must count a hold taken again by this thread. */
     if (o->wait_ms != 0 && l->kind == RLK_LOCK_SIMPLE && subscribed(cl, l)) {
         sub = cl->conn;
         mode = 'w';
+        sub_ok = 1;
     }
     for (;;) {
-        int64_t pttl = -1, sent;
-        r = try_acquire(cl, l, mode, lease, last_busy, &pttl, &sent);
-        if (r == 1) break;
-        if (r < 0) {
-            status = r;
-            break;
+        int64_t pttl = -1;
+        if (cl->handed) {
+            cl->handed = 0;
+            r = confirm_handoff(cl, l);
+            if (r == 1) break;
+            if (r == 0) { /* read too late: someone else has it now */
+                mode = 'w';
+                continue;
+            }
+        } else {
+            r = try_acquire(cl, l, mode, lease, claim, &pttl);
+            if (r == 1) break;
         }
-        if (mode == 'q') {
+        if (r < 0) {
+            if (!retry_after(cl, r, cap, o->wait_ms == 0, &retries, before != NULL)) {
+                status = r;
+                break;
+            }
+            /* Again in the waiting script's form, which also finds
+             * whether the lost try took the lock; the subscriptions went
+             * with the connection. */
+            if (!mode) mode = 'q';
+            sub_ok = 0;
+            continue;
+        }
+        if (cl->handed) continue; /* the message came with the reply */
+        if (final) {
             status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
             break;
         }
-        if (mode == 'w') last_busy = sent;
-        if (cl->handed) break; /* the message came with the reply: see below */
         int64_t now = rlk__now_ms();
         if (o->wait_ms == 0 || (deadline >= 0 && now >= deadline)) {
             if (mode == 'w') {
-                mode = 'q'; /* one last try that also leaves the queue */
+                mode = 'q';
+                final = 1;
+                set_call_cap(cl, now + (t >= 0 && t < 250 ? t : 250));
                 continue;
             }
             status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
             break;
         }
-        if (!sub || (sub == cl->conn && !subscribed(cl, l))) {
+        if (!sub_ok || (sub == cl->conn && !subscribed(cl, l))) {
             /* Subscribe first, then try again and join the queue: a
              * release between the failed try and the subscriptions is
              * not missed, and a handoff reaches a listening waiter.
              * Again after a reconnect, which lost the subscriptions. */
             sub = wait_conn(cl, &status);
             if (!sub) break;
+            rlk__conn_cap(sub, cap);
             r = subscribe(cl, sub, l);
             if (r != RLK_OK) {
-                status = conn_fail(cl, sub, r, "subscribe");
-                break;
+                conn_fail(cl, sub, r, "subscribe");
+                if (!retry_after(cl, r, cap, 0, &retries, before != NULL)) {
+                    status = r;
+                    break;
+                }
+                continue;
             }
+            sub_ok = 1;
             mode = 'w';
             continue;
         }
         /* Until the lock is handed over, a release message, the holder's
-         * TTL running out, or the re-check (for holders that do not
-         * publish, and to keep the place in the queue). */
-        int64_t wait = slice;
+         * TTL running out, the re-check (for holders that do not publish,
+         * and to keep the place in the queue), or a renewal of this
+         * client's other locks. */
+        int64_t wait = slice, due = tick_in_wait(cl);
+        if (cl->handed) continue;
         if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
-        if (deadline >= 0 && deadline - now < wait) wait = deadline - now;
+        if (due >= 0 && due < wait) wait = due;
+        now = rlk__now_ms();
+        if (deadline >= 0 && deadline - now < wait) wait = deadline - now > 0 ? deadline - now : 0;
         r = rlk_conn_wait_push(sub, (int)wait);
-        if (cl->handed) break;
+        if (cl->handed) continue;
         if (r < 0) {
-            status = conn_fail(cl, sub, r, "waiting for the lock");
-            break;
+            conn_fail(cl, sub, r, "waiting for the lock");
+            if (!retry_after(cl, r, cap, 0, &retries, before != NULL)) {
+                status = r;
+                break;
+            }
+            sub_ok = 0;
+        }
+        now = rlk__now_ms();
+        if (deadline >= 0 && now >= deadline && mode == 'w') {
+            /* The wait is over: one last try that also leaves the
+             * queue, with a little time of its own. */
+            mode = 'q';
+            final = 1;
+            set_call_cap(cl, now + (t >= 0 && t < 250 ? t : 250));
         }
     }
-    if (status != RLK_OK && status != RLK_LOCK_BUSY && mode == 'w' && !cl->handed &&
+    if (status != RLK_OK && status != RLK_LOCK_BUSY && mode == 'w' &&
         rlk_conn_is_connected(cl->conn)) {
         /* The wait failed (its connection, or a server error) while in
          * line: leave the line, so that no release hands the lock to a
          * waiter that has gone; that last try may find the lock handed
          * over already, and then it is ours after all. */
         char err[sizeof cl->err];
-        int64_t pttl, sent;
+        int64_t pttl;
         memcpy(err, cl->err, sizeof err);
-        if (try_acquire(cl, l, 'q', lease, last_busy, &pttl, &sent) == 1) status = RLK_OK;
+        set_call_cap(cl, rlk__now_ms() + (t >= 0 && t < 250 ? t : 250));
+        if (try_acquire(cl, l, 'q', lease, claim, &pttl) == 1) status = RLK_OK;
         else memcpy(cl->err, err, sizeof err);
     }
-    if (cl->handed && status == RLK_OK) {
-        /* Handed over by a release that ran after the last busy attempt:
-         * valid from that attempt on. */
-        l->fence = cl->handed_fence;
-        l->holds = 1;
-        set_validity(l, last_busy, l->ttl);
-    }
     cl->waiting = NULL;
+    set_call_cap(cl, -1);
     /* RESP2: the waiting connection is simply closed.  RESP3: the
      * subscriptions stay for the next wait (see subscribe). */
-    if (sub && sub == cl->sub) {
+    if (cl->sub) {
         rlk_conn_free(cl->sub);
         cl->sub = NULL;
     }
@@ -1104,6 +1363,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         free_lock(l);
         return status;
     }
+    /* Another hold of a lock this client holds keeps that hold's fence
+     * (the counter may have expired meanwhile). */
+    if (before_fence && l->holds > 1) l->fence = before_fence;
     pthread_mutex_lock(&cl->mu);
     l->next = cl->locks;
     if (cl->locks) cl->locks->prev = l;
@@ -1119,25 +1381,32 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 
 /* keys: as make_keys wrote them, slots of cap bytes. */
 static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, size_t cap,
-                        const char *token, int64_t ttl, int64_t *result)
+                        const char *token, int64_t *result)
 {
-    char ttls[24], id[33];
-    unsigned char rnd[16];
+    char id[33];
     const char *name = keys;
-    snprintf(ttls, sizeof ttls, "%lld", (long long)ttl);
-    const char *argv[9] = {name,          keys + 2 * cap, keys + cap, keys + 3 * cap,
-                           keys + 4 * cap, token,          keys + 5 * cap, ttls, id};
-    rlk_resp_value *v;
     int reentrant = kind == RLK_LOCK_REENTRANT;
     if (reentrant) {
+        unsigned char rnd[16];
         if (random_bytes(rnd, sizeof rnd) != 0)
             return cl_fail(cl, RLK_ERR_INVALID, "release: no random bytes from the kernel");
         hex(rnd, sizeof rnd, id);
     }
-    /* Safe to re-send: the tombstone tells a second attempt what the
-     * first one did. */
-    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 5, reentrant ? 9 : 7,
-                argv, NULL, 1, &v, "release");
+    /* The tombstone of this token (of this release, for a reentrant
+     * lock): what a re-sent release learns the first one did. */
+    const char *tag = reentrant ? id : token, *prefix = keys + 2 * cap;
+    size_t pl = strlen(prefix), tl = strlen(tag);
+    char *tomb = rlk__malloc(pl + tl + 2);
+    if (!tomb) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    memcpy(tomb, prefix, pl);
+    tomb[pl] = ':';
+    memcpy(tomb + pl + 1, tag, tl + 1);
+    const char *argv[7] = {name, tomb, keys + cap, keys + 3 * cap, keys + 4 * cap, token,
+                           keys + 5 * cap};
+    rlk_resp_value *v;
+    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 5, 7, argv, NULL, 1,
+                &v, "release");
+    rlk__free(tomb);
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
         return cl_fail(cl, RLK_ERR_PROTO, "release: unexpected reply from the server");
@@ -1158,16 +1427,14 @@ int rlk_lock_release(rlk_lock *l)
     pthread_mutex_lock(&cl->mu);
     l->watchdog = 0;
     pthread_mutex_unlock(&cl->mu);
-    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token, l->ttl, &res);
-    unlink_lock(cl, l);
-    free_lock(l);
+    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token, &res);
+    drop_lock(cl, l);
     return r;
 }
 
 void rlk_lock_forget(rlk_lock *l)
 {
-    unlink_lock(l->cl, l);
-    free_lock(l);
+    drop_lock(l->cl, l);
 }
 
 static int extend_keys(rlk_client *cl, rlk_lock_kind kind, const char *name, const char *token,
@@ -1259,7 +1526,7 @@ int rlk_release_token(rlk_client *cl, const char *name, const char *token)
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     make_keys(name, keys, cap);
     int64_t res;
-    int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, 0, &res);
+    int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, &res);
     rlk__free(keys);
     return r;
 }
@@ -1316,124 +1583,175 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 /* ------------------------------------------------------------------ */
 /* Watchdog                                                             */
 
-/* Renews the due locks on connection c (all of them after a
- * reconnect), in one round trip.  Call with cl->mu held.  Failures are
- * recorded on the client only in tick mode (c is the client's own
- * connection): the watchdog thread must not write the message the
- * client's thread reads. */
-static int renew_round(rlk_client *cl, rlk_conn *c, int64_t now)
+/* One lock of a renewal round: held by a reference, with the TTL sent. */
+struct renewal {
+    rlk_lock *l;
+    int64_t ttl;
+    char ttls[24];
+    size_t ttls_len;
+};
+
+/* Orders a round's locks by hash slot, for a cluster. */
+static int by_slot(const void *a, const void *b)
 {
-    size_t due = 0;
-    int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED);
+    unsigned x = ((const struct renewal *)a)->l->slot, y = ((const struct renewal *)b)->l->slot;
+    return x < y ? -1 : x > y;
+}
+
+/* A round's requests for e[0..n): script calls of at most RENEW_BATCH
+ * keys, each within one hash slot when per_slot.  Request q's arguments
+ * (keys, the kinds, then a token and a TTL per key: 3 cnt + 1) start at
+ * argv[3 first + q].  Returns the number of requests. */
+static size_t renew_requests(rlk_client *cl, struct renewal *e, size_t n, int per_slot,
+                             char *kinds, rlk_request *reqs, const char **argv, size_t *lens)
+{
+    size_t nreq = 0, first = 0;
+    if (per_slot) qsort(e, n, sizeof *e, by_slot);
+    while (first < n) {
+        size_t cnt = 1;
+        while (first + cnt < n && cnt < RENEW_BATCH &&
+               (!per_slot || e[first + cnt].l->slot == e[first].l->slot))
+            cnt++;
+        const char **a = argv + 3 * first + nreq;
+        size_t *al = lens + 3 * first + nreq;
+        for (size_t i = 0; i < cnt; i++) {
+            const struct renewal *x = &e[first + i];
+            kinds[first + i] = x->l->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
+            a[i] = x->l->name;
+            al[i] = strlen(x->l->name);
+            a[cnt + 1 + 2 * i] = x->l->token;
+            al[cnt + 1 + 2 * i] = strlen(x->l->token);
+            a[cnt + 2 + 2 * i] = x->ttls;
+            al[cnt + 2 + 2 * i] = x->ttls_len;
+        }
+        a[cnt] = kinds + first;
+        al[cnt] = cnt;
+        reqs[nreq].script = &cl->scripts[S_RENEW];
+        reqs[nreq].nkeys = (int)cnt;
+        reqs[nreq].argc = (int)(3 * cnt + 1);
+        reqs[nreq].argv = a;
+        reqs[nreq].argvlen = al;
+        nreq++;
+        first += cnt;
+    }
+    return nreq;
+}
+
+static int is_crossslot(const rlk_resp_value *v)
+{
+    return is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
+}
+
+/*
+ * Renews the due locks on connection c (all of them after a reconnect),
+ * in one round trip: every watchdog lock held, not only those due (one
+ * round trip now saves the next ones).  The client's mutex is held only
+ * to pick the locks and to apply the results, never across the network:
+ * a lock released or forgotten meanwhile is freed by the round.  The
+ * whole round (connect included) ends before the first lock is due to be
+ * reported lost.  Failures are recorded on the client only when c is the
+ * client's own connection: the watchdog thread must not write the
+ * message the client's thread reads.
+ */
+static int renew_round(rlk_client *cl, rlk_conn *c)
+{
+    pthread_mutex_lock(&cl->mu);
+    int64_t now = rlk__now_ms(), end = -1;
+    int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED), per_slot = cl->per_slot;
+    size_t due = 0, n = 0;
     for (rlk_lock *l = cl->locks; l; l = l->next) {
         if (!l->watchdog || l->lost) continue;
         if (now >= l->lost_at) {
             mark_lost(l);
             continue;
         }
+        n++;
         if (all || now >= l->renew_at) due++;
+        if (end < 0 || l->lost_at < end) end = l->lost_at;
     }
-    if (!due) return RLK_OK;
-    /* Renew everything held, not only what is due: one round trip now
-     * saves the next ones. */
-    size_t n = 0;
-    int64_t budget = -1;
-    for (rlk_lock *l = cl->locks; l; l = l->next)
-        if (l->watchdog && !l->lost) {
-            n++;
-            int64_t left = l->lost_at - now;
-            if (budget < 0 || left < budget) budget = left;
-        }
-    size_t nreq = (n + RENEW_BATCH - 1) / RENEW_BATCH;
-    /* Per request: the keys, the kinds string, a token and a TTL per key. */
-    rlk_request *reqs = rlk__malloc(sizeof *reqs * nreq);
-    const char **argv = rlk__malloc(sizeof *argv * (3 * n + nreq));
-    size_t *lens = rlk__malloc(sizeof *lens * (3 * n + nreq));
-    char (*ttls)[24] = rlk__malloc(sizeof *ttls * n);
-    char *kinds = rlk__malloc(n + 1);
-    rlk_lock **which = rlk__malloc(sizeof *which * n);
-    rlk_resp_value **replies = rlk__malloc(sizeof *replies * nreq);
+    if (!due) {
+        pthread_mutex_unlock(&cl->mu);
+        return RLK_OK;
+    }
+    struct renewal *e = rlk__malloc(sizeof *e * n);
+    rlk_request *reqs = rlk__malloc(sizeof *reqs * n);
+    const char **argv = rlk__malloc(sizeof *argv * 4 * n);
+    size_t *lens = rlk__malloc(sizeof *lens * 4 * n);
+    char *kinds = rlk__malloc(n);
+    rlk_resp_value **replies = rlk__malloc(sizeof *replies * n);
     int r = RLK_ERR_NOMEM;
-    if (!reqs || !argv || !lens || !ttls || !kinds || !which || !replies) goto out;
+    if (!e || !reqs || !argv || !lens || !kinds || !replies) {
+        pthread_mutex_unlock(&cl->mu);
+        goto out;
+    }
     size_t i = 0;
-    for (rlk_lock *l = cl->locks; l; l = l->next)
-        if (l->watchdog && !l->lost) which[i++] = l;
-    for (size_t q = 0; q < nreq; q++) {
-        size_t first = q * RENEW_BATCH, cnt = n - first < RENEW_BATCH ? n - first : RENEW_BATCH;
-        const char **a = argv + 3 * first + q;
-        size_t *al = lens + 3 * first + q;
-        a[cnt] = kinds + first;
-        al[cnt] = cnt;
-        for (size_t k = 0; k < cnt; k++) {
-            rlk_lock *l = which[first + k];
-            char *t = ttls[first + k];
-            kinds[first + k] = l->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
-            a[k] = l->name;
-            al[k] = strlen(l->name);
-            a[cnt + 1 + 2 * k] = l->token;
-            al[cnt + 1 + 2 * k] = strlen(l->token);
-            a[cnt + 2 + 2 * k] = t;
-            al[cnt + 2 + 2 * k] = l->ttl <= 4294967295LL
-                                      ? rlk__utoa(t, (unsigned)l->ttl)
-                                      : (size_t)snprintf(t, 24, "%lld", (long long)l->ttl);
-        }
-        reqs[q].script = &cl->scripts[S_RENEW];
-        reqs[q].nkeys = (int)cnt;
-        reqs[q].argc = (int)(3 * cnt + 1);
-        reqs[q].argv = a;
-        reqs[q].argvlen = al;
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        l->refs++;
+        e[i].l = l;
+        e[i].ttl = l->ttl;
+        e[i].ttls_len = (size_t)snprintf(e[i].ttls, sizeof e[i].ttls, "%lld", (long long)l->ttl);
+        i++;
     }
-    /* The round must end before the first lock is due to be reported
-     * lost. */
-    rlk_conn_set_timeouts(c, (int)(budget > 0 ? budget : 1), (int)(budget > 0 ? budget : 1));
+    pthread_mutex_unlock(&cl->mu);
+
     int64_t start = rlk__now_ms();
-    if (!rlk_conn_is_connected(c)) {
-        r = rlk_conn_connect(c);
-        if (r != RLK_OK) {
-            if (c == cl->conn) conn_fail(cl, c, r, "renew");
-            goto retry;
-        }
+    if (c == cl->conn && cl->call_cap >= 0 && cl->call_cap < end) end = cl->call_cap;
+    rlk__conn_cap(c, end);
+    r = rlk_conn_is_connected(c) ? RLK_OK : rlk_conn_connect(c);
+    size_t nreq = 0;
+    for (int again = 1; r == RLK_OK; again = 0) {
+        nreq = renew_requests(cl, e, n, per_slot, kinds, reqs, argv, lens);
+        r = rlk_conn_pipeline(c, nreq, reqs, replies);
+        /* A cluster-enabled server takes one slot per script call. */
+        if (r != RLK_OK || per_slot || !again || !is_crossslot(replies[0])) break;
+        per_slot = 1;
     }
-    r = rlk_conn_pipeline(c, nreq, reqs, replies);
-    if (r != RLK_OK) {
-        if (c == cl->conn) conn_fail(cl, c, r, "renew");
-        goto retry;
-    }
-    __atomic_store_n(&cl->recheck_all, 0, __ATOMIC_RELAXED);
-    for (size_t q = 0; q < nreq; q++) {
-        size_t first = q * RENEW_BATCH, cnt = n - first < RENEW_BATCH ? n - first : RENEW_BATCH;
-        const rlk_resp_value *e = replies[q] ? replies[q]->child : NULL;
-        int bad = !replies[q] || replies[q]->type != RLK_RESP_ARRAY;
-        for (size_t k = 0; k < cnt; k++, e = e ? e->next : NULL) {
-            rlk_lock *l = which[first + k];
-            if (bad || !e || e->type != RLK_RESP_INTEGER) {
+    rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
+    if (r != RLK_OK && c == cl->conn) conn_fail(cl, c, r, "renew");
+    if (r == RLK_OK && is_error(replies[0]) && c == cl->conn)
+        cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
+
+    pthread_mutex_lock(&cl->mu);
+    if (per_slot) cl->per_slot = 1;
+    if (r == RLK_OK) __atomic_store_n(&cl->recheck_all, 0, __ATOMIC_RELAXED);
+    size_t first = 0;
+    for (size_t q = 0; q < (r == RLK_OK ? nreq : 0); q++) {
+        size_t cnt = (size_t)reqs[q].nkeys;
+        const rlk_resp_value *x = replies[q] ? replies[q]->child : NULL;
+        int bad = !replies[q] || replies[q]->type != RLK_RESP_ARRAY ||
+                  replies[q]->len != cnt;
+        for (size_t k = 0; k < cnt; k++, x = x ? x->next : NULL) {
+            struct renewal *w = &e[first + k];
+            rlk_lock *l = w->l;
+            if (l->dead || !l->watchdog || l->lost) continue;
+            if (bad || !x || x->type != RLK_RESP_INTEGER) {
                 /* The server could not answer for it (a script error):
                  * try again soon; validity decides. */
                 l->renew_at = rlk__now_ms() + lost_margin(l->ttl) / 2 + 1;
                 continue;
             }
-            if (e->integer == 1) set_validity(l, start, l->ttl);
+            if (x->integer == 1) set_validity(l, start, w->ttl);
             else mark_lost(l);
         }
+        first += cnt;
     }
-    if (replies[0] && is_error(replies[0]) && c == cl->conn)
-        cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
-    r = RLK_OK;
-    goto out;
-retry:
-    /* Keep trying while validity lasts: the next try comes soon. */
     for (i = 0; i < n; i++) {
-        int64_t t = rlk__now_ms() + lost_margin(which[i]->ttl) / 2 + 1;
-        if (t > which[i]->lost_at) t = which[i]->lost_at;
-        which[i]->renew_at = t;
+        rlk_lock *l = e[i].l;
+        if (r != RLK_OK && !l->dead) {
+            /* Keep trying while validity lasts: the next try comes soon. */
+            int64_t t = rlk__now_ms() + lost_margin(l->ttl) / 2 + 1;
+            l->renew_at = t > l->lost_at ? l->lost_at : t;
+        }
+        if (--l->refs == 0 && l->dead) free_lock(l);
     }
+    pthread_mutex_unlock(&cl->mu);
 out:
+    rlk__free(e);
     rlk__free(reqs);
     rlk__free(argv);
     rlk__free(lens);
-    rlk__free(ttls);
     rlk__free(kinds);
-    rlk__free(which);
     rlk__free(replies);
     return r;
 }
@@ -1452,29 +1770,37 @@ static int64_t next_due(rlk_client *cl, int64_t now)
 
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
-    pthread_mutex_lock(&cl->mu);
     /* The caller polls the fd between ticks: what made it readable is
      * consumed here, or its loop would spin.  The server closing the
      * connection (a restart, CLIENT KILL) may have taken the keys with
      * it: every lock is checked now, not when next due. */
     if (rlk_conn_is_connected(cl->conn) && rlk_conn_wait_push(cl->conn, 0) < 0)
         __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
-    int r = renew_round(cl, cl->conn, rlk__now_ms());
-    /* The connection's own timeouts are restored for the caller's calls. */
-    rlk_conn_set_timeouts(cl->conn, cl->cfg.conn.connect_timeout_ms ? cl->cfg.conn.connect_timeout_ms : 5000,
-                          cl->cfg.conn.command_timeout_ms ? cl->cfg.conn.command_timeout_ms : 5000);
+    int r = renew_round(cl, cl->conn);
+    pthread_mutex_lock(&cl->mu);
     if (next_ms) *next_ms = next_due(cl, rlk__now_ms());
     pthread_mutex_unlock(&cl->mu);
     notify_lost(cl, 0);
     return r;
 }
 
+static int64_t tick_in_wait(rlk_client *cl)
+{
+    if (cl->thread_running || !cl->locks) return -1;
+    renew_round(cl, cl->conn); /* a failure: validity decides, the next try comes soon */
+    pthread_mutex_lock(&cl->mu);
+    int64_t next = next_due(cl, rlk__now_ms());
+    pthread_mutex_unlock(&cl->mu);
+    notify_lost(cl, 0);
+    return next;
+}
+
 static void *watchdog_main(void *arg)
 {
     rlk_client *cl = arg;
     while (!__atomic_load_n(&cl->stopping, __ATOMIC_ACQUIRE)) {
+        renew_round(cl, cl->wd_conn);
         pthread_mutex_lock(&cl->mu);
-        renew_round(cl, cl->wd_conn, rlk__now_ms());
         notify_lost(cl, 1);
         int64_t next = next_due(cl, rlk__now_ms());
         pthread_mutex_unlock(&cl->mu);

@@ -50,7 +50,7 @@ expect_range "kill -9: the waiter had no lock before the TTL ran out (ms past th
   $(( ${t_got:-0} - (t1 + pttl) )) -5 $(( 3000 + $(bound 1500 3000) ))
 expect_range "kill -9: the waiter got it within TTL + 1.5 s of the kill (ms)" \
   $(( ${t_got:-0} - t_kill )) 0 $(( 3000 + $(bound 1500 3000) ))
-expect_eq "kill -9: the waiter's fence is the next one" "$(sed -n 2p "$work/k9w.out")" $((hfence + 1))
+expect_gt "kill -9: the waiter's fence is higher" "$(sed -n 2p "$work/k9w.out")" "$hfence"
 
 # ------------------------------------- holder stopped past its TTL, continued
 t0=$(now_ms)
@@ -64,7 +64,7 @@ wait_until 5 key_gone st && ok "SIGSTOP: the stopped holder's lock expires" || b
 acq=$($RLK_WRAP "$bin" -u "$url" acquire st -t 30s </dev/null)
 expect_eq "SIGSTOP: another acquire takes the expired lock" "$?" 0
 read -r ntok nfence <<<"$acq"
-expect_range "SIGSTOP: with a higher fence" "${nfence:-0}" $((ofence + 1)) 1000000
+expect_gt "SIGSTOP: with a higher fence" "${nfence:-0}" "$ofence"
 kill -s CONT "$holder"
 reap "$holder" $((10 * SLOW))
 expect_eq "SIGSTOP: continued, the old run exits 75" "$CODE" 75

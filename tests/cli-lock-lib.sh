@@ -60,6 +60,13 @@ expect_range() {
   else bad "$1" "got '$2', want $3..$4"; fi
 }
 
+# expect_gt NAME GOT THAN: GOT > THAN (integers; fences are server
+# microseconds, far beyond a range's bounds)
+expect_gt() {
+  if [[ "$2" =~ ^[0-9]+$ ]] && [[ "$3" =~ ^[0-9]+$ ]] && [ "$2" -gt "$3" ]; then ok "$1"
+  else bad "$1" "got '$2', want more than '$3'"; fi
+}
+
 # check NAME EXPECTED-EXIT STDOUT-REGEX STDERR-REGEX -- resplock args...
 # Standard input is /dev/null; the output stays in $work/out, $work/err.
 # When a message is expected for a failure (not a usage error), it is one
