@@ -273,35 +273,70 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * layout of Redisson's RLock.  Release, extend and renewal are server-side
  * scripts that act only if the token (or field) still matches.
  *
- * Every acquisition also takes a fencing token: a strictly increasing
- * 64-bit number from a counter key in the same Cluster slot as NAME
+ * Every acquisition also takes a fencing token, a 64-bit number that
+ * grows with every acquisition of the lock: max(counter + 1, the server's
+ * clock in microseconds), computed in the same script as the SET and
+ * stored in a counter key in the same Cluster slot as NAME
  * ("{NAME}:fence", or "NAME:fence" when NAME has a hash tag, or a
  * "resplock:fence:{...}" key with a computed tag for names whose braces
- * make both impossible), incremented in the same script as the SET.  The
- * counter has no TTL: it must never go back.
+ * make both impossible) that lives max(2 x TTL, 60 s).  So a fence never
+ * goes back, even when the counter was evicted (allkeys-lru) or lost in a
+ * restart without persistence, as long as the server's clock does not
+ * step back by more than the counter's lifetime; a failover to a replica
+ * whose clock is behind by more than that, or that has not received the
+ * last acquisitions, can give out a fence again (WAIT, a later feature,
+ * narrows the second case).  Fences are exact (below 2^53) until the
+ * year 2255.
  *
  * Waiting in line: a waiter joins a queue kept next to the lock (a list
  * "{NAME}:queue" of tokens in arrival order and a hash "{NAME}:waiters"
- * of token -> "expiry ttl kind channel", same slot rules as the counter).  A
- * resplock release that finds a live waiter does not free the lock: in
- * the same script it sets the lock to that waiter's token with the
- * waiter's TTL, increments the fencing counter, and publishes "FENCE
- * TOKEN" on the waiter's client's channel ("resplock:handoff:<random>");
- * that message is the waiter's acquisition.  Waiters are served first
- * come, first served.  A waiter's place lapses when it has not renewed it
- * for two re-check periods and a little (it died, or was stopped), and a
- * waiter whose channel has no subscriber is skipped, so a dead waiter
- * does not stall the lock.  Holders using other clients do not hand over:
- * their waiters find the lock free at their next re-check or when its
- * TTL runs out, and take it with SET NX like anyone (no queue order then).
- * Requires Redis 5 or later (scripts read TIME before writing).
+ * of token -> "expiry ttl claim kind channel", same slot rules as the
+ * counter).  A resplock release that finds a live waiter does not free
+ * the lock: in the same script it sets the lock to that waiter's token,
+ * for a short claim (the waiter's re-check period plus a second, at most
+ * its TTL), moves the fence on, and publishes "FENCE TOKEN" on the
+ * waiter's client's channel ("resplock:handoff:<random>").  The waiter
+ * then confirms in one round trip (extends the lock to its TTL) and
+ * returns: a waiter that reads the message late (it was paused, or
+ * starved of CPU) finds the claim gone and waits on, and a waiter paused
+ * before it confirms holds the lock up for the claim only.  Waiters are
+ * served first come, first served.  A waiter's place lapses when it has
+ * not renewed it for two re-check periods and a little (it died, or was
+ * stopped), and a waiter whose channel has no subscriber is skipped.
+ * After 2 s of handing the lock from waiter to waiter (with gaps under
+ * 1 s), a release frees it once instead, publishes "0", and resplock's
+ * waiters keep away from it for 200 ms: clients that poll (redis-py) or
+ * that wait for that message (Redisson) get their turn.  Holders using
+ * other clients do not hand over: their waiters find the lock free at
+ * their next re-check or when its TTL runs out, and take it with SET NX
+ * like anyone (no queue order then).  Requires Redis 5 or later (scripts
+ * read TIME before writing).
+ *
+ * Releases: the lock goes first; a tombstone "{NAME}:released:TOKEN"
+ * (per release for a reentrant lock), kept 60 s, then tells a release
+ * re-sent after a lost reply what the first one did.  At maxmemory
+ * (noeviction) a release still frees the lock (the tombstone and a
+ * handoff are best effort; without them the lock is simply freed).
+ *
+ * Reentrant holds: another hold of the same lock (same client and
+ * thread) never shortens the key's expiry, and releasing one of several
+ * holds leaves it as it is: a hold never cuts short the time another
+ * hold relies on.  rlk_lock_extend with RLK_EXTEND_SET does not shorten a
+ * reentrant lock either.
  *
  * Validity: a lock is known to be held until the start of the acquire
- * attempt (or of the last successful renewal) plus the TTL minus a drift
- * allowance of 1% of the TTL plus 2 ms, on the monotonic clock.  A lock
- * handed over counts from the waiter's last attempt that found it busy
- * (the handoff came later), so it may start with up to one re-check
- * period less.
+ * attempt that took it (or of the confirmation of a handoff, or of the
+ * last successful renewal) plus the TTL minus a drift allowance of 1% of
+ * the TTL plus 2 ms, on the monotonic clock.  An acquisition never
+ * returns a lock whose validity is over.
+ *
+ * What no lease lock can promise: a holder that is itself paused (a stop
+ * signal, a long GC, swapping) past its validity and then resumes still
+ * believes it holds the lock until it looks at the clock or renews; the
+ * fencing token is what the storage it writes to can check.  And the
+ * server must keep the lock: without persistence (appendonly yes,
+ * appendfsync always or everysec) a restart forgets every lock, and a
+ * second holder can start at once.
  */
 
 /* Statuses of the lock calls, beyond the connection's. */
@@ -401,12 +436,23 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * outside a wait are dropped.  Under RESP2 a second connection is opened
  * for the wait and closed after it.  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
- * A simple lock's try that fails with the connection (closed by the
- * server while idle, or its reply lost) is sent again once on a new
- * connection, in a form that also finds whether the lost try took the
- * lock; a reentrant lock's is not (a hold counted by the lost try could
- * not be told from an earlier one): the call fails and a hold it may
- * have taken expires.
+ * A try that fails with the connection (the server restarted, closed it
+ * while idle, or the reply was lost) is sent again on a new connection,
+ * in a form that also finds whether the lost try took the lock: once
+ * without a wait, and with growing pauses (100 ms to 3.2 s) until the
+ * wait runs out with one; a wait whose connection breaks connects and
+ * subscribes again and goes on waiting.  Not for a reentrant lock that
+ * this client already holds (a hold counted by a lost try could not be
+ * told from the ones before): that call fails, and a hold it may have
+ * taken expires.  The first connect is retried the same way.
+ * Deadlines: the whole call ends by its start plus max(wait_ms, the
+ * command timeout), whatever the server does (a silent or flooding
+ * server, a reconnect), except for a last try of at most 250 ms (or the
+ * command timeout when shorter) that leaves the line when the wait runs
+ * out; with RLK_WAIT_FOREVER each round trip is bounded by the command
+ * timeout.  In tick mode, the client's other watchdog locks are renewed
+ * during a wait, and their on_lost may be called from inside this call
+ * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
  * Thread use: the client's thread.
  */
@@ -419,7 +465,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
  * before the release), RLK_LOCK_NOT_OWNER (someone else holds it now;
  * nothing was deleted), or a connection status: then the lock expires by
  * itself.  A release sent again after a reconnect because its reply was
- * lost reports RLK_OK when the first attempt had released it.
+ * lost reports RLK_OK when the first attempt had released it (each token
+ * has its own tombstone, so this holds even after later holders came and
+ * went).  The call and its re-send share one command timeout.
  */
 int rlk_lock_release(rlk_lock *l);
 
@@ -455,13 +503,17 @@ int64_t rlk_lock_holds(const rlk_lock *l);
 /*
  * Tick-mode watchdog, for single-threaded and event-loop programs (no
  * thread is started): renews every watchdog lock of the client whose
- * renewal is due, all in one round trip (one script call per 1000 locks,
- * pipelined), and reports lost locks through on_lost.  *next_ms is set to
- * the milliseconds until the next call is needed (-1: none).  Returns
+ * renewal is due, all in one round trip (one script call per 1000 locks
+ * of one hash slot, pipelined: on a cluster-enabled server, which refuses
+ * keys of several slots in one call, the calls are grouped by slot), and
+ * reports lost locks through on_lost.  The round, connecting included,
+ * ends before the first lock is due to be reported lost.  *next_ms is set
+ * to the milliseconds until the next call is needed (-1: none).  Returns
  * RLK_OK, or the connection status of a failed renewal round (the locks
  * stay held while their validity lasts; the next tick tries again).
  * Call it again after other calls on the client too: a reconnect they
  * made is re-checked at the next tick, which *next_ms did not foresee.
+ * rlk_lock_acquire renews the same way while it waits.
  */
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 
@@ -471,7 +523,10 @@ int rlk_client_fd(const rlk_client *cl);
 /*
  * Opt-in watchdog thread with its own connection: renews as
  * rlk_client_tick does; on_lost is called from that thread.  While it
- * runs, the client's other calls may be made from one other thread.
+ * runs, the client's other calls may be made from one other thread.  The
+ * thread holds the client's internal lock only to pick the locks due and
+ * to apply the results, never across network I/O: calls that do no I/O
+ * (rlk_lock_forget, the accessors) never wait for a frozen server.
  * Returns RLK_OK, or a status when the thread or its connection could
  * not start.
  */
