@@ -845,6 +845,15 @@ int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t 
     return flush_tx(c, deadline_after(c->cfg.command_timeout_ms), "send");
 }
 
+int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply)
+{
+    *reply = NULL;
+    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
+    begin_call(c);
+    c->last_io_ms = rlk__now_ms();
+    return next_reply(c, deadline_after(c->cfg.command_timeout_ms), 0, reply, "reply");
+}
+
 /* ------------------------------------------------------------------ */
 /* Pub/sub                                                              */
 

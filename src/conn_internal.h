@@ -13,10 +13,17 @@ __attribute__((format(printf, 3, 4)))
 #endif
 int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...);
 
-/* Sends a command without reading its reply: only for commands whose
- * answer is a push that the connection drops (an UNSUBSCRIBE nobody
- * waits for under RESP3).  RLK_OK or a failure that closed c. */
+/* Sends a command without reading its reply: for commands whose answer
+ * is a push that the connection drops (an UNSUBSCRIBE nobody waits for
+ * under RESP3), or whose reply the caller reads later with
+ * rlk__conn_read_reply, before any other call on c.  RLK_OK or a failure
+ * that closed c. */
 int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
+
+/* Reads the reply of a command sent earlier with rlk__conn_send, within
+ * the command timeout; push messages go to on_push meanwhile.  Statuses
+ * and the reply's lifetime as rlk_conn_command. */
+int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply);
 
 /* Every call on c ends by this absolute CLOCK_MONOTONIC deadline (ms) as
  * well as by its own timeout; -1 removes the cap.  A call that reaches it

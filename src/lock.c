@@ -467,6 +467,13 @@ struct rlk_client {
     /* The deadline of the call under way on conn (acquire, release...),
      * -1 for none: a renewal round inside a wait keeps within it. */
     int64_t call_cap;
+    /* A handoff's confirmation sent and not read yet (see
+     * confirm_later): its lock (NULL once that was freed), the connection
+     * it was sent on (generation) and when. */
+    int confirm_pending;
+    rlk_lock *unconfirmed;
+    uint64_t confirm_gen;
+    int64_t confirm_sent;
     char err[512];
 };
 
@@ -765,6 +772,7 @@ static int unlink_locked(rlk_client *cl, rlk_lock *l)
  * holds it).  No network I/O: it never waits for a renewal round. */
 static void drop_lock(rlk_client *cl, rlk_lock *l)
 {
+    if (cl->unconfirmed == l) cl->unconfirmed = NULL; /* its reply is read and dropped */
     pthread_mutex_lock(&cl->mu);
     int now = unlink_locked(cl, l);
     pthread_mutex_unlock(&cl->mu);
@@ -865,6 +873,33 @@ static int int_at(const rlk_resp_value *v, size_t i, int64_t *out)
     return 0;
 }
 
+static void set_validity(rlk_lock *l, int64_t start, int64_t ttl);
+static void mark_lost(rlk_lock *l);
+
+/*
+ * Reads the reply of a handoff's confirmation sent by confirm_later,
+ * before anything else is read from the client's connection: the lock is
+ * then valid for its TTL from when the confirmation was sent, or lost
+ * (the claim ran out and someone else has it).  When the connection broke
+ * meanwhile nothing is learnt, and the lock stays valid for its claim.
+ */
+static void settle_confirm(rlk_client *cl)
+{
+    if (!cl->confirm_pending) return;
+    cl->confirm_pending = 0;
+    rlk_lock *l = cl->unconfirmed;
+    cl->unconfirmed = NULL;
+    rlk_resp_value *v = NULL;
+    int r = rlk_conn_is_connected(cl->conn) && rlk_conn_generation(cl->conn) == cl->confirm_gen
+                ? rlk__conn_read_reply(cl->conn, &v)
+                : RLK_ERR_CLOSED;
+    if (!l || r != RLK_OK || v->type != RLK_RESP_INTEGER) return;
+    pthread_mutex_lock(&cl->mu);
+    if (v->integer >= 0) set_validity(l, cl->confirm_sent, l->ttl);
+    else mark_lost(l);
+    pthread_mutex_unlock(&cl->mu);
+}
+
 /* Failures of the connection, after which the call may be made again on
  * a new connection. */
 static int transient(int status)
@@ -891,6 +926,7 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
                const char *const *argv, const size_t *lens, int resend,
                rlk_resp_value **out, const char *doing)
 {
+    if (c == cl->conn) settle_confirm(cl);
     rlk__conn_cap(c, call_end(cl, c));
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     if (resend && transient(r)) {
@@ -1137,6 +1173,36 @@ static int subscribe(rlk_client *cl, rlk_conn *sub, const rlk_lock *l)
     return RLK_OK;
 }
 
+/*
+ * A handoff message came for a lock without a watchdog: the confirmation
+ * is sent now and its reply read at the client's next call on its
+ * connection (settle_confirm), so that a handoff costs no round trip
+ * more than the message.  Meanwhile the lock is valid for the claim, from
+ * the waiter's last busy try (the handoff came later).  0 when that is
+ * too short to be worth it, or the connection is not there: the caller
+ * confirms and waits for the answer instead.  A watchdog lock always
+ * confirms at once: its renewals and loss reports go by its full TTL.
+ */
+static int confirm_later(rlk_client *cl, rlk_lock *l, int64_t since, int64_t claim)
+{
+    int64_t now = rlk__now_ms(), until = since + claim - drift(cl, claim);
+    if (l->watchdog || until - now < claim / 4 || !rlk_conn_is_connected(cl->conn)) return 0;
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
+    /* EVAL, not EVALSHA: a NOSCRIPT read later could not be retried. */
+    const char *argv[8] = {"EVAL", cl->scripts[S_EXTEND].text, "1", l->name,
+                           l->kind == RLK_LOCK_REENTRANT ? "r" : "s", l->token, ms, "set"};
+    if (rlk__conn_send(cl->conn, 8, argv, NULL) != RLK_OK) return 0;
+    cl->confirm_pending = 1;
+    cl->unconfirmed = l;
+    cl->confirm_gen = rlk_conn_generation(cl->conn);
+    cl->confirm_sent = now;
+    l->fence = cl->handed_fence;
+    l->holds = 1;
+    set_validity(l, since, claim);
+    return 1;
+}
+
 /* Renews this client's watchdog locks in tick mode while it waits
  * (defined with the watchdog); ms until the next renewal is due, or -1. */
 static int64_t tick_in_wait(rlk_client *cl);
@@ -1246,10 +1312,12 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         mode = 'w';
         sub_ok = 1;
     }
+    int64_t last_busy = 0;
     for (;;) {
-        int64_t pttl = -1;
+        int64_t pttl = -1, sent = rlk__now_ms();
         if (cl->handed) {
             cl->handed = 0;
+            if (confirm_later(cl, l, last_busy ? last_busy : start, claim)) break;
             r = confirm_handoff(cl, l);
             if (r == 1) break;
             if (r == 0) { /* read too late: someone else has it now */
@@ -1272,6 +1340,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             sub_ok = 0;
             continue;
         }
+        if (mode == 'w') last_busy = sent;
         if (cl->handed) continue; /* the message came with the reply */
         if (final) {
             status = cl_fail(cl, RLK_LOCK_BUSY, "lock '%s' is held by someone else", name);
@@ -1655,6 +1724,7 @@ static int is_crossslot(const rlk_resp_value *v)
  */
 static int renew_round(rlk_client *cl, rlk_conn *c)
 {
+    if (c == cl->conn) settle_confirm(cl);
     pthread_mutex_lock(&cl->mu);
     int64_t now = rlk__now_ms(), end = -1;
     int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED), per_slot = cl->per_slot;
@@ -1774,6 +1844,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
      * consumed here, or its loop would spin.  The server closing the
      * connection (a restart, CLIENT KILL) may have taken the keys with
      * it: every lock is checked now, not when next due. */
+    settle_confirm(cl);
     if (rlk_conn_is_connected(cl->conn) && rlk_conn_wait_push(cl->conn, 0) < 0)
         __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
     int r = renew_round(cl, cl->conn);

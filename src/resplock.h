@@ -296,10 +296,15 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * for a short claim (the waiter's re-check period plus a second, at most
  * its TTL), moves the fence on, and publishes "FENCE TOKEN" on the
  * waiter's client's channel ("resplock:handoff:<random>").  The waiter
- * then confirms in one round trip (extends the lock to its TTL) and
- * returns: a waiter that reads the message late (it was paused, or
- * starved of CPU) finds the claim gone and waits on, and a waiter paused
- * before it confirms holds the lock up for the claim only.  Waiters are
+ * confirms (extends the lock to its TTL): a waiter that reads the message
+ * late (it was paused, or starved of CPU) finds the claim gone and waits
+ * on, and a waiter paused before it confirms holds the lock up for the
+ * claim only.  A lock with a watchdog waits for the confirmation's reply
+ * (one round trip).  A lock without one returns at once, so that a
+ * handoff costs no more than the message: its confirmation's reply is
+ * read at the client's next call on its connection (any lock call, or
+ * rlk_client_tick), and until then rlk_lock_remaining_ms counts from the
+ * claim, from the waiter's last try before the handoff.  Waiters are
  * served first come, first served.  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
  * stopped), and a waiter whose channel has no subscriber is skipped.
@@ -385,7 +390,9 @@ void rlk_client_free(rlk_client *cl);
 /* The reason of the last failure on this client ("" if none). */
 const char *rlk_client_errmsg(const rlk_client *cl);
 
-/* The connection, for rlk_conn_get_info and friends; owned by the client. */
+/* The connection, for rlk_conn_get_info and friends; owned by the client.
+ * Right after a handoff it may have the confirmation's reply still to
+ * read: call rlk_client_tick before sending commands on it yourself. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
 
 typedef enum rlk_lock_kind {
