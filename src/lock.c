@@ -1282,13 +1282,13 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         hex(rnd, sizeof rnd, l->token);
     }
 
-    /* One deadline for the whole call: the wait, or one command timeout
-     * when that is longer (a try and its re-send share it). */
+    /* One deadline for the whole call: the wait, or without one the
+     * command timeout (a try and its re-send share it). */
     int64_t start = rlk__now_ms(), cap = -1;
     int t = rlk__conn_timeout_ms(cl->conn);
     int64_t deadline = o->wait_ms < 0 ? -1 : start + o->wait_ms;
-    if (o->wait_ms >= 0 && (t >= 0 || o->wait_ms > 0))
-        cap = start + (o->wait_ms > t ? o->wait_ms : t);
+    if (o->wait_ms > 0) cap = deadline;
+    else if (o->wait_ms == 0 && t >= 0) cap = start + t;
     set_call_cap(cl, cap);
     /* A waiter renews its place in the queue at least every slice; its
      * place lapses after a lease of two slices and a little, so that a

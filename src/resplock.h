@@ -452,12 +452,12 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * this client already holds (a hold counted by a lost try could not be
  * told from the ones before): that call fails, and a hold it may have
  * taken expires.  The first connect is retried the same way.
- * Deadlines: the whole call ends by its start plus max(wait_ms, the
- * command timeout), whatever the server does (a silent or flooding
- * server, a reconnect), except for a last try of at most 250 ms (or the
- * command timeout when shorter) that leaves the line when the wait runs
- * out; with RLK_WAIT_FOREVER each round trip is bounded by the command
- * timeout.  In tick mode, the client's other watchdog locks are renewed
+ * Deadlines: the whole call ends by its start plus wait_ms (without a
+ * wait: plus the command timeout), whatever the server does (a silent or
+ * flooding server, a reconnect), except for a last try of at most 250 ms
+ * (or the command timeout when shorter) that leaves the line when the
+ * wait runs out; with RLK_WAIT_FOREVER each round trip is bounded by the
+ * command timeout.  In tick mode, the client's other watchdog locks are renewed
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
