@@ -421,7 +421,10 @@ void proxy_conn(fake_conn *fc, void *arg)
     struct proxy *px = arg;
     struct sockaddr_in a;
     char buf[65536];
-    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int up;
+    while (__atomic_load_n(&px->hold, __ATOMIC_SEQ_CST))
+        if (fake_pause(fc, 5) < 0) return;
+    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (up < 0) return;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;

@@ -158,11 +158,13 @@ void find_derived(const char *name, const char *what, char *out, size_t n);
 
 /* A proxy between the client and the server that, when told, drops the
  * next reply coming from the server and closes both sides: the server
- * executed the command, the client never learns it. */
+ * executed the command, the client never learns it.  While hold is set,
+ * a new connection is accepted but not passed on: a re-send waits. */
 struct proxy {
     int upstream_port;
     int cut;  /* set by the test */
     int cuts; /* replies dropped */
+    int hold; /* set by the test */
 };
 
 void proxy_conn(fake_conn *fc, void *arg);
