@@ -16,10 +16,19 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <signal.h>
 #include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define HAVE_VALGRIND_H 1
+#endif
+#endif
 
 int slow;
 int64_t MARGIN;
+int ran_any;
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -457,6 +466,17 @@ void proxy_conn(fake_conn *fc, void *arg)
     close(up);
 }
 
+fake_server *proxy_start(struct proxy *px, char *url, size_t n)
+{
+    fake_server *fs;
+    memset(px, 0, sizeof *px);
+    px->upstream_port = srv->port;
+    fs = fake_start(proxy_conn, px);
+    if (!CHECK(fs != NULL)) return NULL;
+    snprintf(url, n, "redis://127.0.0.1:%d", fake_port(fs));
+    return fs;
+}
+
 int wait_waiters(const char *name, long long n, int64_t ms)
 {
     char key[128];
@@ -480,4 +500,33 @@ long long server_time_ms(void)
     snprintf(s, sizeof s, "%.*s", (int)a->len, a->str);
     snprintf(us, sizeof us, "%.*s", (int)b->len, b->str);
     return strtoll(s, NULL, 10) * 1000 + strtoll(us, NULL, 10) / 1000;
+}
+
+int locktest_setup(void)
+{
+    const char *wrap = getenv("RLK_WRAP");
+    signal(SIGPIPE, SIG_DFL);
+#ifdef HAVE_VALGRIND_H
+    if (RUNNING_ON_VALGRIND) slow = 1;
+#endif
+    if (getenv("RLK_TEST_SLOW") || (wrap && wrap[0])) slow = 1;
+    MARGIN = slow ? 1500 : 250;
+    if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
+
+    srv = ts_start(NULL);
+    if (!srv) {
+        printf("FAIL main: cannot start redis-server\n");
+        return -1;
+    }
+    url_of(srv_url, sizeof srv_url, srv);
+    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
+    return admin ? 0 : -1;
+}
+
+int locktest_finish(int64_t t0)
+{
+    rlk_conn_free(admin);
+    ts_stop(srv);
+    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
+    return tl_finish();
 }

@@ -169,6 +169,11 @@ struct proxy {
 
 void proxy_conn(fake_conn *fc, void *arg);
 
+/* Starts a proxy (px zeroed) to the shared server and gives its URL in
+ * url; a client of that URL whose reply px cuts.  NULL on failure (a test
+ * failure). */
+fake_server *proxy_start(struct proxy *px, char *url, size_t n);
+
 /* The derived key `what` ("waiters", "queue") of a name without braces. */
 #define HO_KEY(buf, name, what) snprintf(buf, sizeof buf, "{%s}:%s", name, what)
 
@@ -177,5 +182,29 @@ int wait_waiters(const char *name, long long n, int64_t ms);
 
 /* The server's clock (TIME) in ms, or -1 (a test failure). */
 long long server_time_ms(void);
+
+/* Sets slow and MARGIN (under valgrind, or with $RLK_TEST_SLOW or
+ * $RLK_WRAP set), makes SIGPIPE fatal (the library must never raise it),
+ * starts the shared server srv and connects admin.  0, or -1 (a failure
+ * printed). */
+int locktest_setup(void);
+/* Frees admin, stops srv, prints the total time of the run (started at
+ * t0) and the counts; returns the exit status. */
+int locktest_finish(int64_t t0);
+
+/* Runs a test and prints its verdict and time. */
+extern int ran_any;
+#define RUN(fn)                                                                             \
+    do {                                                                                    \
+        int64_t t_ = ts_now_ms();                                                           \
+        int n_ = tl_state.passed + tl_state.failed;                                         \
+        RUN_TEST(fn);                                                                       \
+        if (tl_state.passed + tl_state.failed != n_) {                                      \
+            ran_any = 1;                                                                    \
+            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,        \
+                   (long long)(ts_now_ms() - t_));                                          \
+            fflush(stdout);                                                                 \
+        }                                                                                   \
+    } while (0)
 
 #endif

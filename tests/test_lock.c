@@ -42,13 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define HAVE_VALGRIND_H 1
-#endif
-#endif
-
 /* ------------------------------------------------------------------ */
 /* Basics                                                              */
 
@@ -377,10 +370,8 @@ static void test_release_reply_lost(void)
     char url[64], fence_before[32], fence_after[32], field[96], got[16];
     uint64_t gen;
     int rc;
-    px.upstream_port = srv->port;
-    fs = fake_start(proxy_conn, &px);
-    if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    fs = proxy_start(&px, url, sizeof url);
+    if (!fs) return;
     a = CLIENT_EX(url, 0, 0, NULL);
     if (!a) goto out;
     CMD(admin, "DEL", "lost-rel", "lost-acq", "{lost-acq}:fence", "lost-re");
@@ -2633,41 +2624,11 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-static int ran_any;
-
-#define RUN(fn)                                                                             \
-    do {                                                                                    \
-        int64_t t_ = ts_now_ms();                                                              \
-        int n_ = tl_state.passed + tl_state.failed;                                         \
-        RUN_TEST(fn);                                                                       \
-        if (tl_state.passed + tl_state.failed != n_) {                                      \
-            ran_any = 1;                                                                    \
-            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,         \
-                   (long long)(ts_now_ms() - t_));                                             \
-            fflush(stdout);                                                                 \
-        }                                                                                   \
-    } while (0)
-
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
     tl_init(argc, argv);
-    signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
-#ifdef HAVE_VALGRIND_H
-    if (RUNNING_ON_VALGRIND) slow = 1;
-#endif
-    if (getenv("RLK_TEST_SLOW")) slow = 1;
-    MARGIN = slow ? 1500 : 250;
-    if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
-
-    srv = ts_start(NULL);
-    if (!srv) {
-        printf("FAIL main: cannot start redis-server\n");
-        return 1;
-    }
-    url_of(srv_url, sizeof srv_url, srv);
-    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
-    if (!admin) return 1;
+    if (locktest_setup() != 0) return 1;
 
     RUN(test_crc16_self_check);
     RUN(test_basic_acquire_release);
@@ -2726,8 +2687,5 @@ int main(int argc, char **argv)
     RUN(test_status);
     RUN(test_interop_string_layout);
 
-    rlk_conn_free(admin);
-    ts_stop(srv);
-    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
-    return tl_finish();
+    return locktest_finish(t0);
 }

@@ -33,13 +33,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define HAVE_VALGRIND_H 1
-#endif
-#endif
-
 /* A bound on a duration that includes this program's own work. */
 #define SLOWX(ms) ((int64_t)(slow ? (ms) * 3 : (ms)))
 
@@ -205,6 +198,31 @@ static int held_by(rlk_conn *c, const char *key, char *out, size_t n)
     return cmd_str(c, out, n, __LINE__, "GET", key, (const char *)NULL);
 }
 
+/* Joins a waiter thread still running (*started) and releases what it
+ * got. */
+static void waiter_end(struct waiter *w, int *started)
+{
+    if (!*started) return;
+    pthread_join(w->th, NULL);
+    *started = 0;
+    if (w->l) rlk_lock_release(w->l);
+    w->l = NULL;
+}
+
+/* A client of a server of its own, with these timeouts (0: LONG_MS). */
+static rlk_client *own_client(ts_server *s, char *url, size_t n, int timeout_ms, int connect)
+{
+    rlk_client_config cfg;
+    rlk_client *cl;
+    url_of(url, n, s);
+    client_cfg(&cfg, url);
+    if (timeout_ms) cfg.conn.command_timeout_ms = cfg.conn.connect_timeout_ms = timeout_ms;
+    if (connect) return CLIENT_WITH(&cfg);
+    cl = rlk_client_new(&cfg);
+    CHECK(cl != NULL);
+    return cl;
+}
+
 /* ------------------------------------------------------------------ */
 /* 2. Acquire never returns a lock whose validity is over              */
 
@@ -280,11 +298,8 @@ static void test_lost_first_waiting_try(void)
     rlk_lock_options o;
     char url[64], got[96];
     int rc;
-    memset(&px, 0, sizeof px);
-    px.upstream_port = srv->port;
-    fs = fake_start(proxy_conn, &px);
-    if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    fs = proxy_start(&px, url, sizeof url);
+    if (!fs) return;
     a = CLIENT_EX(url, 0, 0, NULL);
     if (!a) goto out;
     CMD(admin, "DEL", name);
@@ -355,10 +370,7 @@ static void test_paused_waiter_does_not_stall(void)
                   (long long)(t.done_at - t_rel));
     if (t.l) CHECK_EQ_INT(rlk_lock_release(t.l), RLK_OK);
 out:
-    if (started) {
-        pthread_join(t.th, NULL);
-        if (t.l) rlk_lock_release(t.l);
-    }
+    waiter_end(&t, &started);
     child_end(&w);
     CMD(admin, "DEL", name);
     rlk_client_free(h);
@@ -646,17 +658,13 @@ out:
 static void test_watchdog_thread_local_calls(void)
 {
     ts_server *s = ts_start(NULL);
-    rlk_client_config cfg;
     rlk_client *cl = NULL;
     rlk_lock *l1, *l2;
     char url[64];
     int frozen = 0;
     int64_t t_acq, t0, took;
     if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
-    client_cfg(&cfg, url);
-    cfg.conn.command_timeout_ms = 5000;
-    cl = CLIENT_WITH(&cfg);
+    cl = own_client(s, url, sizeof url, 5000, 1);
     if (!cl) goto out;
     CHECK_EQ_INT(rlk_client_watchdog_start(cl), RLK_OK);
     l1 = ACQ_WD(cl, "f-wd-1", 6000, NULL);
@@ -761,10 +769,7 @@ static void test_release_at_maxmemory(void)
                   "waiter at OOM: %d %s; the lock exists: %lld", w.rc, w.err, ex);
     }
 out:
-    if (started) {
-        pthread_join(w.th, NULL);
-        if (w.l) rlk_lock_release(w.l);
-    }
+    waiter_end(&w, &started);
     rlk_client_free(a);
     rlk_client_free(b);
     rlk_conn_free(adm);
@@ -798,11 +803,8 @@ static void test_retried_release_exact(void)
     rlk_lock *l;
     char url[64];
     int started = 0, releasing = 0;
-    memset(&px, 0, sizeof px);
-    px.upstream_port = srv->port;
-    fs = fake_start(proxy_conn, &px);
-    if (!CHECK(fs != NULL)) goto out;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    fs = proxy_start(&px, url, sizeof url);
+    if (!fs) goto out;
     a = CLIENT_EX(url, 0, 0, NULL);
     if (!a || !b || !c) goto out;
     CMD(admin, "DEL", name);
@@ -839,8 +841,7 @@ static void test_retried_release_exact(void)
 out:
     __atomic_store_n(&px.hold, 0, __ATOMIC_SEQ_CST);
     if (releasing) pthread_join(r.th, NULL);
-    if (started) pthread_join(w.th, NULL);
-    if (w.l && !started) rlk_lock_release(w.l);
+    waiter_end(&w, &started);
     rlk_client_free(a);
     rlk_client_free(b);
     rlk_client_free(c);
@@ -950,10 +951,7 @@ static void test_fence_never_back(void)
         CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
     }
 out:
-    if (started) {
-        pthread_join(w.th, NULL);
-        if (w.l) rlk_lock_release(w.l);
-    }
+    waiter_end(&w, &started);
     CMD(admin, "DEL", name, "{f-fence}:fence");
     rlk_conn_free(spy);
     rlk_client_free(a);
@@ -966,7 +964,6 @@ out:
 static void test_deadline_frozen_server(void)
 {
     ts_server *s = ts_start(NULL);
-    rlk_client_config cfg;
     rlk_client *cl = NULL;
     rlk_lock_options o;
     rlk_lock *l = NULL;
@@ -974,11 +971,7 @@ static void test_deadline_frozen_server(void)
     int rc, frozen = 0;
     int64_t t0, took;
     if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
-    client_cfg(&cfg, url);
-    cfg.conn.command_timeout_ms = 2000;
-    cfg.conn.connect_timeout_ms = 2000;
-    cl = CLIENT_WITH(&cfg);
+    cl = own_client(s, url, sizeof url, 2000, 1);
     if (!cl) goto out;
     frozen = CHECK(kill(s->pid, SIGSTOP) == 0);
     opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
@@ -988,7 +981,7 @@ static void test_deadline_frozen_server(void)
     printf("    acquire against a frozen server: %d after %lld ms (%s)\n", rc, (long long)took,
            rlk_client_errmsg(cl));
     CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
-    CHECK_MSG(took < 2600 + (slow ? MARGIN : 0), "took %lld ms with a 2000 ms timeout",
+    CHECK_MSG(took < (slow ? 3600 : 2600), "took %lld ms with a 2000 ms timeout",
               (long long)took);
 out:
     if (frozen) kill(s->pid, SIGCONT);
@@ -1034,9 +1027,8 @@ static void test_deadline_wait_across_restart(void)
     int started = 0;
     int64_t t_restart;
     if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
-    a = CLIENT_EX(url, 0, 0, NULL);
-    b = CLIENT_EX(url, 0, 0, NULL);
+    a = own_client(s, url, sizeof url, 0, 1);
+    b = own_client(s, url, sizeof url, 0, 1);
     if (!a || !b) goto out;
     la = ACQ(a, name, 60000);
     if (!la) goto out;
@@ -1052,10 +1044,7 @@ static void test_deadline_wait_across_restart(void)
     CHECK_MSG(w.rc == RLK_OK && w.l, "waiter across a restart: %d %s", w.rc, w.err);
     if (w.l) CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
 out:
-    if (started) {
-        pthread_join(w.th, NULL);
-        if (w.l) rlk_lock_release(w.l);
-    }
+    waiter_end(&w, &started);
     rlk_client_free(a);
     rlk_client_free(b);
     ts_stop(s);
@@ -1078,7 +1067,6 @@ static void *late_start_main(void *arg)
 static void test_deadline_first_connect_waits(void)
 {
     ts_server *s = ts_start(NULL);
-    rlk_client_config cfg;
     rlk_client *cl = NULL;
     rlk_lock_options o;
     rlk_lock *l = NULL;
@@ -1087,10 +1075,8 @@ static void test_deadline_first_connect_waits(void)
     int rc, started = 0;
     int64_t t0;
     if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
-    client_cfg(&cfg, url);
-    cl = rlk_client_new(&cfg); /* never connected */
-    if (!CHECK(cl != NULL) || !CHECK(ts_halt(s) == 0)) goto out;
+    cl = own_client(s, url, sizeof url, 0, 0); /* never connected */
+    if (!cl || !CHECK(ts_halt(s) == 0)) goto out;
     ls.s = s;
     ls.rc = -1;
     started = CHECK(pthread_create(&ls.th, NULL, late_start_main, &ls) == 0);
@@ -1113,44 +1099,13 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-static int ran_any;
-
-#define RUN(fn)                                                                             \
-    do {                                                                                    \
-        int64_t t_ = ts_now_ms();                                                           \
-        int n_ = tl_state.passed + tl_state.failed;                                         \
-        RUN_TEST(fn);                                                                       \
-        if (tl_state.passed + tl_state.failed != n_) {                                      \
-            ran_any = 1;                                                                    \
-            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,        \
-                   (long long)(ts_now_ms() - t_));                                          \
-            fflush(stdout);                                                                 \
-        }                                                                                   \
-    } while (0)
-
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
-    const char *wrap = getenv("RLK_WRAP");
     if (argc == 6 && strcmp(argv[1], "--child-wait") == 0) return child_wait_main(argv + 2);
     self_path = argv[0];
     tl_init(argc, argv);
-    signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
-#ifdef HAVE_VALGRIND_H
-    if (RUNNING_ON_VALGRIND) slow = 1;
-#endif
-    if (getenv("RLK_TEST_SLOW") || (wrap && wrap[0])) slow = 1;
-    MARGIN = slow ? 1500 : 250;
-    if (slow) printf("# slow mode (valgrind): bounds x3, margins %lld ms\n", (long long)MARGIN);
-
-    srv = ts_start(NULL);
-    if (!srv) {
-        printf("FAIL main: cannot start redis-server\n");
-        return 1;
-    }
-    url_of(srv_url, sizeof srv_url, srv);
-    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
-    if (!admin) return 1;
+    if (locktest_setup() != 0) return 1;
 
     RUN(test_stale_handoff);
     RUN(test_lost_first_waiting_try);
@@ -1168,8 +1123,5 @@ int main(int argc, char **argv)
     RUN(test_deadline_wait_across_restart);
     RUN(test_deadline_first_connect_waits);
 
-    rlk_conn_free(admin);
-    ts_stop(srv);
-    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
-    return tl_finish();
+    return locktest_finish(t0);
 }
