@@ -1103,7 +1103,7 @@ int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
     if (argc == 6 && strcmp(argv[1], "--child-wait") == 0) return child_wait_main(argv + 2);
-    self_path = argv[0];
+    self_path = strchr(argv[0], '/') ? argv[0] : "/proc/self/exe"; /* found through PATH */
     tl_init(argc, argv);
     if (locktest_setup() != 0) return 1;
 
