@@ -23,6 +23,7 @@
 #include "testlib.h"
 
 #include "fakeserver.h"
+#include "locktest.h"
 #include "resplock.h"
 #include "server.h"
 
@@ -41,445 +42,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define HAVE_VALGRIND_H 1
-#endif
-#endif
-
-#define LONG_MS 10000 /* for things that should happen: generous under valgrind */
-
-static int slow;        /* under valgrind: wider margins */
-static int64_t MARGIN;  /* how late a timed event may come */
-
-/* ------------------------------------------------------------------ */
-/* Helpers                                                             */
-
-
 /* Fences grow (by the server's clock, not by one). */
 #define CHECK_FENCE_AFTER(f, prev)                                                            \
     CHECK_MSG((f) > (prev), "fence %llu after %llu", (unsigned long long)(f),                 \
               (unsigned long long)(prev))
-
-static long gettid_(void)
-{
-    return (long)syscall(SYS_gettid);
-}
-
-static int is_hex32(const char *s)
-{
-    size_t i;
-    if (!s || strlen(s) != 32) return 0;
-    for (i = 0; i < 32; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-    return 1;
-}
-
-/* A raw connection (RESP3 unless protocol says otherwise). */
-static rlk_conn *connect_url(const char *url, int protocol,
-                             void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
-                             void *ctx, int line)
-{
-    rlk_conn_config cfg;
-    rlk_conn *c;
-    int rc;
-    rlk_conn_config_init(&cfg);
-    cfg.url = url;
-    cfg.protocol = protocol;
-    cfg.connect_timeout_ms = LONG_MS;
-    cfg.command_timeout_ms = LONG_MS;
-    cfg.on_push = on_push;
-    cfg.ctx = ctx;
-    c = rlk_conn_new(&cfg);
-    if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return NULL;
-    rc = rlk_conn_connect(c);
-    if (!tl_ok(rc == RLK_OK, __FILE__, line, "connect %s: %d %s", url, rc, rlk_conn_errmsg(c))) {
-        rlk_conn_free(c);
-        return NULL;
-    }
-    return c;
-}
-#define CONNECT(url) connect_url(url, 0, NULL, NULL, __LINE__)
-
-static int collect_args(const char **argv, va_list ap)
-{
-    int argc = 0;
-    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
-    return argc;
-}
-
-/* A command given as NULL-terminated words; a failed call (not a server
- * error) is a test failure and gives NULL.  Valid until the next call. */
-static rlk_resp_value *run_cmd(rlk_conn *c, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    if (!c) return NULL;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v != NULL, __FILE__, line, "%s: %d %s", argv[0], rc,
-               rlk_conn_errmsg(c)))
-        return NULL;
-    return v;
-}
-#define CMD(c, ...) run_cmd(c, __LINE__, __VA_ARGS__, (const char *)NULL)
-
-/* An integer reply, or LLONG_MIN (a test failure) for anything else. */
-static long long cmd_int(rlk_conn *c, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    if (!c) return LLONG_MIN;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v && v->type == RLK_RESP_INTEGER, __FILE__, line,
-               "%s: not an integer: %d %s (type %c %.*s)", argv[0], rc, rlk_conn_errmsg(c),
-               v ? v->type : '?', v && v->str ? (int)v->len : 0, v && v->str ? v->str : ""))
-        return LLONG_MIN;
-    return v->integer;
-}
-#define CMD_INT(c, ...) cmd_int(c, __LINE__, __VA_ARGS__, (const char *)NULL)
-
-/* A string reply copied into out: 1; a null: 0 with out ""; else -1 (a
- * test failure). */
-static int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    out[0] = '\0';
-    if (!c) return -1;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v, __FILE__, line, "%s: %d %s", argv[0], rc, rlk_conn_errmsg(c)))
-        return -1;
-    if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_BULK && !v->str)) return 0;
-    if (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_VERBATIM) {
-        size_t len = v->len < n - 1 ? v->len : n - 1;
-        memcpy(out, v->str, len);
-        out[len] = '\0';
-        return 1;
-    }
-    tl_fail(__FILE__, line, "%s: not a string (type %c)", argv[0], v->type);
-    return -1;
-}
-#define CMD_STR(c, out, ...) cmd_str(c, out, sizeof(out), __LINE__, __VA_ARGS__, (const char *)NULL)
-
-/* ------------------------------------------------------------------ */
-/* Servers and clients                                                  */
-
-static ts_server *srv;   /* shared, for the tests that do not stop it */
-static char srv_url[64];
-static rlk_conn *admin;  /* a raw RESP3 connection to srv */
-
-static void url_of(char *out, size_t n, const ts_server *s)
-{
-    snprintf(out, n, "redis://127.0.0.1:%d", s->port);
-}
-
-static void client_cfg(rlk_client_config *cfg, const char *url)
-{
-    rlk_client_config_init(cfg);
-    cfg->conn.url = url;
-    cfg->conn.connect_timeout_ms = LONG_MS;
-    cfg->conn.command_timeout_ms = LONG_MS;
-}
-
-static rlk_client *client_with(const rlk_client_config *cfg, int line)
-{
-    rlk_client *cl = rlk_client_new(cfg);
-    int rc;
-    if (!tl_ok(cl != NULL, __FILE__, line, "rlk_client_new")) return NULL;
-    rc = rlk_client_connect(cl);
-    if (!tl_ok(rc == RLK_OK, __FILE__, line, "client connect %s: %d %s", cfg->conn.url, rc,
-               rlk_client_errmsg(cl))) {
-        rlk_client_free(cl);
-        return NULL;
-    }
-    return cl;
-}
-#define CLIENT_WITH(cfg) client_with(cfg, __LINE__)
-
-static rlk_client *client_ex(const char *url, int protocol, int64_t recheck_ms, const char *name,
-                             int line)
-{
-    rlk_client_config cfg;
-    client_cfg(&cfg, url);
-    cfg.conn.protocol = protocol;
-    cfg.conn.client_name = name;
-    cfg.recheck_ms = recheck_ms;
-    return client_with(&cfg, line);
-}
-#define CLIENT() client_ex(srv_url, 0, 0, NULL, __LINE__)
-#define CLIENT_EX(url, proto, recheck, name) client_ex(url, proto, recheck, name, __LINE__)
-
-/* What on_lost saw. */
-struct lost_rec {
-    int calls;
-    int64_t at;
-    int64_t remaining;
-    int is_lost;
-    pthread_t thread;
-};
-
-static void rec_lost(void *ctx, rlk_lock *l)
-{
-    struct lost_rec *r = ctx;
-    r->at = ts_now_ms();
-    r->remaining = rlk_lock_remaining_ms(l);
-    r->is_lost = rlk_lock_is_lost(l);
-    r->thread = pthread_self();
-    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
-}
-
-static int lost_calls(struct lost_rec *r)
-{
-    return __atomic_load_n(&r->calls, __ATOMIC_SEQ_CST);
-}
-
-static void opts(rlk_lock_options *o, int64_t ttl, int64_t wait, rlk_lock_kind kind, int watchdog,
-                 struct lost_rec *lost)
-{
-    rlk_lock_options_init(o);
-    o->ttl_ms = ttl;
-    o->wait_ms = wait;
-    o->kind = kind;
-    o->watchdog = watchdog;
-    if (lost) {
-        o->on_lost = rec_lost;
-        o->ctx = lost;
-    }
-}
-
-/* Acquires; failure is a test failure (and NULL). */
-static rlk_lock *acquire(rlk_client *cl, const char *name, int64_t ttl, rlk_lock_kind kind,
-                         int watchdog, struct lost_rec *lost, int line)
-{
-    rlk_lock_options o;
-    rlk_lock *l = NULL;
-    int rc;
-    if (!cl) return NULL;
-    opts(&o, ttl, 0, kind, watchdog, lost);
-    rc = rlk_lock_acquire(cl, name, &o, &l);
-    if (!tl_ok(rc == RLK_OK && l != NULL, __FILE__, line, "acquire %s: %d %s", name, rc,
-               rlk_client_errmsg(cl)))
-        return NULL;
-    return l;
-}
-#define ACQ(cl, name, ttl) acquire(cl, name, ttl, RLK_LOCK_SIMPLE, 0, NULL, __LINE__)
-#define ACQ_R(cl, name, ttl) acquire(cl, name, ttl, RLK_LOCK_REENTRANT, 0, NULL, __LINE__)
-#define ACQ_WD(cl, name, ttl, lost) acquire(cl, name, ttl, RLK_LOCK_SIMPLE, 1, lost, __LINE__)
-
-/* One attempt's status (wait 0); a lock got by mistake is released. */
-static int try_acquire(rlk_client *cl, const char *name, rlk_lock_kind kind)
-{
-    rlk_lock_options o;
-    rlk_lock *l = (rlk_lock *)&o; /* must be set to NULL on failure */
-    int rc;
-    opts(&o, 10000, 0, kind, 0, NULL);
-    rc = rlk_lock_acquire(cl, name, &o, &l);
-    if (rc == RLK_OK) rlk_lock_release(l);
-    else CHECK_MSG(l == NULL, "*out not NULL after a failed acquire");
-    return rc;
-}
-
-/* Polls EXISTS key until it is want, within ms.  1 when it got there. */
-static int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms)
-{
-    int64_t deadline = ts_now_ms() + ms;
-    for (;;) {
-        long long v = CMD_INT(c, "EXISTS", key);
-        if (v == want) return 1;
-        if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
-        ts_pause_ms(5);
-    }
-}
-
-/* The calls of a command since the last CONFIG RESETSTAT, from INFO
- * commandstats (0 when absent). */
-static long long stat_calls(rlk_conn *c, const char *cmd)
-{
-    char key[64], *text;
-    const char *p;
-    long long n = 0;
-    rlk_resp_value *v = CMD(c, "INFO", "commandstats");
-    if (!v || !v->str) return -1;
-    text = malloc(v->len + 1);
-    if (!text) return -1;
-    memcpy(text, v->str, v->len);
-    text[v->len] = '\0';
-    snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
-    p = strstr(text, key);
-    if (p) n = strtoll(p + strlen(key), NULL, 10);
-    free(text);
-    return n;
-}
-
-static void reset_stats(rlk_conn *c)
-{
-    rlk_resp_value *v = CMD(c, "CONFIG", "RESETSTAT");
-    CHECK(v && v->type == RLK_RESP_SIMPLE);
-}
-
-/* Waits until cmd was called at least n times since the reset. */
-static int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms)
-{
-    int64_t deadline = ts_now_ms() + ms;
-    for (;;) {
-        long long got = stat_calls(c, cmd);
-        if (got >= n) return 1;
-        if (got < 0 || ts_now_ms() >= deadline) return 0;
-        ts_pause_ms(2);
-    }
-}
-
-/* Connections of the server whose name is name. */
-static int count_clients(rlk_conn *c, const char *name)
-{
-    char needle[80];
-    const char *p;
-    int n = 0;
-    rlk_resp_value *v = CMD(c, "CLIENT", "LIST");
-    if (!v || !v->str) return -1;
-    snprintf(needle, sizeof needle, " name=%s ", name);
-    for (p = v->str; (p = strstr(p, needle)) != NULL && p < v->str + v->len; p++) n++;
-    return n;
-}
-
-/* A thread that waits for a lock. */
-struct waiter {
-    rlk_client *cl;
-    const char *name;
-    rlk_lock_options o;
-    int rc;
-    rlk_lock *l;
-    int64_t done_at;
-    int done;          /* set (atomically) last: waiter_done() */
-    char err[256];
-    pthread_t th;
-};
-
-static void *waiter_main(void *arg)
-{
-    struct waiter *w = arg;
-    w->rc = rlk_lock_acquire(w->cl, w->name, &w->o, &w->l);
-    w->done_at = ts_now_ms();
-    snprintf(w->err, sizeof w->err, "%s", rlk_client_errmsg(w->cl));
-    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-/* Whether the waiter's rlk_lock_acquire has returned (readable while the
- * thread runs; join it before reading the rest). */
-static int waiter_done(struct waiter *w)
-{
-    return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
-}
-
-static int waiter_start(struct waiter *w, rlk_client *cl, const char *name, int64_t ttl,
-                        int64_t wait, rlk_lock_kind kind)
-{
-    memset(w, 0, sizeof *w);
-    w->cl = cl;
-    w->name = name;
-    opts(&w->o, ttl, wait, kind, 0, NULL);
-    return CHECK(pthread_create(&w->th, NULL, waiter_main, w) == 0);
-}
-
-/* Runs the tick-mode watchdog as a program would: poll on the client's
- * fd with the timeout the last tick asked for, then tick.  Before each
- * tick it samples the key's PTTL (the minimum is what the renewals
- * kept) and the lock's validity (now + remaining: when it ends). */
-struct ticker {
-    rlk_client *cl;
-    rlk_lock *l;
-    rlk_conn *adm;     /* samples PTTL of key when both are set */
-    const char *key;
-    struct lost_rec *lost;
-    int64_t next;
-    long long min_pttl;
-    int64_t valid_est;
-    int ticks, errors, last_rc;
-};
-
-static void ticker_init(struct ticker *t, rlk_client *cl, rlk_lock *l, rlk_conn *adm,
-                        const char *key, struct lost_rec *lost)
-{
-    memset(t, 0, sizeof *t);
-    t->cl = cl;
-    t->l = l;
-    t->adm = adm;
-    t->key = key;
-    t->lost = lost;
-    t->min_pttl = LLONG_MAX;
-}
-
-static void tick_for(struct ticker *t, int64_t ms, int until_lost)
-{
-    int64_t end = ts_now_ms() + ms;
-    for (;;) {
-        int64_t left = end - ts_now_ms(), wait;
-        struct pollfd p;
-        if (left <= 0) break;
-        if (until_lost && t->lost && lost_calls(t->lost)) break;
-        wait = t->next < 0 || t->next > left ? left : t->next;
-        p.fd = rlk_client_fd(t->cl);
-        p.events = POLLIN;
-        p.revents = 0;
-        if (poll(&p, 1, (int)wait) == 0 && wait == left) break;
-        if (t->adm && t->key) {
-            long long v = CMD_INT(t->adm, "PTTL", t->key);
-            if (v < t->min_pttl) t->min_pttl = v;
-        }
-        if (t->l && !rlk_lock_is_lost(t->l)) t->valid_est = ts_now_ms() + rlk_lock_remaining_ms(t->l);
-        t->last_rc = rlk_client_tick(t->cl, &t->next);
-        t->ticks++;
-        if (t->last_rc != RLK_OK) t->errors++;
-    }
-}
-
-/* CRC16/XMODEM by table, written here independently of the library. */
-static uint16_t crc_table[256];
-
-static uint16_t t_crc16(const char *s, size_t n)
-{
-    uint16_t crc = 0;
-    size_t i;
-    if (!crc_table[1]) {
-        unsigned b, k;
-        for (b = 0; b < 256; b++) {
-            uint16_t c = (uint16_t)(b << 8);
-            for (k = 0; k < 8; k++) c = (uint16_t)((c & 0x8000) ? (c << 1) ^ 0x1021 : c << 1);
-            crc_table[b] = c;
-        }
-    }
-    for (i = 0; i < n; i++)
-        crc = (uint16_t)((crc << 8) ^ crc_table[((crc >> 8) ^ (unsigned char)s[i]) & 0xff]);
-    return crc;
-}
-
-/* The Cluster slot of a key (hash tags as in the Cluster specification). */
-static unsigned t_slot(const char *key)
-{
-    const char *open = strchr(key, '{');
-    if (open) {
-        const char *close = strchr(open + 1, '}');
-        if (close && close > open + 1) return t_crc16(open + 1, (size_t)(close - open - 1)) & 16383u;
-    }
-    return t_crc16(key, strlen(key)) & 16383u;
-}
 
 /* ------------------------------------------------------------------ */
 /* Basics                                                              */
@@ -688,33 +254,6 @@ out:
     for (i = 0; i < 3; i++) rlk_client_free(c[i]);
 }
 
-/* The key of kind what ("fence", "released") that belongs to name, by
- * the forms the header documents; "" when there is none. */
-static void find_derived(const char *name, const char *what, char *out, size_t n)
-{
-    char pattern[64], suffix[128];
-    rlk_resp_value *v;
-    const rlk_resp_value *e;
-    int found = 0;
-    out[0] = '\0';
-    snprintf(out, n, "{%s}:%s", name, what);
-    if (CMD_INT(admin, "EXISTS", out) == 1) return;
-    snprintf(out, n, "%s:%s", name, what);
-    if (CMD_INT(admin, "EXISTS", out) == 1) return;
-    out[0] = '\0';
-    snprintf(pattern, sizeof pattern, "resplock:%s:*", what);
-    snprintf(suffix, sizeof suffix, "}:%s", name);
-    v = CMD(admin, "KEYS", pattern);
-    for (e = v ? v->child : NULL; e; e = e->next) {
-        size_t sl = strlen(suffix);
-        if (e->len > sl && memcmp(e->str + e->len - sl, suffix, sl) == 0) {
-            found++;
-            snprintf(out, n, "%.*s", (int)e->len, e->str);
-        }
-    }
-    CHECK_MSG(found == 1, "%s key of \"%s\": %d candidates", what, name, found);
-}
-
 static void test_fence_same_slot(void)
 {
     static const char *const names[] = {"job", "{tag}job", "a}b", "{}x", "x{", "{a", "}{x",
@@ -840,68 +379,9 @@ out:
     rlk_client_free(b);
 }
 
-/* A proxy between the client and the server that, when told, drops the
- * next reply coming from the server and closes both sides: the server
- * executed the command, the client never learns it. */
-struct proxy {
-    int upstream_port;
-    int cut;  /* set by the test */
-    int cuts; /* replies dropped */
-};
-
-static int send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static void proxy_conn(fake_conn *fc, void *arg)
-{
-    struct proxy *px = arg;
-    struct sockaddr_in a;
-    char buf[65536];
-    int up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (up < 0) return;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)px->upstream_port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(up, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(up);
-        return;
-    }
-    for (;;) {
-        struct pollfd p[2] = {{fake_fd(fc), POLLIN, 0}, {up, POLLIN, 0}};
-        int r = poll(p, 2, 20);
-        ssize_t n;
-        if (fake_pause(fc, 0) < 0) break; /* the fake server is stopping */
-        if (r <= 0) continue;
-        if (p[0].revents) {
-            n = recv(fake_fd(fc), buf, sizeof buf, 0);
-            if (n <= 0 || send_all(up, buf, (size_t)n) != 0) break;
-        }
-        if (p[1].revents) {
-            n = recv(up, buf, sizeof buf, 0);
-            if (n <= 0) break;
-            if (__atomic_exchange_n(&px->cut, 0, __ATOMIC_SEQ_CST)) {
-                __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
-                break;
-            }
-            if (fake_send(fc, buf, (size_t)n) != 0) break;
-        }
-    }
-    close(up);
-}
-
 static void test_release_reply_lost(void)
 {
-    struct proxy px = {0, 0, 0};
+    struct proxy px = {0, 0, 0, 0};
     fake_server *fs;
     rlk_client *a = NULL;
     rlk_lock *l, *warm, *r1, *r2;
@@ -909,10 +389,8 @@ static void test_release_reply_lost(void)
     char url[64], fence_before[32], fence_after[32], field[96], got[16];
     uint64_t gen;
     int rc;
-    px.upstream_port = srv->port;
-    fs = fake_start(proxy_conn, &px);
-    if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    fs = proxy_start(&px, url, sizeof url);
+    if (!fs) return;
     a = CLIENT_EX(url, 0, 0, NULL);
     if (!a) goto out;
     CMD(admin, "DEL", "lost-rel", "lost-acq", "{lost-acq}:fence", "lost-re");
@@ -1543,26 +1021,9 @@ static void test_wake_on_expiry_resp2(void) { wake_on_expiry(2); }
 /* ------------------------------------------------------------------ */
 /* Handoff: a release hands the lock to the first live waiter          */
 
-/* The derived key `what` ("waiters", "queue") of a name without braces. */
-#define HO_KEY(buf, name, what) snprintf(buf, sizeof buf, "{%s}:%s", name, what)
-
 /* The longest a waiter of these tests waits: any handoff comes long
  * before, and a broken one fails the test instead of hanging it. */
 #define HO_WAIT_MS (slow ? 60000 : 20000)
-
-/* Polls HLEN of name's waiters hash until it is n, within ms. */
-static int wait_waiters(const char *name, long long n, int64_t ms)
-{
-    char key[128];
-    int64_t deadline = ts_now_ms() + ms;
-    HO_KEY(key, name, "waiters");
-    for (;;) {
-        long long v = CMD_INT(admin, "HLEN", key);
-        if (v == n) return 1;
-        if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
-        ts_pause_ms(2);
-    }
-}
 
 /* The field of name's waiters hash that is not among known[0..k-1]: the
  * token of the waiter that registered last.  1 when there is exactly
@@ -1600,19 +1061,6 @@ static int queue_is(const char *name, char toks[][96], int n, int line)
         if (i >= n || strlen(toks[i]) != e->len || memcmp(toks[i], e->str, e->len) != 0) ok = 0;
     return tl_ok(ok && i == n, __FILE__, line, "queue %s: %d entries, not the %d expected in order",
                  key, i, n);
-}
-
-/* The server's clock (TIME) in ms, or -1 (a test failure). */
-static long long server_time_ms(void)
-{
-    char s[32], us[32];
-    rlk_resp_value *v = CMD(admin, "TIME");
-    const rlk_resp_value *a = v ? rlk_resp_value_at(v, 0) : NULL;
-    const rlk_resp_value *b = v ? rlk_resp_value_at(v, 1) : NULL;
-    if (!CHECK(a && b && a->str && b->str)) return -1;
-    snprintf(s, sizeof s, "%.*s", (int)a->len, a->str);
-    snprintf(us, sizeof us, "%.*s", (int)b->len, b->str);
-    return strtoll(s, NULL, 10) * 1000 + strtoll(us, NULL, 10) / 1000;
 }
 
 /* The channel a waiter's entry names ("EXPIRYMS TTLMS CHANNEL"): its
@@ -3249,41 +2697,11 @@ out:
 
 /* ------------------------------------------------------------------ */
 
-static int ran_any;
-
-#define RUN(fn)                                                                             \
-    do {                                                                                    \
-        int64_t t_ = ts_now_ms();                                                              \
-        int n_ = tl_state.passed + tl_state.failed;                                         \
-        RUN_TEST(fn);                                                                       \
-        if (tl_state.passed + tl_state.failed != n_) {                                      \
-            ran_any = 1;                                                                    \
-            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,         \
-                   (long long)(ts_now_ms() - t_));                                             \
-            fflush(stdout);                                                                 \
-        }                                                                                   \
-    } while (0)
-
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
     tl_init(argc, argv);
-    signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
-#ifdef HAVE_VALGRIND_H
-    if (RUNNING_ON_VALGRIND) slow = 1;
-#endif
-    if (getenv("RLK_TEST_SLOW")) slow = 1;
-    MARGIN = slow ? 1500 : 250;
-    if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
-
-    srv = ts_start(NULL);
-    if (!srv) {
-        printf("FAIL main: cannot start redis-server\n");
-        return 1;
-    }
-    url_of(srv_url, sizeof srv_url, srv);
-    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
-    if (!admin) return 1;
+    if (locktest_setup() != 0) return 1;
 
     RUN(test_crc16_self_check);
     RUN(test_basic_acquire_release);
@@ -3342,8 +2760,5 @@ int main(int argc, char **argv)
     RUN(test_status);
     RUN(test_interop_string_layout);
 
-    rlk_conn_free(admin);
-    ts_stop(srv);
-    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
-    return tl_finish();
+    return locktest_finish(t0);
 }

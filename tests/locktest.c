@@ -1,0 +1,532 @@
+/* The helpers of locktest.h. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "testlib.h"
+
+#include "locktest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <signal.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define HAVE_VALGRIND_H 1
+#endif
+#endif
+
+int slow;
+int64_t MARGIN;
+int ran_any;
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+
+long gettid_(void)
+{
+    return (long)syscall(SYS_gettid);
+}
+
+int is_hex32(const char *s)
+{
+    size_t i;
+    if (!s || strlen(s) != 32) return 0;
+    for (i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+rlk_conn *connect_url(const char *url, int protocol,
+                      void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
+                      void *ctx, int line)
+{
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    int rc;
+    rlk_conn_config_init(&cfg);
+    cfg.url = url;
+    cfg.protocol = protocol;
+    cfg.connect_timeout_ms = LONG_MS;
+    cfg.command_timeout_ms = LONG_MS;
+    cfg.on_push = on_push;
+    cfg.ctx = ctx;
+    c = rlk_conn_new(&cfg);
+    if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return NULL;
+    rc = rlk_conn_connect(c);
+    if (!tl_ok(rc == RLK_OK, __FILE__, line, "connect %s: %d %s", url, rc, rlk_conn_errmsg(c))) {
+        rlk_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int collect_args(const char **argv, va_list ap)
+{
+    int argc = 0;
+    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
+    return argc;
+}
+
+rlk_resp_value *run_cmd(rlk_conn *c, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    if (!c) return NULL;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v != NULL, __FILE__, line, "%s: %d %s", argv[0], rc,
+               rlk_conn_errmsg(c)))
+        return NULL;
+    return v;
+}
+
+long long cmd_int(rlk_conn *c, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    if (!c) return LLONG_MIN;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v && v->type == RLK_RESP_INTEGER, __FILE__, line,
+               "%s: not an integer: %d %s (type %c %.*s)", argv[0], rc, rlk_conn_errmsg(c),
+               v ? v->type : '?', v && v->str ? (int)v->len : 0, v && v->str ? v->str : ""))
+        return LLONG_MIN;
+    return v->integer;
+}
+
+int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...)
+{
+    const char *argv[33];
+    int argc, rc;
+    rlk_resp_value *v = NULL;
+    va_list ap;
+    va_start(ap, line);
+    argc = collect_args(argv, ap);
+    va_end(ap);
+    out[0] = '\0';
+    if (!c) return -1;
+    rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    if (!tl_ok(rc == RLK_OK && v, __FILE__, line, "%s: %d %s", argv[0], rc, rlk_conn_errmsg(c)))
+        return -1;
+    if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_BULK && !v->str)) return 0;
+    if (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_VERBATIM) {
+        size_t len = v->len < n - 1 ? v->len : n - 1;
+        memcpy(out, v->str, len);
+        out[len] = '\0';
+        return 1;
+    }
+    tl_fail(__FILE__, line, "%s: not a string (type %c)", argv[0], v->type);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Servers and clients                                                  */
+
+ts_server *srv;
+char srv_url[64];
+rlk_conn *admin;
+
+void url_of(char *out, size_t n, const ts_server *s)
+{
+    snprintf(out, n, "redis://127.0.0.1:%d", s->port);
+}
+
+void client_cfg(rlk_client_config *cfg, const char *url)
+{
+    rlk_client_config_init(cfg);
+    cfg->conn.url = url;
+    cfg->conn.connect_timeout_ms = LONG_MS;
+    cfg->conn.command_timeout_ms = LONG_MS;
+}
+
+rlk_client *client_with(const rlk_client_config *cfg, int line)
+{
+    rlk_client *cl = rlk_client_new(cfg);
+    int rc;
+    if (!tl_ok(cl != NULL, __FILE__, line, "rlk_client_new")) return NULL;
+    rc = rlk_client_connect(cl);
+    if (!tl_ok(rc == RLK_OK, __FILE__, line, "client connect %s: %d %s", cfg->conn.url, rc,
+               rlk_client_errmsg(cl))) {
+        rlk_client_free(cl);
+        return NULL;
+    }
+    return cl;
+}
+
+rlk_client *client_ex(const char *url, int protocol, int64_t recheck_ms, const char *name,
+                      int line)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    cfg.conn.protocol = protocol;
+    cfg.conn.client_name = name;
+    cfg.recheck_ms = recheck_ms;
+    return client_with(&cfg, line);
+}
+
+void rec_lost(void *ctx, rlk_lock *l)
+{
+    struct lost_rec *r = ctx;
+    r->at = ts_now_ms();
+    r->remaining = rlk_lock_remaining_ms(l);
+    r->is_lost = rlk_lock_is_lost(l);
+    r->thread = pthread_self();
+    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+int lost_calls(struct lost_rec *r)
+{
+    return __atomic_load_n(&r->calls, __ATOMIC_SEQ_CST);
+}
+
+void opts(rlk_lock_options *o, int64_t ttl, int64_t wait, rlk_lock_kind kind, int watchdog,
+          struct lost_rec *lost)
+{
+    rlk_lock_options_init(o);
+    o->ttl_ms = ttl;
+    o->wait_ms = wait;
+    o->kind = kind;
+    o->watchdog = watchdog;
+    if (lost) {
+        o->on_lost = rec_lost;
+        o->ctx = lost;
+    }
+}
+
+rlk_lock *acquire(rlk_client *cl, const char *name, int64_t ttl, rlk_lock_kind kind,
+                  int watchdog, struct lost_rec *lost, int line)
+{
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    int rc;
+    if (!cl) return NULL;
+    opts(&o, ttl, 0, kind, watchdog, lost);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (!tl_ok(rc == RLK_OK && l != NULL, __FILE__, line, "acquire %s: %d %s", name, rc,
+               rlk_client_errmsg(cl)))
+        return NULL;
+    return l;
+}
+
+int try_acquire(rlk_client *cl, const char *name, rlk_lock_kind kind)
+{
+    rlk_lock_options o;
+    rlk_lock *l = (rlk_lock *)&o; /* must be set to NULL on failure */
+    int rc;
+    opts(&o, 10000, 0, kind, 0, NULL);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (rc == RLK_OK) rlk_lock_release(l);
+    else CHECK_MSG(l == NULL, "*out not NULL after a failed acquire");
+    return rc;
+}
+
+int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        long long v = CMD_INT(c, "EXISTS", key);
+        if (v == want) return 1;
+        if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(5);
+    }
+}
+
+long long stat_calls(rlk_conn *c, const char *cmd)
+{
+    char key[64], *text;
+    const char *p;
+    long long n = 0;
+    rlk_resp_value *v = CMD(c, "INFO", "commandstats");
+    if (!v || !v->str) return -1;
+    text = malloc(v->len + 1);
+    if (!text) return -1;
+    memcpy(text, v->str, v->len);
+    text[v->len] = '\0';
+    snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+    p = strstr(text, key);
+    if (p) n = strtoll(p + strlen(key), NULL, 10);
+    free(text);
+    return n;
+}
+
+void reset_stats(rlk_conn *c)
+{
+    rlk_resp_value *v = CMD(c, "CONFIG", "RESETSTAT");
+    CHECK(v && v->type == RLK_RESP_SIMPLE);
+}
+
+int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        long long got = stat_calls(c, cmd);
+        if (got >= n) return 1;
+        if (got < 0 || ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(2);
+    }
+}
+
+int count_clients(rlk_conn *c, const char *name)
+{
+    char needle[80];
+    const char *p;
+    int n = 0;
+    rlk_resp_value *v = CMD(c, "CLIENT", "LIST");
+    if (!v || !v->str) return -1;
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    for (p = v->str; (p = strstr(p, needle)) != NULL && p < v->str + v->len; p++) n++;
+    return n;
+}
+
+void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    w->rc = rlk_lock_acquire(w->cl, w->name, &w->o, &w->l);
+    w->done_at = ts_now_ms();
+    snprintf(w->err, sizeof w->err, "%s", rlk_client_errmsg(w->cl));
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int waiter_done(struct waiter *w)
+{
+    return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
+}
+
+int waiter_start(struct waiter *w, rlk_client *cl, const char *name, int64_t ttl,
+                 int64_t wait, rlk_lock_kind kind)
+{
+    memset(w, 0, sizeof *w);
+    w->cl = cl;
+    w->name = name;
+    opts(&w->o, ttl, wait, kind, 0, NULL);
+    return CHECK(pthread_create(&w->th, NULL, waiter_main, w) == 0);
+}
+
+void ticker_init(struct ticker *t, rlk_client *cl, rlk_lock *l, rlk_conn *adm,
+                 const char *key, struct lost_rec *lost)
+{
+    memset(t, 0, sizeof *t);
+    t->cl = cl;
+    t->l = l;
+    t->adm = adm;
+    t->key = key;
+    t->lost = lost;
+    t->min_pttl = LLONG_MAX;
+}
+
+void tick_for(struct ticker *t, int64_t ms, int until_lost)
+{
+    int64_t end = ts_now_ms() + ms;
+    for (;;) {
+        int64_t left = end - ts_now_ms(), wait;
+        struct pollfd p;
+        if (left <= 0) break;
+        if (until_lost && t->lost && lost_calls(t->lost)) break;
+        wait = t->next < 0 || t->next > left ? left : t->next;
+        p.fd = rlk_client_fd(t->cl);
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, (int)wait) == 0 && wait == left) break;
+        if (t->adm && t->key) {
+            long long v = CMD_INT(t->adm, "PTTL", t->key);
+            if (v < t->min_pttl) t->min_pttl = v;
+        }
+        if (t->l && !rlk_lock_is_lost(t->l)) t->valid_est = ts_now_ms() + rlk_lock_remaining_ms(t->l);
+        t->last_rc = rlk_client_tick(t->cl, &t->next);
+        t->ticks++;
+        if (t->last_rc != RLK_OK) t->errors++;
+    }
+}
+
+/* CRC16/XMODEM by table, written here independently of the library. */
+static uint16_t crc_table[256];
+
+uint16_t t_crc16(const char *s, size_t n)
+{
+    uint16_t crc = 0;
+    size_t i;
+    if (!crc_table[1]) {
+        unsigned b, k;
+        for (b = 0; b < 256; b++) {
+            uint16_t c = (uint16_t)(b << 8);
+            for (k = 0; k < 8; k++) c = (uint16_t)((c & 0x8000) ? (c << 1) ^ 0x1021 : c << 1);
+            crc_table[b] = c;
+        }
+    }
+    for (i = 0; i < n; i++)
+        crc = (uint16_t)((crc << 8) ^ crc_table[((crc >> 8) ^ (unsigned char)s[i]) & 0xff]);
+    return crc;
+}
+
+unsigned t_slot(const char *key)
+{
+    const char *open = strchr(key, '{');
+    if (open) {
+        const char *close = strchr(open + 1, '}');
+        if (close && close > open + 1) return t_crc16(open + 1, (size_t)(close - open - 1)) & 16383u;
+    }
+    return t_crc16(key, strlen(key)) & 16383u;
+}
+
+void find_derived(const char *name, const char *what, char *out, size_t n)
+{
+    char pattern[64], suffix[128];
+    rlk_resp_value *v;
+    const rlk_resp_value *e;
+    int found = 0;
+    out[0] = '\0';
+    snprintf(out, n, "{%s}:%s", name, what);
+    if (CMD_INT(admin, "EXISTS", out) == 1) return;
+    snprintf(out, n, "%s:%s", name, what);
+    if (CMD_INT(admin, "EXISTS", out) == 1) return;
+    out[0] = '\0';
+    snprintf(pattern, sizeof pattern, "resplock:%s:*", what);
+    snprintf(suffix, sizeof suffix, "}:%s", name);
+    v = CMD(admin, "KEYS", pattern);
+    for (e = v ? v->child : NULL; e; e = e->next) {
+        size_t sl = strlen(suffix);
+        if (e->len > sl && memcmp(e->str + e->len - sl, suffix, sl) == 0) {
+            found++;
+            snprintf(out, n, "%.*s", (int)e->len, e->str);
+        }
+    }
+    CHECK_MSG(found == 1, "%s key of \"%s\": %d candidates", what, name, found);
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+void proxy_conn(fake_conn *fc, void *arg)
+{
+    struct proxy *px = arg;
+    struct sockaddr_in a;
+    char buf[65536];
+    int up;
+    while (__atomic_load_n(&px->hold, __ATOMIC_SEQ_CST))
+        if (fake_pause(fc, 5) < 0) return;
+    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (up < 0) return;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)px->upstream_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(up, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(up);
+        return;
+    }
+    for (;;) {
+        struct pollfd p[2] = {{fake_fd(fc), POLLIN, 0}, {up, POLLIN, 0}};
+        int r = poll(p, 2, 20);
+        ssize_t n;
+        if (fake_pause(fc, 0) < 0) break; /* the fake server is stopping */
+        if (r <= 0) continue;
+        if (p[0].revents) {
+            n = recv(fake_fd(fc), buf, sizeof buf, 0);
+            if (n <= 0 || send_all(up, buf, (size_t)n) != 0) break;
+        }
+        if (p[1].revents) {
+            n = recv(up, buf, sizeof buf, 0);
+            if (n <= 0) break;
+            if (__atomic_exchange_n(&px->cut, 0, __ATOMIC_SEQ_CST)) {
+                __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
+                break;
+            }
+            if (fake_send(fc, buf, (size_t)n) != 0) break;
+        }
+    }
+    close(up);
+}
+
+fake_server *proxy_start(struct proxy *px, char *url, size_t n)
+{
+    fake_server *fs;
+    memset(px, 0, sizeof *px);
+    px->upstream_port = srv->port;
+    fs = fake_start(proxy_conn, px);
+    if (!CHECK(fs != NULL)) return NULL;
+    snprintf(url, n, "redis://127.0.0.1:%d", fake_port(fs));
+    return fs;
+}
+
+int wait_waiters(const char *name, long long n, int64_t ms)
+{
+    char key[128];
+    int64_t deadline = ts_now_ms() + ms;
+    HO_KEY(key, name, "waiters");
+    for (;;) {
+        long long v = CMD_INT(admin, "HLEN", key);
+        if (v == n) return 1;
+        if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(2);
+    }
+}
+
+long long server_time_ms(void)
+{
+    char s[32], us[32];
+    rlk_resp_value *v = CMD(admin, "TIME");
+    const rlk_resp_value *a = v ? rlk_resp_value_at(v, 0) : NULL;
+    const rlk_resp_value *b = v ? rlk_resp_value_at(v, 1) : NULL;
+    if (!CHECK(a && b && a->str && b->str)) return -1;
+    snprintf(s, sizeof s, "%.*s", (int)a->len, a->str);
+    snprintf(us, sizeof us, "%.*s", (int)b->len, b->str);
+    return strtoll(s, NULL, 10) * 1000 + strtoll(us, NULL, 10) / 1000;
+}
+
+int locktest_setup(void)
+{
+    const char *wrap = getenv("RLK_WRAP");
+    signal(SIGPIPE, SIG_DFL);
+#ifdef HAVE_VALGRIND_H
+    if (RUNNING_ON_VALGRIND) slow = 1;
+#endif
+    if (getenv("RLK_TEST_SLOW") || (wrap && wrap[0])) slow = 1;
+    MARGIN = slow ? 1500 : 250;
+    if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
+
+    srv = ts_start(NULL);
+    if (!srv) {
+        printf("FAIL main: cannot start redis-server\n");
+        return -1;
+    }
+    url_of(srv_url, sizeof srv_url, srv);
+    admin = connect_url(srv_url, 3, NULL, NULL, __LINE__);
+    return admin ? 0 : -1;
+}
+
+int locktest_finish(int64_t t0)
+{
+    rlk_conn_free(admin);
+    ts_stop(srv);
+    if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));
+    return tl_finish();
+}
