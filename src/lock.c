@@ -262,12 +262,10 @@ static const char WAIT_REENTRANT[] =
     "redis.call('pexpire', KEYS[1], claim)\n"                                  \
     "end\n"                                                                    \
     "if type(ok) == 'table' and ok.err then break end\n"                       \
-    /* A chain matters only while others wait behind. */                      \
-    "if redis.call('llen', KEYS[4]) > 0 then\n"                                \
+    /* The chain outlives its last waiter (who may come back to the line   \
+     * right after its release) by the hash's TTL, at least a minute. */      \
     "redis.pcall('hset', KEYS[5], '~chain', string.format('c %.0f %.0f', chain, now))\n" \
-    "elseif c0 then\n"                                                         \
-    "redis.call('hdel', KEYS[5], '~chain')\n"                                  \
-    "end\n"                                                                    \
+    "redis.call('pexpire', KEYS[5], math.max(redis.call('pttl', KEYS[5]), 60000))\n" \
     "return\n"                                                                 \
     "end\n"                                                                    \
     "end\n"                                                                    \

@@ -477,13 +477,24 @@ fake_server *proxy_start(struct proxy *px, char *url, size_t n)
     return fs;
 }
 
+long long waiter_entries(const char *key)
+{
+    rlk_resp_value *v = CMD(admin, "HKEYS", key);
+    const rlk_resp_value *e;
+    long long n = 0;
+    if (!v) return LLONG_MIN;
+    for (e = v->child; e; e = e->next)
+        if (e->len && e->str[0] != '~') n++;
+    return n;
+}
+
 int wait_waiters(const char *name, long long n, int64_t ms)
 {
     char key[128];
     int64_t deadline = ts_now_ms() + ms;
     HO_KEY(key, name, "waiters");
     for (;;) {
-        long long v = CMD_INT(admin, "HLEN", key);
+        long long v = waiter_entries(key);
         if (v == n) return 1;
         if (v == LLONG_MIN || ts_now_ms() >= deadline) return 0;
         ts_pause_ms(2);

@@ -178,6 +178,9 @@ fake_server *proxy_start(struct proxy *px, char *url, size_t n);
 #define HO_KEY(buf, name, what) snprintf(buf, sizeof buf, "{%s}:%s", name, what)
 
 /* Polls HLEN of name's waiters hash until it is n, within ms. */
+/* The entries (tokens) of a waiters hash, not its "~" fields (the
+ * chain of handoffs, the yield window); LLONG_MIN on error. */
+long long waiter_entries(const char *key);
 int wait_waiters(const char *name, long long n, int64_t ms);
 
 /* The server's clock (TIME) in ms, or -1 (a test failure). */

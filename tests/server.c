@@ -187,6 +187,9 @@ static pid_t spawn(char *const argv[], const char *outpath)
 {
     const char *prog = getenv("RLK_REDIS_SERVER");
     pid_t parent = getpid(), pid;
+    /* The parent-death signal fires when the forking THREAD ends, not the
+     * process: a server started from a helper thread would die with it. */
+    int main_thread = (pid_t)syscall(SYS_gettid) == parent;
     int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int out = open(outpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (!prog || !*prog) prog = "redis-server";
@@ -207,7 +210,7 @@ static pid_t spawn(char *const argv[], const char *outpath)
         setpgid(0, 0);
 #ifdef __linux__
         /* A crashed test (no atexit) must not leave servers behind. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (main_thread) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(127);
 #endif
         dup2(in, 0);
