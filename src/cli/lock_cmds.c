@@ -1,11 +1,13 @@
 /*
  * resplock run / acquire / release / extend / status.
  *
- * `run` holds the lock while a child runs: it forwards the usual
- * terminating signals to the child, renews the lock with the library's
- * tick watchdog (no thread), and when the lock is lost it stops the child
- * early enough that, after --kill-after, the SIGKILL lands before the
- * lock's validity ends.
+ * `run` holds the lock while a child runs in a process group of its own
+ * (the job): it forwards the usual terminating signals to that group,
+ * renews the lock with the library's tick watchdog (no thread), and when
+ * the lock is lost it stops the group early enough that, after
+ * --kill-after, the SIGKILL lands before the lock's validity ends.  A
+ * supervisor process (supervise.c) does the same if resplock dies or
+ * stops renewing.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -333,9 +335,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGQUIT);
     sigaddset(&mask, SIGCHLD);
+    sigset_t blocked = mask;
+    sigaddset(&blocked, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &blocked, &old);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    sigaddset(&mask, SIGTTOU);
-    sigprocmask(SIG_BLOCK, &mask, &old);
     int go[2] = {-1, -1};
     if (sfd < 0 || pipe2(go, O_CLOEXEC) != 0) {
         cli_err("%s: %s", sfd < 0 ? "signalfd" : "pipe", strerror(errno));
@@ -473,11 +476,15 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     sigprocmask(SIG_SETMASK, &old, NULL);
     int code = exit_code_of(wstatus);
     cli_verbose("'%s' exited with %d", cmd[0], code);
+    /* The job is over: nothing left to supervise while we release (a
+     * release slow to answer is no reason to stop an empty group). */
+    int sr = cli_supervisor_finish(&sup);
+    if (sr == CLI_SUPERVISOR_ACTED) lost = 1;
+    else if (sr != 0 && !lost) cli_err("the supervisor ended with status %d", sr);
 
     if (lost) {
         rlk_lock_forget(l);
         rlk_client_free(cl);
-        cli_supervisor_finish(&sup);
         return CLI_EX_TEMPFAIL;
     }
     int64_t held = cli_mono_ms() - acquired_at;
@@ -499,9 +506,6 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     /* Not held to the end (it expired or was taken while resplock could
      * not renew it, paused for example): the run was not exclusive. */
     if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) code = CLI_EX_TEMPFAIL;
-    int sr = cli_supervisor_finish(&sup);
-    if (sr == CLI_SUPERVISOR_ACTED) code = CLI_EX_TEMPFAIL;
-    else if (sr != 0) cli_err("the supervisor ended with status %d", sr);
     return code;
 }
 
