@@ -147,6 +147,34 @@ if start_job "lock lost" lost 3s; then
   expect_eq "lock lost: the other holder's key is intact" "$(R GET lost)" someone-else
 fi
 
+# ------------------------------------ signals to resplock reach the group
+if start_job "SIGTERM to resplock" sig 5s; then
+  kill -s TERM "$BGPID"   # resplock alone
+  reap "$BGPID" $((10 * SLOW))
+  expect_eq "SIGTERM to resplock: run exits with the job's code (143)" "$CODE" 143
+  expect_eq "SIGTERM to resplock: the grandchild got it too, the lock still held" "$(cat "$work/sig/gc.term" 2>/dev/null)" 1
+  live_in_group "$PGID" && bad "SIGTERM to resplock: the job's group is still running" ||
+    ok "SIGTERM to resplock: the job's group ended"
+  expect_eq "SIGTERM to resplock: the lock is released" "$(R EXISTS sig)" 0
+fi
+
+# ------------------------------------------------ the supervisor killed
+# resplock cannot vouch for the job without its switch: it stops the job.
+if start_job "supervisor killed" sup 5s; then
+  spid=$(ps -o pid= --ppid "$BGPID" | tr -d ' ' | grep -vx "$JOB")
+  if [ -n "$spid" ] && [ "$(wc -w <<<"$spid")" = 1 ]; then
+    kill -s KILL "$spid"
+    reap "$BGPID" $((10 * SLOW))
+    expect_eq "supervisor killed: run exits 75" "$CODE" 75
+    expect_match "supervisor killed: resplock says so" "$(cat "$work/sup.err")" \
+      "the supervisor ended unexpectedly; stopping 'sh' \(process group $PGID\)"
+    live_in_group "$PGID" && bad "supervisor killed: the job's group is still running" ||
+      ok "supervisor killed: the job's group was stopped"
+  else
+    bad "supervisor killed: resplock has no supervisor besides the job" "children: $(ps -o pid=,args= --ppid "$BGPID")"
+  fi
+fi
+
 # ------------------------------- what is left of the group at the command's end
 if start_job "leftover" left 5s exit; then
   reap "$BGPID" $((10 * SLOW))
@@ -224,11 +252,15 @@ else:
     print("exit=none")
 EOS
 mkdir -p "$work/tty"
-mapfile -t res < <($py "$work/drive-pty.py" "$work/tty" "$SLOW" env --default-signal $RLK_WRAP "$bin" -u "$url" \
+mapfile -t res < <($py "$work/drive-pty.py" "$work/tty" "$SLOW" env --default-signal $RLK_WRAP "$bin" -v -u "$url" \
   run -t 5s tty -- bash "$work/tty-job.sh" "$work/tty" 2>&1)
 expect_eq "terminal: the job started" "${res[0]-}" ready=yes
 expect_eq "terminal: the job reads a line typed at the terminal" "${res[1]-}" got=hello
 expect_eq "terminal: one ^C reaches the job once" "${res[2]-}" ints=1
+# Two SIGINTs close together may merge into one: that the ^C was not also
+# forwarded is seen in resplock's -v log, which the terminal shows.
+expect_eq "terminal: the ^C reached the job's group only, resplock forwarded nothing" \
+  "$(grep -c 'forwarding signal' "$work/tty/pty.log")" 0
 expect_eq "terminal: run exits with the job's code (40 + SIGINTs)" "${res[3]-}" exit=41
 expect_eq "terminal: the lock is released" "$(R EXISTS tty)" 0
 [ "${res[3]-}" = exit=41 ] || echo "# pty output: $(tr -d '\r' <"$work/tty/pty.log" | head -20)"
