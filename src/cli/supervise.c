@@ -86,7 +86,8 @@ static void supervise(int fd, int64_t kill_after_ms)
             _exit(CLI_SUPERVISOR_ACTED);
         }
         int64_t wake = kill_at >= 0 ? kill_at : pgid > 0 ? stop_at : -1;
-        int timeout = wake < 0 ? -1 : wake - now > 60000 ? 60000 : (int)(wake - now);
+        int64_t left = wake - now;
+        int timeout = wake < 0 ? -1 : left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
         struct pollfd p = {open_pipe ? fd : -1, POLLIN, 0};
         if (poll(&p, 1, timeout) <= 0) continue;
         ssize_t n = read(fd, (char *)buf + have, sizeof buf - have);
