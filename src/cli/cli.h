@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "resplock.h"
 
@@ -47,6 +48,35 @@ rlk_conn *cli_connect(cli_opts *o, int *status);
 /* The exit code for a library status: 69 for the server's side
  * (unreachable, TLS, auth, protocol), 70 for ours. */
 int cli_exit_for(int status);
+
+/* Milliseconds of CLOCK_MONOTONIC: system-wide, so resplock and its
+ * supervisor agree on deadlines. */
+int64_t cli_mono_ms(void);
+
+/* The dead man's switch of `run` (supervise.c): a process that stops the
+ * job's process group when resplock stops telling it of new deadlines. */
+typedef struct cli_supervisor {
+    pid_t pid;
+    int fd;        /* resplock's end of the pipe, -1 once closed */
+    int reaped;
+    int wstatus;
+} cli_supervisor;
+/* Its exit code when it stopped the job itself. */
+#define CLI_SUPERVISOR_ACTED 3
+
+/* Forks the supervisor: 0, or -1 with errno. */
+int cli_supervisor_start(cli_supervisor *s, int64_t kill_after_ms);
+/* The job's process group; then the CLOCK_MONOTONIC time (ms) by which
+ * the group must have been sent SIGTERM (SIGKILL follows kill_after_ms
+ * later).  0, or -1 when the supervisor cannot be told (it is gone). */
+int cli_supervisor_job(cli_supervisor *s, pid_t pgid);
+int cli_supervisor_deadline(cli_supervisor *s, int64_t stop_at_ms);
+/* For a pid waitpid returned: 1 (and the status kept) if it was the
+ * supervisor. */
+int cli_supervisor_reaped(cli_supervisor *s, pid_t pid, int wstatus);
+/* Tells it the job is over, and reaps it: its exit code (0 when it did
+ * nothing, CLI_SUPERVISOR_ACTED), or -1 when it did not exit normally. */
+int cli_supervisor_finish(cli_supervisor *s);
 
 int cmd_ping(cli_opts *o, int argc, char **argv);
 int cmd_run(cli_opts *o, int argc, char **argv);

@@ -1,11 +1,13 @@
 /*
  * resplock run / acquire / release / extend / status.
  *
- * `run` holds the lock while a child runs: it forwards the usual
- * terminating signals to the child, renews the lock with the library's
- * tick watchdog (no thread), and when the lock is lost it stops the child
- * early enough that, after --kill-after, the SIGKILL lands before the
- * lock's validity ends.
+ * `run` holds the lock while a child runs in a process group of its own
+ * (the job): it forwards the usual terminating signals to that group,
+ * renews the lock with the library's tick watchdog (no thread), and when
+ * the lock is lost it stops the group early enough that, after
+ * --kill-after, the SIGKILL lands before the lock's validity ends.  A
+ * supervisor process (supervise.c) does the same if resplock dies or
+ * stops renewing.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,15 +16,17 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define DEFAULT_TTL_MS 30000
@@ -192,13 +196,6 @@ static void on_lost(void *ctx, rlk_lock *l)
     lost_flag = 1;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void set_env_num(const char *k, uint64_t v)
 {
     char b[32];
@@ -211,6 +208,60 @@ static int exit_code_of(int wstatus)
     if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
     if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
     return CLI_EX_SOFTWARE;
+}
+
+/* Some process of the group is still there (a zombie of ours aside, once
+ * it is reaped). */
+static int group_alive(pid_t pgid)
+{
+    return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+/* When resplock holds the terminal's foreground, the job's group gets it,
+ * as a shell gives it to a job: the keys that send signals then reach the
+ * job's group once, and the job can read the terminal.  Returns the
+ * terminal to give back, or -1. */
+static int take_terminal(pid_t pgid)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    if (tcgetpgrp(fd) != getpgrp() || tcsetpgrp(fd, pgid) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void give_back_terminal(int fd)
+{
+    if (fd < 0) return;
+    /* From the background, tcsetpgrp raises SIGTTOU unless it is blocked. */
+    sigset_t s, old;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &s, &old);
+    tcsetpgrp(fd, getpgrp());
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(fd);
+}
+
+/* The child: in its own process group, it waits for resplock's "go"
+ * (the supervisor knows the group by then), and gives up without running
+ * COMMAND if resplock died first. */
+static void run_child(char **cmd, int go, const sigset_t *mask, const struct sigaction *pipe_act)
+{
+    setpgid(0, 0);
+    sigaction(SIGPIPE, pipe_act, NULL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    char c;
+    ssize_t n;
+    do n = read(go, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(CLI_EX_SOFTWARE);
+    execvp(cmd[0], cmd);
+    int e = errno;
+    cli_err("cannot run '%s': %s", cmd[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
 }
 
 int cmd_run(cli_opts *o, int argc, char **argv)
@@ -240,9 +291,27 @@ int cmd_run(cli_opts *o, int argc, char **argv)
                                "less margins)", a.kill_after_ms, a.ttl_ms, room > 0 ? room : 0);
     }
 
+    /* The supervisor first, while resplock has allocated nothing: the
+     * forked copy holds no heap of ours (and no socket). */
+    cli_supervisor sup;
+    if (cli_supervisor_start(&sup, a.kill_after_ms) != 0) {
+        cli_err("cannot start the supervisor: %s", strerror(errno));
+        return CLI_EX_SOFTWARE;
+    }
+    /* A supervisor gone makes writes to its pipe fail rather than kill
+     * resplock (to its end: the last write is "done"); the child gets
+     * back the disposition we were given. */
+    struct sigaction ign, pipe_act;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &pipe_act);
+
     int status;
     rlk_client *cl = lock_client(o, &status);
-    if (!cl) return cli_exit_for(status);
+    if (!cl) {
+        cli_supervisor_finish(&sup);
+        return cli_exit_for(status);
+    }
     rlk_lock *l;
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
@@ -251,12 +320,14 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     if (r != RLK_OK) {
         int code = lock_failure(cl, r, &a);
         rlk_client_free(cl);
+        cli_supervisor_finish(&sup);
         return code;
     }
-    int64_t acquired_at = now_ms();
+    int64_t acquired_at = cli_mono_ms();
 
     /* Signals arrive through a signalfd: no handler races, and the child
-     * gets the mask we had before. */
+     * gets the mask we had before.  SIGTTOU is only blocked: resplock may
+     * write to a terminal whose foreground the job has. */
     sigset_t mask, old;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -264,14 +335,23 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     sigaddset(&mask, SIGHUP);
     sigaddset(&mask, SIGQUIT);
     sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, &old);
+    sigset_t blocked = mask;
+    sigaddset(&blocked, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &blocked, &old);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-    if (sfd < 0) {
-        cli_err("signalfd: %s", strerror(errno));
+    int go[2] = {-1, -1};
+    if (sfd < 0 || pipe2(go, O_CLOEXEC) != 0) {
+        cli_err("%s: %s", sfd < 0 ? "signalfd" : "pipe", strerror(errno));
+        if (sfd >= 0) close(sfd);
         rlk_lock_release(l);
         rlk_client_free(cl);
+        cli_supervisor_finish(&sup);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         return CLI_EX_SOFTWARE;
     }
+    /* Members of the job's group that lose their parent become ours, so
+     * that we can reap them and see the group end. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
 
     setenv("RESPLOCK_NAME", name, 1);
     setenv("RESPLOCK_TOKEN", rlk_lock_token(l), 1);
@@ -279,51 +359,92 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) {
-        cli_err("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(go[1]);
+        close(sup.fd);
+        run_child(cmd, go[0], &old, &pipe_act);
+    }
+    close(go[0]);
+    /* The SIGTERM of the supervisor is due this long before the lock's
+     * validity ends: half the safety margin after resplock's own. */
+    int64_t lead = a.kill_after_ms + safety - safety / 2;
+    int tty = -1;
+    if (pid > 0) {
+        setpgid(pid, pid); /* the child does it too: whoever runs first */
+        tty = take_terminal(pid);
+    }
+    if (pid < 0 || cli_supervisor_job(&sup, pid) != 0 ||
+        cli_supervisor_deadline(&sup, cli_mono_ms() + rlk_lock_remaining_ms(l) - lead) != 0 ||
+        write(go[1], "g", 1) != 1) {
+        cli_err("%s: %s", pid < 0 ? "fork" : "cannot start the supervisor", strerror(errno));
+        close(go[1]); /* the child sees the end and exits */
+        if (pid > 0) waitpid(pid, NULL, 0);
+        give_back_terminal(tty);
+        close(sfd);
         rlk_lock_release(l);
         rlk_client_free(cl);
+        cli_supervisor_finish(&sup);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         return CLI_EX_SOFTWARE;
     }
-    if (pid == 0) {
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        execvp(cmd[0], cmd);
-        int e = errno;
-        cli_err("cannot run '%s': %s", cmd[0], strerror(e));
-        _exit(e == ENOENT ? 127 : 126);
-    }
-    cli_verbose("started '%s' (pid %d)", cmd[0], (int)pid);
+    close(go[1]);
+    cli_verbose("started '%s' (pid %d, process group %d)", cmd[0], (int)pid, (int)pid);
 
     int wstatus = 0, child_done = 0, lost = 0;
-    int64_t kill_at = -1, next_tick = 0;
-    while (!child_done) {
-        int64_t now = now_ms();
+    int64_t stop_at = -1, kill_at = -1, killed_at = -1, next_tick = 0;
+    for (;;) {
+        int64_t now = cli_mono_ms();
         if (!lost && now >= next_tick) {
             int64_t next = -1, before = rlk_lock_remaining_ms(l);
             if (rlk_client_tick(cl, &next) != RLK_OK)
                 cli_verbose("renewal failed: %s; retrying", rlk_client_errmsg(cl));
             int64_t left = rlk_lock_remaining_ms(l);
-            if (!lost_flag && left > before + 1) cli_verbose("renewed, valid for %" PRId64 " ms", left);
-            now = now_ms();
+            if (!lost_flag && left > before + 1) {
+                cli_verbose("renewed, valid for %" PRId64 " ms", left);
+                cli_supervisor_deadline(&sup, cli_mono_ms() + left - lead);
+            }
+            now = cli_mono_ms();
             next_tick = next < 0 ? now + 1000 : now + next;
         }
         /* Lost: reported by the watchdog, or not renewed in time for the
-         * child to be stopped before the validity ends. */
+         * job to be stopped before the validity ends. */
         if (!lost && (lost_flag || rlk_lock_remaining_ms(l) <= a.kill_after_ms + safety)) {
             lost = 1;
-            cli_err("lock '%s' lost; stopping '%s' (pid %d)", name, cmd[0], (int)pid);
-            kill(pid, SIGTERM);
-            kill_at = now_ms() + a.kill_after_ms;
+            cli_err("lock '%s' lost; stopping '%s' (process group %d)", name, cmd[0], (int)pid);
         }
-        if (lost && kill_at >= 0 && now_ms() >= kill_at) {
-            cli_verbose("'%s' still running after --kill-after: SIGKILL", cmd[0]);
-            kill(pid, SIGKILL);
+        if (!lost && sup.reaped) {
+            lost = 1;
+            if (!(WIFEXITED(sup.wstatus) && WEXITSTATUS(sup.wstatus) == CLI_SUPERVISOR_ACTED))
+                cli_err("the supervisor ended unexpectedly; stopping '%s' (process group %d)",
+                        cmd[0], (int)pid);
+        }
+        /* What is left of the group once the child is done would run
+         * on without the lock: it is stopped before the release. */
+        if (stop_at < 0 && (lost || (child_done && group_alive(pid)))) {
+            if (!lost) cli_verbose("process group %d still has processes: SIGTERM", (int)pid);
+            kill(-pid, SIGTERM);
+            stop_at = cli_mono_ms();
+            kill_at = stop_at + a.kill_after_ms;
+        }
+        if (kill_at >= 0 && cli_mono_ms() >= kill_at) {
+            cli_verbose("process group %d still running after --kill-after: SIGKILL", (int)pid);
+            kill(-pid, SIGKILL);
             kill_at = -1;
+            killed_at = cli_mono_ms();
         }
-        int64_t wake = lost ? (kill_at >= 0 ? kill_at : now + 1000) : next_tick;
-        int64_t lost_deadline = now_ms() + rlk_lock_remaining_ms(l) - a.kill_after_ms - safety;
+        if (child_done && !group_alive(pid)) break;
+        if (child_done && killed_at >= 0 && cli_mono_ms() - killed_at > 1000) {
+            cli_err("process group %d is still there after SIGKILL", (int)pid);
+            break;
+        }
+        now = cli_mono_ms();
+        int64_t wake = lost ? now + 1000 : next_tick;
+        if (kill_at >= 0 && kill_at < wake) wake = kill_at;
+        int64_t lost_deadline = now + rlk_lock_remaining_ms(l) - a.kill_after_ms - safety;
         if (!lost && lost_deadline < wake) wake = lost_deadline;
-        int64_t timeout = wake - now_ms();
+        /* Processes that are not our children end without SIGCHLD. */
+        if (child_done && now + 10 < wake) wake = now + 10;
+        int64_t timeout = wake - now;
         if (timeout < 0) timeout = 0;
         struct pollfd p = {sfd, POLLIN, 0};
         int pr = poll(&p, 1, (int)(timeout > 60000 ? 60000 : timeout));
@@ -331,30 +452,42 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         if (pr > 0) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                if (si.ssi_signo == SIGCHLD) {
-                    if (waitpid(pid, &wstatus, WNOHANG) == pid) child_done = 1;
-                } else {
-                    cli_verbose("forwarding signal %u to pid %d", si.ssi_signo, (int)pid);
-                    kill(pid, (int)si.ssi_signo);
+                if (si.ssi_signo != SIGCHLD) {
+                    cli_verbose("forwarding signal %u to process group %d", si.ssi_signo, (int)pid);
+                    kill(-pid, (int)si.ssi_signo);
                 }
-                if (child_done) break;
                 struct pollfd q = {sfd, POLLIN, 0};
                 if (poll(&q, 1, 0) <= 0) break;
             }
         }
-        if (!child_done && waitpid(pid, &wstatus, WNOHANG) == pid) child_done = 1;
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (w == pid) {
+                wstatus = st;
+                child_done = 1;
+            } else {
+                cli_supervisor_reaped(&sup, w, st);
+            }
+        }
     }
+    give_back_terminal(tty);
     close(sfd);
     sigprocmask(SIG_SETMASK, &old, NULL);
     int code = exit_code_of(wstatus);
     cli_verbose("'%s' exited with %d", cmd[0], code);
+    /* The job is over: nothing left to supervise while we release (a
+     * release slow to answer is no reason to stop an empty group). */
+    int sr = cli_supervisor_finish(&sup);
+    if (sr == CLI_SUPERVISOR_ACTED) lost = 1;
+    else if (sr != 0 && !lost) cli_err("the supervisor ended with status %d", sr);
 
     if (lost) {
         rlk_lock_forget(l);
         rlk_client_free(cl);
         return CLI_EX_TEMPFAIL;
     }
-    int64_t held = now_ms() - acquired_at;
+    int64_t held = cli_mono_ms() - acquired_at;
     if (a.hold_min_ms > held) {
         /* Keep the lock for the rest of --hold-min, then let it expire:
          * a node whose clock is a little behind must not run the job
@@ -370,6 +503,9 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         else cli_err("%s", rlk_client_errmsg(cl));
     }
     rlk_client_free(cl);
+    /* Not held to the end (it expired or was taken while resplock could
+     * not renew it, paused for example): the run was not exclusive. */
+    if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) code = CLI_EX_TEMPFAIL;
     return code;
 }
 
