@@ -283,6 +283,7 @@ static int fill(rlk_conn *c, int64_t deadline, const char *doing, int keep_on_ti
         c->rx_off = 0;
     }
     int r = rlk_buf_reserve(&c->rx, READ_CHUNK);
+    /* Near its bound the buffer takes a shorter read rather than none. */
     if (r == RLK_ERR_LIMIT) r = rlk_buf_reserve(&c->rx, c->rx.max - c->rx.len);
     if (r != RLK_OK) return set_err(c, r, "%s: out of memory", doing), broken(c, r);
     ssize_t n = rlk__transport_read_some(&c->t, c->rx.data + c->rx.len,

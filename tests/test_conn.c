@@ -2429,6 +2429,13 @@ out:
 /* ------------------------------------------------------------------ */
 /* A hostile server: floods, endless replies, replies sent twice        */
 
+/* A configuration for a fake server, with url as its storage. */
+static void cfg_fake(rlk_conn_config *cfg, char *url, size_t n, fake_server *fs)
+{
+    snprintf(url, n, "redis://127.0.0.1:%d", fake_port(fs));
+    cfg_init(cfg, url);
+}
+
 #define PUSH_MSG ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n"
 #define PUSH_CONFIRM ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
 #define FLOOD_MS 8000 /* the flood ends then: a client that ignores its
@@ -2439,114 +2446,85 @@ static void count_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
     (*(long *)ctx)++;
 }
 
-/* A connection to a flooding fake; its first connect is the caller's. */
-static rlk_conn *flood_conn(fake_server **fs, struct fake_flood *f, const char *msg,
-                            int after_hello, long *pushes)
-{
-    rlk_conn_config cfg;
-    char url[128];
-    memset(f, 0, sizeof *f);
-    f->msg = msg;
-    f->after_hello = after_hello;
-    f->max_ms = FLOOD_MS;
-    *fs = fake_start(fake_flood, f);
-    if (!CHECK(*fs != NULL)) return NULL;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(*fs));
-    cfg_init(&cfg, url);
-    cfg.command_timeout_ms = 300;
-    cfg.connect_timeout_ms = 300;
-    cfg.reconnect_attempts = -1;
-    cfg.on_push = count_push;
-    cfg.ctx = pushes;
-    return rlk_conn_new(&cfg);
-}
-
 /* Took about ms: not before, and not much after (valgrind: MARGIN_MS). */
 #define CHECK_TOOK(took, ms)                                                          \
     CHECK_MSG((took) >= (ms) - 20 && (took) < (ms) + MARGIN_MS, "took %lld ms, not ~%d", \
               (long long)(took), (ms))
 
-static void test_flood_command(void)
+enum flooded { FLOOD_COMMAND, FLOOD_PIPELINE, FLOOD_WAIT, FLOOD_HANDSHAKE };
+
+/* One call against a server flooding msg (from the start for the
+ * handshake, else after HELLO's reply), under a 300 ms deadline (200 ms
+ * for the wait): it ends in time, as a timeout. */
+static void flood(const char *msg, enum flooded call)
 {
-    fake_server *fs;
-    struct fake_flood f;
+    struct fake_flood f = {msg, call != FLOOD_HANDSHAKE, FLOOD_MS, 0};
+    fake_server *fs = fake_start(fake_flood, &f);
+    static const char *const ping[1] = {"PING"};
+    rlk_request q[2] = {{NULL, 0, 1, ping, NULL}, {NULL, 0, 1, ping, NULL}};
+    rlk_resp_value *v[2];
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    char url[128];
     long pushes = 0;
-    rlk_conn *c = flood_conn(&fs, &f, PUSH_MSG, 1, &pushes);
-    rlk_resp_value *v;
     int64_t start;
     int rc;
-    if (c && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
-        start = ts_now_ms();
-        rc = STATUS(c, &v, "PING");
+    if (!CHECK(fs != NULL)) return;
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.command_timeout_ms = 300;
+    cfg.connect_timeout_ms = 300;
+    cfg.reconnect_attempts = -1;
+    cfg.on_push = count_push;
+    cfg.ctx = &pushes;
+    c = rlk_conn_new(&cfg);
+    if (!CHECK(c != NULL) ||
+        (call != FLOOD_HANDSHAKE &&
+         !CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))))
+        goto out;
+    start = ts_now_ms();
+    switch (call) {
+    case FLOOD_COMMAND: rc = rlk_conn_command(c, v, 1, ping, NULL); break;
+    case FLOOD_PIPELINE: rc = rlk_conn_pipeline(c, 2, q, v); break;
+    case FLOOD_WAIT: rc = rlk_conn_wait_push(c, 200); break;
+    default: rc = rlk_conn_connect(c); break;
+    }
+    CHECK_TOOK(ts_now_ms() - start, call == FLOOD_WAIT ? 200 : 300);
+    CHECK_MSG(__atomic_load_n(&f.sent, __ATOMIC_SEQ_CST) > 100000, "flooded %zu bytes", f.sent);
+    if (call == FLOOD_WAIT) {
+        /* Confirmations are not messages: the wait ends empty, open. */
+        CHECK_EQ_INT(rc, 0);
+        CHECK_EQ_INT(rlk_conn_is_connected(c), 1);
+    } else {
         CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
-        CHECK_TOOK(ts_now_ms() - start, 300);
-        CHECK_MSG(pushes > 1000, "%ld pushes delivered", pushes);
         CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "timed out"), "errmsg: %s", rlk_conn_errmsg(c));
         CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
+        CHECK_MSG(call == FLOOD_HANDSHAKE ? ts_contains(rlk_conn_errmsg(c), "HELLO")
+                                          : pushes > 1000,
+                  "%ld pushes delivered; errmsg: %s", pushes, rlk_conn_errmsg(c));
     }
+out:
     rlk_conn_free(c);
     fake_stop(fs);
+}
+
+static void test_flood_command(void)
+{
+    flood(PUSH_MSG, FLOOD_COMMAND);
 }
 
 static void test_flood_pipeline(void)
 {
-    fake_server *fs;
-    struct fake_flood f;
-    long pushes = 0;
-    rlk_conn *c = flood_conn(&fs, &f, PUSH_MSG, 1, &pushes);
-    static const char *const ping[1] = {"PING"};
-    rlk_request q[2] = {{NULL, 0, 1, ping, NULL}, {NULL, 0, 1, ping, NULL}};
-    rlk_resp_value *v[2];
-    int64_t start;
-    if (c && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
-        start = ts_now_ms();
-        CHECK_EQ_INT(rlk_conn_pipeline(c, 2, q, v), RLK_ERR_TIMEOUT);
-        CHECK_TOOK(ts_now_ms() - start, 300);
-        CHECK_MSG(pushes > 1000, "%ld pushes delivered", pushes);
-        CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
-    }
-    rlk_conn_free(c);
-    fake_stop(fs);
+    flood(PUSH_MSG, FLOOD_PIPELINE);
 }
 
-/* Confirmations are not messages: a flood of them must not hold a wait
- * past its timeout. */
 static void test_flood_wait_push(void)
 {
-    fake_server *fs;
-    struct fake_flood f;
-    long pushes = 0;
-    rlk_conn *c = flood_conn(&fs, &f, PUSH_CONFIRM, 1, &pushes);
-    int64_t start;
-    int rc;
-    if (c && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
-        start = ts_now_ms();
-        rc = rlk_conn_wait_push(c, 200);
-        CHECK_EQ_INT(rc, 0);
-        CHECK_TOOK(ts_now_ms() - start, 200);
-        CHECK_MSG(__atomic_load_n(&f.sent, __ATOMIC_SEQ_CST) > 100000, "flooded %zu bytes",
-                  f.sent);
-    }
-    rlk_conn_free(c);
-    fake_stop(fs);
+    flood(PUSH_CONFIRM, FLOOD_WAIT);
 }
 
 static void test_flood_handshake(void)
 {
-    fake_server *fs;
-    struct fake_flood f;
-    long pushes = 0;
-    rlk_conn *c = flood_conn(&fs, &f, PUSH_MSG, 0, &pushes);
-    int64_t start;
-    if (c) {
-        start = ts_now_ms();
-        CHECK_EQ_INT(rlk_conn_connect(c), RLK_ERR_TIMEOUT);
-        CHECK_TOOK(ts_now_ms() - start, 300);
-        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "HELLO"), "errmsg: %s", rlk_conn_errmsg(c));
-        CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
-    }
-    rlk_conn_free(c);
-    fake_stop(fs);
+    flood(PUSH_MSG, FLOOD_HANDSHAKE);
 }
 
 /* An endless reply against max_reply_bytes = 1 MiB: refused early, with
@@ -2565,8 +2543,7 @@ static void endless_reply(const char *what, const char *head, const char *unit,
     int64_t start, took;
     int rc;
     if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
-    cfg_init(&cfg, url);
+    cfg_fake(&cfg, url, sizeof url, fs);
     cfg.command_timeout_ms = 3000;
     cfg.max_reply_bytes = 1u << 20;
     c = rlk_conn_new(&cfg);
@@ -2651,8 +2628,7 @@ static void duplicate_reply(int delay_ms, int reconnect)
     int64_t start, deadline;
     int rc;
     if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
-    cfg_init(&cfg, url);
+    cfg_fake(&cfg, url, sizeof url, fs);
     cfg.reconnect_attempts = reconnect;
     c = rlk_conn_new(&cfg);
     if (CHECK(c != NULL) && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
@@ -2708,8 +2684,7 @@ static void test_cap(void)
     char url[128];
     int64_t start;
     if (!CHECK(fs != NULL)) return;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
-    cfg_init(&cfg, url);
+    cfg_fake(&cfg, url, sizeof url, fs);
     cfg.command_timeout_ms = 5000;
     cfg.connect_timeout_ms = 5000;
     c = rlk_conn_new(&cfg);
@@ -2794,8 +2769,7 @@ static void test_eval_one_deadline(void)
     int64_t start;
     if (!CHECK(fs != NULL)) return;
     rlk_script_init(&sc, "return 1", 0);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
-    cfg_init(&cfg, url);
+    cfg_fake(&cfg, url, sizeof url, fs);
     cfg.command_timeout_ms = 400;
     c = rlk_conn_new(&cfg);
     if (CHECK(c != NULL) && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
@@ -2811,12 +2785,29 @@ static void test_eval_one_deadline(void)
     fake_stop(fs);
 }
 
+/* For tests/cli-ping.sh: a server that floods push messages after
+ * HELLO's reply; prints its port, serves until stdin closes. */
+static int serve_flood(void)
+{
+    struct fake_flood f = {PUSH_MSG, 1, 0, 0};
+    fake_server *fs = fake_start(fake_flood, &f);
+    char b[64];
+    if (!fs) return 1;
+    printf("%d\n", fake_port(fs));
+    fflush(stdout);
+    while (fread(b, 1, sizeof b, stdin) > 0)
+        ;
+    fake_stop(fs);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
     rlk_allocator a = {cnt_malloc, cnt_realloc, cnt_free, NULL};
     long long live;
+    if (argc == 2 && strcmp(argv[1], "--serve-flood") == 0) return serve_flood();
     tl_init(argc, argv);
     signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
     rlk_set_allocator(&a);
