@@ -280,6 +280,21 @@ void rlk_resp_arena_free(rlk_resp_arena *a);
  * max_bytes or the allocator fails. */
 void *rlk_resp_arena_alloc(rlk_resp_arena *a, size_t size);
 
+/* A point in an arena's allocations, to give back what came after it
+ * (a value that was used and is no longer needed) while keeping what
+ * came before. */
+typedef struct rlk_resp_arena_mark {
+    rlk_resp_arena_block *blocks;
+    unsigned char *cur;
+    size_t cur_cap, cur_used, heap_bytes;
+} rlk_resp_arena_mark;
+
+void rlk_resp_arena_mark_at(const rlk_resp_arena *a, rlk_resp_arena_mark *m);
+
+/* Frees what was allocated since m was taken; no reset may have come in
+ * between. */
+void rlk_resp_arena_rewind(rlk_resp_arena *a, const rlk_resp_arena_mark *m);
+
 /* A reader pairs a parser with the state of the tree being built. */
 typedef struct rlk_resp_build rlk_resp_build;
 typedef struct rlk_resp_reader {

@@ -120,6 +120,30 @@ void *rlk_resp_arena_alloc(rlk_resp_arena *a, size_t size)
     return b->data;
 }
 
+void rlk_resp_arena_mark_at(const rlk_resp_arena *a, rlk_resp_arena_mark *m)
+{
+    m->blocks = a->blocks;
+    m->cur = a->cur;
+    m->cur_cap = a->cur_cap;
+    m->cur_used = a->cur_used;
+    m->heap_bytes = a->heap_bytes;
+}
+
+void rlk_resp_arena_rewind(rlk_resp_arena *a, const rlk_resp_arena_mark *m)
+{
+    /* Blocks are only ever added at the head: those before the mark's
+     * head are the newer ones. */
+    while (a->blocks && a->blocks != m->blocks) {
+        rlk_resp_arena_block *n = a->blocks->next;
+        rlk__free(a->blocks);
+        a->blocks = n;
+    }
+    a->cur = m->cur;
+    a->cur_cap = m->cur_cap;
+    a->cur_used = m->cur_used;
+    a->heap_bytes = m->heap_bytes;
+}
+
 /* ------------------------------------------------------------------ */
 /* Reader                                                              */
 

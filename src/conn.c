@@ -34,6 +34,7 @@
 #define DEFAULT_BACKOFF_MS 50
 #define DEFAULT_BACKOFF_MAX_MS 2000
 #define DEFAULT_STALE_CHECK_MS 1
+#define DEFAULT_MAX_REPLY_BYTES (64u << 20)
 #define READ_CHUNK 16384
 #define ARENA_INLINE 4096
 
@@ -46,6 +47,7 @@ struct rlk_conn {
     rlk_buf rx;               /* received bytes; rx_off of them parsed */
     size_t rx_off;
     size_t rx_max;            /* bound on one reply's bytes */
+    int64_t cap;              /* rlk__conn_cap's deadline, or -1 */
     rlk_buf tx;
     rlk_resp_reader reader;
     rlk_resp_arena arena;
@@ -55,7 +57,6 @@ struct rlk_conn {
     int pipelining;           /* replies must outlive buffer moves */
     int64_t last_io_ms;       /* when the last call started */
     uint64_t rng;
-    int64_t cap;              /* every call ends by then; -1: no cap */
     rlk_conn_info info;
     char err[512];
     unsigned char arena_inline[ARENA_INLINE];
@@ -129,22 +130,26 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = DEFAULT_BACKOFF_MS;
     if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
     if (!c->cfg.stale_check_ms) c->cfg.stale_check_ms = DEFAULT_STALE_CHECK_MS;
+    if (!c->cfg.max_reply_bytes) c->cfg.max_reply_bytes = DEFAULT_MAX_REPLY_BYTES;
+    c->cap = -1;
 
     rlk__transport_init(&c->t);
     rlk_buf_init(&c->rx);
     rlk_buf_init(&c->tx);
-    rlk_resp_reader_init(&c->reader, &c->arena, &c->cfg.limits);
-    /* A reply may hold at most about two maximal bulks plus change; the
-     * arena, which holds ~70 bytes per element, is bounded relative to
-     * it so that a hostile reply costs a bounded multiple of its bytes. */
-    uint64_t maxb = c->reader.parser.limits.max_bulk;
-    uint64_t rxmax = maxb * 2 + (1u << 20);
-    if (rxmax > SIZE_MAX / 32) rxmax = SIZE_MAX / 32;
-    c->rx_max = (size_t)rxmax;
-    rlk_resp_arena_init(&c->arena, c->arena_inline, sizeof c->arena_inline,
-                        c->rx_max * 16);
+    /* One bound for a reply's bytes and, separately, for its tree: a
+     * reply of many small elements costs ~80 bytes of nodes per element
+     * of 4 bytes on the wire, so a bound on the bytes alone would let a
+     * hostile server multiply them twentyfold in memory.  A bulk longer
+     * than the bound is refused as soon as it is announced. */
+    c->rx_max = c->cfg.max_reply_bytes;
+    rlk_resp_limits lim = c->cfg.limits;
+    if (!lim.max_bulk || lim.max_bulk > c->rx_max) lim.max_bulk = c->rx_max;
+    rlk_resp_reader_init(&c->reader, &c->arena, &lim);
+    /* The buffer never grows past the bound plus one read: doubling past
+     * it would cost up to twice the bound. */
+    c->rx.max = c->rx_max > SIZE_MAX - READ_CHUNK ? SIZE_MAX : c->rx_max + READ_CHUNK;
+    rlk_resp_arena_init(&c->arena, c->arena_inline, sizeof c->arena_inline, c->rx_max);
     c->info.client_id = -1;
-    c->cap = -1;
 
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
@@ -199,16 +204,40 @@ static void begin_call(rlk_conn *c)
     c->reader.copy_strings = 0;
 }
 
-static int64_t capped(const rlk_conn *c, int64_t d)
+/* A call's deadline: its own timeout (ms < 0: none) from now, or the
+ * cap if that comes first. */
+static int64_t deadline_from(const rlk_conn *c, int64_t now, int ms)
 {
+    int64_t d = ms < 0 ? -1 : now + ms;
     return c->cap >= 0 && (d < 0 || c->cap < d) ? c->cap : d;
 }
 
-static int64_t deadline_after_(const rlk_conn *c, int ms)
+static int64_t deadline_after(const rlk_conn *c, int ms)
 {
-    return capped(c, ms < 0 ? -1 : rlk__now_ms() + ms);
+    return deadline_from(c, rlk__now_ms(), ms);
 }
-#define deadline_after(ms) deadline_after_(c, (ms))
+
+void rlk__conn_cap(rlk_conn *c, int64_t deadline)
+{
+    c->cap = deadline < 0 ? -1 : deadline;
+}
+
+int64_t rlk__conn_narrow(rlk_conn *c, int64_t start)
+{
+    int64_t was = c->cap;
+    c->cap = deadline_from(c, start, c->cfg.command_timeout_ms);
+    return was;
+}
+
+/* Whether the deadline passed.  Read after every push delivered and
+ * every read that left a reply incomplete, never once per round trip:
+ * a server that keeps sending keeps the socket readable, so waiting in
+ * poll() alone would never time out. */
+static int expired(int64_t deadline)
+{
+    return deadline >= 0 && rlk__now_ms() >= deadline;
+}
+
 
 /* Closes after a failure that may have desynchronized the stream; keeps
  * the message the failure left. */
@@ -219,6 +248,12 @@ static int broken(rlk_conn *c, int status)
     rlk_conn_close(c);
     memcpy(c->err, keep, sizeof keep);
     return status;
+}
+
+static int timed_out(rlk_conn *c, const char *doing)
+{
+    set_err(c, RLK_ERR_TIMEOUT, "%s: timed out while the server kept sending", doing);
+    return broken(c, RLK_ERR_TIMEOUT);
 }
 
 static int transport_failed(rlk_conn *c, int status, const char *doing)
@@ -242,8 +277,15 @@ static int fill(rlk_conn *c, int64_t deadline, const char *doing, int keep_on_ti
         /* Nothing pending: start at the buffer's beginning again. */
         c->rx.len = 0;
         c->rx_off = 0;
+    } else if (c->pipelining && c->rx_off > 0 && c->rx.cap - c->rx.len < READ_CHUNK) {
+        /* A pipeline's replies are copies (copy_strings): the bytes they
+         * came from may go rather than grow the buffer. */
+        rlk_buf_consume(&c->rx, c->rx_off);
+        c->rx_off = 0;
     }
     int r = rlk_buf_reserve(&c->rx, READ_CHUNK);
+    /* Near its bound the buffer takes a shorter read rather than none. */
+    if (r == RLK_ERR_LIMIT) r = rlk_buf_reserve(&c->rx, c->rx.max - c->rx.len);
     if (r != RLK_OK) return set_err(c, r, "%s: out of memory", doing), broken(c, r);
     ssize_t n = rlk__transport_read_some(&c->t, c->rx.data + c->rx.len,
                                          c->rx.cap - c->rx.len, deadline);
@@ -318,6 +360,13 @@ static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
     uint64_t at;
     const char *why;
     rlk_resp_parser_error(&c->reader.parser, &at, &why);
+    /* The arena's blocks double: one that failed past half the bound
+     * failed at the bound, not for want of memory. */
+    if (r == RLK_ERR_NOMEM && (c->arena.first_cap + c->arena.heap_bytes) * 2 > c->arena.max_bytes) {
+        set_err(c, RLK_ERR_LIMIT, "%s: reply from %s needs more than %zu bytes of memory "
+                "(max_reply_bytes)", doing, c->t.peer, c->rx_max);
+        return broken(c, RLK_ERR_LIMIT);
+    }
     set_err(c, r, "%s: %s from %s at byte %llu of the connection: %s", doing,
             r == RLK_ERR_LIMIT ? "reply over a limit" : r == RLK_ERR_NOMEM ? "out of memory"
                                                                             : "protocol error",
@@ -343,7 +392,7 @@ static void deliver_push(rlk_conn *c, rlk_resp_value *v)
 static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
                       rlk_resp_value **out, const char *doing)
 {
-    for (;;) {
+    for (int read = 0;; read = 1) {
         int r = parse_one(c, out, doing);
         if (r < 0) return r;
         if (r > 0) {
@@ -352,8 +401,10 @@ static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
             if (!is_push(c, *out)) return RLK_OK;
             deliver_push(c, *out);
             if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler", doing);
+            if (expired(deadline)) return timed_out(c, doing);
             continue;
         }
+        if (read && expired(deadline)) return timed_out(c, doing);
         r = fill(c, deadline, doing, 0);
         if (r != RLK_OK) return r;
     }
@@ -540,7 +591,7 @@ static int connect_once(rlk_conn *c)
     c->err[0] = '\0';
     memset(&c->info, 0, sizeof c->info);
     c->info.client_id = -1;
-    int64_t deadline = deadline_after(c->cfg.connect_timeout_ms);
+    int64_t deadline = deadline_after(c, c->cfg.connect_timeout_ms);
     int r;
     switch (c->url.kind) {
     case RLK__URL_UNIX:
@@ -611,8 +662,16 @@ int rlk_conn_reconnect(rlk_conn *c)
             /* Half fixed, half random: spreads out clients that lost the
              * same server at the same moment. */
             int64_t p = pause / 2 + (int64_t)(next_rand(c) % (uint64_t)(pause / 2 + 1));
+            int left = rlk__ms_left(c->cap);
+            if (left >= 0 && p > left) p = left;
             pause_ms((int)p);
             pause = pause * 2 > c->cfg.backoff_max_ms ? c->cfg.backoff_max_ms : pause * 2;
+        }
+        if (i > 0 && expired(c->cap)) {
+            char last[sizeof c->err];
+            memcpy(last, c->err, sizeof last);
+            return set_err(c, RLK_ERR_TIMEOUT, "reconnect: the call's deadline came after %d "
+                           "tries (last: %.400s)", i, last);
         }
         r = connect_once(c);
         if (r == RLK_OK || !transient(r)) return r;
@@ -638,12 +697,47 @@ static int idle_close(rlk_conn *c, int64_t now)
     return fill(c, rlk__now_ms(), "idle connection", 1) != RLK_OK && c->t.fd < 0;
 }
 
+/* Bytes that came while no command was waiting.  Push messages are
+ * delivered; anything else (a reply sent twice, a reply to a command
+ * that gave up) means the stream is out of step, and the connection is
+ * closed before the next command can take those bytes for its own
+ * reply.  Sees only what is buffered or what idle_close read: looking
+ * at the socket before every command would cost a system call per round
+ * trip.  RLK_OK, or the failure that closed c. */
+static int out_of_step(rlk_conn *c)
+{
+    begin_call(c);
+    while (c->rx.len > 0) {
+        rlk_resp_value *v;
+        int r = parse_one(c, &v, "idle connection");
+        if (r < 0) return r;
+        if (r == 0) {
+            /* Incomplete: only a push (or its attribute) may be pending. */
+            char b = c->rx.data[0];
+            if (b == '>' || b == '|' || (c->protocol == 2 && c->nsubs)) return 0;
+            break;
+        }
+        if (!is_push(c, v) && v->type != RLK_RESP_PUSH) break;
+        deliver_push(c, v);
+        if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "connection closed by the push handler");
+    }
+    if (c->rx.len == 0) return RLK_OK;
+    set_err(c, RLK_ERR_PROTO, "a reply arrived while no command was waiting: the connection "
+            "to %s was out of step", c->t.peer);
+    return broken(c, RLK_ERR_PROTO);
+}
+
 /* Before a call at time now: a closed connection is re-established if
  * allowed.  The call counts as activity for the stale check. */
 static int ensure_connected(rlk_conn *c, int64_t now)
 {
     int closed = idle_close(c, now);
     c->last_io_ms = now;
+    if (c->t.fd >= 0 && c->rx.len > c->rx_off) {
+        /* Nothing was sent yet: reconnecting loses no command. */
+        int r = out_of_step(c);
+        if (r != RLK_OK && c->cfg.reconnect_attempts < 0) return r;
+    }
     if (c->t.fd >= 0) return RLK_OK;
     if (c->cfg.reconnect_attempts < 0) {
         if (c->generation == 0) return connect_once(c);
@@ -702,8 +796,8 @@ int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
     r = check_command(c, argc, argv, argvlen);
     if (r != RLK_OK) return r;
     begin_call(c);
-    int64_t deadline = capped(c, c->cfg.command_timeout_ms < 0 ? -1 : now + c->cfg.command_timeout_ms);
-    return exchange(c, deadline, 0, reply, argc, argv, argvlen);
+    return exchange(c, deadline_from(c, now, c->cfg.command_timeout_ms), 0, reply, argc, argv,
+                    argvlen);
 }
 
 /* ------------------------------------------------------------------ */
@@ -725,6 +819,11 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
 {
     size_t sent = 0, got = 0;
     const char *doing = "pipeline";
+    int read = 0;
+    /* Where the replies gathered so far end: a push delivered meanwhile
+     * gives its memory back, or a flood of them would fill the arena. */
+    rlk_resp_arena_mark kept;
+    rlk_resp_arena_mark_at(&c->arena, &kept);
     while (got < n) {
         int r = parse_one(c, &out[got], doing);
         if (r < 0) return r;
@@ -734,11 +833,15 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
                 if (c->t.fd < 0)
                     return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler",
                                    doing);
+                rlk_resp_arena_rewind(&c->arena, &kept);
+                if (expired(deadline)) return timed_out(c, doing);
                 continue;
             }
             got++;
+            rlk_resp_arena_mark_at(&c->arena, &kept);
             continue;
         }
+        if (read && expired(deadline)) return timed_out(c, doing);
         struct pollfd pfd = {c->t.fd, POLLIN, 0};
         if (sent < c->tx.len) {
             ssize_t w = c->t.ops->write(&c->t, c->tx.data + sent, c->tx.len - sent);
@@ -762,6 +865,7 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
         }
         r = fill(c, deadline, doing, 0);
         if (r != RLK_OK) return r;
+        read = 1;
     }
     c->tx.len = 0;
     return RLK_OK;
@@ -777,7 +881,7 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
     begin_call(c);
     c->pipelining = 1;
     c->reader.copy_strings = 1;
-    int64_t deadline = deadline_after(c->cfg.command_timeout_ms);
+    int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
     for (size_t i = 0; i < n; i++) {
         if (reqs[i].argc < (reqs[i].script ? 0 : 1) ||
             (reqs[i].script && (reqs[i].nkeys < 0 || reqs[i].nkeys > reqs[i].argc)))
@@ -842,7 +946,7 @@ int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t 
     begin_call(c);
     int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
     if (r != RLK_OK) return set_err(c, r, "cannot encode the command");
-    return flush_tx(c, deadline_after(c->cfg.command_timeout_ms), "send");
+    return flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
 }
 
 int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply)
@@ -851,7 +955,7 @@ int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply)
     if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
     begin_call(c);
     c->last_io_ms = rlk__now_ms();
-    return next_reply(c, deadline_after(c->cfg.command_timeout_ms), 0, reply, "reply");
+    return next_reply(c, deadline_after(c, c->cfg.command_timeout_ms), 0, reply, "reply");
 }
 
 /* ------------------------------------------------------------------ */
@@ -864,7 +968,7 @@ static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_
     begin_call(c);
     const char *argv[2] = {verb, channel};
     size_t lens[2] = {strlen(verb), len};
-    int64_t deadline = deadline_after(c->cfg.command_timeout_ms);
+    int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
     rlk_resp_value *v;
     r = exchange(c, deadline, 1, &v, 2, argv, lens);
     if (r != RLK_OK) return r;
@@ -893,8 +997,8 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
 {
     if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
     begin_call(c);
-    int64_t deadline = deadline_after(timeout_ms);
-    for (;;) {
+    int64_t deadline = deadline_after(c, timeout_ms);
+    for (int read = 0;; read = 1) {
         rlk_resp_value *v;
         int r = parse_one(c, &v, "waiting for messages");
         if (r < 0) return r;
@@ -906,8 +1010,11 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
             int confirmation = v->type == RLK_RESP_PUSH && is_sub_confirmation(v);
             deliver_push(c, v);
             if (!confirmation) return 1;
+            if (c->t.fd < 0 || expired(deadline)) return 0;
             continue;
         }
+        /* A partial reply stays in rx: the next call parses it again. */
+        if (read && expired(deadline)) return 0;
         r = fill(c, deadline, "waiting for messages", 1);
         if (r == RLK_ERR_TIMEOUT) return 0;
         if (r != RLK_OK) return r;
@@ -938,7 +1045,5 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms)
     if (connect_ms > 0) c->cfg.connect_timeout_ms = connect_ms;
     if (command_ms) c->cfg.command_timeout_ms = command_ms;
 }
-
-void rlk__conn_cap(rlk_conn *c, int64_t deadline) { c->cap = deadline; }
 
 int rlk__conn_timeout_ms(const rlk_conn *c) { return c->cfg.command_timeout_ms; }

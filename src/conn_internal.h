@@ -26,9 +26,18 @@ int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t 
 int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply);
 
 /* Every call on c ends by this absolute CLOCK_MONOTONIC deadline (ms) as
- * well as by its own timeout; -1 removes the cap.  A call that reaches it
- * fails as a timeout does. */
+ * well as by its own timeout: connect and handshake, reconnect (no
+ * backoff pause past it), command, eval (EVALSHA, and SCRIPT LOAD plus
+ * the retry on NOSCRIPT), pipeline (including its NOSCRIPT retries),
+ * subscribe/unsubscribe, wait_push (which returns 0 at the cap without
+ * closing).  -1 removes the cap.  A call that reaches it fails as a
+ * timeout does: RLK_ERR_TIMEOUT, connection closed. */
 void rlk__conn_cap(rlk_conn *c, int64_t deadline);
+
+/* Caps c at one command timeout from start (rlk__now_ms()), unless its
+ * cap comes sooner, and returns the cap it had, for rlk__conn_cap to put
+ * back: several commands that make one call share one deadline. */
+int64_t rlk__conn_narrow(rlk_conn *c, int64_t start);
 
 /* The command timeout in force (ms; -1: none). */
 int rlk__conn_timeout_ms(const rlk_conn *c);

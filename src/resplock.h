@@ -65,7 +65,9 @@ typedef struct rlk_conn_config {
     int protocol;              /* 0: HELLO 3, falling back to RESP2;
                                   2: RESP2 only (no HELLO); 3: RESP3 only */
     int connect_timeout_ms;    /* connect + TLS + handshake; 0: 5000       */
-    int command_timeout_ms;    /* per command or pipeline; 0: 5000; -1 none */
+    int command_timeout_ms;    /* per command or pipeline; 0: 5000; -1 none.
+                                  Every deadline holds whatever the server
+                                  sends meanwhile (a flood of pushes). */
     int reconnect_attempts;    /* tries in rlk_conn_reconnect and before a
                                   command on a closed connection; 0: 5;
                                   -1: never reconnect automatically        */
@@ -78,6 +80,12 @@ typedef struct rlk_conn_config {
      * timeout), and reconnect instead of failing the command; 0: 1 ms;
      * negative: before every command (one more system call each). */
     int stale_check_ms;
+    /* Bounds one reply (a pipeline: all its replies): its bytes as
+     * received, and apart from them the memory of its tree, so that a
+     * reply costs at most about twice this much.  A reply over it, and a
+     * bulk string announced longer, fail with RLK_ERR_LIMIT and close
+     * the connection.  0: 64 MiB. */
+    size_t max_reply_bytes;
     /* Push messages (RESP3 '>' and, on a RESP2 connection that has
      * subscribed, pub/sub messages).  The message is valid during the
      * call only.  May be NULL. */
@@ -169,7 +177,15 @@ const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c);
  * like any other (type RLK_RESP_ERROR or RLK_RESP_BLOB_ERROR) with
  * RLK_OK.  *reply is valid until the next call on c.  A timeout or an I/O
  * or protocol failure closes the connection, so that it never gets out of
- * step with the server.  Refused with RLK_ERR_INVALID: the (P|S)(UN)SUBSCRIBE
+ * step with the server.  Bytes that arrived while no command was waiting
+ * are read before sending: pushes are delivered, and a reply (one the
+ * server sent twice, say) closes the connection as out of step, which
+ * is then re-established as above or the command fails.  The socket is
+ * looked at only when the connection was idle stale_check_ms or more
+ * (no system call more on busy connections): a stray reply arriving
+ * within that window after the previous call, and not read along with
+ * that call's reply, would still be taken for this command's reply.
+ * Refused with RLK_ERR_INVALID: the (P|S)(UN)SUBSCRIBE
  * family (use rlk_conn_subscribe), HELLO, RESET and MONITOR, which would
  * change what the connection keeps track of.  A SELECT sent here is not
  * repeated after a reconnect: put the database in the URL.
@@ -200,7 +216,8 @@ typedef struct rlk_request {
 /*
  * Calls a script: EVALSHA sha nkeys argv...; on a NOSCRIPT error, SCRIPT
  * LOAD and one retry, so the caller never sees NOSCRIPT.  Otherwise like
- * rlk_conn_command.
+ * rlk_conn_command; the load and the retry share the first command's
+ * deadline (command_timeout_ms from the call's start).
  */
 int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
                   int nkeys, int argc, const char *const *argv,
@@ -233,8 +250,9 @@ int rlk_conn_subscribe(rlk_conn *c, const char *channel, size_t len);
 int rlk_conn_unsubscribe(rlk_conn *c, const char *channel, size_t len);
 
 /* Reads until at least one push message was given to on_push, or
- * timeout_ms passed (-1: no limit).  Returns 1, 0 on timeout, or an
- * error (connection closed). */
+ * timeout_ms passed (-1: no limit), even while subscription
+ * confirmations keep arriving.  Returns 1, 0 on timeout, or an error
+ * (connection closed; a reply that is not a push is a protocol error). */
 int rlk_conn_wait_push(rlk_conn *c, int timeout_ms);
 
 /* ------------------------------------------------------------------ */

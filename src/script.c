@@ -46,21 +46,25 @@ int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
             sv[3 + i] = argv[i];
             sl[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
         }
+        int64_t start = rlk__now_ms();
         int r = rlk_conn_command(c, &one, 3 + argc, sv, sl);
         if (r != RLK_OK) return r;
         if (rlk_reply_error_class(one) != RLK_EC_NOSCRIPT) {
             *reply = one;
             return RLK_OK;
         }
+        /* The load and the retry finish within the first command's
+         * timeout, as a pipeline's retries do: one call, one deadline. */
+        int64_t cap = rlk__conn_narrow(c, start);
         const char *load[3] = {"SCRIPT", "LOAD", s->text};
         size_t loadl[3] = {6, 4, s->len};
         r = rlk_conn_command(c, &one, 3, load, loadl);
-        if (r != RLK_OK) return r;
-        if (one->type == RLK_RESP_ERROR || one->type == RLK_RESP_BLOB_ERROR)
-            return rlk__conn_fail(c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
-                                  (int)(one->len > 300 ? 300 : one->len), one->str);
-        r = rlk_conn_command(c, &one, 3 + argc, sv, sl);
+        if (r == RLK_OK && (one->type == RLK_RESP_ERROR || one->type == RLK_RESP_BLOB_ERROR))
+            r = rlk__conn_fail(c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
+                               (int)(one->len > 300 ? 300 : one->len), one->str);
+        if (r == RLK_OK) r = rlk_conn_command(c, &one, 3 + argc, sv, sl);
         if (r == RLK_OK) *reply = one;
+        rlk__conn_cap(c, cap);
         return r;
     }
     int r = rlk_conn_pipeline(c, 1, &q, &one);

@@ -95,5 +95,24 @@ if start_tls mutual "$work" "$certs" --tls-auth-clients yes; then
   check "mutual TLS with a certificate from another CA" 69 '' 'TLS' -- -u "rediss://127.0.0.1:$m" --tls-ca "$certs/ca.crt" --tls-cert "$certs/other-client.crt" --tls-key "$certs/other-client.key" ping
 fi
 
+# A server flooding push messages (tests/test_conn serves one): -T holds
+# all the same.
+coproc FLOOD { exec "$top_builddir/tests/test_conn" --serve-flood; }
+if read -r -t 10 fport <&"${FLOOD[0]}"; then
+  start=$(date +%s%N)
+  check "push flood: -T 2s ping ends" 69 '' 'timed out' -- -T 2s -u "redis://127.0.0.1:$fport" ping
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  if [ -n "$RLK_WRAP" ]; then limit=12000; else limit=3000; fi
+  if [ "$took" -lt "$limit" ]; then
+    echo "ok   push flood: ended in $took ms"; pass=$((pass + 1))
+  else
+    echo "FAIL push flood: took $took ms (limit $limit)"; fail=$((fail + 1))
+  fi
+  eval "exec ${FLOOD[1]}>&-"
+  wait "$FLOOD_PID"
+else
+  echo "FAIL push flood: the flooding server did not start"; fail=$((fail + 1))
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

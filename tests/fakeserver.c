@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -263,6 +264,81 @@ void fake_resp2(fake_conn *c, void *arg)
                      "-ERR unknown command '%.64s', with args beginning with: \r\n", argv[0]);
             if (fake_send_str(c, reply)) return;
         }
+    }
+}
+
+#define FAKE_HELLO3 "%1\r\n$5\r\nproto\r\n:3\r\n"
+
+/* Reads commands up to HELLO's and answers it.  0, or -1 when the peer
+ * left or sent something else first. */
+static int answer_hello(fake_conn *c)
+{
+    char **argv;
+    int argc = fake_read_command(c, &argv, -1, NULL);
+    if (argc <= 0 || !eq(argv[0], "HELLO")) return -1;
+    return fake_send_str(c, FAKE_HELLO3);
+}
+
+/* Sends unit repeated into buf, as many whole copies as fit. */
+static size_t fill_units(char *buf, size_t cap, const char *unit)
+{
+    size_t n = strlen(unit), used = 0;
+    while (n && used + n <= cap) {
+        memcpy(buf + used, unit, n);
+        used += n;
+    }
+    return used;
+}
+
+void fake_flood(fake_conn *c, void *arg)
+{
+    struct fake_flood *f = arg;
+    char buf[65536];
+    size_t n = fill_units(buf, sizeof buf, f->msg);
+    int64_t end;
+    if (f->after_hello && answer_hello(c) != 0) return;
+    end = ts_now_ms() + f->max_ms;
+    while ((f->max_ms <= 0 || ts_now_ms() < end) && fake_send(c, buf, n) == 0)
+        __atomic_add_fetch(&f->sent, n, __ATOMIC_SEQ_CST);
+    fake_hold(c);
+}
+
+void fake_stream(fake_conn *c, void *arg)
+{
+    struct fake_stream *f = arg;
+    char **argv, buf[65536];
+    size_t n = fill_units(buf, sizeof buf, f->unit), sent;
+    if (answer_hello(c) != 0 || fake_read_command(c, &argv, -1, NULL) <= 0) return;
+    if (fake_send_str(c, f->head) != 0) return;
+    sent = strlen(f->head);
+    while (sent < f->limit) {
+        size_t k = f->limit - sent < n ? f->limit - sent : n;
+        if (fake_send(c, buf, k) != 0) return;
+        sent += k;
+        __atomic_store_n(&f->sent, sent, __ATOMIC_SEQ_CST);
+    }
+    fake_hold(c);
+}
+
+void fake_twice(fake_conn *c, void *arg)
+{
+    struct fake_twice *f = arg;
+    char **argv, reply[300];
+    int argc, one = 1;
+    /* As a real server does: else the copy waits for the client's
+     * delayed acknowledgement, which comes with its next command. */
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (answer_hello(c) != 0) return;
+    while ((argc = fake_read_command(c, &argv, -1, NULL)) > 0) {
+        if (!eq(argv[0], "ECHO") || argc != 2) {
+            if (fake_send_str(c, "-ERR only ECHO here\r\n")) return;
+            continue;
+        }
+        snprintf(reply, sizeof reply, "$%zu\r\n%.200s\r\n", strlen(argv[1]), argv[1]);
+        if (fake_send_str(c, reply) != 0) return;
+        if (f->delay_ms > 0 && fake_pause(c, f->delay_ms) != 0) return;
+        if (fake_send_str(c, reply) != 0) return;
+        __atomic_add_fetch(&f->dups, 1, __ATOMIC_SEQ_CST);
     }
 }
 

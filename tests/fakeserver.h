@@ -66,4 +66,36 @@ void fake_sink(fake_conn *c, void *arg);            /* reads and counts    */
  * answers a TLS handshake. */
 void fake_resp2(fake_conn *c, void *arg);
 
+
+/* Floods (arg: struct fake_flood): sends msg over and over, as fast as
+ * the peer takes it, at once or after answering HELLO as a RESP3 server
+ * does, for max_ms (0: until the peer closes), then holds; counts the
+ * bytes sent. */
+struct fake_flood {
+    const char *msg;
+    int after_hello;
+    int max_ms;
+    size_t sent;      /* atomic */
+};
+void fake_flood(fake_conn *c, void *arg);
+
+/* Answers HELLO as a RESP3 server, then the first other command with
+ * head followed by unit repeated until limit bytes were sent in all (arg:
+ * struct fake_stream), then holds.  An endless aggregate or bulk, cut at
+ * limit so that a client that does not stop it still ends. */
+struct fake_stream {
+    const char *head, *unit;
+    size_t limit;
+    size_t sent;      /* atomic */
+};
+void fake_stream(fake_conn *c, void *arg);
+
+/* Answers HELLO as a RESP3 server, and ECHO x with x twice: the second
+ * copy after delay_ms, then counts it in dups (arg: struct fake_twice). */
+struct fake_twice {
+    int delay_ms;
+    int dups;         /* atomic */
+};
+void fake_twice(fake_conn *c, void *arg);
+
 #endif

@@ -15,6 +15,7 @@
 #define TESTLIB_MAIN
 #include "testlib.h"
 
+#include "conn_internal.h"
 #include "fakeserver.h"
 #include "resplock.h"
 #include "server.h"
@@ -81,7 +82,9 @@ static void *cnt_realloc(void *ctx, void *q, size_t n)
     np = realloc(p, n + HDR);
     if (!np) return NULL;
     memcpy(np, &n, sizeof n);
-    note_alloc((long long)n - (long long)old);
+    /* Both blocks may exist at once while realloc copies. */
+    note_alloc((long long)n);
+    note_alloc(-(long long)old);
     return np + HDR;
 }
 
@@ -1284,7 +1287,7 @@ static void test_hostile_no_prealloc(void)
     int rc;
     if (hostile_start(&h, 300, 0)) {
         base = mem_reset_peak();
-        rc = STATUS(h.c, &v, "RAW", "$400000000\r\nonly a few bytes");
+        rc = STATUS(h.c, &v, "RAW", "$60000000\r\nonly a few bytes");
         CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
         CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
         CHECK_MSG(mem_peak - base < 256 * 1024, "the library held %lld bytes",
@@ -2424,11 +2427,387 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* A hostile server: floods, endless replies, replies sent twice        */
+
+/* A configuration for a fake server, with url as its storage. */
+static void cfg_fake(rlk_conn_config *cfg, char *url, size_t n, fake_server *fs)
+{
+    snprintf(url, n, "redis://127.0.0.1:%d", fake_port(fs));
+    cfg_init(cfg, url);
+}
+
+#define PUSH_MSG ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n"
+#define PUSH_CONFIRM ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"
+#define FLOOD_MS 8000 /* the flood ends then: a client that ignores its
+                         deadline fails the time check instead of hanging */
+
+static void count_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
+{
+    (*(long *)ctx)++;
+}
+
+/* Took about ms: not before, and not much after (valgrind: MARGIN_MS). */
+#define CHECK_TOOK(took, ms)                                                          \
+    CHECK_MSG((took) >= (ms) - 20 && (took) < (ms) + MARGIN_MS, "took %lld ms, not ~%d", \
+              (long long)(took), (ms))
+
+enum flooded { FLOOD_COMMAND, FLOOD_PIPELINE, FLOOD_WAIT, FLOOD_HANDSHAKE };
+
+/* One call against a server flooding msg (from the start for the
+ * handshake, else after HELLO's reply), under a 300 ms deadline (200 ms
+ * for the wait): it ends in time, as a timeout. */
+static void flood(const char *msg, enum flooded call)
+{
+    struct fake_flood f = {msg, call != FLOOD_HANDSHAKE, FLOOD_MS, 0};
+    fake_server *fs = fake_start(fake_flood, &f);
+    static const char *const ping[1] = {"PING"};
+    rlk_request q[2] = {{NULL, 0, 1, ping, NULL}, {NULL, 0, 1, ping, NULL}};
+    rlk_resp_value *v[2];
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    char url[128];
+    long pushes = 0;
+    int64_t start;
+    int rc;
+    if (!CHECK(fs != NULL)) return;
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.command_timeout_ms = 300;
+    cfg.connect_timeout_ms = 300;
+    cfg.reconnect_attempts = -1;
+    cfg.on_push = count_push;
+    cfg.ctx = &pushes;
+    c = rlk_conn_new(&cfg);
+    if (!CHECK(c != NULL) ||
+        (call != FLOOD_HANDSHAKE &&
+         !CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))))
+        goto out;
+    start = ts_now_ms();
+    switch (call) {
+    case FLOOD_COMMAND: rc = rlk_conn_command(c, v, 1, ping, NULL); break;
+    case FLOOD_PIPELINE: rc = rlk_conn_pipeline(c, 2, q, v); break;
+    case FLOOD_WAIT: rc = rlk_conn_wait_push(c, 200); break;
+    default: rc = rlk_conn_connect(c); break;
+    }
+    CHECK_TOOK(ts_now_ms() - start, call == FLOOD_WAIT ? 200 : 300);
+    CHECK_MSG(__atomic_load_n(&f.sent, __ATOMIC_SEQ_CST) > 100000, "flooded %zu bytes", f.sent);
+    if (call == FLOOD_WAIT) {
+        /* Confirmations are not messages: the wait ends empty, open. */
+        CHECK_EQ_INT(rc, 0);
+        CHECK_EQ_INT(rlk_conn_is_connected(c), 1);
+    } else {
+        CHECK_EQ_INT(rc, RLK_ERR_TIMEOUT);
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "timed out"), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
+        CHECK_MSG(call == FLOOD_HANDSHAKE ? ts_contains(rlk_conn_errmsg(c), "HELLO")
+                                          : pushes > 1000,
+                  "%ld pushes delivered; errmsg: %s", pushes, rlk_conn_errmsg(c));
+    }
+out:
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
+static void test_flood_command(void)
+{
+    flood(PUSH_MSG, FLOOD_COMMAND);
+}
+
+static void test_flood_pipeline(void)
+{
+    flood(PUSH_MSG, FLOOD_PIPELINE);
+}
+
+static void test_flood_wait_push(void)
+{
+    flood(PUSH_CONFIRM, FLOOD_WAIT);
+}
+
+static void test_flood_handshake(void)
+{
+    flood(PUSH_MSG, FLOOD_HANDSHAKE);
+}
+
+/* An endless reply against max_reply_bytes = 1 MiB: refused early, with
+ * little memory held, whatever its shape. */
+static void endless_reply(const char *what, const char *head, const char *unit,
+                          const char *want_msg)
+{
+    struct fake_stream f = {head, unit, 16u << 20, 0};
+    fake_server *fs = fake_start(fake_stream, &f);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_resp_value *v;
+    char url[128];
+    long long base, peak;
+    size_t sent;
+    int64_t start, took;
+    int rc;
+    if (!CHECK(fs != NULL)) return;
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.command_timeout_ms = 3000;
+    cfg.max_reply_bytes = 1u << 20;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL) && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
+        base = mem_reset_peak();
+        start = ts_now_ms();
+        rc = STATUS(c, &v, "GET", "k");
+        took = ts_now_ms() - start;
+        peak = __atomic_load_n(&mem_peak, __ATOMIC_SEQ_CST) - base;
+        sent = __atomic_load_n(&f.sent, __ATOMIC_SEQ_CST);
+        CHECK_EQ_INT(rc, RLK_ERR_LIMIT);
+        CHECK_MSG(took < 1000, "took %lld ms", (long long)took);
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), want_msg), "errmsg: %s", rlk_conn_errmsg(c));
+        CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
+        CHECK_MSG(peak < 5 * (1 << 20) / 2, "the library held %lld bytes", peak);
+        printf("    (%s: peak %lld bytes held, %zu bytes sent by then: %.2fx; \"%s\")\n", what,
+               peak, sent, sent ? (double)peak / (double)sent : 0.0, rlk_conn_errmsg(c));
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
+static void test_reply_bound_elements(void)
+{
+    endless_reply("endless array of integers", "*4294967295\r\n", ":1\r\n", "needs more than 1048576 bytes of memory");
+}
+
+static void test_reply_bound_bytes(void)
+{
+    static char unit[16400];
+    memcpy(unit, "$16384\r\n", 8);
+    memset(unit + 8, 'x', 16384);
+    memcpy(unit + 8 + 16384, "\r\n", 3);
+    endless_reply("endless array of 16 KiB bulks", "*4294967295\r\n", unit, "reply larger than 1048576 bytes");
+}
+
+static void test_reply_bound_bulk(void)
+{
+    endless_reply("400 MB bulk", "$400000000\r\n", "xxxxxxxxxxxxxxxx", "1048576");
+}
+
+/* The default bound leaves room for any value a lock client meets. */
+static void test_reply_bound_default(void)
+{
+    ts_server *s = get_plain();
+    char url[128];
+    rlk_conn *c;
+    rlk_resp_value *v;
+    const char *argv[3] = {"SET", "big10", NULL};
+    size_t lens[3] = {3, 5, 10u << 20};
+    char *big = malloc(lens[2]);
+    if (!CHECK(s != NULL && big != NULL)) {
+        free(big);
+        return;
+    }
+    memset(big, 'v', lens[2]);
+    big[12345] = 'w';
+    argv[2] = big;
+    url_of(url, sizeof url, s);
+    c = CONNECT(url);
+    if (c) {
+        CHECK_EQ_INT(rlk_conn_command(c, &v, 3, argv, lens), RLK_OK);
+        v = CMD(c, "GET", "big10");
+        CHECK(v && v->type == RLK_RESP_BULK && v->len == lens[2] &&
+              memcmp(v->str, big, lens[2]) == 0);
+        CMD(c, "DEL", "big10");
+    }
+    rlk_conn_free(c);
+    free(big);
+}
+
+/* A server that answers every ECHO twice: the copy must never pass for
+ * the next command's reply.  reconnect < 0: reconnecting is off. */
+static void duplicate_reply(int delay_ms, int reconnect)
+{
+    struct fake_twice f = {delay_ms, 0};
+    fake_server *fs = fake_start(fake_twice, &f);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_resp_value *v;
+    char url[128];
+    int64_t start, deadline;
+    int rc;
+    if (!CHECK(fs != NULL)) return;
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.reconnect_attempts = reconnect;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL) && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
+        start = ts_now_ms();
+        CHECK_STR(CMD(c, "ECHO", "reply-of-A"), "reply-of-A");
+        /* The copy was sent, and the connection sat idle past
+         * stale_check_ms (1 ms): then it must be seen. */
+        deadline = ts_now_ms() + LONG_MS;
+        while ((__atomic_load_n(&f.dups, __ATOMIC_SEQ_CST) < 1 || ts_now_ms() - start < 3) &&
+               ts_now_ms() < deadline)
+            ts_pause_ms(1);
+        CHECK_EQ_INT(__atomic_load_n(&f.dups, __ATOMIC_SEQ_CST), 1);
+        rc = STATUS(c, &v, "ECHO", "reply-of-B");
+        CHECK_MSG(!is_str(v, "reply-of-A"), "B got A's duplicated reply (generation %llu)",
+                  (unsigned long long)rlk_conn_generation(c));
+        if (reconnect < 0) {
+            CHECK_EQ_INT(rc, RLK_ERR_PROTO);
+            CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "out of step"), "errmsg: %s",
+                      rlk_conn_errmsg(c));
+        } else {
+            CHECK_EQ_INT(rc, RLK_OK);
+            CHECK_STR(v, "reply-of-B");
+            CHECK_EQ_U64(rlk_conn_generation(c), 2);
+        }
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
+static void test_duplicate_reply_at_once(void)
+{
+    duplicate_reply(0, 0);
+}
+
+static void test_duplicate_reply_later(void)
+{
+    duplicate_reply(30, 0);
+}
+
+static void test_duplicate_reply_no_reconnect(void)
+{
+    duplicate_reply(30, -1);
+}
+
+/* rlk__conn_cap: one deadline over connect, command, reconnect, wait. */
+static void test_cap(void)
+{
+    struct hostile h;
+    fake_server *fs = fake_start(fake_silent, NULL);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_resp_value *v;
+    char url[128];
+    int64_t start;
+    if (!CHECK(fs != NULL)) return;
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.command_timeout_ms = 5000;
+    cfg.connect_timeout_ms = 5000;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        /* The handshake of the command's connect never gets an answer. */
+        start = ts_now_ms();
+        rlk__conn_cap(c, start + 300);
+        CHECK_EQ_INT(STATUS(c, &v, "PING"), RLK_ERR_TIMEOUT);
+        CHECK_TOOK(ts_now_ms() - start, 300);
+        CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+
+    /* A command the server holds. */
+    if (hostile_start(&h, 5000, 0)) {
+        start = ts_now_ms();
+        rlk__conn_cap(h.c, start + 300);
+        CHECK_EQ_INT(STATUS(h.c, &v, "HOLD"), RLK_ERR_TIMEOUT);
+        CHECK_TOOK(ts_now_ms() - start, 300);
+        CHECK_EQ_INT(rlk_conn_is_connected(h.c), 0);
+        /* Without the cap, the next call is the command timeout's. */
+        rlk__conn_cap(h.c, -1);
+        CHECK_STR(CMD(h.c, "PING"), "PONG");
+        /* A wait for messages ends at the cap, without closing. */
+        start = ts_now_ms();
+        rlk__conn_cap(h.c, start + 200);
+        CHECK_EQ_INT(rlk_conn_wait_push(h.c, 5000), 0);
+        CHECK_TOOK(ts_now_ms() - start, 200);
+        CHECK_EQ_INT(rlk_conn_is_connected(h.c), 1);
+    }
+    hostile_stop(&h);
+
+    /* Reconnecting to a closed port: no backoff pause past the cap. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", ts_free_port(0));
+    cfg_init(&cfg, url);
+    cfg.reconnect_attempts = 5;
+    cfg.backoff_initial_ms = 1000;
+    cfg.backoff_max_ms = 1000;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        start = ts_now_ms();
+        rlk__conn_cap(c, start + 200);
+        CHECK_EQ_INT(rlk_conn_reconnect(c), RLK_ERR_TIMEOUT);
+        CHECK_TOOK(ts_now_ms() - start, 200);
+        CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "refused"), "errmsg: %s", rlk_conn_errmsg(c));
+    }
+    rlk_conn_free(c);
+}
+
+/* The first EVALSHA (arg: a counter of them) gets NOSCRIPT at once,
+ * everything else an answer after 250 ms. */
+static void fake_slow_noscript(fake_conn *fc, void *arg)
+{
+    char **argv;
+    int argc, *evals = arg;
+    while ((argc = fake_read_command(fc, &argv, -1, NULL)) > 0) {
+        const char *reply = "+OK\r\n";
+        if (ieq(argv[0], "HELLO"))
+            reply = HELLO3_REPLY;
+        else if (ieq(argv[0], "EVALSHA") && __atomic_fetch_add(evals, 1, __ATOMIC_SEQ_CST) == 0)
+            reply = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
+        else if (fake_pause(fc, 250) != 0)
+            return;
+        else if (ieq(argv[0], "EVALSHA"))
+            reply = ":1\r\n";
+        if (fake_send_str(fc, reply)) return;
+    }
+}
+
+/* EVALSHA, NOSCRIPT, SCRIPT LOAD and the retry share one command
+ * timeout (400 ms): a server slow at each of them does not get three. */
+static void test_eval_one_deadline(void)
+{
+    int evals = 0;
+    fake_server *fs = fake_start(fake_slow_noscript, &evals);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_script sc;
+    rlk_resp_value *v;
+    char url[128];
+    int64_t start;
+    if (!CHECK(fs != NULL)) return;
+    rlk_script_init(&sc, "return 1", 0);
+    cfg_fake(&cfg, url, sizeof url, fs);
+    cfg.command_timeout_ms = 400;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL) && CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "connect: %s", rlk_conn_errmsg(c))) {
+        start = ts_now_ms();
+        CHECK_EQ_INT(rlk_conn_eval(c, &v, &sc, 0, 0, NULL, NULL), RLK_ERR_TIMEOUT);
+        CHECK_TOOK(ts_now_ms() - start, 400);
+        /* The cap it set for the retry is gone: a script call answered
+         * in 250 ms is in time. */
+        CHECK_EQ_INT(rlk_conn_eval(c, &v, &sc, 0, 0, NULL, NULL), RLK_OK);
+        CHECK_INT(v, 1);
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
+/* For tests/cli-ping.sh: a server that floods push messages after
+ * HELLO's reply; prints its port, serves until stdin closes. */
+static int serve_flood(void)
+{
+    struct fake_flood f = {PUSH_MSG, 1, 0, 0};
+    fake_server *fs = fake_start(fake_flood, &f);
+    char b[64];
+    if (!fs) return 1;
+    printf("%d\n", fake_port(fs));
+    fflush(stdout);
+    while (fread(b, 1, sizeof b, stdin) > 0)
+        ;
+    fake_stop(fs);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
     rlk_allocator a = {cnt_malloc, cnt_realloc, cnt_free, NULL};
     long long live;
+    if (argc == 2 && strcmp(argv[1], "--serve-flood") == 0) return serve_flood();
     tl_init(argc, argv);
     signal(SIGPIPE, SIG_DFL); /* the library must never raise it */
     rlk_set_allocator(&a);
@@ -2475,6 +2854,19 @@ int main(int argc, char **argv)
     RUN_TEST(test_reconnect_after_restart);
     RUN_TEST(test_reconnect_after_client_kill);
     RUN_TEST(test_fail_mid_command);
+    RUN_TEST(test_flood_command);
+    RUN_TEST(test_flood_pipeline);
+    RUN_TEST(test_flood_wait_push);
+    RUN_TEST(test_flood_handshake);
+    RUN_TEST(test_reply_bound_elements);
+    RUN_TEST(test_reply_bound_bytes);
+    RUN_TEST(test_reply_bound_bulk);
+    RUN_TEST(test_reply_bound_default);
+    RUN_TEST(test_duplicate_reply_at_once);
+    RUN_TEST(test_duplicate_reply_later);
+    RUN_TEST(test_duplicate_reply_no_reconnect);
+    RUN_TEST(test_cap);
+    RUN_TEST(test_eval_one_deadline);
 
     ts_stop(plain_srv);
     ts_stop(auth_srv);
