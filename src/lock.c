@@ -735,6 +735,8 @@ int rlk_client_connect(rlk_client *cl)
     return RLK_OK;
 }
 
+static void settle_confirm(rlk_client *cl);
+
 static void free_lock(rlk_lock *l)
 {
     rlk__free(l->name);
@@ -781,6 +783,7 @@ void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
+    settle_confirm(cl);
     while (cl->locks) drop_lock(cl, cl->locks);
     rlk_conn_free(cl->conn);
     rlk_conn_free(cl->sub);
@@ -1501,6 +1504,9 @@ int rlk_lock_release(rlk_lock *l)
 
 void rlk_lock_forget(rlk_lock *l)
 {
+    /* A handoff's confirmation still unread: the lock is held for its
+     * TTL only once the server has run it. */
+    if (l->cl->unconfirmed == l) settle_confirm(l->cl);
     drop_lock(l->cl, l);
 }
 

@@ -158,4 +158,48 @@ expect_eq "ignored SIGTERM: run exits 75" "$CODE" 75
 if [ -n "$RLK_WRAP" ]; then ref=$t_start; else ref=$t0; fi
 expect_range "ignored SIGTERM: SIGKILL before the validity ends (ms to spare)" $(( ref + 3000 - t_dead )) 1 3000
 
+# ----------------------------------------- one deadline each, whatever the server does
+# A frozen server (it accepts and never answers): acquire -n -T 2s gives up
+# after 2 s, not after a re-send that doubles it; run -w 3s after 3 s.
+rlk_redis_start srv-dl "$work" || die "could not start redis-server"
+sport=$RLK_REDIS_PORT spid=$RLK_REDIS_PID
+kill -s STOP "$spid"
+t0=$(now_ms)
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s acquire dl -n </dev/null >/dev/null 2>"$work/dl.err"
+code=$? t1=$(now_ms)
+expect_eq "frozen server: acquire -n -T 2s exits 69" "$code" 69
+expect_range "frozen server: acquire -n -T 2s ends after 2 s (ms)" $(( t1 - t0 )) 1900 $(( 2600 + $(bound 0 3000) ))
+kill -s CONT "$spid"
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" acquire dl -t 60s </dev/null >/dev/null
+kill -s STOP "$spid"
+t0=$(now_ms)
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s run -w 3s dl -- true </dev/null >/dev/null 2>"$work/dl.err"
+code=$? t1=$(now_ms)
+expect_range "frozen server: run -w 3s -T 2s ends after 3 s (ms)" $(( t1 - t0 )) 1900 $(( 3600 + $(bound 0 3000) ))
+kill -s CONT "$spid"
+# With the server answering, run -w 3s on a held lock ends after 3 s with
+# the conflict code.
+t0=$(now_ms)
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" run -w 3s dl -- true </dev/null >/dev/null 2>"$work/dl.err"
+code=$? t1=$(now_ms)
+expect_eq "held: run -w 3s exits 1" "$code" 1
+expect_range "held: run -w 3s ends after 3 s (ms)" $(( t1 - t0 )) 2900 $(( 3600 + $(bound 0 3000) ))
+
+# A server down when run -w starts, and up again 1 s later on the same
+# port: the first connect is tried again within the wait, and the job runs.
+rlk_redis_kill "$spid"
+wait_until 5 eval '! (exec 9<>/dev/tcp/127.0.0.1/'"$sport"') 2>/dev/null' ||
+  bad "the server did not go away"
+bg "$work/late.out" "$work/late.err" -u "redis://127.0.0.1:$sport" run -w 10s late -- sh -c 'echo ran'
+pid=$BGPID
+t0=$(now_ms)
+# The server's downtime (the fault itself), then the same port again.
+sleep 1
+redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+  --dir "$work/srv-dl" --logfile "$work/srv-dl/redis2.log" &
+RLK_REDIS_PIDS+=("$!")
+reap "$pid" $((15 * SLOW))
+expect_eq "server back within the wait: run -w 10s exits 0" "$CODE" 0
+expect_eq "server back within the wait: the job ran" "$(cat "$work/late.out")" "ran"
+
 finish

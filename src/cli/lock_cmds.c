@@ -114,7 +114,11 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     return got == npos ? 0 : -1;
 }
 
-static rlk_client *lock_client(cli_opts *o, int *status)
+/* A connected client; on failure prints the reason, sets *status and
+ * returns NULL.  With a wait of its own (wait_ms > 0) it is not connected
+ * yet: the acquisition connects, and tries again, within its wait (a
+ * server restarting), which bounds the whole call. */
+static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *status)
 {
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
@@ -130,6 +134,12 @@ static rlk_client *lock_client(cli_opts *o, int *status)
         cli_err("out of memory");
         *status = RLK_ERR_NOMEM;
         return NULL;
+    }
+    *status = RLK_OK;
+    if (wait_ms > 0) {
+        /* The acquisition connects, within its wait. */
+        cli_verbose("connecting within the wait");
+        return cl;
     }
     cli_verbose("connecting");
     *status = rlk_client_connect(cl);
@@ -178,9 +188,14 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     lo.lost_margin_ms = margin;
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
-    if (r == RLK_OK)
+    if (r == RLK_OK) {
+        const rlk_conn_info *in = rlk_conn_get_info(rlk_client_conn(cl));
+        if (a->wait_ms > 0)
+            cli_verbose("connected to %s (RESP%d%s%s)", in->peer, in->protocol,
+                        in->tls_version ? ", " : "", in->tls_version ? in->tls_version : "");
         cli_verbose("acquired '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", name,
                     rlk_lock_fence(*l), a->ttl_ms);
+    }
     return r;
 }
 
@@ -307,7 +322,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     sigaction(SIGPIPE, &ign, &pipe_act);
 
     int status;
-    rlk_client *cl = lock_client(o, &status);
+    rlk_client *cl = lock_client(o, a.wait_ms, &status);
     if (!cl) {
         cli_supervisor_finish(&sup);
         return cli_exit_for(status);
@@ -526,7 +541,7 @@ static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **
     /* A usage error, even when the server cannot be reached. */
     if (duration && duration_opt("DURATION", pos[npos - 1], duration, 0) < 0) return CLI_EX_USAGE;
     int status;
-    *cl = lock_client(o, &status);
+    *cl = lock_client(o, a->wait_ms, &status);
     return *cl ? 0 : cli_exit_for(status);
 }
 
@@ -543,6 +558,15 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
         int code = lock_failure(cl, r, &a);
         rlk_client_free(cl);
         return code;
+    }
+    /* A lock handed over by a release is confirmed at the client's next
+     * call: known held for its TTL before the token is handed out. */
+    rlk_client_tick(cl, NULL);
+    if (rlk_lock_is_lost(l)) {
+        cli_err("lock '%s' was lost right after it was handed over", pos[0]);
+        rlk_lock_forget(l);
+        rlk_client_free(cl);
+        return a.conflict_code;
     }
     printf("%s %" PRIu64 "\n", rlk_lock_token(l), rlk_lock_fence(l));
     if (fflush(stdout) != 0) {
