@@ -77,14 +77,16 @@ static const char usage_text[] =
     "seconds).\n"
     "\n"
     "COMMAND gets RESPLOCK_NAME, RESPLOCK_TOKEN, RESPLOCK_FENCE and\n"
-    "RESPLOCK_TTL_MS in its environment; SIGINT, SIGTERM, SIGHUP and SIGQUIT\n"
-    "are forwarded to it.\n"
+    "RESPLOCK_TTL_MS in its environment.  COMMAND runs in a process group of\n"
+    "its own; SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to that group,\n"
+    "and a supervisor process stops the group in time should resplock die or\n"
+    "stall.\n"
     "\n"
     "Exit codes: run exits with COMMAND's code (128+N if it died of signal N);\n"
     "1 (or -E) when the lock is not acquired, or not held (release, extend);\n"
     "64 usage error; 69 server unreachable, TLS or authentication failure;\n"
-    "70 internal error; 75 the lock was lost while COMMAND ran; 126/127\n"
-    "COMMAND could not be run.  See resplock(1).\n";
+    "70 internal error; 75 the lock was lost, or not held to the end of the\n"
+    "run; 126/127 COMMAND could not be run.  See resplock(1).\n";
 
 /* ------------------------------------------------------------------ */
 /* Messages                                                            */
