@@ -1,0 +1,400 @@
+/*
+ * Allocation failure injection, as SQLite does it.  Every allocation of
+ * the library goes through the hook (rlk_set_allocator); for each
+ * scenario the Nth allocation fails, for every N from 1 until a run makes
+ * fewer than N allocations, so every allocation point on the scenario's
+ * path fails once.  A run with a failure must end in RLK_ERR_NOMEM or
+ * another clear error, never a crash; it must free all it allocated (the
+ * hook counts live blocks; Valgrind runs this program too); and it must
+ * leave no lock in a wrong state: a lock on the server is one that the
+ * caller holds a handle for, or one that expires by itself.
+ *
+ * Scenarios: parsing and tree building, connect and handshake, acquire
+ * and release, a watchdog round.  Also measured through the hook: the
+ * heap of an idle client (connected, one lock held, watchdog in tick
+ * mode), which must stay within 32 KB.
+ *
+ * Plain TCP only: OpenSSL's own allocations do not go through the hook.
+ */
+#define TESTLIB_MAIN
+#include "testlib.h"
+#include "server.h"
+
+#include "resplock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ts_server *srv;
+static char url[64];
+
+/* ------------------------------------------------------------------ */
+/* The hook: counts calls, live blocks and bytes; fails call fail_at.   */
+
+static struct {
+    long calls, fail_at;
+    int failed;
+    long blocks;
+    size_t live, peak;
+} H;
+
+#define HDR 16 /* keeps the caller's block aligned as malloc's */
+
+static void *h_malloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    if (++H.calls == H.fail_at) {
+        H.failed = 1;
+        return NULL;
+    }
+    size_t *p = malloc(n + HDR);
+    if (!p) return NULL;
+    p[0] = n;
+    H.blocks++;
+    H.live += n;
+    if (H.live > H.peak) H.peak = H.live;
+    return (char *)p + HDR;
+}
+
+static void h_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    if (!ptr) return;
+    size_t *p = (size_t *)(void *)((char *)ptr - HDR);
+    H.blocks--;
+    H.live -= p[0];
+    free(p);
+}
+
+static void *h_realloc(void *ctx, void *ptr, size_t n)
+{
+    if (!ptr) return h_malloc(ctx, n);
+    if (++H.calls == H.fail_at) {
+        H.failed = 1;
+        return NULL; /* the old block stays the caller's */
+    }
+    size_t *p = (size_t *)(void *)((char *)ptr - HDR), old = p[0];
+    size_t *q = realloc(p, n + HDR);
+    if (!q) return NULL;
+    q[0] = n;
+    H.live = H.live - old + n;
+    if (H.live > H.peak) H.peak = H.live;
+    return (char *)q + HDR;
+}
+
+/* ------------------------------------------------------------------ */
+
+static rlk_conn *admin;
+
+static long long admin_int(const char *a0, const char *a1)
+{
+    const char *argv[2] = {a0, a1};
+    rlk_resp_value *v;
+    if (rlk_conn_command(admin, &v, 2, argv, NULL) != RLK_OK || v->type != RLK_RESP_INTEGER)
+        return -100;
+    return v->integer;
+}
+
+static void admin_del(const char *key)
+{
+    const char *argv[2] = {"DEL", key};
+    rlk_resp_value *v;
+    rlk_conn_command(admin, &v, 2, argv, NULL);
+}
+
+/* A failing run's status: out of memory, or another error that says
+ * what went wrong. */
+static int clear_failure(int r, const char *msg)
+{
+    return r == RLK_ERR_NOMEM || (r < 0 && msg && *msg);
+}
+
+typedef int (*scenario_fn)(const char **msg);
+
+/*
+ * Runs fn with the Nth allocation failing, for N = 1, 2, ... until a run
+ * makes fewer than N allocations (which must then succeed).  Returns the
+ * number of failure points covered.
+ */
+static long inject(const char *name, scenario_fn fn, void (*check_after)(int r))
+{
+    long n;
+    for (n = 1; n < 100000; n++) {
+        const char *msg = NULL;
+        long blocks = H.blocks;
+        H.calls = 0;
+        H.failed = 0;
+        H.fail_at = n;
+        int r = fn(&msg);
+        int injected = H.failed;
+        H.fail_at = 0;
+        CHECK_MSG(H.blocks == blocks, "%s, allocation %ld failing: %ld blocks leaked", name, n,
+                  H.blocks - blocks);
+        if (check_after) check_after(r);
+        if (!injected) {
+            CHECK_MSG(r == RLK_OK, "%s without a failure: %d %s", name, r, msg ? msg : "");
+            break;
+        }
+        if (!CHECK_MSG(r == RLK_OK || clear_failure(r, msg),
+                       "%s, allocation %ld failing: status %d, message \"%s\"", name, n, r,
+                       msg ? msg : ""))
+            break;
+    }
+    printf("    %s: %ld allocation points failed in turn\n", name, n - 1);
+    return n - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing and tree building                                            */
+
+static int sc_parse(const char **msg)
+{
+    /* Aggregates of every kind, a big number, a streamed string and deep
+     * nesting (the build stack grows). */
+    static const char head[] =
+        "*2\r\n$5\r\nhello\r\n%2\r\n+a\r\n:1\r\n+b\r\n*2\r\n,1.5\r\n#t\r\n"
+        ">2\r\n+x\r\n(123456789012345678901234567890\r\n"
+        "$?\r\n;4\r\nabcd\r\n;3\r\nefg\r\n;0\r\n"
+        "|1\r\n+ttl\r\n:3\r\n~2\r\n_\r\n=7\r\ntxt:abc\r\n";
+    char in[2048];
+    size_t len = strlen(head);
+    memcpy(in, head, len);
+    for (int i = 0; i < 60; i++) {
+        memcpy(in + len, "*1\r\n", 4);
+        len += 4;
+    }
+    memcpy(in + len, ":42\r\n", 5);
+    len += 5;
+    rlk_resp_arena a;
+    rlk_resp_reader rd;
+    rlk_resp_arena_init(&a, NULL, 0, 0); /* every node on the heap */
+    rlk_resp_reader_init(&rd, &a, NULL);
+    size_t off = 0;
+    int r = RLK_OK, replies = 0;
+    while (off < len) {
+        size_t used;
+        rlk_resp_value *v;
+        r = rlk_resp_read(&rd, in + off, len - off, &used, &v);
+        if (r == 0) r = RLK_ERR_PROTO; /* all of it is complete */
+        if (r < 0) break;
+        off += used;
+        replies++;
+        r = RLK_OK;
+    }
+    if (r == RLK_OK && replies != 5) r = RLK_ERR_PROTO;
+    *msg = rlk_strerror(r);
+    rlk_resp_reader_free(&rd);
+    rlk_resp_arena_free(&a);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Connect and handshake                                                */
+
+static char conn_msg[600];
+
+static int sc_connect(const char **msg)
+{
+    rlk_conn_config cc;
+    rlk_conn_config_init(&cc);
+    cc.url = url;
+    cc.client_name = "alloc-test";
+    *msg = "rlk_conn_new: out of memory";
+    rlk_conn *c = rlk_conn_new(&cc);
+    if (!c) return RLK_ERR_NOMEM;
+    int r = rlk_conn_connect(c);
+    if (r == RLK_OK) {
+        const char *argv[1] = {"PING"};
+        rlk_resp_value *v;
+        r = rlk_conn_command(c, &v, 1, argv, NULL);
+        if (r == RLK_OK && !(v->type == RLK_RESP_SIMPLE && v->len == 4)) r = RLK_ERR_PROTO;
+    }
+    snprintf(conn_msg, sizeof conn_msg, "%s", rlk_conn_errmsg(c));
+    *msg = conn_msg;
+    rlk_conn_free(c);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquire and release                                                  */
+
+static char cl_msg[600];
+
+static rlk_client *new_client(int divisor)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = url;
+    cfg.renew_divisor = divisor;
+    return rlk_client_new(&cfg);
+}
+
+static int sc_acquire(const char **msg)
+{
+    *msg = "rlk_client_new: out of memory";
+    rlk_client *cl = new_client(0);
+    if (!cl) return RLK_ERR_NOMEM;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 5000;
+    rlk_lock *l = NULL;
+    int r = rlk_lock_acquire(cl, "alloc-lock", &o, &l);
+    if (r == RLK_OK) {
+        CHECK(l != NULL && rlk_lock_remaining_ms(l) > 0);
+        r = rlk_lock_release(l);
+    } else {
+        CHECK(l == NULL);
+    }
+    snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+    *msg = cl_msg;
+    rlk_client_free(cl);
+    return r;
+}
+
+/* After each run: a run that succeeded left nothing; a failed one at
+ * most a lock that expires by itself (its reply could not be read). */
+static void acquire_after(int r)
+{
+    long long exists = admin_int("EXISTS", "alloc-lock");
+    if (r == RLK_OK) {
+        CHECK_MSG(exists == 0, "a released lock is still there");
+    } else if (exists == 1) {
+        long long pttl = admin_int("PTTL", "alloc-lock");
+        CHECK_MSG(pttl > 0 && pttl <= 5000, "a lock left without a handle has PTTL %lld", pttl);
+    }
+    admin_del("alloc-lock");
+}
+
+/* ------------------------------------------------------------------ */
+/* A watchdog round                                                     */
+
+static rlk_client *wd_cl;
+static rlk_lock *wd_lock;
+
+/* Set up without failures: a watchdog lock whose renewal is due. */
+static int wd_setup(void)
+{
+    wd_cl = new_client(1000); /* renew every ttl/1000: due in 5 ms */
+    if (!CHECK(wd_cl != NULL)) return -1;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 5000;
+    o.watchdog = 1;
+    if (!CHECK_MSG(rlk_lock_acquire(wd_cl, "alloc-wd", &o, &wd_lock) == RLK_OK, "%s",
+                   rlk_client_errmsg(wd_cl)))
+        return -1;
+    int64_t until = ts_now_ms() + 20;
+    while (ts_now_ms() < until) ts_pause_ms(2); /* the renewal comes due */
+    return 0;
+}
+
+static int sc_tick(const char **msg)
+{
+    int64_t next = -1;
+    int r = rlk_client_tick(wd_cl, &next);
+    snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(wd_cl));
+    *msg = cl_msg;
+    return r;
+}
+
+static void test_watchdog_round(void)
+{
+    long n;
+    for (n = 1; n < 100000; n++) {
+        if (wd_setup() != 0) break;
+        const char *msg = NULL;
+        long blocks = H.blocks;
+        H.calls = 0;
+        H.failed = 0;
+        H.fail_at = n;
+        int r = sc_tick(&msg);
+        int injected = H.failed;
+        H.fail_at = 0;
+        CHECK_MSG(H.blocks == blocks, "watchdog round, allocation %ld failing: %ld blocks leaked",
+                  n, H.blocks - blocks);
+        CHECK_MSG(r == RLK_OK || clear_failure(r, msg), "watchdog round, allocation %ld: %d %s",
+                  n, r, msg);
+        /* A round that could not run loses nothing: the lock is still
+         * held, and the next round renews it. */
+        CHECK_MSG(!rlk_lock_is_lost(wd_lock) && rlk_lock_remaining_ms(wd_lock) > 0,
+                  "watchdog round, allocation %ld failing: the lock was marked lost", n);
+        int64_t until = ts_now_ms() + 20;
+        while (ts_now_ms() < until) ts_pause_ms(2);
+        int64_t before = rlk_lock_remaining_ms(wd_lock);
+        CHECK_EQ_INT(rlk_client_tick(wd_cl, NULL), RLK_OK);
+        CHECK_MSG(rlk_lock_remaining_ms(wd_lock) > before, "not renewed after the failed round");
+        CHECK_EQ_INT(rlk_lock_release(wd_lock), RLK_OK);
+        rlk_client_free(wd_cl);
+        wd_cl = NULL;
+        if (!injected) {
+            CHECK_MSG(r == RLK_OK, "watchdog round without a failure: %d %s", r, msg);
+            break;
+        }
+    }
+    printf("    watchdog round: %ld allocation points failed in turn\n", n - 1);
+    CHECK(n > 1);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_parse(void) { CHECK(inject("parse and tree", sc_parse, NULL) > 3); }
+static void test_connect(void) { CHECK(inject("connect and handshake", sc_connect, NULL) > 3); }
+static void test_acquire_release(void)
+{
+    CHECK(inject("acquire and release", sc_acquire, acquire_after) > 3);
+}
+
+/* The heap an idle client holds: connected, one lock held, watchdog in
+ * tick mode, after a renewal round. */
+static void test_idle_client_heap(void)
+{
+    size_t before = H.live;
+    long blocks = H.blocks;
+    rlk_client *cl = new_client(0);
+    rlk_lock *l = NULL;
+    rlk_lock_options o;
+    if (!CHECK(cl != NULL)) return;
+    rlk_lock_options_init(&o);
+    o.watchdog = 1;
+    if (CHECK(rlk_lock_acquire(cl, "alloc-idle", &o, &l) == RLK_OK)) {
+        CHECK_EQ_INT(rlk_client_tick(cl, NULL), RLK_OK);
+        size_t idle = H.live - before;
+        printf("    idle client: %zu bytes in %ld blocks (connected, one lock held, watchdog in "
+               "tick mode)\n", idle, H.blocks - blocks);
+        CHECK_MSG(idle <= 32768, "idle client heap %zu bytes, more than 32 KB", idle);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(cl);
+    CHECK_EQ_INT(H.blocks, blocks);
+}
+
+int main(int argc, char **argv)
+{
+    rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
+    tl_init(argc, argv);
+    rlk_set_allocator(&a); /* before any object: every object is the hook's */
+    srv = ts_start(NULL);
+    if (!srv) {
+        printf("FAIL: could not start redis-server\n");
+        return tl_finish() | 1;
+    }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", srv->port);
+    rlk_conn_config cc;
+    rlk_conn_config_init(&cc);
+    cc.url = url;
+    admin = rlk_conn_new(&cc);
+    if (!admin || rlk_conn_connect(admin) != RLK_OK) {
+        printf("FAIL: admin connection\n");
+        return tl_finish() | 1;
+    }
+    RUN_TEST(test_parse);
+    RUN_TEST(test_connect);
+    RUN_TEST(test_acquire_release);
+    RUN_TEST(test_watchdog_round);
+    RUN_TEST(test_idle_client_heap);
+    rlk_conn_free(admin);
+    ts_stop(srv);
+    CHECK_EQ_INT(H.blocks, 0);
+    return tl_finish();
+}
