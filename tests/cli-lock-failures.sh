@@ -159,10 +159,23 @@ if [ -n "$RLK_WRAP" ]; then ref=$t_start; else ref=$t0; fi
 expect_range "ignored SIGTERM: SIGKILL before the validity ends (ms to spare)" $(( ref + 3000 - t_dead )) 1 3000
 
 # ----------------------------------------- one deadline each, whatever the server does
-# A frozen server (it accepts and never answers): acquire -n -T 2s gives up
-# after 2 s, not after a re-send that doubles it; run -w 3s after 3 s.
+# A server that shakes hands and then holds the lock scripts (CLIENT PAUSE
+# WRITE): acquire -n -T 2s gives up after 2 s, not after a re-send that
+# doubles it.  A frozen server (it accepts and never answers): the same,
+# and run -w 3s gives up after 3 s.
 rlk_redis_start srv-dl "$work" || die "could not start redis-server"
 sport=$RLK_REDIS_PORT spid=$RLK_REDIS_PID
+redis-cli -p "$sport" CLIENT PAUSE 8000 WRITE >/dev/null
+t0=$(now_ms)
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s acquire dl -n </dev/null >/dev/null 2>"$work/dl.err"
+code=$? t1=$(now_ms)
+expect_eq "paused scripts: acquire -n -T 2s exits 69" "$code" 69
+expect_range "paused scripts: acquire -n -T 2s ends after 2 s (ms)" $(( t1 - t0 )) 1900 $(( 2600 + $(bound 0 3000) ))
+t0=$(now_ms)
+$RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s run -w 3s dl -- true </dev/null >/dev/null 2>"$work/dl.err"
+code=$? t1=$(now_ms)
+expect_range "paused scripts: run -w 3s -T 2s ends after 3 s (ms)" $(( t1 - t0 )) 2900 $(( 3600 + $(bound 0 3000) ))
+redis-cli -p "$sport" CLIENT UNPAUSE >/dev/null
 kill -s STOP "$spid"
 t0=$(now_ms)
 $RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s acquire dl -n </dev/null >/dev/null 2>"$work/dl.err"
@@ -175,7 +188,7 @@ kill -s STOP "$spid"
 t0=$(now_ms)
 $RLK_WRAP "$bin" -u "redis://127.0.0.1:$sport" -T 2s run -w 3s dl -- true </dev/null >/dev/null 2>"$work/dl.err"
 code=$? t1=$(now_ms)
-expect_range "frozen server: run -w 3s -T 2s ends after 3 s (ms)" $(( t1 - t0 )) 1900 $(( 3600 + $(bound 0 3000) ))
+expect_range "frozen server: run -w 3s -T 2s ends after 3 s (ms)" $(( t1 - t0 )) 2900 $(( 3600 + $(bound 0 3000) ))
 kill -s CONT "$spid"
 # With the server answering, run -w 3s on a held lock ends after 3 s with
 # the conflict code.
