@@ -465,6 +465,7 @@ struct rlk_client {
     /* The deadline of the call under way on conn (acquire, release...),
      * -1 for none: a renewal round inside a wait keeps within it. */
     int64_t call_cap;
+    int server_busy;         /* the last script was refused with LOADING or BUSY */
     /* A handoff's confirmation sent and not read yet (see
      * confirm_later): its lock (NULL once that was freed), the connection
      * it was sent on (generation) and when. */
@@ -935,10 +936,16 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
         if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     }
     rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
+    cl->server_busy = 0;
     if (r != RLK_OK) return conn_fail(cl, c, r, doing);
-    if (is_error(*out))
+    if (is_error(*out)) {
+        /* A server still loading its data after a restart, or busy with
+         * a long script, will serve again soon: a waiter tries again. */
+        rlk_error_class ec = rlk_reply_error_class(*out);
+        cl->server_busy = ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
         return cl_fail(cl, RLK_ERR_SERVER, "%s: %.*s", doing,
                        (int)((*out)->len > 300 ? 300 : (*out)->len), (*out)->str);
+    }
     return RLK_OK;
 }
 
@@ -1239,15 +1246,17 @@ static void set_call_cap(rlk_client *cl, int64_t cap)
 /*
  * After a step of an acquisition failed with status r: 1 when it may be
  * made again, on a new connection (the server restarted or closed the
- * connection, or a reply was lost), within the call's deadline; 0 to give
- * up.  The first retry is at once, later ones after a growing pause.
+ * connection, or a reply was lost) or later (the server answered LOADING
+ * or BUSY), within the call's deadline; 0 to give up.  The first retry is at once, later ones after a growing pause.
  * Not for a reentrant lock this client already holds: a hold counted by
  * a lost try could not be told from the ones before.
  */
 static int retry_after(rlk_client *cl, int r, int64_t cap, int once, int *retries,
                        int ambiguous)
 {
-    if (!transient(r) || ambiguous || (once && *retries)) return 0;
+    if (!(transient(r) || (r == RLK_ERR_SERVER && cl->server_busy)) || ambiguous ||
+        (once && *retries))
+        return 0;
     int64_t now = rlk__now_ms();
     if (cap >= 0 && now >= cap) return 0;
     if ((*retries)++) {
