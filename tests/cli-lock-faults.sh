@@ -13,6 +13,8 @@
 #     section started, and no job process alive once its validity is over;
 #   - a run whose lock ran out under its job exits 75;
 #   - no job process is left.
+# RLK_FAULT_SEED repeats an order of faults; natively, RLK_FAULTS_EACH
+# sets how many of each kind (20 by default; fewer for a quicker look).
 . "$top_srcdir/tests/cli-lock-lib.sh"
 
 WORKERS=6
@@ -20,7 +22,7 @@ if [ -n "$RLK_WRAP" ]; then
   EACH=3 TTL=2000 MIN_RUNS=15
   echo "# under RLK_WRAP: $EACH faults of each kind, TTL $TTL ms (natively 20, 1000 ms)"
 else
-  EACH=20 TTL=1000 MIN_RUNS=100
+  EACH=${RLK_FAULTS_EACH:-20} TTL=1000 MIN_RUNS=100
 fi
 SEED=${RLK_FAULT_SEED:-$RANDOM}
 RANDOM=$SEED
@@ -71,15 +73,19 @@ case $kind in
 esac
 EOF
 # worker.sh I DIR TTL resplock...: runs the section through resplock until
-# DIR/stop exists.  DIR/wI.pid is the current resplock (written before it
-# starts); DIR/runs gets "PID EXIT" for each run.
+# DIR/stop exists.  DIR/wI.pid is "PID RUN" of the current resplock
+# (written before it starts), RUN being "I.N" for the worker's Nth run:
+# pids are reused within the test.  DIR/runs gets "RUN PID EXIT" for each.
 cat >"$d/worker.sh" <<'EOF'
 i=$1 d=$2 TTL=$3; shift 3
+n=0
 until [ -e "$d/stop" ]; do
-  (echo "$BASHPID" >"$d/w$i.pid"; exec "$@" sh "$d/job.sh" "$d" "$i" $((TTL / 40))) </dev/null 2>>"$d/w$i.err" &
+  n=$((n + 1))
+  (echo "$BASHPID $i.$n" >"$d/w$i.tmp" && mv "$d/w$i.tmp" "$d/w$i.pid"
+   exec "$@" sh "$d/job.sh" "$d" "$i" $((TTL / 40))) </dev/null 2>>"$d/w$i.err" &
   p=$!
   wait "$p"
-  echo "$p $?" >>"$d/runs"
+  echo "$i.$n $p $?" >>"$d/runs"
 done
 EOF
 
@@ -99,17 +105,22 @@ alive() {
   s=${s##*) }
   [ "${s%% *}" != Z ]
 }
-# The job processes of fence $1 that are still alive.
+# The job processes of fence $1 that are still alive (a pid that is
+# reused is someone else's: the fence in its environment tells).
 jobs_alive() {
   local p
-  for p in $(sort -u "$d/pids.$1" 2>/dev/null); do alive "$p" && echo "$p"; done
+  for p in $(sort -u "$d/pids.$1" 2>/dev/null); do
+    alive "$p" && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RESPLOCK_FENCE=$1" && echo "$p"
+  done
 }
+# is_run PID: PID is a resplock of this test.
+is_run() { [[ "$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)" == *"$bin"*" run "* ]]; }
 OUTLIVED=()
 # gone FENCE WHAT: the lock of FENCE is past its validity: its job must be gone.
 gone() {
   local left
-  left=$(jobs_alive "$1" | tr '\n' ' ')
-  [ -z "$left" ] || OUTLIVED+=("$2: fence $1's job (pids ${left% }) alive after its lock's validity")
+  left=$(for p in $(jobs_alive "$1"); do ps -o pid=,stat=,args= -p "$p"; done | sed 's/  */ /g' | tr '\n' ';')
+  [ -z "$left" ] || OUTLIVED+=("$2: fence $1's job alive after its lock's validity:${left%;}")
 }
 in_log() { grep -q "^$1 $2" "$d/log"; }
 adds() { grep -c ' add ' "$d/log"; }
@@ -126,7 +137,7 @@ holder() { read -r HF HW HK 2>/dev/null <"$d/holder"; }
 long_holder() { holder && [ "$HK" != short ] && [ "$HF" -gt "$LAST" ]; }
 later_holder() { holder && [ "$HF" -gt "$1" ]; }
 # target KIND: asks for a long section of KIND and waits until it holds
-# the lock; sets HF, HW and RP, the resplock holding it.
+# the lock; sets HF, HW, and RP and RUN, the resplock holding it.
 target() {
   echo "$1" >"$d/want.tmp" && mv "$d/want.tmp" "$d/want"
   if ! wait_until "$(bound 20 120)" long_holder; then
@@ -134,7 +145,7 @@ target() {
     return 1
   fi
   LAST=$HF
-  RP=$(cat "$d/w$HW.pid")
+  read -r RP RUN <"$d/w$HW.pid"
 }
 # A fault counts when it hit a section that was still working: its
 # increment not yet logged (checked when the fault began or ended: see
@@ -152,14 +163,15 @@ KILLED=() EXPECT75=()
 # by the time the next holder starts.
 f_kill9() {
   target "$1" "kill -9" || return
+  local f=$HF
   kill -s KILL "$RP"
   fault_mark "kill-9"
-  KILLED+=("$RP")
-  landed "$HF" || return
+  KILLED+=("$RUN")
+  landed "$f" || return
   N_K9=$((N_K9 + 1))
   # A later holder means that the killed holder's validity is over.
-  if wait_until "$(bound 20 120)" later_holder "$HF"; then gone "$HF" "kill -9 of the holder"
-  else bad "kill -9 of fence $HF's holder: nobody took the lock after it"; fi
+  if wait_until "$(bound 20 120)" later_holder "$f"; then gone "$f" "kill -9 of the holder"
+  else bad "kill -9 of fence $f's holder: nobody took the lock after it"; fi
 }
 # The holder's resplock stopped while its job works: stopped past the TTL,
 # it cannot have held the lock to the end of the job, whether the job ends
@@ -169,7 +181,7 @@ f_holder_stop() {
   kill -s STOP "$RP"
   fault_mark "holder-stop"
   if landed "$HF"; then
-    N_HOLD=$((N_HOLD + 1)); EXPECT75+=("$RP fence $HF, its resplock stopped past the TTL")
+    N_HOLD=$((N_HOLD + 1)); EXPECT75+=("$RUN fence $HF, its resplock stopped past the TTL")
   fi
   hold_ms "$(past_ttl)"
   gone "$HF" "holder stopped past the TTL"
@@ -184,7 +196,7 @@ f_server_stop() {
   fault_mark "server-stop"
   hold_ms "$(past_ttl)"
   if landed "$HF"; then
-    N_SRV=$((N_SRV + 1)); EXPECT75+=("$RP fence $HF, the server stopped past the TTL")
+    N_SRV=$((N_SRV + 1)); EXPECT75+=("$RUN fence $HF, the server stopped past the TTL")
     gone "$HF" "server stopped past the TTL"
   fi
   kill -s CONT "$srv"
@@ -197,7 +209,7 @@ f_waiters_stop() {
   holder || HW=0
   for j in $(seq "$WORKERS"); do
     [ "$j" = "$HW" ] && continue
-    p=$(cat "$d/w$j.pid" 2>/dev/null) && alive "$p" && waiting+=("$p")
+    read -r p _ 2>/dev/null <"$d/w$j.pid" && is_run "$p" && waiting+=("$p")
   done
   [ ${#waiting[@]} -gt 0 ] || return
   for p in "${waiting[@]}"; do [ $((RANDOM % 2)) = 1 ] && stopped+=("$p"); done
@@ -231,7 +243,7 @@ done
 FAULTS+=("${FAULTS[@]}")
 
 t0=$(now_ms)
-limit=$(( $(bound 300 1800) * 1000 ))
+limit=$(( $(bound 600 1800) * 1000 ))
 if ! wait_until "$(bound 20 120)" at_least_adds 1; then
   bad "no section ran" "$(cat "$d"/w*.err | head -5)"; finish
 fi
@@ -262,7 +274,7 @@ elapsed=$(( $(now_ms) - t0 ))
 # ------------------------------------------------------------ verdict
 runs=$(wc -l <"$d/runs")
 echo "# runs: $runs, kill -9: $N_K9, holder paused: $N_HOLD, waiters paused: $N_WAIT, server paused: $N_SRV, restarts: $N_RST"
-echo "# exits: $(cut -d' ' -f2 "$d/runs" | sort -n | uniq -c | awk '{ printf "%s%s: %s", (NR > 1 ? ", " : ""), $2, $1 }')"
+echo "# exits: $(cut -d' ' -f3 "$d/runs" | sort -n | uniq -c | awk '{ printf "%s%s: %s", (NR > 1 ? ", " : ""), $2, $1 }')"
 echo "# $elapsed ms"
 for n in "kill -9 of a holder:$N_K9" "holder stopped past the TTL:$N_HOLD" "waiters stopped:$N_WAIT" \
          "server stopped past the TTL:$N_SRV" "server restarts:$N_RST"; do
@@ -309,7 +321,7 @@ if [ ${#OUTLIVED[@]} -gt 0 ]; then
 fi
 
 declare -A RC
-while read -r p c; do RC[$p]=$c; done <"$d/runs"
+while read -r r p c; do RC[$r]=$c; done <"$d/runs"
 missed=0
 for e in "${EXPECT75[@]}"; do
   p=${e%% *}
@@ -322,7 +334,7 @@ expect_eq "every run whose lock ran out under its job exited 75 (of ${#EXPECT75[
 # killed one died of SIGKILL.
 for p in "${KILLED[@]}"; do [ "${RC[$p]:-}" = 137 ] && unset "RC[$p]"; done
 others=$(for p in "${!RC[@]}"; do case ${RC[$p]} in 0|69|75) ;; *) echo "$p:${RC[$p]}" ;; esac; done | head -5)
-expect_eq "no other exit codes (pid:code)" "$others" ""
+expect_eq "no other exit codes (worker.run:code)" "$others" ""
 
 left=$(for f in "$d"/pids.*; do jobs_alive "${f##*.}"; done | tr '\n' ' ')
 expect_eq "no job process left" "$left" ""
