@@ -110,11 +110,11 @@ alive() {
 jobs_alive() {
   local p
   for p in $(sort -u "$d/pids.$1" 2>/dev/null); do
-    alive "$p" && tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RESPLOCK_FENCE=$1" && echo "$p"
+    alive "$p" && tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "RESPLOCK_FENCE=$1" && echo "$p"
   done
 }
 # is_run PID: PID is a resplock of this test.
-is_run() { [[ "$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)" == *"$bin"*" run "* ]]; }
+is_run() { [[ "$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline")" == *"$bin"*" run "* ]]; }
 OUTLIVED=()
 # gone FENCE WHAT: the lock of FENCE is past its validity: its job must be gone.
 gone() {
