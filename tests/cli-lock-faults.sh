@@ -75,17 +75,19 @@ EOF
 # worker.sh I DIR TTL resplock...: runs the section through resplock until
 # DIR/stop exists.  DIR/wI.pid is "PID RUN" of the current resplock
 # (written before it starts), RUN being "I.N" for the worker's Nth run:
-# pids are reused within the test.  DIR/runs gets "RUN PID EXIT" for each.
+# pids are reused within the test.  DIR/runs gets "RUN PID EXIT" for each,
+# DIR/wI.err what they said, each line after "RUN: ".
 cat >"$d/worker.sh" <<'EOF'
 i=$1 d=$2 TTL=$3; shift 3
 n=0
 until [ -e "$d/stop" ]; do
   n=$((n + 1))
   (echo "$BASHPID $i.$n" >"$d/w$i.tmp" && mv "$d/w$i.tmp" "$d/w$i.pid"
-   exec "$@" sh "$d/job.sh" "$d" "$i" $((TTL / 40))) </dev/null 2>>"$d/w$i.err" &
+   exec "$@" sh "$d/job.sh" "$d" "$i" $((TTL / 40))) </dev/null 2>"$d/w$i.run" &
   p=$!
   wait "$p"
   echo "$i.$n $p $?" >>"$d/runs"
+  sed "s/^/$i.$n: /" "$d/w$i.run" >>"$d/w$i.err"
 done
 EOF
 
@@ -336,6 +338,7 @@ expect_eq "every run whose lock ran out under its job exited 75 (of ${#EXPECT75[
 for p in "${KILLED[@]}"; do [ "${RC[$p]:-}" = 137 ] && unset "RC[$p]"; done
 others=$(for p in "${!RC[@]}"; do case ${RC[$p]} in 0|75) ;; *) echo "$p:${RC[$p]}" ;; esac; done | sort | head -5)
 expect_eq "no other exit codes (worker.run:code)" "$others" ""
+for r in $others; do grep -h "^${r%:*}: " "$d"/w*.err | grep -v '^[^:]*: ==' | head -3 | sed 's/^/  /'; done
 
 left=$(for f in "$d"/pids.*; do jobs_alive "${f##*.}"; done | tr '\n' ' ')
 expect_eq "no job process left" "$left" ""
