@@ -463,6 +463,7 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * client and thread counts one more hold (and keeps its fencing token).
  * A try that fails with the connection (the server restarted, closed it
  * while idle, or the reply was lost) is sent again on a new connection,
+ * and one the server refuses with LOADING or BUSY is sent again later,
  * in a form that also finds whether the lost try took the lock: once
  * without a wait, and with growing pauses (100 ms to 3.2 s) until the
  * wait runs out with one; a wait whose connection breaks connects and
