@@ -48,7 +48,8 @@ enum {
     RLK_ERR_SPACE = -5      /* a caller-provided buffer is too small       */
 };
 
-/* Returns a short constant English description of a status code. */
+/* Returns a short constant English description of a status code
+ * ("unknown status" for others).  Cannot fail; any thread. */
 const char *rlk_strerror(int status);
 
 /* ------------------------------------------------------------------ */
@@ -111,9 +112,11 @@ typedef struct rlk_resp_limits {
     /* Declared count of one array, set or push; of pairs in a map or
      * attribute; and the running count of a streamed aggregate. */
     uint64_t max_elements;
+    void *reserved_[4];   /* zero: room for later limits (see resplock.h) */
 } rlk_resp_limits;
 
-/* Fills *l with the defaults above. */
+/* Fills *l with the defaults above (the reserved fields zeroed).  Cannot
+ * fail. */
 void rlk_resp_limits_default(rlk_resp_limits *l);
 
 /* ------------------------------------------------------------------ */
@@ -352,12 +355,17 @@ typedef struct rlk_buf {
     size_t max;
 } rlk_buf;
 
+/* An empty buffer, no memory held (max 0); and its memory freed (the
+ * buffer is then empty and usable again).  Cannot fail. */
 void rlk_buf_init(rlk_buf *b);
 void rlk_buf_free(rlk_buf *b);
-/* Makes room for n more bytes; RLK_ERR_NOMEM or RLK_ERR_LIMIT. */
+/* Makes room for n more bytes; RLK_OK, RLK_ERR_NOMEM or RLK_ERR_LIMIT
+ * (past max).  Appending n bytes: the same statuses, nothing appended on
+ * error. */
 int rlk_buf_reserve(rlk_buf *b, size_t n);
 int rlk_buf_append(rlk_buf *b, const void *p, size_t n);
-/* Drops the first n bytes (for consumed input). */
+/* Drops the first n bytes (for consumed input; all when n >= len).
+ * Cannot fail. */
 void rlk_buf_consume(rlk_buf *b, size_t n);
 
 /* Exact size of a command (an array of bulk strings) on the wire; 0 for
@@ -410,7 +418,9 @@ int rlk_resp_put_stream_end(rlk_buf *b);
 int rlk_resp_put_end(rlk_buf *b);
 
 /* Appends one event as the bytes that would produce it (round trips):
- * a VALUE, BEGIN, END or CHUNK as rlk_resp_next would have returned it. */
+ * a VALUE, BEGIN, END or CHUNK as rlk_resp_next would have returned it.
+ * Statuses as the appenders above (RLK_ERR_INVALID for an event no parse
+ * could have produced). */
 int rlk_resp_put_event(rlk_buf *b, const rlk_resp_event *ev);
 
 /* Appends a whole tree (attributes included), iteratively.  Aggregate

@@ -634,7 +634,7 @@ static int run(dump *d, rlk_resp_parser *p, rlk_buf *in, int fd)
 
 int main(int argc, char **argv)
 {
-    rlk_resp_limits limits = {0, 0, 0};
+    rlk_resp_limits limits = {0};
     const char *file = NULL;
     int json = 0, opts_done = 0, fd = 0, i;
     rlk_resp_parser p;

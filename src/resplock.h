@@ -8,7 +8,18 @@
  *
  * Thread use: a connection is used by one thread at a time; distinct
  * connections may be used concurrently.  Nothing here starts a thread.
+ * Each function's comment says what it returns, when, and from which
+ * thread it may be called; "the owner's thread" is whichever thread uses
+ * the object at that moment.
  * Time: every timeout is measured on CLOCK_MONOTONIC.
+ *
+ * ABI: the configuration and option structs (rlk_tls_config,
+ * rlk_conn_config, rlk_client_config, rlk_lock_options, and
+ * rlk_resp_limits in resp.h) end in reserved fields that the *_init
+ * functions zero.  Later versions put new fields there, so a program
+ * built against this header keeps working, unchanged and unrebuilt, with
+ * a library that knows more: always fill a struct with its *_init
+ * function first.  See the README for the soname policy.
  */
 #ifndef RESPLOCK_H
 #define RESPLOCK_H
@@ -51,6 +62,7 @@ typedef struct rlk_tls_config {
     const char *server_name; /* SNI and name checked; NULL: the URL's host    */
     int insecure;            /* 1: do not verify the peer (warns on stderr of
                                 the CLI; the library only records it)       */
+    void *reserved_[4];      /* zero: room for later fields               */
 } rlk_tls_config;
 
 typedef struct rlk_conn rlk_conn;
@@ -95,9 +107,11 @@ typedef struct rlk_conn_config {
      * layer above can treat what it believed of the server as unknown. */
     void (*on_connect)(void *ctx, rlk_conn *c, int reconnected);
     void *ctx;
+    void *reserved_[8];        /* zero: room for later fields               */
 } rlk_conn_config;
 
-/* Fills *cfg with the defaults: everything 0/NULL. */
+/* Fills *cfg with the defaults: everything 0/NULL (each field's 0 means
+ * its default), the reserved fields included.  Cannot fail; any thread. */
 void rlk_conn_config_init(rlk_conn_config *cfg);
 
 /* ------------------------------------------------------------------ */
@@ -105,15 +119,17 @@ void rlk_conn_config_init(rlk_conn_config *cfg);
 
 /* The TLS library compiled in ("OpenSSL 3.0.19 ..."), or NULL when the
  * library was built without TLS (then rediss:// fails with RLK_ERR_TLS
- * "TLS support not compiled in"). */
+ * "TLS support not compiled in").  Cannot fail; any thread. */
 const char *rlk_tls_library(void);
 
 /* Makes an unconnected connection with a copy of cfg (strings copied;
- * the URL is parsed here).  Returns NULL only when memory runs out;
- * a bad URL is reported by rlk_conn_connect. */
+ * the URL is parsed here; cfg NULL: the defaults).  Returns NULL only when
+ * memory runs out; a bad URL is reported by rlk_conn_connect.  Any
+ * thread; the connection is then that thread's until handed over. */
 rlk_conn *rlk_conn_new(const rlk_conn_config *cfg);
 
-/* Closes the connection (if open) and frees it.  NULL is allowed. */
+/* Closes the connection (if open) and frees it.  NULL is allowed.  The
+ * owner's thread; no other thread may use c any more. */
 void rlk_conn_free(rlk_conn *c);
 
 /*
@@ -122,20 +138,26 @@ void rlk_conn_free(rlk_conn *c);
  * does not know HELLO or refuses protocol 3, RESP2 with AUTH and CLIENT
  * SETNAME; then SELECT when db is not 0.  Returns RLK_OK, RLK_ERR_URL,
  * RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_TLS, RLK_ERR_AUTH,
- * RLK_ERR_SERVER, RLK_ERR_IO, RLK_ERR_PROTO, RLK_ERR_NOMEM; the reason is
- * in rlk_conn_errmsg().
+ * RLK_ERR_SERVER, RLK_ERR_IO, RLK_ERR_PROTO, RLK_ERR_LIMIT (a handshake
+ * reply over max_reply_bytes), RLK_ERR_NOMEM; the reason is in
+ * rlk_conn_errmsg().  The owner's thread.
  */
 int rlk_conn_connect(rlk_conn *c);
 
 /* Closes the connection, then tries to connect up to reconnect_attempts
  * times (at least once), pausing with exponential backoff and jitter
- * between tries.  Returns the last try's status. */
+ * between tries.  Returns the last try's status (those of
+ * rlk_conn_connect); it stops early on a status a new try would not
+ * change (RLK_ERR_URL, RLK_ERR_TLS, RLK_ERR_AUTH, RLK_ERR_SERVER,
+ * RLK_ERR_NOMEM).  The owner's thread. */
 int rlk_conn_reconnect(rlk_conn *c);
 
-/* Closes the transport; the object stays usable. */
+/* Closes the transport; the object stays usable.  Cannot fail.  The
+ * owner's thread. */
 void rlk_conn_close(rlk_conn *c);
 
-/* Non-zero while the transport is open. */
+/* Non-zero while the transport is open.  The owner's thread (as the
+ * accessors below). */
 int rlk_conn_is_connected(const rlk_conn *c);
 
 /* Counts established connections: 1 after the first connect, +1 for
@@ -189,6 +211,13 @@ const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c);
  * family (use rlk_conn_subscribe), HELLO, RESET and MONITOR, which would
  * change what the connection keeps track of.  A SELECT sent here is not
  * repeated after a reconnect: put the database in the URL.
+ * Returns RLK_OK; RLK_ERR_INVALID (no command, a refused one, or any but
+ * PING on a RESP2 connection that subscribed); RLK_ERR_TIMEOUT;
+ * RLK_ERR_IO, RLK_ERR_TLS (the stream failed or the server closed it);
+ * RLK_ERR_PROTO (bytes that are not RESP, or out of step); RLK_ERR_LIMIT
+ * (a reply over max_reply_bytes or the codec's limits); RLK_ERR_NOMEM;
+ * RLK_ERR_CLOSED (not connected and reconnecting off); or, from the
+ * reconnect before it, a status of rlk_conn_connect.  The owner's thread.
  */
 int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
                      const char *const *argv, const size_t *argvlen);
@@ -200,7 +229,8 @@ typedef struct rlk_script {
     char sha1[41];           /* lowercase hex, computed locally          */
 } rlk_script;
 
-/* Computes the script's SHA1 (len 0: strlen). */
+/* Computes the script's SHA1 (len 0: strlen).  Cannot fail; any thread
+ * (s is the caller's). */
 void rlk_script_init(rlk_script *s, const char *text, size_t len);
 
 /* One entry of a pipeline: a command, or a script call when script is set
@@ -217,7 +247,10 @@ typedef struct rlk_request {
  * Calls a script: EVALSHA sha nkeys argv...; on a NOSCRIPT error, SCRIPT
  * LOAD and one retry, so the caller never sees NOSCRIPT.  Otherwise like
  * rlk_conn_command; the load and the retry share the first command's
- * deadline (command_timeout_ms from the call's start).
+ * deadline (command_timeout_ms from the call's start).  Returns the
+ * statuses of rlk_conn_command, plus RLK_ERR_INVALID when nkeys is not
+ * within 0..argc and RLK_ERR_SERVER when SCRIPT LOAD is refused.  The
+ * owner's thread.
  */
 int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
                   int nkeys, int argc, const char *const *argv,
@@ -229,8 +262,9 @@ int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
  * reading overlap, so pipelines of any length cannot deadlock.  Script
  * calls answered NOSCRIPT are loaded and re-sent at the end of the
  * pipeline; their final replies take their place.  The deadline is
- * command_timeout_ms for the whole pipeline.  Errors as
- * rlk_conn_command.
+ * command_timeout_ms for the whole pipeline.  Returns the statuses of
+ * rlk_conn_command (RLK_ERR_INVALID also for a malformed request), plus
+ * RLK_ERR_SERVER when a SCRIPT LOAD is refused.  The owner's thread.
  */
 int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
                       rlk_resp_value **replies);
@@ -244,15 +278,20 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
  * as push messages.  Under RESP2 the connection becomes a dedicated
  * subscriber: only (UN)SUBSCRIBE, PING and rlk_conn_wait_push are
  * allowed until every channel is unsubscribed (else RLK_ERR_INVALID).
- * After a reconnect subscriptions are gone; on_connect tells.
+ * After a reconnect subscriptions are gone; on_connect tells.  Returns
+ * the statuses of rlk_conn_command, plus RLK_ERR_SERVER when the server
+ * refuses (an ACL without the channel).  The owner's thread.
  */
 int rlk_conn_subscribe(rlk_conn *c, const char *channel, size_t len);
 int rlk_conn_unsubscribe(rlk_conn *c, const char *channel, size_t len);
 
 /* Reads until at least one push message was given to on_push, or
  * timeout_ms passed (-1: no limit), even while subscription
- * confirmations keep arriving.  Returns 1, 0 on timeout, or an error
- * (connection closed; a reply that is not a push is a protocol error). */
+ * confirmations keep arriving.  Returns 1, 0 on timeout (the connection
+ * stays open), or RLK_ERR_CLOSED (not connected), RLK_ERR_IO,
+ * RLK_ERR_TLS, RLK_ERR_PROTO (also a reply while no command waited),
+ * RLK_ERR_LIMIT, RLK_ERR_NOMEM, each of which closed the connection.
+ * The owner's thread. */
 int rlk_conn_wait_push(rlk_conn *c, int timeout_ms);
 
 /* ------------------------------------------------------------------ */
@@ -271,12 +310,13 @@ typedef enum rlk_error_class {
     RLK_EC_OTHER
 } rlk_error_class;
 
-/* Classifies a reply by its error code (the first word of an error). */
+/* Classifies a reply by its error code (the first word of an error).
+ * Cannot fail (NULL: RLK_EC_NONE); any thread. */
 rlk_error_class rlk_reply_error_class(const rlk_resp_value *reply);
 
 /* Changes the timeouts of a connection (0 keeps the current value, -1
- * for the command timeout means none).  The lock layer bounds each
- * renewal by the time the lock has left. */
+ * for the command timeout means none).  Cannot fail.  The owner's
+ * thread. */
 void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
 
 /* ================================================================== */
@@ -388,27 +428,36 @@ typedef struct rlk_client_config {
     /* A waiter re-checks at least this often, for holders using clients
      * that do not publish on release; 0: 1000 ms. */
     int64_t recheck_ms;
+    void *reserved_[8];   /* zero: room for later fields                  */
 } rlk_client_config;
 
-/* Fills *cfg with the defaults (all 0/NULL). */
+/* Fills *cfg with the defaults (all 0/NULL, the reserved fields
+ * included).  Cannot fail; any thread. */
 void rlk_client_config_init(rlk_client_config *cfg);
 
-/* Makes a client with a copy of cfg; NULL only when memory runs out. */
+/* Makes a client with a copy of cfg (cfg NULL: the defaults); NULL when
+ * memory runs out or the kernel gives no random bytes (for its id).  Any
+ * thread; the client is then that thread's (see the watchdog thread
+ * below for the one exception). */
 rlk_client *rlk_client_new(const rlk_client_config *cfg);
 
-/* Connects (see rlk_conn_connect).  Optional: the first call that needs
- * the server connects. */
+/* Connects (see rlk_conn_connect, whose statuses it returns).  Optional:
+ * the first call that needs the server connects.  The owner's thread. */
 int rlk_client_connect(rlk_client *cl);
 
-/* Stops the watchdog thread if any, frees every handle still held
- * (without releasing: the locks then expire on the server) and the
- * client. */
+/* Stops the watchdog thread if any, reads a handoff's pending
+ * confirmation, frees every handle still held (without releasing: the
+ * locks then expire on the server) and the client.  NULL is allowed.  The
+ * owner's thread; no other thread may use the client or its handles any
+ * more. */
 void rlk_client_free(rlk_client *cl);
 
-/* The reason of the last failure on this client ("" if none). */
+/* The reason of the last failure on this client ("" if none); valid
+ * until the next call on the client.  The owner's thread. */
 const char *rlk_client_errmsg(const rlk_client *cl);
 
-/* The connection, for rlk_conn_get_info and friends; owned by the client.
+/* The connection, for rlk_conn_get_info and friends; owned by the client
+ * (the owner's thread).
  * Right after a handoff it may have the confirmation's reply still to
  * read: call rlk_client_tick before sending commands on it yourself. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
@@ -440,9 +489,11 @@ typedef struct rlk_lock_options {
      * this long before its validity ends, for a holder that needs time to
      * stop its work; 0: a tenth of the TTL, at least 5 ms. */
     int64_t lost_margin_ms;
+    void *reserved_[8];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
-/* Fills *o with the defaults (all 0/NULL). */
+/* Fills *o with the defaults (all 0/NULL, the reserved fields included).
+ * Cannot fail; any thread. */
 void rlk_lock_options_init(rlk_lock_options *o);
 
 /*
@@ -479,8 +530,14 @@ void rlk_lock_options_init(rlk_lock_options *o);
  * command timeout.  In tick mode, the client's other watchdog locks are renewed
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
- * Returns RLK_OK with *out set, RLK_LOCK_BUSY, or a connection status.
- * Thread use: the client's thread.
+ * Returns RLK_OK with *out set; RLK_LOCK_BUSY (held by someone else for
+ * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, no
+ * random bytes from the kernel); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
+ * refused: at maxmemory, an ACL, a key of another type, LOADING past the
+ * wait); RLK_ERR_PROTO (an unexpected reply); or a connection status
+ * (RLK_ERR_TIMEOUT, RLK_ERR_IO, RLK_ERR_CONNECT, RLK_ERR_TLS,
+ * RLK_ERR_AUTH, RLK_ERR_URL, RLK_ERR_CLOSED, RLK_ERR_LIMIT).  *out is NULL
+ * unless RLK_OK.  The client's owner thread.
  */
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
                      rlk_lock **out);
@@ -493,7 +550,10 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
  * itself.  A release sent again after a reconnect because its reply was
  * lost reports RLK_OK when the first attempt had released it (each token
  * has its own tombstone, so this holds even after later holders came and
- * went).  The call and its re-send share one command timeout.
+ * went).  The call and its re-send share one command timeout.  Also
+ * RLK_ERR_NOMEM, RLK_ERR_INVALID (no random bytes for a reentrant
+ * release's id), RLK_ERR_SERVER, RLK_ERR_PROTO.  The client's owner
+ * thread.
  */
 int rlk_lock_release(rlk_lock *l);
 
@@ -501,15 +561,24 @@ int rlk_lock_release(rlk_lock *l);
 #define RLK_EXTEND_SET 1 /* make the time left ms                */
 
 /* Extends the lock on the server and its validity here.  RLK_OK,
- * RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER, RLK_LOCK_LOST, or a connection
- * status. */
+ * RLK_LOCK_NOT_HELD (expired: the handle is marked lost),
+ * RLK_LOCK_NOT_OWNER (someone else holds it: marked lost), RLK_LOCK_LOST
+ * (marked lost earlier), RLK_ERR_INVALID (ms < 1, or an unknown how),
+ * RLK_ERR_SERVER, RLK_ERR_PROTO, or a connection status.  An RLK_EXTEND_SET
+ * call is re-sent once after a lost reply, an RLK_EXTEND_ADD is not.
+ * on_lost is called before it returns when it marks the lock lost.  The
+ * client's owner thread. */
 int rlk_lock_extend(rlk_lock *l, int64_t ms, int how);
 
 /* Frees the handle without releasing: the lock stays held on the server
- * until its TTL runs out (for `resplock acquire`). */
+ * until its TTL runs out (for `resplock acquire`).  No network I/O (it
+ * never waits for a renewal round), except to read a handoff's pending
+ * confirmation for this lock.  Cannot fail.  The client's owner thread. */
 void rlk_lock_forget(rlk_lock *l);
 
-/* Milliseconds the lock is still known to be held (0 when lost or
+/* The accessors below cannot fail and may be called from any thread
+ * while the handle exists (also from on_lost in the watchdog thread).
+ * Milliseconds the lock is still known to be held (0 when lost or
  * expired), by the monotonic clock. */
 int64_t rlk_lock_remaining_ms(const rlk_lock *l);
 /* Non-zero once the lock is known lost. */
@@ -539,11 +608,14 @@ int64_t rlk_lock_holds(const rlk_lock *l);
  * stay held while their validity lasts; the next tick tries again).
  * Call it again after other calls on the client too: a reconnect they
  * made is re-checked at the next tick, which *next_ms did not foresee.
- * rlk_lock_acquire renews the same way while it waits.
+ * rlk_lock_acquire renews the same way while it waits.  Statuses:
+ * RLK_OK, RLK_ERR_NOMEM, or a connection status.  The client's owner
+ * thread; not while the watchdog thread runs.
  */
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 
-/* The fd to poll between ticks (-1 when not connected). */
+/* The fd to poll between ticks (-1 when not connected).  The client's
+ * owner thread. */
 int rlk_client_fd(const rlk_client *cl);
 
 /*
@@ -553,15 +625,18 @@ int rlk_client_fd(const rlk_client *cl);
  * thread holds the client's internal lock only to pick the locks due and
  * to apply the results, never across network I/O: calls that do no I/O
  * (rlk_lock_forget, the accessors) never wait for a frozen server.
- * Returns RLK_OK, or a status when the thread or its connection could
- * not start.
+ * Returns RLK_OK (also when already running), RLK_ERR_NOMEM, RLK_ERR_IO
+ * (no pipe, or no thread), or a status of rlk_conn_connect for the
+ * thread's connection.  rlk_client_watchdog_stop stops and joins it
+ * (nothing when none runs).  Both from the client's owner thread.
  */
 int rlk_client_watchdog_start(rlk_client *cl);
 void rlk_client_watchdog_stop(rlk_client *cl);
 
 /* Without a handle (for shell scripts): release or extend by token.
- * Simple locks only.  Statuses as rlk_lock_release / rlk_lock_extend;
- * *ttl_ms_after (may be NULL) is the TTL after extending. */
+ * Simple locks only.  Statuses as rlk_lock_release / rlk_lock_extend
+ * (RLK_ERR_NOMEM too); *ttl_ms_after (may be NULL) is the TTL after
+ * extending.  The client's owner thread. */
 int rlk_release_token(rlk_client *cl, const char *name, const char *token);
 int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms,
                      int how, int64_t *ttl_ms_after);
@@ -575,7 +650,8 @@ typedef struct rlk_lock_status {
     int64_t waiters;     /* resplock waiters in line (places not lapsed)  */
 } rlk_lock_status;
 
-/* What the server holds at NAME.  RLK_OK or a connection status. */
+/* What the server holds at NAME.  RLK_OK, RLK_ERR_NOMEM, RLK_ERR_SERVER,
+ * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
 
 #ifdef __cplusplus
