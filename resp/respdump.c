@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * respdump: decodes RESP2/RESP3 from a file or standard input and prints
  * every reply, in a redis-cli-like form or as one JSON value per line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock run, acquire, release, extend and status against real servers:
 # every exit code, the command's environment, descriptors and standard
 # streams, signal forwarding, --hold-min, waking on release (RESP3 and

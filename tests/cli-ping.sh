@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock ping against real servers: plain TCP, IPv6, Unix socket, a
 # password, TLS (verified, mutual, insecure) and every TLS
 # misconfiguration, each with its exit code and a one-line reason.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes the certificates the TLS tests use into DIR (created if needed):
 #
 #   ca.crt ca.key                  the test CA

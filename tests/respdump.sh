@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs respdump over the cases in tests/respdump-cases.
 #
 # A case is NAME.resp (the input bytes) with any of:

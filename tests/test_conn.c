@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The connection and script layers (rlk_conn_*, rlk_script_*) against
  * real redis-server processes on free loopback ports: TCP, IPv6, Unix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Encoder tests: exact bytes of commands and of every value appender, the
  * buffer's growth and limit, round trips through the parser (events and

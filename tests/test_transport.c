@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport layer: URLs, SHA1, TCP, IPv6, Unix sockets and TLS
  * against real redis-server processes and scripted fake servers.  All
