@@ -439,7 +439,7 @@ while read -r o ph; do
   [ -n "$o" ] || continue
   case $ph in
     DURATION) v=(2s) ;; N) v=(3) ;; FILE) v=("$work/file") ;; DIR) v=("$work") ;;
-    URL) v=("$down") ;; NAME) v=(localhost) ;; '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
+    URL) v=("$down") ;; NAME) v=(redis.resplock.test) ;; '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
   esac
   case $o in
     --help|-h) check "the man page's $o is accepted" 0 '^usage: resplock' '' -- "$o" ;;
