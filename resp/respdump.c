@@ -3,11 +3,12 @@
  * respdump: decodes RESP2/RESP3 from a file or standard input and prints
  * every reply, in a redis-cli-like form or as one JSON value per line.
  *
- * It is built on the event API so that memory stays bounded by the
- * largest single string, not by the size of a reply: events are printed
- * as they arrive, input is consumed as it is parsed, and the printer keeps
- * only a small explicit stack of the open aggregates (no recursion, so a
- * reply nested to the parser's depth limit cannot exhaust the C stack).
+ * It is built on the event API so that the display's memory stays bounded
+ * by the largest single string, not by the size of a reply (with --json, by
+ * the largest reply, see below): events are printed as they arrive, input
+ * is consumed as it is parsed, and the printer keeps only a small explicit
+ * stack of the open aggregates (no recursion, so a reply nested to the
+ * parser's depth limit cannot exhaust the C stack).
  *
  * The display is streamed: a reply that is cut short by the end of the
  * input or by a protocol error has already been partly printed.  That
