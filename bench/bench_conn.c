@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Connection benchmark: resplock's connection layer against a raw-socket
  * floor and hiredis, in one run, on one local redis-server that this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lock benchmark: resplock's lock layer against a raw-socket floor and
  * redis-py's Lock, in one run, on one local redis-server that this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Codec benchmark: resplock's parser and command encoder against hiredis,
  * in one run, on the same inputs.  `make bench` builds and runs it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where a benchmark runs: pinning processes to CPUs, for benchmarks whose
  * loopback round trips swing between two speeds as the kernel moves client
  * and server between two CPUs (a shared CPU: one wake-up per hop;

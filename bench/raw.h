@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The raw floor of the benchmarks: a blocking TCP_NODELAY socket to
  * 127.0.0.1, written with send(2) and nothing else. */
 #ifndef RESPLOCK_BENCH_RAW_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz harness for the RESP codec.  One input is one byte stream from a
  * (possibly hostile) server, behind a two-byte header:

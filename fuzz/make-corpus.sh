@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes the seed corpus of fuzz/fuzz_resp into fuzz/corpus/, one small
 # file per case, beside the regress-* inputs that fuzzing found.  Run it again after changing a case; commit the script and
 # the files together.

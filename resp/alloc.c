@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one allocation hook of the library, and the status strings. */
 #include "resp.h"
 #include "internal.h"

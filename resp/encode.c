@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RESP encoder: the growable output buffer, commands (arrays of bulk
  * strings, the only thing a client sends), and appenders for every RESP3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal helpers shared by the codec's files; not installed. */
 #ifndef RESPLOCK_RESP_INTERNAL_H
 #define RESPLOCK_RESP_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The incremental RESP2/RESP3 parser: a pull state machine over the
  * caller's bytes.  One call yields at most one event.  Nothing is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resplock RESP codec: a RESP2/RESP3 encoder and incremental parser over
  * caller-owned buffers.  It does no I/O, reads no clock and starts no

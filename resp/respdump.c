@@ -1,24 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * respdump: decodes RESP2/RESP3 from a file or standard input and prints
  * every reply, in a redis-cli-like form or as one JSON value per line.
  *
- * It is built on the event API so that memory stays bounded by the
- * largest single string, not by the size of a reply: events are printed
- * as they arrive, input is consumed as it is parsed, and the printer keeps
- * only a small explicit stack of the open aggregates (no recursion, so a
- * reply nested to the parser's depth limit cannot exhaust the C stack).
+ * It is built on the event API so that the display's memory stays bounded
+ * by the largest single string, not by the size of a reply (with --json, by
+ * the largest reply, see below): events are printed as they arrive, input
+ * is consumed as it is parsed, and the printer keeps only a small explicit
+ * stack of the open aggregates (no recursion, so a reply nested to the
+ * parser's depth limit cannot exhaust the C stack).
  *
- * Because output is streamed, a reply that is cut short by the end of the
+ * The display is streamed: a reply that is cut short by the end of the
  * input or by a protocol error has already been partly printed.  That
  * part is kept (it is what was received) and the line is ended before the
- * error message, so stdout always ends with a newline.  The exit status
- * says whether the output is complete.
+ * error message, so stdout always ends with a newline.  --json output is
+ * for programs, which cannot read half a JSON value: each reply's line is
+ * held in memory until the reply is complete, so a cut-short reply prints
+ * nothing and every line of stdout is one whole JSON value.  The exit
+ * status says whether the input was complete.
  *
  * JSON strings stand for bytes, not text: each byte 0x20-0x7E other than
  * '"' and '\' is written as itself, every other byte as \u00XX with
  * uppercase hex digits, so a reader can recover the exact bytes by taking
  * each code point (all are below 0x100) as one byte.
  */
+#include "config.h"
 #include "resp.h"
 
 #include <errno.h>
@@ -54,6 +60,7 @@ static const char usage_text[] =
     "  --max-bulk N      bytes in one string (0: the default, 512 MiB)\n"
     "  --max-elements N  elements in one aggregate (0: the default, 2^32-1)\n"
     "  --help            this text\n"
+    "  --version         the version\n"
     "\n"
     "Display: \"bulk\" quoted with escapes, simple strings as they are,\n"
     "(error) ..., (integer) N, (double) X, (big number) N, (nil), (true),\n"
@@ -68,8 +75,9 @@ static const char usage_text[] =
     "for a value with an attribute.  Strings stand for bytes: bytes outside\n"
     "0x20-0x7E, and '\"' and '\\', are written as \\u00XX (uppercase hex).\n"
     "\n"
-    "Output is printed as the input arrives; a reply cut short by an error\n"
-    "has been printed up to that point, and its line is ended.\n"
+    "The display is printed as the input arrives: a reply cut short by an\n"
+    "error has been printed up to that point, and its line is ended.  With\n"
+    "--json only complete replies are printed, each line one JSON value.\n"
     "\n"
     "Exit status: 0 all input was complete replies (also none at all);\n"
     "2 usage error; 3 the input ended inside a reply; 65 protocol error or\n"
@@ -117,14 +125,28 @@ typedef struct dump {
     size_t cap;
     int line_open;     /* bytes written since the last newline           */
     int dirty;         /* bytes written since the last flush             */
+    int nomem;         /* the JSON line could not grow                   */
     rlk_buf scratch;   /* for formatting doubles                         */
+    rlk_buf line;      /* JSON: the reply being printed, not yet written */
 } dump;
 
 static void out_bytes(dump *d, const char *s, size_t n)
 {
     if (!n) return;
+    if (d->json) {
+        if (rlk_buf_append(&d->line, s, n) != RLK_OK) d->nomem = 1;
+        return;
+    }
     fwrite(s, 1, n, d->out);
     d->line_open = s[n - 1] != '\n';
+    d->dirty = 1;
+}
+
+/* A JSON reply is complete: its line goes out. */
+static void out_line(dump *d)
+{
+    fwrite(d->line.data, 1, d->line.len, d->out);
+    d->line.len = 0;
     d->dirty = 1;
 }
 
@@ -325,7 +347,10 @@ static void elem_end(dump *d)
     }
     L->slot = 0;
     L->count++;
-    if (d->sp == 0) out_bytes(d, "\n", 1);
+    if (d->sp == 0) {
+        out_bytes(d, "\n", 1);
+        if (d->json && !d->nomem) out_line(d);
+    }
 }
 
 /* Returns 0 when memory ran out. */
@@ -543,9 +568,11 @@ static int parse_count(const char *s, uint64_t maxv, uint64_t *out)
     return 1;
 }
 
-/* Ends the current line so that the error message is not glued to it. */
+/* Before an error message: a JSON reply cut short is dropped, and a
+ * display line is ended so that the message is not glued to it. */
 static void finish_output(dump *d)
 {
+    d->line.len = 0;
     if (d->line_open) out_bytes(d, "\n", 1);
     fflush(d->out);
 }
@@ -577,7 +604,7 @@ static int run(dump *d, rlk_resp_parser *p, rlk_buf *in, int fd)
             off += used;
             /* The event's views point into `in`, which is not touched
              * until the next read. */
-            if (!on_event(d, &ev)) break;
+            if (!on_event(d, &ev) || d->nomem) break;
             continue;
         }
         if (r == 0) {
@@ -658,6 +685,10 @@ int main(int argc, char **argv)
                 fputs(usage_text, stdout);
                 return fflush(stdout) == 0 ? 0 : EXIT_IOERR;
             }
+            if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+                fputs("respdump " PACKAGE_VERSION "\n", stdout);
+                return fflush(stdout) == 0 ? 0 : EXIT_IOERR;
+            }
             if (strcmp(a, "--json") == 0) { json = 1; continue; }
             for (k = 0; k < 3; k++) {
                 nl = strlen(names[k]);
@@ -714,6 +745,7 @@ int main(int argc, char **argv)
         return EXIT_OSERR;
     }
     rlk_buf_init(&d.scratch);
+    rlk_buf_init(&d.line);
     rlk_buf_init(&in);
     rlk_resp_parser_init(&p, &limits);
 
@@ -721,6 +753,7 @@ int main(int argc, char **argv)
     rlk_resp_parser_free(&p);
     rlk_buf_free(&in);
     rlk_buf_free(&d.scratch);
+    rlk_buf_free(&d.line);
     free(d.lv);
     if (fd > 0) close(fd);
     return status;

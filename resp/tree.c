@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tree reader: whole replies built from parser events into an arena.
  *

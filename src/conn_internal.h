@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the layers above the connection may use of its insides. */
 #ifndef RESPLOCK_CONN_INTERNAL_H
 #define RESPLOCK_CONN_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Byte streams under a connection: TCP, Unix socket, TLS over TCP.
  * Internal to the library (rlk__ prefix, not installed).

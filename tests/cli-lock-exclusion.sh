@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Mutual exclusion through resplock run: PROCS processes each run ITERS
 # non-atomic read-modify-writes of a counter file under one lock.  The
 # count must come out exact, and the log of the critical sections must show

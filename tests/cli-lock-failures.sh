@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # How resplock run behaves when a lock is lost or its holder dies: a
 # holder killed with SIGKILL (a waiter gets the lock when the TTL runs
 # out), a holder stopped past its TTL and continued, a lock taken over

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared by the tests/cli-lock*.sh scripts: pass/fail counting, a check
 # of one resplock invocation, resplock in the background (always reaped
 # and killed on exit), waiting on conditions with deadlines, time in ms.

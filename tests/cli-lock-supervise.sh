@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock run's job never outlives the lock: the job runs in a process
 # group of its own, stopped as a whole (a shell script's children too),
 # and a supervisor process stops it in time when resplock itself is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock run, acquire, release, extend and status against real servers:
 # every exit code, the command's environment, descriptors and standard
 # streams, signal forwarding, --hold-min, waking on release (RESP3 and
@@ -168,7 +169,17 @@ else
 fi
 
 # ------------------------------------------------------------------ TLS
-if bash "$top_srcdir/tests/gen-certs.sh" "$work/certs" >/dev/null 2>&1 &&
+if "$bin" --version | grep -q '^TLS: not compiled in'; then
+  # Built without OpenSSL: a rediss:// URL fails at once with that reason,
+  # before the command runs or anything is sent.  The exit code is the one
+  # cli-ping.sh expects for the same error.
+  turl="rediss://127.0.0.1:$port" notls_rc=69 notls_re='^resplock: (.*: )?TLS support not compiled in'
+  check "run over TLS, not compiled in" "$notls_rc" '' "$notls_re" -- -u "$turl" run tl -- touch "$work/ran-tls"
+  expect_eq "run over TLS, not compiled in: the command did not run" "$(test -e "$work/ran-tls" && echo ran)" ""
+  check "acquire over TLS, not compiled in" "$notls_rc" '' "$notls_re" -- -u "$turl" acquire tl
+  check "release over TLS, not compiled in" "$notls_rc" '' "$notls_re" -- -u "$turl" release tl 0123456789abcdef0123456789abcdef
+  expect_eq "over TLS, not compiled in: no key was written" "$(R EXISTS tl)" 0
+elif bash "$top_srcdir/tests/gen-certs.sh" "$work/certs" >/dev/null 2>&1 &&
    rlk_redis_start_tls tls "$work" "$work/certs"; then
   turl="rediss://127.0.0.1:$RLK_REDIS_PORT"
   check "run over TLS" 9 '' '' -- -u "$turl" --tls-ca "$work/certs/ca.crt" run tl -t 1s -- sh -c 'sleep 0.8; exit 9'
@@ -428,7 +439,7 @@ while read -r o ph; do
   [ -n "$o" ] || continue
   case $ph in
     DURATION) v=(2s) ;; N) v=(3) ;; FILE) v=("$work/file") ;; DIR) v=("$work") ;;
-    URL) v=("$down") ;; NAME) v=(localhost) ;; '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
+    URL) v=("$down") ;; NAME) v=(redis.resplock.test) ;; '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
   esac
   case $o in
     --help|-h) check "the man page's $o is accepted" 0 '^usage: resplock' '' -- "$o" ;;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock ping against real servers: plain TCP, IPv6, Unix socket, a
 # password, TLS (verified, mutual, insecure) and every TLS
 # misconfiguration, each with its exit code and a one-line reason.
@@ -70,7 +71,8 @@ rlk_redis_start_tls tls "$work" "$certs" || { echo "no TLS redis-server"; echo "
 t=$RLK_REDIS_PORT
 check "TLS verified" 0 '^tls: +TLSv1\.[23] ' '' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/ca.crt" ping
 check "TLS with a CA directory" 0 '^tls: +TLSv1' '' -- -u "rediss://127.0.0.1:$t" --tls-ca-dir "$certs/cadir" ping
-check "TLS by host name" 0 '^tls: +TLSv1' '' -- -u "rediss://localhost:$t" --tls-ca "$certs/ca.crt" ping
+# The certificate's DNS name, checked without a name to resolve.
+check "TLS by host name" 0 '^tls: +TLSv1' '' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/ca.crt" --tls-server-name redis.resplock.test ping
 check "TLS wrong CA" 69 '' '^resplock: TLS: certificate verify failed' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/other-ca.crt" ping
 check "TLS wrong server name" 69 '' '^resplock: TLS: certificate verify failed: .*(hostname|mismatch)' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/ca.crt" --tls-server-name wrong.example ping
 check "TLS insecure" 0 'NOT verified' 'warning: --tls-insecure' -- -u "rediss://127.0.0.1:$t" --tls-ca "$certs/other-ca.crt" --tls-insecure ping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Scripted servers for tests: see fakeserver.h. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4, pipe2 */

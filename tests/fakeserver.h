@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hostile (or merely scripted) servers for tests: a listening socket on a
  * free loopback port whose every accepted connection is handed to a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Replays every file of the fuzz seed corpus through the harness built as a
 # plain program (tests/fuzz_replay): each file must pass every property the
 # harness checks.  Run by `make check`; RLK_WRAP (for example a valgrind

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes the certificates the TLS tests use into DIR (created if needed):
 #
 #   ca.crt ca.key                  the test CA
-#   server.crt server.key          for 127.0.0.1, ::1 and localhost
+#   server.crt server.key          for 127.0.0.1, ::1 and redis.resplock.test
 #   wrong-host.crt wrong-host.key  for wrong.example only
 #   expired.crt expired.key        like server.crt, but expired in 2020
 #   client.crt client.key          a client certificate from the CA
@@ -15,6 +16,12 @@
 # is issued with "openssl ca -startdate/-enddate", since "openssl x509"
 # before 3.4 can only date a certificate from now on.
 #
+# The DNS name is in the reserved .test domain and resolves nowhere: a test
+# checks it by giving it as the server name (--tls-server-name,
+# tls.server_name) while connecting to 127.0.0.1, so that no test depends
+# on a name resolving (a minimal root has no /etc/hosts, not even for
+# localhost).
+#
 #   usage: gen-certs.sh DIR
 set -euo pipefail
 dir=${1:?usage: gen-certs.sh DIR}
@@ -25,7 +32,7 @@ log=gen-certs.log
 trap 'echo "gen-certs.sh: failed; openssl said:" >&2; cat "$log" >&2' ERR
 
 days=3650
-export RLK_SAN=DNS:localhost # the configuration below needs it defined
+export RLK_SAN=DNS:redis.resplock.test # the configuration below needs it defined
 
 cat >openssl.cnf <<'EOF'
 [ req ]
@@ -87,7 +94,7 @@ csr() { # NAME CN
 
 issue() { # NAME CN EXTENSIONS [SAN]
   csr "$1" "$2"
-  RLK_SAN=${4:-DNS:localhost} openssl x509 -req -sha256 -in "$1.csr" -CA ca.crt -CAkey ca.key \
+  RLK_SAN=${4:-DNS:redis.resplock.test} openssl x509 -req -sha256 -in "$1.csr" -CA ca.crt -CAkey ca.key \
     -set_serial "0x$(openssl rand -hex 8)" -days "$days" \
     -extfile openssl.cnf -extensions "$3" -out "$1.crt" 2>>"$log"
   rm -f "$1.csr"
@@ -95,7 +102,7 @@ issue() { # NAME CN EXTENSIONS [SAN]
 
 ca ca "resplock test CA"
 ca other-ca "resplock unrelated test CA"
-issue server localhost server_ext "IP:127.0.0.1,IP:::1,DNS:localhost"
+issue server redis.resplock.test server_ext "IP:127.0.0.1,IP:::1,DNS:redis.resplock.test"
 issue wrong-host wrong.example server_ext "DNS:wrong.example"
 issue client "resplock test client" client_ext
 openssl pkey -in client.key -aes256 -passout pass:secret -out client-encrypted.key 2>>"$log"
@@ -114,8 +121,8 @@ cp ca.crt "cadir/$(openssl x509 -hash -noout -in ca.crt).0"
 # The expired one: valid for one day in January 2020.
 : >index.txt
 openssl rand -hex 8 >serial
-csr expired localhost
-RLK_SAN="IP:127.0.0.1,IP:::1,DNS:localhost" openssl ca -config openssl.cnf -batch -notext \
+csr expired redis.resplock.test
+RLK_SAN="IP:127.0.0.1,IP:::1,DNS:redis.resplock.test" openssl ca -config openssl.cnf -batch -notext \
   -cert ca.crt -keyfile ca.key -extensions server_ext \
   -startdate 200101000000Z -enddate 200102000000Z \
   -in expired.csr -out expired.crt 2>>"$log"

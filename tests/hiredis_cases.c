@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The reply-reader cases of hiredis's test suite (test.c,
  * test_reply_reader(), including the RESP3 cases of recent versions),

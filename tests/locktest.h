@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the lock-layer test programs (tests/test_lock.c,
  * tests/test_lock_faults.c): raw connections and commands, clients and

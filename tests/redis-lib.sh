@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Starting and stopping throwaway redis-server processes on free loopback
 # ports, for test scripts and the demo.  Source it; needs bash.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs respdump over the cases in tests/respdump-cases.
 #
 # A case is NAME.resp (the input bytes) with any of:
@@ -210,6 +211,103 @@ seq 1 20000 > "$tmp/many.json"
 $wrap "$bin" --json "$tmp/many.resp" > "$tmp/out" 2> "$tmp/err"
 code=$?
 check "20000 replies" "$tmp/many.json" 0 ""
+
+# ------------------------------------------------------------ --json for programs
+# Every line of --json output is one whole JSON value, also when the input
+# ends or breaks inside a reply: the reply cut short is not printed, the
+# ones before it are, and the reason is on stderr.
+py=/usr/bin/python3
+if [ ! -x "$py" ]; then
+    echo "FAIL --json through a JSON parser: $py not found (install python3)"
+    failed=$((failed + 1))
+else
+    json_lines='import json,sys; [json.loads(l) for l in sys.stdin]'
+    # NAME.resp: the replies before the break; the broken one.
+    printf '*2\r\n$5\r\nhello\r\n' > "$tmp/cut-array.resp"
+    : > "$tmp/cut-array.json"
+    printf '+OK\r\n*1\r\n:1\r\n%%2\r\n+a\r\n*2\r\n$5\r\nhello\r\n' > "$tmp/cut-map.resp"
+    printf '{"simple":"OK"}\n[1]\n' > "$tmp/cut-map.json"
+    printf ':1\r\n*3\r\n$2\r\nab\r\n|1\r\n+k\r\n+v\r\n:1\r\n?x\r\n' > "$tmp/bad-byte.resp"
+    printf '1\n' > "$tmp/bad-byte.json"
+    printf '*1\r\n$?\r\n;2\r\nab\r\n' > "$tmp/cut-stream.resp"
+    : > "$tmp/cut-stream.json"
+    for c in cut-array:3 cut-map:3 bad-byte:65 cut-stream:3; do
+        name=${c%:*} want_code=${c#*:}
+        $wrap "$bin" --json "$tmp/$name.resp" > "$tmp/out" 2> "$tmp/err"
+        code=$?
+        if [ "$want_code" = 3 ]; then
+            echo "respdump: incomplete reply at end of input" > "$tmp/want-err"
+        else
+            echo "respdump: protocol error at byte *" > "$tmp/want-err"
+        fi
+        check "--json, $name: only the complete replies" "$tmp/$name.json" "$want_code" "$tmp/want-err"
+        if "$py" -c "$json_lines" < "$tmp/out" 2> "$tmp/pyerr"; then
+            passed=$((passed + 1))
+        else
+            echo "FAIL --json, $name: stdout is not JSON lines: $(tail -n 1 "$tmp/pyerr")"
+            failed=$((failed + 1))
+        fi
+    done
+    # All the cases at once, the broken ones too, as a program would read
+    # them: every line parses.
+    for input in "$cases"/*.resp; do
+        base=${input%.resp}
+        [ -f "$base.json" ] || continue
+        extra=()
+        if [ -f "$base.args" ]; then read -r -a extra < "$base.args"; fi
+        "$bin" ${extra[@]+"${extra[@]}"} --json "$input" 2>/dev/null
+    done > "$tmp/all.json"
+    if [ -s "$tmp/all.json" ] && "$py" -c "$json_lines" < "$tmp/all.json" 2> "$tmp/pyerr"; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL --json over every case: not JSON lines: $(tail -n 1 "$tmp/pyerr")"
+        failed=$((failed + 1))
+    fi
+fi
+
+# ------------------------------------------------------------ version and man page
+version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")
+printf 'respdump %s\n' "$version" > "$tmp/want-out"
+for o in --version -V; do
+    $wrap "$bin" "$o" > "$tmp/out" 2> "$tmp/err"
+    code=$?
+    check "$o" "$tmp/want-out" 0 ""
+done
+man="$top_srcdir/doc/respdump.1"
+if [ -n "$version" ] && grep -q "^\.TH RESPDUMP 1 \"[0-9-]*\" \"resplock $version\"" "$man"; then
+    passed=$((passed + 1))
+else
+    echo "FAIL the man page's version is not respdump's ($version)"
+    failed=$((failed + 1))
+fi
+if ! command -v groff > /dev/null; then
+    echo "FAIL groff -ww: groff is not installed (Debian: groff-base)"
+    failed=$((failed + 1))
+elif [ -z "$(groff -man -ww -z "$man" 2>&1)" ]; then
+    passed=$((passed + 1))
+else
+    echo "FAIL groff -ww warns about the man page:"
+    groff -man -ww -z "$man" 2>&1 | head -n 5 | sed 's/^/    /'
+    failed=$((failed + 1))
+fi
+# The options of --help and of the man page are the same, and so are the
+# exit statuses.
+"$bin" --help > "$tmp/help"
+help_opts=$(grep -oE '^  --[a-z-]+' "$tmp/help" | sed 's/^  //' | sort | tr '\n' ' ')
+man_opts=$(awk '/^\.SH/ { on = $0 == ".SH OPTIONS"; next } on' "$man" | sed -n '/^\.TP/{n;p}' |
+    sed 's/\\-/-/g' | grep -oE '^\.B[IR]? --[a-z-]+' | sed 's/^\.B[IR]* //' | sort | tr '\n' ' ')
+help_codes=$(sed -n '/^Exit status/,$p' "$tmp/help" | grep -oE '(^|[ ;])[0-9]+ ' | grep -oE '[0-9]+' | sort -n | tr '\n' ' ')
+man_codes=$(awk '/^\.SH/ { on = $0 == ".SH EXIT STATUS"; next } on' "$man" | sed -n '/^\.TP/{n;p}' |
+    sed 's/^\.B //' | sort -n | tr '\n' ' ')
+for pair in "options:$help_opts:$man_opts" "exit statuses:$help_codes:$man_codes"; do
+    IFS=: read -r what h m <<< "$pair"
+    if [ -n "$h" ] && [ "$h" = "$m" ]; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL the $what of --help ($h) and of the man page ($m) differ"
+        failed=$((failed + 1))
+    fi
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis-server processes for tests: see server.h. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

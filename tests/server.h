@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Real redis-server processes for tests, on free loopback ports.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Encoder tests: exact bytes of commands and of every value appender, the
  * buffer's growth and limit, round trips through the parser (events and
@@ -606,33 +607,101 @@ static void test_double_round_trip(void)
     rlk_buf_free(&b);
 }
 
-/* A locale whose decimal point is not '.' must not leak into the wire. */
-static void test_double_locale(void)
-{
-    /* ps_AF's decimal point is two bytes (U+066B), a harder case. */
-    static const char *const names[] = {"ps_AF.UTF-8", "de_DE.UTF-8", "fr_FR.UTF-8",
-                                        "nl_NL.UTF-8", "ru_RU.UTF-8", "de_DE", "fr_FR"};
-    rlk_buf b;
-    size_t i;
-    const char *set = NULL;
+/* Locales for test_double_locale, made by localedef in a temporary
+ * directory found through LOCPATH: the test then needs neither root nor the
+ * locales package nor a locale someone happened to install.  The charmap is
+ * ASCII plus U+066B, the Arabic decimal separator, two bytes in UTF-8. */
+static char loc_dir[64];
 
-    for (i = 0; i < sizeof names / sizeof names[0] && !set; i++)
-        set = setlocale(LC_NUMERIC, names[i]);
-    if (set) {
-        char t[16];
-        snprintf(t, sizeof t, "%.1f", 1.5);
-        printf("note: test_double_locale uses %s, where 1.5 is \"%s\"\n", set, t);
-    } else {
-        /* scripts/install-deps generates de_DE.UTF-8; without it this test
-         * would prove nothing, so it fails rather than pass quietly. */
-        tl_fail(__FILE__, __LINE__, "no locale with another decimal point is installed "
-                "(run scripts/install-deps)");
+static int write_file(const char *dir, const char *name, const char *text)
+{
+    char path[128];
+    FILE *f;
+    int ok;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (!f)
+        return 0;
+    ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static int make_locales(void)
+{
+    static const char *const srcs[][2] = {
+        {"rlk_comma", "LC_NUMERIC\ndecimal_point \"<U002C>\"\nthousands_sep \"<U002E>\"\n"
+                      "grouping 3;3\nEND LC_NUMERIC\n"},
+        {"rlk_arabic", "LC_NUMERIC\ndecimal_point \"<U066B>\"\nthousands_sep \"\"\n"
+                       "grouping -1\nEND LC_NUMERIC\n"},
+    };
+    const char *tmp = getenv("TMPDIR");
+    char path[128], cmd[512];
+    FILE *f;
+    int i, ok;
+
+    snprintf(loc_dir, sizeof loc_dir, "%s/rlk-locale-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (strlen(loc_dir) >= sizeof loc_dir - 1 || !mkdtemp(loc_dir)) {
+        loc_dir[0] = '\0';
+        return 0;
     }
+    snprintf(path, sizeof path, "%s/charmap", loc_dir);
+    if (!(f = fopen(path, "w")))
+        return 0;
+    fputs("<code_set_name> RLK-TEST\n<mb_cur_max> 2\n<mb_cur_min> 1\nCHARMAP\n", f);
+    for (i = 0; i < 128; i++)
+        fprintf(f, "<U%04X> \\x%02x\n", i, i);
+    fputs("<U066B> \\xd9\\xab\nEND CHARMAP\n", f);
+    ok = fclose(f) == 0;
+    for (i = 0; ok && i < 2; i++) {
+        ok = write_file(loc_dir, "src", srcs[i][1]);
+        /* localedef exits 1 for the categories left out even though it
+         * wrote the locale (-c): setlocale is the judge. */
+        snprintf(cmd, sizeof cmd, "localedef -c -f '%s/charmap' -i '%s/src' '%s/%s' >/dev/null 2>&1",
+                 loc_dir, loc_dir, loc_dir, srcs[i][0]);
+        if (ok && system(cmd) == -1)
+            ok = 0;
+    }
+    return ok && setenv("LOCPATH", loc_dir, 1) == 0;
+}
+
+static void remove_locales(void)
+{
+    char cmd[128];
+    if (!loc_dir[0])
+        return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", loc_dir);
+    if (system(cmd) != 0)
+        printf("note: could not remove %s\n", loc_dir);
+    unsetenv("LOCPATH");
+}
+
+/* A locale whose decimal point is not '.' must not leak into the wire nor
+ * into what the parser reads. */
+static void double_locale_checks(const char *name, const char *want_point)
+{
+    rlk_buf b;
+    const char *set = setlocale(LC_NUMERIC, name);
+    char t[16];
+
+    if (!set) {
+        tl_fail(__FILE__, __LINE__, "could not make the locale %s with localedef in %s",
+                name, loc_dir);
+        return;
+    }
+    /* The C library really writes and reads numbers another way now, or
+     * the checks below would prove nothing. */
+    snprintf(t, sizeof t, "%.1f", 1.5);
+    CHECK_EQ_STR(localeconv()->decimal_point, want_point);
+    CHECK(strcmp(t, "1.5") != 0);
+    CHECK(strtod("1.5", NULL) == 1.0);
+    printf("note: test_double_locale: in %s, 1.5 is \"%s\"\n", name, t);
+
     rlk_buf_init(&b);
     EXPECT(rlk_resp_put_double(&b, 3.5), ",3.5\r\n");
     EXPECT(rlk_resp_put_double(&b, -1.25e-10), ",-1.25e-10\r\n");
     EXPECT(rlk_resp_put_double(&b, 0.1 + 0.2), ",0.30000000000000004\r\n");
     EXPECT(rlk_resp_put_double(&b, 1.0 / 3), ",0.3333333333333333\r\n");
+    EXPECT(rlk_resp_put_double(&b, 1234567.5), ",1234567.5\r\n");
     /* The parser too: the exact fast path and the strtod path. */
     {
         static const char in[] = ",3.5\r\n,0.30000000000000004\r\n,1.5e-300\r\n";
@@ -651,6 +720,17 @@ static void test_double_locale(void)
     setlocale(LC_NUMERIC, "C");
     CHECK(double_round_trips(0.1 + 0.2, &b));
     rlk_buf_free(&b);
+}
+
+static void test_double_locale(void)
+{
+    if (!make_locales())
+        tl_fail(__FILE__, __LINE__, "could not write the locale sources in %s",
+                loc_dir[0] ? loc_dir : "a temporary directory");
+    double_locale_checks("rlk_comma", ",");
+    /* A decimal point of two bytes, a harder case for the parser. */
+    double_locale_checks("rlk_arabic", "\xd9\xab");
+    remove_locales();
 }
 
 /* ------------------------------------------------------------------ */

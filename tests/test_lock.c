@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The lock layer (rlk_client_*, rlk_lock_*) against real redis-server
  * processes on free loopback ports: simple and reentrant locks and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The lock layer under faults, against real redis-server processes: a
  * waiter paused (SIGSTOP) while in line, a lost reply of a waiting try,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tests of the RESP parser: the event API (rlk_resp_next) and the tree API
  * (rlk_resp_read), against the contract in resp/resp.h.

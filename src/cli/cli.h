@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared pieces of the resplock command's subcommands. */
 #ifndef RESPLOCK_CLI_H
 #define RESPLOCK_CLI_H
