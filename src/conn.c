@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One connection to one server: handshake, commands, pipelines, push
  * messages, reconnection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lock semantics: acquire, release, extend, renewal by a watchdog,
  * reentrancy, fencing tokens, waiting that wakes on release.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resplock: distributed locks for Redis-compatible servers.
  * Installed as <resplock/resplock.h>; includes <resplock/resp.h>.

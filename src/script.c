@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Server-side scripts called by SHA1.  EVALSHA goes first; a NOSCRIPT
  * answer (after SCRIPT FLUSH, a restart, a failover) is met with SCRIPT

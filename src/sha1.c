@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SHA1 of script bodies, which name them on the server (EVALSHA).  SHA1
  * is what the server uses there; nothing here relies on its collision
  * resistance.

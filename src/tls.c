@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS over a TCP transport, with OpenSSL.
  *
  * Each connection owns its SSL_CTX (no global state, and the CA and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Plain byte streams (TCP, Unix socket) and the deadline-bounded loops
  * that every transport, TLS included, goes through. */
 #ifdef HAVE_CONFIG_H

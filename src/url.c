@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connection URLs: redis://, rediss://, unix://.
  *
  * Error messages quote only the scheme (when it looks like one) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock run under faults.  WORKERS loops of `resplock run` share one
 # lock around a non-atomic counter while the test injects, EACH times per
 # kind and in a random order: SIGKILL of the holding resplock, SIGSTOP of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Allocation failure injection, as SQLite does it.  Every allocation of
  * the library goes through the hook (rlk_set_allocator); for each

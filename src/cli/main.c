@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The resplock command: argument parsing, dispatch to subcommands, exit
  * codes.  The codes follow sysexits(3), as documented in resplock(1):

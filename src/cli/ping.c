@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resplock ping: what a connection learned, and how long a round trip
  * takes.  The first thing to run when a lock will not work. */
 #ifdef HAVE_CONFIG_H

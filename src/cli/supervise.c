@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The supervisor of `resplock run`: a dead man's switch for the job.
  *
