@@ -834,6 +834,13 @@ static void test_retried_release_exact(void)
     pthread_join(w.th, NULL);
     started = 0;
     CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err);
+    {
+        /* The waiter may have the lock before the proxy has counted the
+         * reply it cut: wait for the count. */
+        int64_t until = ts_now_ms() + SLOWX(5000);
+        while (__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST) < 1 && ts_now_ms() < until)
+            ts_pause_ms(2);
+    }
     CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 1);
     if (w.l) CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
     w.l = NULL;
