@@ -292,6 +292,7 @@ check "--prefix: run's key is STR then NAME" 0 "^app:nightly [0-9a-f]{32} 1$" ''
   sh -c 'echo "$RESPLOCK_NAME $RESPLOCK_TOKEN $(redis-cli -p '"$port"' EXISTS app:nightly)"'
 expect_eq "--prefix: nothing at the bare NAME" "$(R EXISTS nightly)" 0
 acq=$($RLK_WRAP "$bin" -u "$url" --prefix a: acquire job -t 60s </dev/null); read -r ptok _ <<<"$acq"
+expect_match "--prefix: acquire" "$acq" '^[0-9a-f]{32} [0-9]+$'
 expect_eq "--prefix: acquire sets STR+NAME" "$(R GET a:job)" "$ptok"
 check "--prefix: another application's lock of the same NAME is free" 0 '' '' -- -u "$url" --prefix b: run job -n -- touch "$work/ran"
 expect_eq "... its command ran" "$(ran)" ran

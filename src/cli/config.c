@@ -240,6 +240,7 @@ typedef struct outbuf {
 
 static void put(outbuf *b, const char *s, size_t n)
 {
+    if (n == 0) return; /* s may be NULL then: a part the URL lacks */
     if (b->len + n >= b->cap) {
         b->overflow = 1;
         return;
