@@ -52,24 +52,28 @@ read -r tok fence <<<"$acq"
 expect_eq "acquire: the key holds the token" "$(R GET held)" "$tok"
 expect_eq "acquire: the fence is the counter's value" "$(R GET '{held}:fence')" "$fence"
 expect_range "acquire -t 60s: the key's TTL" "$(R PTTL held)" 55000 60000
-check "run -n on a held lock: 1" 1 '' "lock 'held' is held by someone else" -- -u "$url" run -n held -- touch "$work/ran"
+check "run -n on a held lock: 1" 1 '' '' -- -u "$url" run -n held -- touch "$work/ran"
 expect_eq "run -n on a held lock: the command did not run" "$(test -e "$work/ran" && echo ran)" ""
-check "run -n -E 3 on a held lock: 3" 3 '' 'held by someone else' -- -u "$url" run -n -E 3 held -- true
+expect_eq "run -n on a held lock: a skip is silent" "$(grep -v '^==' "$work/err")" ""
+check "run -v -n on a held lock: 1" 1 '' '' -- -v -u "$url" run -n held -- true
+expect_match "run -v -n on a held lock: says why" "$(cat "$work/err")" "lock 'held' is held by someone else"
+check "run -n -E 3 on a held lock: 3" 3 '' '' -- -u "$url" run -n -E 3 held -- true
 check "run --conflict-exit-code 0 on a held lock: 0" 0 '' '' -- -u "$url" run -n --conflict-exit-code 0 held -- touch "$work/ran"
 expect_eq "... and the command did not run" "$(test -e "$work/ran" && echo ran)" ""
 check "run -q -n on a held lock: 1" 1 '' '' -- -q -u "$url" run -n held -- true
 expect_eq "run -q: nothing on stderr" "$(grep -v '^==' "$work/err")" ""
-check "acquire -n on a held lock: 1" 1 '' 'held by someone else' -- -u "$url" acquire -n held
+check "acquire -n on a held lock: 1" 1 '' '' -- -u "$url" acquire -n held
+expect_eq "acquire -n on a held lock: a skip is silent" "$(grep -v '^==' "$work/err")" ""
 expect_eq "acquire -n on a held lock: nothing on stdout" "$(cat "$work/out")" ""
 t0=$(now_ms)
-check "run -w 400ms on a held lock: 1 after the wait" 1 '' 'held by someone else' -- -u "$url" run -w 400ms held -- true
+check "run -w 400ms on a held lock: 1 after the wait" 1 '' '' -- -u "$url" run -w 400ms held -- true
 expect_range "run -w 400ms waited 400 ms (elapsed ms)" $(( $(now_ms) - t0 )) 400 $(( 400 + 600 * SLOW ))
 expect_eq "the holder's key is intact" "$(R GET held)" "$tok"
 
 # ------------------------------------------------------------------ status
 check "status of a held lock: 0" 0 '^held: +yes$' '' -- -u "$url" status held
 grep -Eq '^ttl: +[0-9]+ ms$' "$work/out" && grep -Eq "^fence: +$fence\$" "$work/out" &&
-  grep -Eq '^kind: +simple$' "$work/out" && grep -Eq '^waiting: +0$' "$work/out" &&
+  grep -Eq "^kind: +simple: resplock's layout" "$work/out" && grep -Eq '^waiting: +0$' "$work/out" &&
   ok "status shows kind, ttl, fence and waiters" ||
   bad "status shows kind, ttl, fence and waiters" "$(cat "$work/out")"
 check "status of a free lock: 1" 1 '^held: +no$' '' -- -u "$url" status never-taken
@@ -145,10 +149,10 @@ check "run -n -E 3: server unreachable is still 69" 69 '' 'Connection refused' -
 if REDISCLI_AUTH=s3cret-pw rlk_redis_start auth "$work" --requirepass s3cret-pw; then
   aport=$RLK_REDIS_PORT
   check "run with the right password" 0 '' '' -- -u "redis://:s3cret-pw@127.0.0.1:$aport" run al -- true
-  check "run: wrong password: 69" 69 '' '^resplock: (connect: )?authentication failed: WRONGPASS' -- -u "redis://:wrong-pw@127.0.0.1:$aport" run al -- touch "$work/ran"
+  REDIS_URL="redis://:wrong-pw@127.0.0.1:$aport" check "run: wrong password: 69" 69 '' '^resplock: (connect: )?authentication failed: WRONGPASS' -- run al -- touch "$work/ran"
   expect_eq "wrong password: the command did not run" "$(test -e "$work/ran" && echo ran)" ""
   grep -q wrong-pw "$work/err" && bad "the password appears in the message" "$(cat "$work/err")" || ok "the password is not in the message"
-  check "acquire: wrong password: 69" 69 '' 'authentication failed' -- -u "redis://:wrong-pw@127.0.0.1:$aport" acquire al
+  REDIS_URL="redis://:wrong-pw@127.0.0.1:$aport" check "acquire: wrong password: 69" 69 '' 'authentication failed' -- acquire al
   check "run without the password: 69" 69 '' 'authentication failed|NOAUTH' -- -u "redis://127.0.0.1:$aport" run al -- true
 else
   bad "could not start redis-server with requirepass"
@@ -173,7 +177,7 @@ if "$bin" --version | grep -q '^TLS: not compiled in'; then
   # Built without OpenSSL: a rediss:// URL fails at once with that reason,
   # before the command runs or anything is sent.  The exit code is the one
   # cli-ping.sh expects for the same error.
-  turl="rediss://127.0.0.1:$port" notls_rc=69 notls_re='^resplock: (.*: )?TLS support not compiled in'
+  turl="rediss://127.0.0.1:$port" notls_rc=78 notls_re='^resplock: (.*: )?TLS support not compiled in'
   check "run over TLS, not compiled in" "$notls_rc" '' "$notls_re" -- -u "$turl" run tl -- touch "$work/ran-tls"
   expect_eq "run over TLS, not compiled in: the command did not run" "$(test -e "$work/ran-tls" && echo ran)" ""
   check "acquire over TLS, not compiled in" "$notls_rc" '' "$notls_re" -- -u "$turl" acquire tl
@@ -273,7 +277,8 @@ check "run -n --hold-min 3s NAME -- true: 0" 0 '' '' -- -u "$url" run -n --hold-
 expect_range "--hold-min: run returns at once (ms)" $(( $(now_ms) - t0 )) 0 "$(bound 300 2000)"
 if [ -n "$RLK_WRAP" ]; then low=1500; else low=2000; fi
 expect_range "--hold-min 3s: the lock stays held, TTL shortened to what is left" "$(R PTTL hm)" "$low" 3000
-check "run -n inside the hold time: 1" 1 '' "lock 'hm' is held by someone else" -- -u "$url" run -n hm -- touch "$work/ran"
+check "run -n inside the hold time: 1" 1 '' '' -- -v -u "$url" run -n hm -- touch "$work/ran"
+expect_match "run -n inside the hold time: held (-v)" "$(cat "$work/err")" "lock 'hm' is held by someone else"
 expect_eq "... and the command did not run" "$(test -e "$work/ran" && echo ran)" ""
 wait_until 6 key_gone hm || bad "--hold-min 3s: the lock was not freed after 6 s"
 expect_range "--hold-min 3s: held at least 3 s after acquiring (ms)" $(( $(now_ms) - t0 )) 3000 5000
@@ -372,7 +377,8 @@ if ! $py -c 'import redis' 2>/dev/null; then
 else
   pyl() { $py "$work/pylock.py" "$port" "$@"; }
   ptok=$(pyl hold pyl) || bad "redis-py: could not take its lock"
-  check "redis-py holds the lock: run -n exits 1" 1 '' "lock 'pyl' is held by someone else" -- -u "$url" run -n pyl -- touch "$work/ran"
+  check "redis-py holds the lock: run -n exits 1" 1 '' '' -- -v -u "$url" run -n pyl -- touch "$work/ran"
+  expect_match "redis-py holds the lock: held (-v)" "$(cat "$work/err")" "lock 'pyl' is held by someone else"
   expect_eq "... and the command did not run" "$(test -e "$work/ran" && echo ran)" ""
   check "redis-py's lock: status 0, simple" 0 '^kind: +simple' '' -- -u "$url" status pyl
   check "resplock release of redis-py's lock with a wrong token: 1" 1 '' 'held by someone else' -- -u "$url" release pyl 0123456789abcdef0123456789abcdef
@@ -423,7 +429,7 @@ expect_eq "short options pair with the same long ones in --help and the man page
 # Every option of the man page is accepted: with a value of the kind its
 # placeholder names, against a closed port, the answer is "unreachable"
 # (69), not a usage error.
-: >"$work/file"
+echo pw >"$work/file"   # a password for --pass-file; ignored by the TLS options of redis://
 man_opts=$(awk '/^\.(B|BR|BI) .*\\-/ {
     line = $0; gsub(/\\-/, "-", line); gsub(/\\f[IRB]/, "", line); gsub(/"/, "", line)
     n = split(line, w, /[ ,]+/); long = ""; short = ""; ph = ""
@@ -439,10 +445,15 @@ while read -r o ph; do
   [ -n "$o" ] || continue
   case $ph in
     DURATION) v=(2s) ;; N) v=(3) ;; FILE) v=("$work/file") ;; DIR) v=("$work") ;;
-    URL) v=("$down") ;; NAME) v=(redis.resplock.test) ;; '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
+    URL) v=("$down") ;; NAME) v=(redis.resplock.test) ;; HOST) v=(127.0.0.1) ;; PORT) v=("$closed_port") ;;
+    PASSWORD) v=(pw) ;; USER) v=(alice) ;; STR) v=(app:) ;; STRING) v=(true) ;;
+    '') v=() ;; *) bad "$o: unknown placeholder $ph"; continue ;;
   esac
   case $o in
-    --help|-h) check "the man page's $o is accepted" 0 '^usage: resplock' '' -- "$o" ;;
+    --help|-\?) check "the man page's $o is accepted" 0 '^usage: resplock' '' -- "$o" ;;
+    --command|-c) check "the man page's $o ${v[*]} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" ;;
+    # An empty standard input has no password to read.
+    --askpass) check "the man page's $o is accepted (run)" 78 '' 'no password' -- -u "$down" run optl "$o" -- true ;;
     --version|-V) check "the man page's $o is accepted" 0 '^resplock [0-9]' '' -- "$o" ;;
     --add) check "the man page's $o is accepted (extend)" 69 '' '' -- -u "$down" extend optl tok 1s "$o" ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;

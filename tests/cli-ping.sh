@@ -50,7 +50,7 @@ check "unix socket" 0 "address: +$work/redis.sock" '' -- -u "unix://$work/redis.
 check "options after the command" 0 '^protocol' '' -- ping -u "redis://127.0.0.1:$p"
 redis-cli -p "$p" ACL SETUSER alice on '>s3cret' '~*' '+@all' >/dev/null
 check "ACL user" 0 '^user: +alice' '' -- -u "redis://alice:s3cret@127.0.0.1:$p" ping
-check "wrong password" 69 '' '^resplock: authentication failed: WRONGPASS' -- -u "redis://alice:nope@127.0.0.1:$p" ping
+REDIS_URL="redis://alice:nope@127.0.0.1:$p" check "wrong password" 69 '' '^resplock: authentication failed: WRONGPASS' -- ping
 if grep -q nope "$work/err"; then echo "FAIL the password appears in the message"; fail=$((fail + 1)); fi
 check "connection refused" 69 '' 'Connection refused' -- -u "redis://127.0.0.1:1" ping
 check "bad URL" 69 '' '^resplock: URL' -- -u "http://127.0.0.1" ping
@@ -62,8 +62,9 @@ check "--version names the TLS library" 0 '^TLS: (OpenSSL|not compiled in)' '' -
 check "--help" 0 'Exit codes' '' -- --help
 
 if "$bin" --version | grep -q '^TLS: not compiled in'; then
-  # Built without OpenSSL: every rediss:// URL fails, clearly, at once.
-  check "TLS not compiled in" 69 '' '^resplock: TLS support not compiled in' -- -u "rediss://127.0.0.1:$p" ping
+  # Built without OpenSSL: every rediss:// URL fails, clearly, at once,
+  # as a configuration error.
+  check "TLS not compiled in" 78 '' '^resplock: TLS support not compiled in' -- -u "rediss://127.0.0.1:$p" ping
   echo "$pass passed, $fail failed"
   [ "$fail" = 0 ]; exit
 fi

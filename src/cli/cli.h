@@ -14,13 +14,37 @@
 #define CLI_EX_UNAVAILABLE 69
 #define CLI_EX_SOFTWARE 70
 #define CLI_EX_TEMPFAIL 75
+#define CLI_EX_CONFIG 78
+/* run: COMMAND ran past --max-time (timeout(1)'s code). */
+#define CLI_EX_MAX_TIME 124
+/* Not an exit code: --help or --version was answered; main exits 0. */
+#define CLI_DONE 256
+
+/* Where the password comes from, when an option gives it. */
+enum { CLI_PW_NONE, CLI_PW_ARG, CLI_PW_ASK, CLI_PW_FILE };
 
 typedef struct cli_opts {
+    /* As given by the options. */
     const char *url;
+    const char *host;
+    int port;               /* 0: not given */
+    const char *user;
+    const char *password;   /* -a */
+    const char *pass_file;  /* --pass-file */
+    int password_from;      /* CLI_PW_*: the last of -a, --askpass, --pass-file */
+    int tls_on;             /* --tls */
     rlk_tls_config tls;
     int64_t timeout_ms;
+    int timeout_set;
+    const char *prefix;
     int verbose;
     int quiet;
+    /* Set by cli_resolve, with the configuration files and environment. */
+    int resolved, resolve_code;
+    const char *final_url;  /* what the library gets */
+    const char *server;     /* "host:port with TLS", for messages */
+    const char *url_from;   /* "--url", "$REDIS_URL", or a file's name */
+    int url_conf_line;      /* the file's line, or 0 */
 } cli_opts;
 
 /* "resplock: MESSAGE" on stderr, unless --quiet. */
@@ -30,7 +54,8 @@ void cli_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A usage message (always shown); returns CLI_EX_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* "500ms", "10s", "5m", "1h", "2.5s", a bare number = seconds.
+/* "500ms", "10s", "5m", "1h", "2.5s", a bare number = seconds, and
+ * compounds with units in decreasing order: "1m30s", "2h30m", "1m30.5s".
  * 0 and *ms set, or -1. */
 int cli_parse_duration(const char *s, int64_t *ms);
 
@@ -42,9 +67,22 @@ int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
                const struct option *longopts, int (*own)(void *ctx, int c, const char *arg),
                void *ctx);
 
+/* Reads the configuration files, then merges them, the environment and
+ * the options into o->final_url (once; later calls return the first
+ * result).  0, or an exit code after a message. */
+int cli_resolve(cli_opts *o);
+/* The lock's key on the server: --prefix, then NAME, as they are; NULL
+ * when too long.  Valid until the next call. */
+const char *cli_key(const cli_opts *o, const char *name);
+/* Reports a failed connect (a bad URL named by where it came from) and
+ * returns its exit code. */
+int cli_connect_error(cli_opts *o, int status, const char *msg);
+
 /* Connects as the options say; on failure prints the reason, sets
- * *status and returns NULL. */
-rlk_conn *cli_connect(cli_opts *o, int *status);
+ * *code to the exit code and returns NULL. */
+rlk_conn *cli_connect(cli_opts *o, int *code);
+/* -v: what the connection is (peer, server, protocol, TLS version). */
+void cli_connected(const rlk_conn_info *in);
 
 /* The exit code for a library status: 69 for the server's side
  * (unreachable, TLS, auth, protocol), 70 for ours. */

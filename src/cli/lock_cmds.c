@@ -39,10 +39,12 @@ typedef struct lock_args {
     int conflict_code;
     int64_t hold_min_ms;
     int64_t kill_after_ms;   /* -1: not given */
+    int64_t max_time_ms;     /* run: 0 when none */
+    const char *shell;       /* run -c */
     int add;                 /* extend: add instead of set */
 } lock_args;
 
-enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD };
+enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME };
 
 static const struct option lock_long[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -52,6 +54,8 @@ static const struct option lock_long[] = {
     {"hold-min", required_argument, NULL, OPT_HOLD_MIN},
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"add", no_argument, NULL, OPT_ADD},
+    {"command", required_argument, NULL, 'c'},
+    {"max-time", required_argument, NULL, OPT_MAX_TIME},
     {NULL, 0, NULL, 0}};
 
 static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
@@ -79,6 +83,8 @@ static int lock_opt(void *ctx, int c, const char *arg)
     case OPT_HOLD_MIN: return duration_opt("--hold-min", arg, &a->hold_min_ms, 1);
     case OPT_KILL_AFTER: return duration_opt("--kill-after", arg, &a->kill_after_ms, 1);
     case OPT_ADD: a->add = 1; return 1;
+    case 'c': a->shell = arg; return 1;
+    case OPT_MAX_TIME: return duration_opt("--max-time", arg, &a->max_time_ms, 0);
     default: return 0;
     }
 }
@@ -96,7 +102,7 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     *rest = NULL;
     for (;;) {
         optind = 0; /* glibc: start afresh on this argv */
-        int r = cli_getopt(o, argc, argv, "t:w:nE:", lock_long, lock_opt, a);
+        int r = cli_getopt(o, argc, argv, "t:w:nE:c:", lock_long, lock_opt, a);
         if (r) return r;
         if (optind >= argc) break;
         int dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
@@ -119,11 +125,13 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
  * returns NULL.  With a wait of its own (wait_ms > 0) it is not connected
  * yet: the acquisition connects, and tries again, within its wait (a
  * server restarting), which bounds the whole call. */
-static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *status)
+static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *code)
 {
+    *code = cli_resolve(o);
+    if (*code) return NULL;
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
-    cfg.conn.url = o->url;
+    cfg.conn.url = o->final_url;
     cfg.conn.tls = o->tls;
     cfg.conn.client_name = "resplock";
     cfg.conn.connect_timeout_ms = (int)o->timeout_ms;
@@ -133,38 +141,38 @@ static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *status)
     rlk_client *cl = rlk_client_new(&cfg);
     if (!cl) {
         cli_err("out of memory");
-        *status = RLK_ERR_NOMEM;
+        *code = CLI_EX_SOFTWARE;
         return NULL;
     }
-    *status = RLK_OK;
     if (wait_ms > 0) {
         /* The acquisition connects, within its wait. */
-        cli_verbose("connecting within the wait");
+        cli_verbose("connecting to %s within the wait", o->server);
         return cl;
     }
-    cli_verbose("connecting");
-    *status = rlk_client_connect(cl);
-    if (*status != RLK_OK) {
-        cli_err("%s", rlk_client_errmsg(cl));
+    cli_verbose("connecting to %s", o->server);
+    int status = rlk_client_connect(cl);
+    if (status != RLK_OK) {
+        *code = cli_connect_error(o, status, rlk_client_errmsg(cl));
         rlk_client_free(cl);
         return NULL;
     }
-    const rlk_conn_info *in = rlk_conn_get_info(rlk_client_conn(cl));
-    cli_verbose("connected to %s (RESP%d%s%s)", in->peer, in->protocol,
-                in->tls_version ? ", " : "", in->tls_version ? in->tls_version : "");
+    cli_connected(rlk_conn_get_info(rlk_client_conn(cl)));
     return cl;
 }
 
 /* Exit code of a lock call that did not succeed. */
-static int lock_failure(rlk_client *cl, int status, const lock_args *a)
+static int lock_failure(cli_opts *o, rlk_client *cl, int status, const lock_args *a)
 {
     switch (status) {
-    case RLK_LOCK_BUSY: case RLK_LOCK_NOT_HELD: case RLK_LOCK_NOT_OWNER:
+    case RLK_LOCK_BUSY:
+        /* Skipping a held lock is what -n is for: silent, as flock. */
+        cli_verbose("%s", rlk_client_errmsg(cl));
+        return a->conflict_code;
+    case RLK_LOCK_NOT_HELD: case RLK_LOCK_NOT_OWNER:
         cli_err("%s", rlk_client_errmsg(cl));
         return a->conflict_code;
     default:
-        cli_err("%s", rlk_client_errmsg(cl));
-        return cli_exit_for(status);
+        return cli_connect_error(o, status, rlk_client_errmsg(cl));
     }
 }
 
@@ -190,10 +198,7 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
     if (r == RLK_OK) {
-        const rlk_conn_info *in = rlk_conn_get_info(rlk_client_conn(cl));
-        if (a->wait_ms > 0)
-            cli_verbose("connected to %s (RESP%d%s%s)", in->peer, in->protocol,
-                        in->tls_version ? ", " : "", in->tls_version ? in->tls_version : "");
+        if (a->wait_ms > 0) cli_connected(rlk_conn_get_info(rlk_client_conn(cl)));
         cli_verbose("acquired '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", name,
                     rlk_lock_fence(*l), a->ttl_ms);
     }
@@ -288,8 +293,15 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     char **cmd;
     int r = parse_args(o, &a, argc, argv, pos, 1, &cmd);
     if (r > 0) return r;
+    if (r == 0 && a.shell && cmd)
+        return cli_usage_error("run takes a COMMAND or -c STRING, not both");
+    /* As flock -c: the string is for the shell. */
+    static char *shell_cmd[4] = {"/bin/sh", "-c", NULL, NULL};
+    if (r == 0 && a.shell) {
+        shell_cmd[2] = (char *)a.shell;
+        cmd = shell_cmd;
+    }
     if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
-    const char *name = pos[0];
 
     /* Between the first failed renewal (at ttl/3) and the end of the
      * validity, SIGTERM, the grace and a safety margin must fit. */
@@ -306,6 +318,12 @@ int cmd_run(cli_opts *o, int argc, char **argv)
                                "ms: it must be below %" PRId64 "ms (two thirds of the TTL "
                                "less margins)", a.kill_after_ms, a.ttl_ms, room > 0 ? room : 0);
     }
+
+    /* The settings before the supervisor: a configuration error stops
+     * here, and they allocate nothing. */
+    if ((r = cli_resolve(o)) != 0) return r;
+    const char *name = cli_key(o, pos[0]);
+    if (!name) return cli_usage_error("--prefix and NAME are too long together");
 
     /* The supervisor first, while resplock has allocated nothing: the
      * forked copy holds no heap of ours (and no socket). */
@@ -326,7 +344,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     rlk_client *cl = lock_client(o, a.wait_ms, &status);
     if (!cl) {
         cli_supervisor_finish(&sup);
-        return cli_exit_for(status);
+        return status;
     }
     rlk_lock *l;
     /* The library reports the loss, and bounds each renewal attempt, in
@@ -334,7 +352,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
      * frozen server cannot delay the SIGKILL past the lock's validity. */
     r = acquire(cl, name, &a, 1, on_lost, a.kill_after_ms + safety, &l);
     if (r != RLK_OK) {
-        int code = lock_failure(cl, r, &a);
+        int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
         cli_supervisor_finish(&sup);
         return code;
@@ -369,7 +387,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
      * that we can reap them and see the group end. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-    setenv("RESPLOCK_NAME", name, 1);
+    setenv("RESPLOCK_NAME", name, 1); /* the key, --prefix included */
     setenv("RESPLOCK_TOKEN", rlk_lock_token(l), 1);
     set_env_num("RESPLOCK_FENCE", rlk_lock_fence(l));
     set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
@@ -406,8 +424,9 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     close(go[1]);
     cli_verbose("started '%s' (pid %d, process group %d)", cmd[0], (int)pid, (int)pid);
 
-    int wstatus = 0, child_done = 0, lost = 0;
+    int wstatus = 0, child_done = 0, lost = 0, timed_out = 0;
     int64_t stop_at = -1, kill_at = -1, killed_at = -1, next_tick = 0;
+    int64_t max_at = a.max_time_ms > 0 ? cli_mono_ms() + a.max_time_ms : -1;
     for (;;) {
         int64_t now = cli_mono_ms();
         if (!lost && now >= next_tick) {
@@ -434,10 +453,15 @@ int cmd_run(cli_opts *o, int argc, char **argv)
                 cli_err("the supervisor ended unexpectedly; stopping '%s' (process group %d)",
                         cmd[0], (int)pid);
         }
+        if (!lost && !timed_out && !child_done && max_at >= 0 && cli_mono_ms() >= max_at) {
+            timed_out = 1;
+            cli_err("'%s' ran past --max-time; stopping it (process group %d)", cmd[0], (int)pid);
+        }
         /* What is left of the group once the child is done would run
          * on without the lock: it is stopped before the release. */
-        if (stop_at < 0 && (lost || (child_done && group_alive(pid)))) {
-            if (!lost) cli_verbose("process group %d still has processes: SIGTERM", (int)pid);
+        if (stop_at < 0 && (lost || timed_out || (child_done && group_alive(pid)))) {
+            if (!lost && !timed_out)
+                cli_verbose("process group %d still has processes: SIGTERM", (int)pid);
             kill(-pid, SIGTERM);
             stop_at = cli_mono_ms();
             kill_at = stop_at + a.kill_after_ms;
@@ -458,6 +482,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         if (kill_at >= 0 && kill_at < wake) wake = kill_at;
         int64_t lost_deadline = now + rlk_lock_remaining_ms(l) - a.kill_after_ms - safety;
         if (!lost && lost_deadline < wake) wake = lost_deadline;
+        if (!timed_out && !child_done && max_at >= 0 && max_at < wake) wake = max_at;
         /* Processes that are not our children end without SIGCHLD. */
         if (child_done && now + 10 < wake) wake = now + 10;
         int64_t timeout = wake - now;
@@ -522,6 +547,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     /* Not held to the end (it expired or was taken while resplock could
      * not renew it, paused for example): the run was not exclusive. */
     if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) code = CLI_EX_TEMPFAIL;
+    else if (timed_out) code = CLI_EX_MAX_TIME;
     return code;
 }
 
@@ -539,11 +565,15 @@ static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **
     int r = parse_args(o, a, argc, argv, pos, npos, &extra);
     if (r > 0) return r;
     if (r < 0 || extra) return cli_usage_error("usage: resplock %s", usage);
+    if (a->shell || a->max_time_ms) return cli_usage_error("-c and --max-time are for run");
     /* A usage error, even when the server cannot be reached. */
     if (duration && duration_opt("DURATION", pos[npos - 1], duration, 0) < 0) return CLI_EX_USAGE;
-    int status;
-    *cl = lock_client(o, a->wait_ms, &status);
-    return *cl ? 0 : cli_exit_for(status);
+    if ((r = cli_resolve(o)) != 0) return r;
+    pos[0] = cli_key(o, pos[0]);
+    if (!pos[0]) return cli_usage_error("--prefix and NAME are too long together");
+    int code;
+    *cl = lock_client(o, a->wait_ms, &code);
+    return *cl ? 0 : code;
 }
 
 int cmd_acquire(cli_opts *o, int argc, char **argv)
@@ -556,7 +586,7 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
     rlk_lock *l;
     r = acquire(cl, pos[0], &a, 0, NULL, 0, &l);
     if (r != RLK_OK) {
-        int code = lock_failure(cl, r, &a);
+        int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
         return code;
     }
@@ -590,7 +620,7 @@ int cmd_release(cli_opts *o, int argc, char **argv)
     int r = begin(o, &a, argc, argv, pos, 2, "release NAME TOKEN", NULL, &cl);
     if (r) return r;
     r = rlk_release_token(cl, pos[0], pos[1]);
-    int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
+    int code = r == RLK_OK ? 0 : lock_failure(o, cl, r, &a);
     if (r == RLK_OK) cli_verbose("released '%s'", pos[0]);
     rlk_client_free(cl);
     return code;
@@ -605,10 +635,71 @@ int cmd_extend(cli_opts *o, int argc, char **argv)
     int r = begin(o, &a, argc, argv, pos, 3, "extend NAME TOKEN DURATION [--add]", &ms, &cl);
     if (r) return r;
     r = rlk_extend_token(cl, pos[0], pos[1], ms, a.add ? RLK_EXTEND_ADD : RLK_EXTEND_SET, &after);
-    int code = r == RLK_OK ? 0 : lock_failure(cl, r, &a);
+    int code = r == RLK_OK ? 0 : lock_failure(o, cl, r, &a);
     if (r == RLK_OK) cli_verbose("'%s' now expires in %" PRId64 " ms", pos[0], after);
     rlk_client_free(cl);
     return code;
+}
+
+static int is_bulk(const rlk_resp_value *v, const char *s)
+{
+    int str = v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE;
+    return str && (!s || (v->len == strlen(s) && memcmp(v->str, s, v->len) == 0));
+}
+
+static int all_of(const char *s, size_t n, const char *set)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!s[i] || !strchr(set, s[i])) return 0;
+    return n > 0;
+}
+
+/* "UUID:thread": the field of Redisson's RLock, resplock's reentrant
+ * locks among them. */
+static int is_rlock_field(const rlk_resp_value *v)
+{
+    static const char hex[] = "0123456789abcdefABCDEF";
+    const char *s = v->str;
+    if (!is_bulk(v, NULL) || v->len < 38 || s[36] != ':') return 0;
+    for (int i = 0; i < 36; i++)
+        if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !strchr(hex, s[i]) || !s[i])
+            return 0;
+    return all_of(s + 37, v->len - 37, "0123456789");
+}
+
+/* The kind of holder, from the key's type and value: the status alone
+ * tells a string from a hash. */
+static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
+{
+    /* A handoff's confirmation may still be unread on the connection. */
+    rlk_client_tick(cl, NULL);
+    rlk_conn *c = rlk_client_conn(cl);
+    rlk_resp_value *v;
+    const char *type[] = {"TYPE", name};
+    snprintf(out, n, "unknown (the server did not say)");
+    if (rlk_conn_command(c, &v, 2, type, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
+    if (is_bulk(v, "string")) {
+        const char *get[] = {"GET", name};
+        if (rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
+        if (v->len == 32 && all_of(v->str, v->len, "0123456789abcdef"))
+            snprintf(out, n, "simple: resplock's layout (a 32-hex-digit token)");
+        else
+            snprintf(out, n, "simple: another client's string value");
+    } else if (is_bulk(v, "hash")) {
+        const char *keys[] = {"HKEYS", name};
+        if (rlk_conn_command(c, &v, 2, keys, NULL) != RLK_OK ||
+            (v->type != RLK_RESP_ARRAY && v->type != RLK_RESP_SET))
+            return;
+        int rlock = v->len > 0;
+        for (const rlk_resp_value *f = v->child; f; f = f->next) rlock = rlock && is_rlock_field(f);
+        if (rlock)
+            snprintf(out, n, "reentrant: Redisson's RLock layout (UUID:thread fields), "
+                             "from resplock or Redisson");
+        else
+            snprintf(out, n, "hash: not a lock layout resplock knows");
+    } else {
+        snprintf(out, n, "not a lock: a %.*s", (int)(v->len > 32 ? 32 : v->len), v->str);
+    }
 }
 
 int cmd_status(cli_opts *o, int argc, char **argv)
@@ -621,14 +712,16 @@ int cmd_status(cli_opts *o, int argc, char **argv)
     rlk_lock_status st;
     r = rlk_lock_get_status(cl, pos[0], &st);
     if (r != RLK_OK) {
-        int code = lock_failure(cl, r, &a);
+        int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
         return code;
     }
     printf("name:  %s\n", pos[0]);
     printf("held:  %s\n", st.held ? "yes" : "no");
     if (st.held) {
-        printf("kind:  %s\n", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple");
+        char kind[128];
+        holder_kind(cl, pos[0], kind, sizeof kind);
+        printf("kind:  %s\n", kind);
         if (st.ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st.ttl_ms);
         else printf("ttl:   none (the key never expires)\n");
         if (st.kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st.holds);

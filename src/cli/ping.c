@@ -62,7 +62,7 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
 
     int status;
     rlk_conn *c = cli_connect(o, &status);
-    if (!c) return cli_exit_for(status);
+    if (!c) return status;
     const rlk_conn_info *in = rlk_conn_get_info(c);
     char server[64], version[64], user[128];
     snprintf(server, sizeof server, "%s", in->server[0] ? in->server : "");
