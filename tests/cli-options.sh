@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resplock's command line as cron and redis-cli users expect it: a silent
 # skip, the man page's shell snippet (sh and bash), redis-cli's connection
 # options and passwords off the command line, -v naming the server,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Where resplock's connection settings come from: the configuration
  * files, the environment and the options, merged into one URL.
