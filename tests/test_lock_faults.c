@@ -264,9 +264,11 @@ static void test_stale_handoff(void)
     }
     CHECK(held_by(admin, name, got, sizeof got) == 1);
     CHECK_EQ_STR(got, rlk_lock_token(lt));
+    /* From the call's start: the release may hand the lock to the waiter
+     * before it returns. */
+    t_release = ts_now_ms();
     CHECK_EQ_INT(rlk_lock_release(lt), RLK_OK);
     lt = NULL;
-    t_release = ts_now_ms();
     deadline = t_release + 15000 + LONG_MS;
     if (!w.reported) CHECK_MSG(child_poll(&w, deadline - ts_now_ms()), "the waiter never returned");
     if (w.reported) {

@@ -407,9 +407,26 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         setpgid(pid, pid); /* the child does it too: whoever runs first */
         tty = take_terminal(pid);
     }
-    if (pid < 0 || cli_supervisor_job(&sup, pid) != 0 ||
-        cli_supervisor_deadline(&sup, cli_mono_ms() + rlk_lock_remaining_ms(l) - lead) != 0 ||
-        write(go[1], "g", 1) != 1) {
+    int started = pid > 0 && cli_supervisor_job(&sup, pid) == 0 &&
+                  cli_supervisor_deadline(&sup, cli_mono_ms() + rlk_lock_remaining_ms(l) - lead) == 0;
+    /* resplock may have been stopped or starved since the acquisition:
+     * the job starts only while the lock has time enough left for it to
+     * be stopped in time.  (A pause after this check is the supervisor's:
+     * it has the deadline before the job has "go", and a job stopped
+     * before "go" dies waiting for it.) */
+    if (started && rlk_lock_remaining_ms(l) <= a.kill_after_ms + safety) {
+        cli_err("lock '%s' ran out before '%s' could start", name, cmd[0]);
+        close(go[1]); /* the child sees the end and exits */
+        waitpid(pid, NULL, 0);
+        give_back_terminal(tty);
+        close(sfd);
+        rlk_lock_release(l); /* frees it early if it is still ours */
+        rlk_client_free(cl);
+        cli_supervisor_finish(&sup);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return CLI_EX_TEMPFAIL;
+    }
+    if (!started || write(go[1], "g", 1) != 1) {
         cli_err("%s: %s", pid < 0 ? "fork" : "cannot start the supervisor", strerror(errno));
         close(go[1]); /* the child sees the end and exits */
         if (pid > 0) waitpid(pid, NULL, 0);
