@@ -617,8 +617,9 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
         return a.conflict_code;
     }
     printf("%s %" PRIu64 "\n", rlk_lock_token(l), rlk_lock_fence(l));
-    if (fflush(stdout) != 0) {
-        /* Nobody learns the token: do not leave the lock held. */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        /* Nobody learns the token: do not leave the lock held.  (musl
+         * reports the failed write at printf, leaving fflush nothing.) */
         cli_err("cannot write the token: %s; releasing '%s'", strerror(errno), pos[0]);
         rlk_lock_release(l);
         rlk_client_free(cl);

@@ -27,6 +27,21 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef HAVE_CLOSE_RANGE
+#include <sys/syscall.h>
+/* musl has the system call but no wrapper; failing sends the caller to
+ * its close() loop. */
+static int close_range(unsigned first, unsigned last, int flags)
+{
+#ifdef SYS_close_range
+    return (int)syscall(SYS_close_range, first, last, flags);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+#endif
+
 /* One message: whole, since a pipe write of at most PIPE_BUF bytes is. */
 typedef struct sup_msg {
     int64_t kind;
