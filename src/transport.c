@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -132,18 +133,30 @@ void rlk__transport_close(rlk__transport *t)
 
 /* ---- connecting ---- */
 
+/* Numeric: inet_ntop rather than getnameinfo, which a static build would
+ * carry for nothing (a scope id is not shown). */
 static void format_addr(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
 {
-    char host[NI_MAXHOST], serv[NI_MAXSERV];
-    if (getnameinfo(sa, len, host, sizeof host, serv, sizeof serv,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    char host[INET6_ADDRSTRLEN];
+    const void *addr;
+    unsigned port;
+    if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
+        addr = &s6->sin6_addr;
+        port = ntohs(s6->sin6_port);
+    } else if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
+        addr = &s4->sin_addr;
+        port = ntohs(s4->sin_port);
+    } else {
         snprintf(out, outlen, "?");
         return;
     }
-    if (sa->sa_family == AF_INET6)
-        snprintf(out, outlen, "[%s]:%s", host, serv);
-    else
-        snprintf(out, outlen, "%s:%s", host, serv);
+    if (!inet_ntop(sa->sa_family, addr, host, sizeof host)) {
+        snprintf(out, outlen, "?");
+        return;
+    }
+    snprintf(out, outlen, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
 /* 0 connected, -1 the deadline passed, else an errno value. */

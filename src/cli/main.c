@@ -136,15 +136,15 @@ void cli_err(const char *fmt, ...)
 void cli_verbose(const char *fmt, ...)
 {
     if (!msg_opts || !msg_opts->verbose || msg_opts->quiet) return;
+    /* The time of day in UTC, worked out here: localtime and strftime
+     * would bring the time zone code into a static build (5 KB). */
     struct timespec ts;
-    struct tm tm;
-    char when[32];
     clock_gettime(CLOCK_REALTIME, &ts);
-    localtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    long day = (long)(ts.tv_sec % 86400);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "resplock: %s.%03ld ", when, ts.tv_nsec / 1000000);
+    fprintf(stderr, "resplock: %02ld:%02ld:%02ld.%03ldZ ", day / 3600, day / 60 % 60, day % 60,
+            ts.tv_nsec / 1000000);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
