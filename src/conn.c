@@ -58,6 +58,11 @@ struct rlk_conn {
     int pipelining;           /* replies must outlive buffer moves */
     int64_t last_io_ms;       /* when the last call started */
     uint64_t rng;
+    /* Replies still owed to requests sent with rlk__conn_send_deferred,
+     * handed to the callback as they come, ahead of later replies. */
+    int deferred;
+    void (*deferred_cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply);
+    void *deferred_ctx;
     rlk_conn_info info;
     char err[512];
     unsigned char arena_inline[ARENA_INLINE];
@@ -163,6 +168,11 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
 
 void rlk_conn_close(rlk_conn *c)
 {
+    /* Replies still owed will not come: their callbacks learn it. */
+    while (c->deferred) {
+        c->deferred--;
+        if (c->deferred_cb) c->deferred_cb(c->deferred_ctx, c, NULL);
+    }
     rlk__transport_close(&c->t);
     c->rx.len = 0;
     c->rx_off = 0;
@@ -375,6 +385,17 @@ static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
     return broken(c, r);
 }
 
+/* A reply owed to a request sent with rlk__conn_send_deferred goes to its
+ * callback.  1 when v was one. */
+static int take_deferred(rlk_conn *c, rlk_resp_value *v)
+{
+    if (!c->deferred || is_push(c, v) || v->type == RLK_RESP_PUSH) return 0;
+    c->deferred--;
+    if (c->deferred_cb) c->deferred_cb(c->deferred_ctx, c, v);
+    after_push(c);
+    return 1;
+}
+
 /* Delivers a push to the caller or drops a late confirmation. */
 static void deliver_push(rlk_conn *c, rlk_resp_value *v)
 {
@@ -399,6 +420,7 @@ static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
         if (r > 0) {
             if (confirm && (*out)->type == RLK_RESP_PUSH && is_sub_confirmation(*out))
                 return RLK_OK;
+            if (take_deferred(c, *out)) continue;
             if (!is_push(c, *out)) return RLK_OK;
             deliver_push(c, *out);
             if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler", doing);
@@ -715,9 +737,10 @@ static int out_of_step(rlk_conn *c)
         if (r == 0) {
             /* Incomplete: only a push (or its attribute) may be pending. */
             char b = c->rx.data[0];
-            if (b == '>' || b == '|' || (c->protocol == 2 && c->nsubs)) return 0;
+            if (b == '>' || b == '|' || (c->protocol == 2 && c->nsubs) || c->deferred) return 0;
             break;
         }
+        if (take_deferred(c, v)) continue;
         if (!is_push(c, v) && v->type != RLK_RESP_PUSH) break;
         deliver_push(c, v);
         if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "connection closed by the push handler");
@@ -829,6 +852,10 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
         int r = parse_one(c, &out[got], doing);
         if (r < 0) return r;
         if (r > 0) {
+            if (take_deferred(c, out[got])) {
+                rlk_resp_arena_rewind(&c->arena, &kept);
+                continue;
+            }
             if (is_push(c, out[got])) {
                 deliver_push(c, out[got]);
                 if (c->t.fd < 0)
@@ -950,13 +977,48 @@ int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t 
     return flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
 }
 
-int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply)
+int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
+                            const size_t *argvlen,
+                            void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
+                            void *ctx)
 {
-    *reply = NULL;
+    if (c->deferred && (c->deferred_cb != cb || c->deferred_ctx != ctx))
+        return set_err(c, RLK_ERR_INVALID, "another deferred reply is owed");
+    int r = rlk__conn_send(c, argc, argv, argvlen);
+    if (r != RLK_OK) return r;
+    c->deferred++;
+    c->deferred_cb = cb;
+    c->deferred_ctx = ctx;
+    return RLK_OK;
+}
+
+int rlk__conn_drain(rlk_conn *c)
+{
+    if (!c->deferred) return RLK_OK;
     if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
     begin_call(c);
     c->last_io_ms = rlk__now_ms();
-    return next_reply(c, deadline_after(c, c->cfg.command_timeout_ms), 0, reply, "reply");
+    int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
+    const char *doing = "reading an owed reply";
+    for (int read = 0; c->deferred; read = 1) {
+        rlk_resp_value *v;
+        int r = parse_one(c, &v, doing);
+        if (r < 0) return r;
+        if (r > 0) {
+            if (take_deferred(c, v)) continue;
+            if (!is_push(c, v) && v->type != RLK_RESP_PUSH) {
+                set_err(c, RLK_ERR_PROTO, "%s: a reply nobody asked for", doing);
+                return broken(c, RLK_ERR_PROTO);
+            }
+            deliver_push(c, v);
+            if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed", doing);
+            continue;
+        }
+        if (read && expired(deadline)) return timed_out(c, doing);
+        r = fill(c, deadline, doing, 0);
+        if (r != RLK_OK) return r;
+    }
+    return RLK_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1004,6 +1066,7 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
         int r = parse_one(c, &v, "waiting for messages");
         if (r < 0) return r;
         if (r > 0) {
+            if (take_deferred(c, v)) continue;
             if (!is_push(c, v) && !(v->type == RLK_RESP_PUSH)) {
                 set_err(c, RLK_ERR_PROTO, "a reply arrived while no command was waiting");
                 return broken(c, RLK_ERR_PROTO);

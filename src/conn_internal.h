@@ -16,15 +16,23 @@ int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...);
 
 /* Sends a command without reading its reply: for commands whose answer
  * is a push that the connection drops (an UNSUBSCRIBE nobody waits for
- * under RESP3), or whose reply the caller reads later with
- * rlk__conn_read_reply, before any other call on c.  RLK_OK or a failure
- * that closed c. */
+ * under RESP3).  RLK_OK or a failure that closed c. */
 int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
 
-/* Reads the reply of a command sent earlier with rlk__conn_send, within
- * the command timeout; push messages go to on_push meanwhile.  Statuses
- * and the reply's lifetime as rlk_conn_command. */
-int rlk__conn_read_reply(rlk_conn *c, rlk_resp_value **reply);
+/* Sends a command whose reply is not waited for: it is handed to cb
+ * (reply NULL when the connection closed before it came) by whichever
+ * later call on c reads it, ahead of that call's own replies, so that the
+ * next command is sent without waiting.  One callback and context at a
+ * time (RLK_ERR_INVALID for another while replies are owed).  Statuses as
+ * rlk__conn_send. */
+int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
+                            const size_t *argvlen,
+                            void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
+                            void *ctx);
+
+/* Reads until no deferred reply is owed, within the command timeout.
+ * RLK_OK, or a failure that closed c (the callbacks then got NULL). */
+int rlk__conn_drain(rlk_conn *c);
 
 /* Every call on c ends by this absolute CLOCK_MONOTONIC deadline (ms) as
  * well as by its own timeout: connect and handshake, reconnect (no

@@ -467,12 +467,9 @@ struct rlk_client {
      * -1 for none: a renewal round inside a wait keeps within it. */
     int64_t call_cap;
     int server_busy;         /* the last script was refused with LOADING or BUSY */
-    /* A handoff's confirmation sent and not read yet (see
-     * confirm_later): its lock (NULL once that was freed), the connection
-     * it was sent on (generation) and when. */
-    int confirm_pending;
+    /* The lock of a handoff's confirmation sent and not read yet (see
+     * confirm_later; NULL once that was freed), and when it was sent. */
     rlk_lock *unconfirmed;
-    uint64_t confirm_gen;
     int64_t confirm_sent;
     char err[512];
 };
@@ -880,27 +877,30 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl);
 static void mark_lost(rlk_lock *l);
 
 /*
- * Reads the reply of a handoff's confirmation sent by confirm_later,
- * before anything else is read from the client's connection: the lock is
- * then valid for its TTL from when the confirmation was sent, or lost
- * (the claim ran out and someone else has it).  When the connection broke
- * meanwhile nothing is learnt, and the lock stays valid for its claim.
+ * The reply of a handoff's confirmation sent by confirm_later, handed
+ * over by the connection ahead of the next call's own replies: the lock
+ * is then valid for its TTL from when the confirmation was sent, or lost
+ * (the claim ran out and someone else has it).  NULL: the connection
+ * closed first, nothing is learnt, and the lock stays valid for its
+ * claim.
  */
-static void settle_confirm(rlk_client *cl)
+static void confirm_reply(void *ctx, rlk_conn *c, const rlk_resp_value *v)
 {
-    if (!cl->confirm_pending) return;
-    cl->confirm_pending = 0;
+    rlk_client *cl = ctx;
     rlk_lock *l = cl->unconfirmed;
+    (void)c;
     cl->unconfirmed = NULL;
-    rlk_resp_value *v = NULL;
-    int r = rlk_conn_is_connected(cl->conn) && rlk_conn_generation(cl->conn) == cl->confirm_gen
-                ? rlk__conn_read_reply(cl->conn, &v)
-                : RLK_ERR_CLOSED;
-    if (!l || r != RLK_OK || v->type != RLK_RESP_INTEGER) return;
+    if (!l || !v || v->type != RLK_RESP_INTEGER) return;
     pthread_mutex_lock(&cl->mu);
     if (v->integer >= 0) set_validity(l, cl->confirm_sent, l->ttl);
     else mark_lost(l);
     pthread_mutex_unlock(&cl->mu);
+}
+
+/* Reads a handoff's confirmation still owed, now (tick, forget, free). */
+static void settle_confirm(rlk_client *cl)
+{
+    if (cl->unconfirmed && rlk__conn_drain(cl->conn) != RLK_OK) cl->unconfirmed = NULL;
 }
 
 /* Failures of the connection, after which the call may be made again on
@@ -929,7 +929,6 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
                const char *const *argv, const size_t *lens, int resend,
                rlk_resp_value **out, const char *doing)
 {
-    if (c == cl->conn) settle_confirm(cl);
     rlk__conn_cap(c, call_end(cl, c));
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     if (resend && transient(r)) {
@@ -1184,9 +1183,9 @@ static int subscribe(rlk_client *cl, rlk_conn *sub, const rlk_lock *l)
 
 /*
  * A handoff message came for a lock without a watchdog: the confirmation
- * is sent now and its reply read at the client's next call on its
- * connection (settle_confirm), so that a handoff costs no round trip
- * more than the message.  Meanwhile the lock is valid for the claim, from
+ * is sent now, and its reply is read by the client's next call on its
+ * connection, ahead of that call's own (confirm_reply), so that neither
+ * the handoff nor the next call waits a round trip for it.  Meanwhile the lock is valid for the claim, from
  * the waiter's last busy try (the handoff came later).  0 when that is
  * too short to be worth it, or the connection is not there: the caller
  * confirms and waits for the answer instead.  A watchdog lock always
@@ -1201,10 +1200,10 @@ static int confirm_later(rlk_client *cl, rlk_lock *l, int64_t since, int64_t cla
     /* EVAL, not EVALSHA: a NOSCRIPT read later could not be retried. */
     const char *argv[8] = {"EVAL", cl->scripts[S_EXTEND].text, "1", l->name,
                            l->kind == RLK_LOCK_REENTRANT ? "r" : "s", l->token, ms, "set"};
-    if (rlk__conn_send(cl->conn, 8, argv, NULL) != RLK_OK) return 0;
-    cl->confirm_pending = 1;
+    if (cl->unconfirmed ||
+        rlk__conn_send_deferred(cl->conn, 8, argv, NULL, confirm_reply, cl) != RLK_OK)
+        return 0;
     cl->unconfirmed = l;
-    cl->confirm_gen = rlk_conn_generation(cl->conn);
     cl->confirm_sent = now;
     l->fence = cl->handed_fence;
     l->holds = 1;
@@ -1738,7 +1737,6 @@ static int is_crossslot(const rlk_resp_value *v)
  */
 static int renew_round(rlk_client *cl, rlk_conn *c)
 {
-    if (c == cl->conn) settle_confirm(cl);
     pthread_mutex_lock(&cl->mu);
     int64_t now = rlk__now_ms(), end = -1;
     int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED), per_slot = cl->per_slot;

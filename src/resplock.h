@@ -458,9 +458,9 @@ void rlk_client_free(rlk_client *cl);
 const char *rlk_client_errmsg(const rlk_client *cl);
 
 /* The connection, for rlk_conn_get_info and friends; owned by the client
- * (the owner's thread).
- * Right after a handoff it may have the confirmation's reply still to
- * read: call rlk_client_tick before sending commands on it yourself. */
+ * (the owner's thread).  Right after a handoff it may owe the reply of
+ * the confirmation: the connection reads it ahead of the reply of the
+ * next command sent on it, whoever sends that. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
 
 typedef enum rlk_lock_kind {
