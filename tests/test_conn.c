@@ -2685,6 +2685,67 @@ static void test_duplicate_reply_no_reconnect(void)
     duplicate_reply(30, -1);
 }
 
+/* A deferred request: its reply goes to the callback, ahead of the next
+ * command's own, which is sent without waiting for it; a pipeline and a
+ * drain take it the same way; a close tells the callback NULL. */
+struct owed {
+    int calls, nulls;
+    char got[64];
+};
+
+static void owed_cb(void *ctx, rlk_conn *c, const rlk_resp_value *v)
+{
+    struct owed *o = ctx;
+    (void)c;
+    o->calls++;
+    if (!v) o->nulls++;
+    else snprintf(o->got, sizeof o->got, "%.*s", (int)v->len, v->str ? v->str : "");
+}
+
+static void test_deferred_reply(void)
+{
+    ts_server *s = get_plain();
+    rlk_conn *c;
+    rlk_resp_value *v, *pv[1];
+    struct owed o;
+    char url[128];
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    c = CONNECT(url);
+    if (!c) return;
+    memset(&o, 0, sizeof o);
+    {
+        const char *a[2] = {"ECHO", "first"}, *b[2] = {"ECHO", "second"};
+        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
+        CHECK_EQ_INT(o.calls, 0);
+        CHECK_EQ_INT(rlk_conn_command(c, &v, 2, b, NULL), RLK_OK);
+        CHECK_EQ_INT(o.calls, 1);
+        CHECK_EQ_STR(o.got, "first");
+        CHECK(v && v->len == 6 && memcmp(v->str, "second", 6) == 0);
+        /* Through a pipeline. */
+        const char *e[2] = {"ECHO", "third"};
+        rlk_request q = {NULL, 0, 2, b, NULL};
+        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, e, NULL, owed_cb, &o), RLK_OK);
+        CHECK_EQ_INT(rlk_conn_pipeline(c, 1, &q, pv), RLK_OK);
+        CHECK_EQ_INT(o.calls, 2);
+        CHECK_EQ_STR(o.got, "third");
+        CHECK(pv[0] && pv[0]->len == 6 && memcmp(pv[0]->str, "second", 6) == 0);
+        /* Drained on demand; another callback is refused while owed. */
+        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
+        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, NULL), RLK_ERR_INVALID);
+        CHECK_EQ_INT(rlk__conn_drain(c), RLK_OK);
+        CHECK_EQ_INT(o.calls, 3);
+        /* A close before the reply: the callback learns it. */
+        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
+        rlk_conn_close(c);
+        CHECK_EQ_INT(o.calls, 4);
+        CHECK_EQ_INT(o.nulls, 1);
+        CHECK_EQ_INT(rlk_conn_command(c, &v, 2, b, NULL), RLK_OK); /* reconnects */
+        CHECK_EQ_INT(o.calls, 4);
+    }
+    rlk_conn_free(c);
+}
+
 /* rlk__conn_cap: one deadline over connect, command, reconnect, wait. */
 static void test_cap(void)
 {
@@ -2878,6 +2939,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_duplicate_reply_later);
     RUN_TEST(test_duplicate_reply_no_reconnect);
     RUN_TEST(test_cap);
+    RUN_TEST(test_deferred_reply);
     RUN_TEST(test_eval_one_deadline);
 
     ts_stop(plain_srv);
