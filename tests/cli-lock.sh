@@ -173,6 +173,8 @@ else
 fi
 
 # ------------------------------------------------------------------ TLS
+tls_rc=69   # --tls against a server that is down: unreachable
+"$bin" --version | grep -q '^TLS: not compiled in' && tls_rc=78
 if "$bin" --version | grep -q '^TLS: not compiled in'; then
   # Built without OpenSSL: a rediss:// URL fails at once with that reason,
   # before the command runs or anything is sent.  The exit code is the one
@@ -456,6 +458,8 @@ while read -r o ph; do
     --askpass) check "the man page's $o is accepted (run)" 78 '' 'no password' -- -u "$down" run optl "$o" -- true ;;
     --version|-V) check "the man page's $o is accepted" 0 '^resplock [0-9]' '' -- "$o" ;;
     --add) check "the man page's $o is accepted (extend)" 69 '' '' -- -u "$down" extend optl tok 1s "$o" ;;
+    # Without TLS compiled in, asking for it is a configuration error.
+    --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;
   esac
 done <<<"$man_opts"
