@@ -407,21 +407,32 @@ static void deliver_push(rlk_conn *c, rlk_resp_value *v)
     after_push(c);
 }
 
+/* What next_reply waits for: a reply; a RESP3 subscription confirmation
+ * push taken as the reply; or only the deferred replies still owed. */
+enum { NEXT_REPLY, NEXT_CONFIRM, NEXT_OWED };
+
 /*
- * Reads the next reply, passing push messages on.  When confirm is set,
- * a RESP3 subscription confirmation push is taken as the reply.
+ * Reads the next reply, passing push messages on and deferred replies to
+ * their callback.  With NEXT_OWED it returns once none is owed, and any
+ * other reply is out of step.
  */
 static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
                       rlk_resp_value **out, const char *doing)
 {
     for (int read = 0;; read = 1) {
+        if (confirm == NEXT_OWED && !c->deferred) return RLK_OK;
         int r = parse_one(c, out, doing);
         if (r < 0) return r;
         if (r > 0) {
-            if (confirm && (*out)->type == RLK_RESP_PUSH && is_sub_confirmation(*out))
+            if (confirm == NEXT_CONFIRM && (*out)->type == RLK_RESP_PUSH &&
+                is_sub_confirmation(*out))
                 return RLK_OK;
             if (take_deferred(c, *out)) continue;
-            if (!is_push(c, *out)) return RLK_OK;
+            if (!is_push(c, *out)) {
+                if (confirm != NEXT_OWED) return RLK_OK;
+                set_err(c, RLK_ERR_PROTO, "%s: a reply nobody asked for", doing);
+                return broken(c, RLK_ERR_PROTO);
+            }
             deliver_push(c, *out);
             if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler", doing);
             if (expired(deadline)) return timed_out(c, doing);
@@ -653,7 +664,7 @@ int rlk_conn_connect(rlk_conn *c)
 
 /* Failures worth another try: the server may come back or finish
  * loading.  Bad URLs, TLS verification and authentication will not. */
-static int transient(int status)
+int rlk__transient(int status)
 {
     return status == RLK_ERR_CONNECT || status == RLK_ERR_TIMEOUT ||
            status == RLK_ERR_IO || status == RLK_ERR_CLOSED;
@@ -668,10 +679,10 @@ static uint64_t next_rand(rlk_conn *c)
     return c->rng * 0x2545F4914F6CDD1DULL;
 }
 
-static void pause_ms(int ms)
+void rlk__pause_ms(int64_t ms)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
 
@@ -687,7 +698,7 @@ int rlk_conn_reconnect(rlk_conn *c)
             int64_t p = pause / 2 + (int64_t)(next_rand(c) % (uint64_t)(pause / 2 + 1));
             int left = rlk__ms_left(c->cap);
             if (left >= 0 && p > left) p = left;
-            pause_ms((int)p);
+            rlk__pause_ms(p);
             pause = pause * 2 > c->cfg.backoff_max_ms ? c->cfg.backoff_max_ms : pause * 2;
         }
         if (i > 0 && expired(c->cap)) {
@@ -697,7 +708,7 @@ int rlk_conn_reconnect(rlk_conn *c)
                            "tries (last: %.400s)", i, last);
         }
         r = connect_once(c);
-        if (r == RLK_OK || !transient(r)) return r;
+        if (r == RLK_OK || !rlk__transient(r)) return r;
     }
     return r;
 }
@@ -998,27 +1009,9 @@ int rlk__conn_drain(rlk_conn *c)
     if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
     begin_call(c);
     c->last_io_ms = rlk__now_ms();
-    int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
-    const char *doing = "reading an owed reply";
-    for (int read = 0; c->deferred; read = 1) {
-        rlk_resp_value *v;
-        int r = parse_one(c, &v, doing);
-        if (r < 0) return r;
-        if (r > 0) {
-            if (take_deferred(c, v)) continue;
-            if (!is_push(c, v) && v->type != RLK_RESP_PUSH) {
-                set_err(c, RLK_ERR_PROTO, "%s: a reply nobody asked for", doing);
-                return broken(c, RLK_ERR_PROTO);
-            }
-            deliver_push(c, v);
-            if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed", doing);
-            continue;
-        }
-        if (read && expired(deadline)) return timed_out(c, doing);
-        r = fill(c, deadline, doing, 0);
-        if (r != RLK_OK) return r;
-    }
-    return RLK_OK;
+    rlk_resp_value *v;
+    return next_reply(c, deadline_after(c, c->cfg.command_timeout_ms), NEXT_OWED, &v,
+                      "reading an owed reply");
 }
 
 /* ------------------------------------------------------------------ */
@@ -1033,7 +1026,7 @@ static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_
     size_t lens[2] = {strlen(verb), len};
     int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
     rlk_resp_value *v;
-    r = exchange(c, deadline, 1, &v, 2, argv, lens);
+    r = exchange(c, deadline, NEXT_CONFIRM, &v, 2, argv, lens);
     if (r != RLK_OK) return r;
     if (is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
     /* [kind, channel, count]: the count of channels still subscribed. */

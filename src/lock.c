@@ -903,25 +903,6 @@ static void settle_confirm(rlk_client *cl)
     if (cl->unconfirmed && rlk__conn_drain(cl->conn) != RLK_OK) cl->unconfirmed = NULL;
 }
 
-/* Failures of the connection, after which the call may be made again on
- * a new connection. */
-static int transient(int status)
-{
-    return status == RLK_ERR_IO || status == RLK_ERR_TIMEOUT || status == RLK_ERR_CLOSED ||
-           status == RLK_ERR_CONNECT;
-}
-
-/* The end of a call on c that starts now: one command timeout for all of
- * its round trips (a re-send included), and never past the deadline of a
- * call around it (cl->call_cap, on the client's connection). */
-static int64_t call_end(const rlk_client *cl, const rlk_conn *c)
-{
-    int t = rlk__conn_timeout_ms(c);
-    int64_t end = t < 0 ? -1 : rlk__now_ms() + t;
-    if (c == cl->conn && cl->call_cap >= 0 && (end < 0 || cl->call_cap < end)) end = cl->call_cap;
-    return end;
-}
-
 /* Runs a script; a failed connection is re-established and the call
  * re-sent once when `resend` (the call is safe to repeat), all within one
  * deadline. */
@@ -929,13 +910,15 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
                const char *const *argv, const size_t *lens, int resend,
                rlk_resp_value **out, const char *doing)
 {
-    rlk__conn_cap(c, call_end(cl, c));
+    /* One command timeout from now for the call and its re-send, within
+     * the cap of a call around it (cl->call_cap). */
+    int64_t was = rlk__conn_narrow(c, rlk__now_ms());
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
-    if (resend && transient(r)) {
+    if (resend && rlk__transient(r)) {
         int rr = rlk_conn_reconnect(c);
         if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     }
-    rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
+    rlk__conn_cap(c, was);
     cl->server_busy = 0;
     if (r != RLK_OK) return conn_fail(cl, c, r, doing);
     if (is_error(*out)) {
@@ -1215,13 +1198,6 @@ static int confirm_later(rlk_client *cl, rlk_lock *l, int64_t since, int64_t cla
  * (defined with the watchdog); ms until the next renewal is due, or -1. */
 static int64_t tick_in_wait(rlk_client *cl);
 
-static void nap(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* A handle of this client on the same reentrant lock and field: an
  * acquisition is then another hold, whose fence is that handle's. */
 static const rlk_lock *held_before(rlk_client *cl, const rlk_lock *l)
@@ -1254,7 +1230,7 @@ static void set_call_cap(rlk_client *cl, int64_t cap)
 static int retry_after(rlk_client *cl, int r, int64_t cap, int once, int *retries,
                        int ambiguous)
 {
-    if (!(transient(r) || (r == RLK_ERR_SERVER && cl->server_busy)) || ambiguous ||
+    if (!(rlk__transient(r) || (r == RLK_ERR_SERVER && cl->server_busy)) || ambiguous ||
         (once && *retries))
         return 0;
     int64_t now = rlk__now_ms();
@@ -1262,7 +1238,7 @@ static int retry_after(rlk_client *cl, int r, int64_t cap, int once, int *retrie
     if ((*retries)++) {
         int64_t p = 25LL << (*retries < 7 ? *retries : 7); /* 100 ms .. 3.2 s */
         if (cap >= 0 && cap - now < p) p = cap - now;
-        nap(p);
+        rlk__pause_ms(p);
     }
     return 1;
 }
