@@ -15,6 +15,7 @@
 #include "conn_internal.h"
 #include "transport.h"
 #include "internal.h"
+#include "lua.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,371 +34,16 @@
 #define DEFAULT_DRIFT_MS 2
 #define DEFAULT_RECHECK_MS 1000
 #define RENEW_BATCH 1000
-/* A release's tombstone (one key per token, or per reentrant release)
- * lives this long: a release re-sent after a reconnect within it still
- * learns that the first one released. */
-#define TOMBSTONE_MS "60000"
-/* A lock handed from waiter to waiter for this long (with pauses between
- * handoffs shorter than CHAIN_GAP_MS) is freed once, and resplock's
- * waiters stay away from it for YIELD_MS: clients that poll (redis-py)
- * or that wait for the release message (Redisson) get their chance. */
-#define CHAIN_MS "2000"
-#define CHAIN_GAP_MS "1000"
-#define YIELD_MS "200"
 #define RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
 
 /* ------------------------------------------------------------------ */
-/* Scripts                                                              */
-/*
- * Lua helpers are text spliced into the scripts, not Lua functions where
- * a script runs them once: a function is made again at every run.
- */
+/* Scripts: src/lua/NAME.lua (see lua.h and each file's header)        */
 
-/* Milliseconds of a TIME reply held in the Lua variable tm (scripts may
- * read TIME before they write: Redis 5 and later). */
-#define LUA_MS_OF_TM "(tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000))"
+enum { S_ACQUIRE, S_RELEASE, S_EXTEND, S_RENEW, S_STATUS, S_COUNT };
 
-/*
- * The next fencing token, into the local f, from the TIME reply in tm:
- * max(the counter + 1, the server's clock in microseconds), stored back
- * into the counter key fk for max(2 x ttl, 60 s).  It never goes back
- * while the clock does not, even after the counter was evicted or lost
- * in a restart; the counter covers the clock stepping back by less than
- * its lifetime.  Lua numbers are exact to 2^53: microseconds since 1970
- * stay below that until the year 2255.  The store is best effort
- * (pcall): at maxmemory the clock alone moves the fence on.
- */
-#define LUA_FENCE(fk, ttl)                                                     \
-    "local f = tonumber(tm[1]) * 1000000 + tonumber(tm[2])\n"                  \
-    "local s = tonumber(redis.pcall('get', " fk ") or '')\n"                   \
-    "if s and s >= f then f = s + 1 end\n"                                     \
-    "redis.pcall('set', " fk ", string.format('%.0f', f), 'px', "              \
-    "math.max(2 * tonumber(" ttl "), 60000))\n"
-
-/* The fence of a lock taken earlier (handed over, or a re-entry): the
- * counter's value. */
-#define LUA_FENCE_NOW(fk) "(tonumber(redis.pcall('get', " fk ") or '') or 0)"
-
-/* KEYS: lock, fence counter.  ARGV: token, ttl.
- * {1, fence} when acquired; {0, pttl} when held by someone. */
-static const char ACQUIRE_SIMPLE[] =
-    "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
-    "local tm = redis.call('time')\n"
-    LUA_FENCE("KEYS[2]", "ARGV[2]")
-    "return {1, f}\n"
-    "end\n"
-    "return {0, redis.call('pttl', KEYS[1])}\n";
-
-/* KEYS: lock, fence counter.  ARGV: field, ttl.
- * {1, fence, holds} when acquired (again); {0, pttl} when not.  Another
- * hold never shortens the expiry that the holds before rely on. */
-static const char ACQUIRE_REENTRANT[] =
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "if t == 'none' then\n"
-    "redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "local tm = redis.call('time')\n"
-    LUA_FENCE("KEYS[2]", "ARGV[2]")
-    "return {1, f, 1}\n"
-    "end\n"
-    "if t == 'hash' and redis.call('hexists', KEYS[1], ARGV[1]) == 1 then\n"
-    "local n = redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
-    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "end\n"
-    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", n}\n"
-    "end\n"
-    "return {0, redis.call('pttl', KEYS[1])}\n";
-
-/*
- * Waiting in line.  A waiter that has subscribed to its own handoff
- * channel registers in a queue: a list {NAME}:queue of tokens in arrival
- * order, and a hash {NAME}:waiters mapping each token to "expiry ttl
- * claim kind channel" (expiry: server time in ms, renewed by each
- * re-check of the waiter; kind: 's' simple or 'r' reentrant).  A release
- * that finds a live waiter hands the lock over in the same script: the
- * lock gets the waiter's token in the waiter's kind for the waiter's
- * claim (a short TTL), the fence moves on, and "FENCE TOKEN" is published
- * on the waiter's channel.  The waiter then confirms (extends the lock to
- * its TTL) in one round trip; a waiter that was paused meanwhile holds up
- * the lock for its claim only.  A waiter that has died (entry expired) or
- * stopped listening (PUBLISH reaches nobody) is skipped.  The hash also
- * holds "~chain" ("c START LAST": handoffs since START, the last at LAST)
- * and "~yield" ("y UNTIL": resplock waiters stay away until then).
- */
-
-/* Removes ARGV[1]'s registration (KEYS[3] queue, KEYS[4] waiters). */
-#define LUA_LEAVE_QUEUE                                                        \
-    "local function leave()\n"                                                 \
-    "if redis.call('hdel', KEYS[4], ARGV[1]) == 1 then\n"                      \
-    "redis.call('lrem', KEYS[3], 1, ARGV[1])\n"                                \
-    "end\n"                                                                    \
-    "end\n"
-
-/* Registers ARGV[1] as a waiter of this kind ('s' or 'r'; ttl ARGV[2],
- * lease ARGV[4] ms, channel ARGV[5], claim ARGV[6]), or renews its lease
- * keeping its place.  Best effort: at maxmemory the waiter is not in
- * line, and still wakes when the lock is freed. */
-#define LUA_JOIN_QUEUE                                                         \
-    "local function join(kind)\n"                                              \
-    "local lease, tm = tonumber(ARGV[4]), redis.call('time')\n"                \
-    "local exp = " LUA_MS_OF_TM " + lease\n"                                   \
-    "if redis.pcall('hset', KEYS[4], ARGV[1], string.format('%d %s %s %s %s', "\
-    "exp, ARGV[2], ARGV[6], kind, ARGV[5])) == 1 then\n"                       \
-    "redis.pcall('rpush', KEYS[3], ARGV[1])\n"                                 \
-    "end\n"                                                                    \
-    /* The queue goes when no waiter has renewed its place for a minute. */   \
-    "local keep = lease > 30000 and 2 * lease or 60000\n"                      \
-    "redis.call('pexpire', KEYS[3], keep)\n"                                   \
-    "redis.call('pexpire', KEYS[4], keep)\n"                                   \
-    "end\n"
-
-/* While a lock freed after a long run of handoffs is left to other
- * clients, a resplock waiter keeps (or leaves) its place and is told to
- * come back when the window ends. */
-#define LUA_YIELD(kind)                                                        \
-    "local y = redis.call('hget', KEYS[4], '~yield')\n"                        \
-    "if y then\n"                                                              \
-    "local tm = redis.call('time')\n"                                          \
-    "local left = (tonumber(string.sub(y, 3)) or 0) - " LUA_MS_OF_TM "\n"      \
-    "if left > 0 then\n"                                                       \
-    "if ARGV[3] == 'q' then leave() else join('" kind "') end\n"               \
-    "return {0, left}\n"                                                       \
-    "end\n"                                                                    \
-    "redis.call('hdel', KEYS[4], '~yield')\n"                                  \
-    "end\n"
-
-/* KEYS: lock, fence counter, queue, waiters.
- * ARGV: token, ttl, 'w' (wait: register) or 'q' (quit: deregister),
- * lease, channel, claim.  {1, fence, 1, 0} when acquired now, {1, fence,
- * 1, 1} when it found the lock holding its token (handed over since the
- * last try, or taken by a try of this call whose reply was lost): then
- * the lock is extended to the full TTL now.  {0, pttl} when held by
- * someone. */
-static const char WAIT_SIMPLE[] =
-    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE LUA_YIELD("s")
-    "if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then\n"
-    "leave()\n"
-    "local tm = redis.call('time')\n"
-    LUA_FENCE("KEYS[2]", "ARGV[2]")
-    "return {1, f, 1, 0}\n"
-    "end\n"
-    "if redis.pcall('get', KEYS[1]) == ARGV[1] then\n"
-    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", 1, 1}\n"
-    "end\n"
-    "if ARGV[3] == 'q' then leave() else join('s') end\n"
-    "return {0, redis.call('pttl', KEYS[1])}\n";
-
-/* The same for a reentrant lock; ARGV[1] is the hash field.
- * {1, fence, holds, found} or {0, pttl}. */
-static const char WAIT_REENTRANT[] =
-    LUA_LEAVE_QUEUE LUA_JOIN_QUEUE LUA_YIELD("r")
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "if t == 'none' then\n"
-    "redis.call('hincrby', KEYS[1], ARGV[1], 1)\n"
-    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "leave()\n"
-    "local tm = redis.call('time')\n"
-    LUA_FENCE("KEYS[2]", "ARGV[2]")
-    "return {1, f, 1, 0}\n"
-    "end\n"
-    "if t == 'hash' then\n"
-    "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
-    "if n then\n"
-    "if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then\n"
-    "redis.call('pexpire', KEYS[1], ARGV[2])\n"
-    "end\n"
-    "return {1, " LUA_FENCE_NOW("KEYS[2]") ", tonumber(n), 1}\n"
-    "end\n"
-    "end\n"
-    "if ARGV[3] == 'q' then leave() else join('r') end\n"
-    "return {0, redis.call('pttl', KEYS[1])}\n";
-
-/*
- * pass_on() ends a release that freed the lock KEYS[1]: it hands the
- * lock over to the first live waiter (queue KEYS[4], waiters KEYS[5],
- * fence KEYS[3]) in the waiter's kind (a simple waiter behind a reentrant
- * holder gets a string) for the waiter's claim, or, with no live waiter,
- * deletes it and publishes "0" on the release channel ARGV[2].  It looks
- * at 100 entries at most, so that a release stays short; dead ones are
- * removed as they are seen.  After CHAIN_MS of handoffs it frees the lock
- * once instead (see CHAIN_MS).  The writes that maxmemory can refuse are
- * made with pcall, and a refused handoff frees the lock instead: a
- * release always frees the lock.
- */
-#define LUA_PASS_ON                                                            \
-    "local function pass_on()\n"                                               \
-    "local tm, now, chain, c0, c1\n"                                           \
-    "for _ = 1, 100 do\n"                                                      \
-    "local w = redis.call('lpop', KEYS[4])\n"                                  \
-    "if not w then break end\n"                                                \
-    "if not now then\n"                                                        \
-    "tm = redis.call('time')\n"                                                \
-    "now = " LUA_MS_OF_TM "\n"                                                 \
-    "c0, c1 = string.match(redis.call('hget', KEYS[5], '~chain') or '', "      \
-    "'^c (%d+) (%d+)$')\n"                                                     \
-    "chain = now\n"                                                            \
-    "if c0 and now - tonumber(c1) < " CHAIN_GAP_MS " then chain = tonumber(c0) end\n" \
-    "if now - chain >= " CHAIN_MS " then\n"                                    \
-    "redis.pcall('lpush', KEYS[4], w)\n"                                       \
-    "redis.call('hdel', KEYS[5], '~chain')\n"                                  \
-    "redis.pcall('hset', KEYS[5], '~yield', string.format('y %.0f', now + " YIELD_MS "))\n" \
-    "break\n"                                                                  \
-    "end\n"                                                                    \
-    "end\n"                                                                    \
-    "local e = redis.call('hget', KEYS[5], w)\n"                               \
-    "if e then\n"                                                              \
-    "redis.call('hdel', KEYS[5], w)\n"                                         \
-    "local exp, ttl, claim, kind, ch = string.match(e, "                       \
-    "'^(%d+) (%d+) (%d+) ([sr]) (.+)$')\n"                                     \
-    "if exp and tonumber(exp) > now then\n"                                    \
-    LUA_FENCE("KEYS[3]", "ttl")                                                \
-    "if redis.call('publish', ch, string.format('%.0f ', f) .. w) > 0 then\n"  \
-    "local ok\n"                                                               \
-    "if kind == 's' then\n"                                                    \
-    "ok = redis.pcall('set', KEYS[1], w, 'px', claim)\n"                       \
-    "else\n"                                                                   \
-    "redis.call('del', KEYS[1])\n"                                             \
-    "ok = redis.pcall('hset', KEYS[1], w, 1)\n"                                \
-    "redis.call('pexpire', KEYS[1], claim)\n"                                  \
-    "end\n"                                                                    \
-    "if type(ok) == 'table' and ok.err then break end\n"                       \
-    /* The chain outlives its last waiter (who may come back to the line   \
-     * right after its release) by the hash's TTL, at least a minute. */      \
-    "redis.pcall('hset', KEYS[5], '~chain', string.format('c %.0f %.0f', chain, now))\n" \
-    "redis.call('pexpire', KEYS[5], math.max(redis.call('pttl', KEYS[5]), 60000))\n" \
-    "return\n"                                                                 \
-    "end\n"                                                                    \
-    "end\n"                                                                    \
-    "end\n"                                                                    \
-    "end\n"                                                                    \
-    "redis.call('del', KEYS[1])\n"                                             \
-    "redis.call('publish', ARGV[2], '0')\n"                                    \
-    "end\n"
-
-/* KEYS: lock, tombstone of this token, fence counter, queue, waiters.
- * ARGV: token, channel.  1 released (now or by an earlier attempt with
- * this token; handed over to a waiter or freed), 0 not held, -1 other
- * owner.  The lock goes first and the tombstone after, best effort: at
- * maxmemory (noeviction) the release still frees the lock. */
-static const char RELEASE_SIMPLE[] =
-    LUA_PASS_ON
-    /* redis.pcall: a key of another type answers an error table. */
-    "local v = redis.pcall('get', KEYS[1])\n"
-    "if v == ARGV[1] then\n"
-    "pass_on()\n"
-    "redis.pcall('set', KEYS[2], '1', 'px', " TOMBSTONE_MS ")\n"
-    "return 1\n"
-    "end\n"
-    "if redis.call('exists', KEYS[2]) == 1 then return 1 end\n"
-    "if not v then return 0 end\n"
-    "return -1\n";
-
-/* KEYS: lock, tombstone of this release, fence counter, queue, waiters.
- * ARGV: field, channel.
- * 1 released, 2 one hold fewer (still held), 0 not held, -1 other owner.
- * Taking one hold away is not idempotent, so each release has an id and
- * a tombstone keyed by it, holding its result: a release sent again
- * after a lost reply gets that result and takes no second hold away.
- * The expiry is left as it is: the holds left rely on it.  The last hold
- * deletes without a write that maxmemory could refuse. */
-static const char RELEASE_REENTRANT[] =
-    LUA_PASS_ON
-    "local done = redis.call('get', KEYS[2])\n"
-    "if done then return tonumber(done) end\n"
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "local n = t == 'hash' and tonumber(redis.call('hget', KEYS[1], ARGV[1]))\n"
-    "if n and n > 1 then\n"
-    "redis.call('hincrby', KEYS[1], ARGV[1], -1)\n"
-    "redis.pcall('set', KEYS[2], '2', 'px', " TOMBSTONE_MS ")\n"
-    "return 2\n"
-    "end\n"
-    "if n then\n"
-    "pass_on()\n"
-    "redis.pcall('set', KEYS[2], '1', 'px', " TOMBSTONE_MS ")\n"
-    "return 1\n"
-    "end\n"
-    "if t == 'none' then return 0 end\n"
-    "return -1\n";
-
-/* KEYS: lock.  ARGV: kind ('s' or 'r'), token or field, ms, 'add' or 'set'.
- * The new TTL, or -1 not held, -2 other owner.  A reentrant lock's
- * expiry never shortens: other holds may rely on it. */
-static const char EXTEND[] =
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "if t == 'none' then return -1 end\n"
-    "local mine\n"
-    "if ARGV[1] == 's' then\n"
-    "mine = t == 'string' and redis.call('get', KEYS[1]) == ARGV[2]\n"
-    "else\n"
-    "mine = t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1\n"
-    "end\n"
-    "if not mine then return -2 end\n"
-    "local ms, left = tonumber(ARGV[3]), redis.call('pttl', KEYS[1])\n"
-    "if ARGV[4] == 'add' then\n"
-    "if left > 0 then ms = ms + left end\n"
-    "elseif ARGV[1] == 'r' and left > ms then\n"
-    "ms = left\n"
-    "end\n"
-    "redis.call('pexpire', KEYS[1], ms)\n"
-    "return ms\n";
-
-/* KEYS: locks, all in one hash slot.  ARGV: the kinds, one letter per
- * key ('s' or 'r'), then per key the token or field and the ttl.
- * Per key 1 renewed, -1 not held, -2 other owner. */
-static const char RENEW[] =
-    /* The simple locks' values in one MGET (a key of another type reads
-     * as nil there), so that a renewed simple lock costs one more server
-     * call, its PEXPIRE; EXISTS only tells a vanished lock from a taken
-     * one.  A reentrant lock's expiry never shortens: another hold of the
-     * same holder may rely on a longer one. */
-    "local vals = redis.call('mget', unpack(KEYS))\n"
-    "local kinds, out = ARGV[1], {}\n"
-    "for i = 1, #KEYS do\n"
-    "local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]\n"
-    "if string.byte(kinds, i) == 115 then\n"
-    "if vals[i] == tok then\n"
-    "redis.call('pexpire', k, ttl)\n"
-    "out[i] = 1\n"
-    "end\n"
-    "elseif redis.pcall('hexists', k, tok) == 1 then\n"
-    "if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end\n"
-    "out[i] = 1\n"
-    "end\n"
-    "if not out[i] then\n"
-    "out[i] = redis.call('exists', k) == 0 and -1 or -2\n"
-    "end\n"
-    "end\n"
-    "return out\n";
-
-/* KEYS: lock, fence counter, waiters.
- * {held, type, pttl, holds, fence, waiters in line (places not lapsed)}. */
-static const char STATUS[] =
-    "local t = redis.call('type', KEYS[1])['ok']\n"
-    "local f = " LUA_FENCE_NOW("KEYS[2]") "\n"
-    "local w = 0\n"
-    "if redis.call('exists', KEYS[3]) == 1 then\n"
-    "local tm = redis.call('time')\n"
-    "local now = " LUA_MS_OF_TM "\n"
-    "for _, e in ipairs(redis.call('hvals', KEYS[3])) do\n"
-    "local exp = tonumber(string.match(e, '^(%d+) '))\n"
-    "if exp and exp > now then w = w + 1 end\n"
-    "end\n"
-    "end\n"
-    "if t == 'none' then return {0, t, -2, 0, f, w} end\n"
-    "local holds = 0\n"
-    "if t == 'hash' then\n"
-    "for _, v in ipairs(redis.call('hvals', KEYS[1])) do holds = holds + tonumber(v) end\n"
-    "end\n"
-    "return {1, t, redis.call('pttl', KEYS[1]), holds, f, w}\n";
-
-enum { S_ACQ_SIMPLE, S_ACQ_REENTRANT, S_WAIT_SIMPLE, S_WAIT_REENTRANT, S_REL_SIMPLE,
-       S_REL_REENTRANT, S_EXTEND, S_RENEW, S_STATUS, S_COUNT };
-
-static const char *const script_text[S_COUNT] = {
-    ACQUIRE_SIMPLE, ACQUIRE_REENTRANT, WAIT_SIMPLE, WAIT_REENTRANT, RELEASE_SIMPLE,
-    RELEASE_REENTRANT, EXTEND, RENEW, STATUS};
+static const char *const script_text[S_COUNT] = {rlk__lua_acquire, rlk__lua_release,
+                                                 rlk__lua_extend, rlk__lua_renew,
+                                                 rlk__lua_status};
 
 /* ------------------------------------------------------------------ */
 /* Objects                                                              */
@@ -406,10 +52,9 @@ struct rlk_lock {
     rlk_client *cl;
     rlk_lock *prev, *next;   /* the client's held locks */
     char *name;              /* with the derived keys, one allocation */
-    char *fence_key;
-    char *tomb_key;          /* the tombstones' prefix (":TOKEN" follows) */
-    char *queue_key;         /* waiting in line: see WAIT_SIMPLE */
+    char *queue_key;         /* waiting in line: see src/lua/acquire.lua */
     char *waiters_key;
+    char *tomb_key;          /* the tombstones' prefix (":TOKEN" follows) */
     char *channel;           /* published on release */
     char token[96];          /* simple: random hex; reentrant: field */
     rlk_lock_kind kind;
@@ -832,7 +477,7 @@ static unsigned keyslot(const char *k, size_t n)
 }
 
 /*
- * A key for `what` ("fence", "released") in NAME's slot: NAME:what when
+ * A key for `what` ("queue", "waiters", "released") in NAME's slot: NAME:what when
  * NAME has a hash tag, {NAME}:what when it has no '}', else a computed
  * tag of the same slot.  Written into out (at least 2*len(name)+64).
  */
@@ -903,11 +548,21 @@ static void settle_confirm(rlk_client *cl)
     if (cl->unconfirmed && rlk__conn_drain(cl->conn) != RLK_OK) cl->unconfirmed = NULL;
 }
 
+/* A call that may be re-sent after its connection failed.  flag, when
+ * set, is an argument that becomes "1" in the re-send if the lock's
+ * validity (valid_until, monotonic ms) is not over by then. */
+struct resend {
+    char *flag;
+    int64_t valid_until;
+};
+
+static const struct resend RESEND = {NULL, 0}; /* re-sent as it is */
+
 /* Runs a script; a failed connection is re-established and the call
  * re-sent once when `resend` (the call is safe to repeat), all within one
  * deadline. */
 static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
-               const char *const *argv, const size_t *lens, int resend,
+               const char *const *argv, const size_t *lens, const struct resend *resend,
                rlk_resp_value **out, const char *doing)
 {
     /* One command timeout from now for the call and its re-send, within
@@ -916,6 +571,7 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     if (resend && rlk__transient(r)) {
         int rr = rlk_conn_reconnect(c);
+        if (resend->flag) resend->flag[0] = rlk__now_ms() < resend->valid_until ? '1' : '0';
         if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     }
     rlk__conn_cap(c, was);
@@ -969,16 +625,19 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
  * hash tag) and a little. */
 static size_t key_cap(const char *name) { return 2 * strlen(name) + 64; }
 
-/* The lock's keys and channel in 6 slots of cap bytes at buf: name,
- * fence, tombstone, queue, waiters, release channel. */
+/* The lock's keys and channel in NKEYS slots of cap bytes at buf, in the
+ * scripts' order: name, queue, waiters, the tombstones' prefix, release
+ * channel. */
+enum { K_LOCK, K_QUEUE, K_WAITERS, K_TOMB, K_CHANNEL, NKEYS };
+
 static void make_keys(const char *name, char *buf, size_t cap)
 {
-    static const char *const what[4] = {"fence", "released", "queue", "waiters"};
+    static const char *const what[3] = {"queue", "waiters", "released"};
     size_t n = strlen(name);
     memcpy(buf, name, n + 1);
     if (!memchr(name, '{', n) && !memchr(name, '}', n)) {
         /* The common case, {NAME}:what, without formatting. */
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 3; i++) {
             char *o = buf + (size_t)(i + 1) * cap;
             *o++ = '{';
             memcpy(o, name, n);
@@ -988,9 +647,9 @@ static void make_keys(const char *name, char *buf, size_t cap)
             memcpy(o, what[i], strlen(what[i]) + 1);
         }
     } else {
-        for (int i = 0; i < 4; i++) derived_key(name, what[i], buf + (size_t)(i + 1) * cap, cap);
+        for (int i = 0; i < 3; i++) derived_key(name, what[i], buf + (size_t)(i + 1) * cap, cap);
     }
-    char *ch = buf + 5 * cap;
+    char *ch = buf + K_CHANNEL * cap;
     memcpy(ch, RELEASE_CHANNEL_PREFIX, sizeof RELEASE_CHANNEL_PREFIX - 1);
     memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1, name, n);
     memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1 + n, "}", 2);
@@ -1002,17 +661,16 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     rlk_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->name = rlk__malloc(6 * cap);
+    l->name = rlk__malloc(NKEYS * cap);
     if (!l->name) {
         rlk__free(l);
         return NULL;
     }
     make_keys(name, l->name, cap);
-    l->fence_key = l->name + cap;
-    l->tomb_key = l->name + 2 * cap;
-    l->queue_key = l->name + 3 * cap;
-    l->waiters_key = l->name + 4 * cap;
-    l->channel = l->name + 5 * cap;
+    l->queue_key = l->name + K_QUEUE * cap;
+    l->waiters_key = l->name + K_WAITERS * cap;
+    l->tomb_key = l->name + K_TOMB * cap;
+    l->channel = l->name + K_CHANNEL * cap;
     l->cl = cl;
     l->slot = keyslot(name, strlen(name));
     l->kind = o->kind;
@@ -1024,32 +682,97 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     return l;
 }
 
+static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, size_t cap,
+                        const char *token, int64_t valid_until, int64_t *result);
+
+/* The fence of a TIME reply: the server's clock in microseconds.  0
+ * when the reply is not one. */
+static uint64_t fence_of_time(const rlk_resp_value *v)
+{
+    const rlk_resp_value *sec = rlk_resp_value_at(v, 0), *us = rlk_resp_value_at(v, 1);
+    uint64_t f[2] = {0, 0};
+    const rlk_resp_value *part[2] = {sec, us};
+    for (int i = 0; i < 2; i++) {
+        if (!part[i] || !part[i]->str || part[i]->len == 0 || part[i]->len > 12) return 0;
+        for (size_t j = 0; j < part[i]->len; j++) {
+            char ch = part[i]->str[j];
+            if (ch < '0' || ch > '9') return 0;
+            f[i] = f[i] * 10 + (uint64_t)(ch - '0');
+        }
+    }
+    return f[1] < 1000000 ? f[0] * 1000000 + f[1] : 0;
+}
+
+/*
+ * The first try of a simple lock: SET NX PX and TIME in one round trip,
+ * no script.  The fence is the server's clock read right after the SET:
+ * a later holder's SET comes after this lock ended, which is after this
+ * TIME unless the lock ran out first, and then its validity is over
+ * before this reply is read (see try_acquire).  1 acquired, 0 busy, or a
+ * status.
+ */
+static int try_plain(rlk_client *cl, rlk_lock *l, const char *ttl, uint64_t *fence)
+{
+    const char *set[6] = {"SET", l->name, l->token, "NX", "PX", ttl};
+    const char *time[1] = {"TIME"};
+    rlk_request q[2] = {{NULL, 0, 6, set, NULL}, {NULL, 0, 1, time, NULL}};
+    rlk_resp_value *v[2];
+    int64_t was = rlk__conn_narrow(cl->conn, rlk__now_ms());
+    int r = rlk_conn_pipeline(cl->conn, 2, q, v);
+    rlk__conn_cap(cl->conn, was);
+    cl->server_busy = 0;
+    if (r != RLK_OK) return conn_fail(cl, cl->conn, r, "acquire");
+    if (is_error(v[0])) {
+        rlk_error_class ec = rlk_reply_error_class(v[0]);
+        cl->server_busy = ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
+        return cl_fail(cl, RLK_ERR_SERVER, "acquire: %.*s",
+                       (int)(v[0]->len > 300 ? 300 : v[0]->len), v[0]->str);
+    }
+    if (v[0]->type == RLK_RESP_NULL) return 0;
+    *fence = fence_of_time(v[1]);
+    if (v[0]->type != RLK_RESP_SIMPLE || !*fence) {
+        /* Taken, with no fence to give: not returned (the lock runs out
+         * by its TTL if this delete does not arrive). */
+        int64_t res;
+        if (v[0]->type == RLK_RESP_SIMPLE)
+            release_keys(cl, RLK_LOCK_SIMPLE, l->name, key_cap(l->name), l->token, -1, &res);
+        return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
+    }
+    return 1;
+}
+
 /* One attempt.  mode 0: try; 'w': try, else join the queue (or renew
  * the place in it for lease ms; a handoff gives it the lock for claim
  * ms); 'q': try, else leave the queue.  'w' and 'q' also find the lock
  * holding this token (handed over since the last try, or taken by a try
  * whose reply was lost) and extend it to the full TTL.  1 acquired, valid
- * from this attempt's start; 0 busy (*pttl set); or a status. */
+ * from this attempt's start; 0 busy (*pttl set, -1 when not known); or a
+ * status. */
 static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int64_t claim,
                        int64_t *pttl)
 {
-    char ttl[24], ls[24], cs[24], m[2] = {(char)mode, 0};
+    char ttl[24], ls[24], cs[24], m[2] = {mode ? (char)mode : '0', 0};
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
     rlk_resp_value *v;
     int64_t start = rlk__now_ms();
     int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
-    if (!mode) {
-        const char *argv[4] = {l->name, l->fence_key, l->token, ttl};
-        r = run(cl, cl->conn, reentrant ? S_ACQ_REENTRANT : S_ACQ_SIMPLE, 2, 4, argv, NULL, 0,
-                &v, "acquire");
-    } else {
-        snprintf(ls, sizeof ls, "%lld", (long long)lease);
-        snprintf(cs, sizeof cs, "%lld", (long long)claim);
-        const char *argv[10] = {l->name, l->fence_key, l->queue_key, l->waiters_key, l->token,
-                                ttl, m, ls, cl->handoff_channel, cs};
-        r = run(cl, cl->conn, reentrant ? S_WAIT_REENTRANT : S_WAIT_SIMPLE, 4, 10, argv, NULL,
-                0, &v, "acquire");
+    if (!mode && !reentrant) {
+        uint64_t fence = 0;
+        r = try_plain(cl, l, ttl, &fence);
+        if (r != 1) {
+            *pttl = -1;
+            return r;
+        }
+        l->fence = fence;
+        l->holds = 1;
+        set_validity(l, start, l->ttl);
+        return 1;
     }
+    snprintf(ls, sizeof ls, "%lld", (long long)lease);
+    snprintf(cs, sizeof cs, "%lld", (long long)claim);
+    const char *argv[10] = {l->name, l->queue_key, l->waiters_key, l->token, ttl,
+                            reentrant ? "r" : "s", m, ls, cl->handoff_channel, cs};
+    r = run(cl, cl->conn, S_ACQUIRE, 3, 10, argv, NULL, NULL, &v, "acquire");
     if (r != RLK_OK) return r;
     int64_t ok, x;
     if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &ok) || int_at(v, 1, &x))
@@ -1059,8 +782,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
         return 0;
     }
     l->fence = (uint64_t)x;
-    if (l->kind == RLK_LOCK_REENTRANT && int_at(v, 2, &l->holds)) l->holds = 1;
-    if (l->kind == RLK_LOCK_SIMPLE) l->holds = 1;
+    if (int_at(v, 2, &l->holds) || l->holds < 1) l->holds = 1;
     set_validity(l, start, l->ttl);
     return 1;
 }
@@ -1076,11 +798,11 @@ static int confirm_handoff(rlk_client *cl, rlk_lock *l)
 {
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
-    const char *argv[5] = {l->name, l->kind == RLK_LOCK_REENTRANT ? "r" : "s", l->token, ms,
-                           "set"};
+    const char *argv[5] = {l->name, l->token, ms, "set",
+                           l->kind == RLK_LOCK_REENTRANT ? "r" : "s"};
     rlk_resp_value *v;
     int64_t start = rlk__now_ms();
-    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, 0, &v, "acquire");
+    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, NULL, &v, "acquire");
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
         return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
@@ -1181,8 +903,8 @@ static int confirm_later(rlk_client *cl, rlk_lock *l, int64_t since, int64_t cla
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
     /* EVAL, not EVALSHA: a NOSCRIPT read later could not be retried. */
-    const char *argv[8] = {"EVAL", cl->scripts[S_EXTEND].text, "1", l->name,
-                           l->kind == RLK_LOCK_REENTRANT ? "r" : "s", l->token, ms, "set"};
+    const char *argv[8] = {"EVAL", cl->scripts[S_EXTEND].text, "1", l->name, l->token, ms,
+                           "set", l->kind == RLK_LOCK_REENTRANT ? "r" : "s"};
     if (cl->unconfirmed ||
         rlk__conn_send_deferred(cl->conn, 8, argv, NULL, confirm_reply, cl) != RLK_OK)
         return 0;
@@ -1419,7 +1141,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         return status;
     }
     /* Another hold of a lock this client holds keeps that hold's fence
-     * (the counter may have expired meanwhile). */
+     * (the script gives the clock's time now). */
     if (before_fence && l->holds > 1) l->fence = before_fence;
     pthread_mutex_lock(&cl->mu);
     l->next = cl->locks;
@@ -1434,9 +1156,12 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 /* ------------------------------------------------------------------ */
 /* Release, extend                                                      */
 
-/* keys: as make_keys wrote them, slots of cap bytes. */
+/* keys: as make_keys wrote them, slots of cap bytes.  valid_until: the
+ * lock's validity (monotonic ms; -1 not known), by which a re-sent
+ * release learns whether a lock gone means that its first attempt
+ * released it (see src/lua/release.lua). */
 static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, size_t cap,
-                        const char *token, int64_t *result)
+                        const char *token, int64_t valid_until, int64_t *result)
 {
     char id[33];
     const char *name = keys;
@@ -1449,18 +1174,19 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
     }
     /* The tombstone of this token (of this release, for a reentrant
      * lock): what a re-sent release learns the first one did. */
-    const char *tag = reentrant ? id : token, *prefix = keys + 2 * cap;
+    const char *tag = reentrant ? id : token, *prefix = keys + K_TOMB * cap;
     size_t pl = strlen(prefix), tl = strlen(tag);
     char *tomb = rlk__malloc(pl + tl + 2);
     if (!tomb) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     memcpy(tomb, prefix, pl);
     tomb[pl] = ':';
     memcpy(tomb + pl + 1, tag, tl + 1);
-    const char *argv[7] = {name, tomb, keys + cap, keys + 3 * cap, keys + 4 * cap, token,
-                           keys + 5 * cap};
+    char resent[2] = "0";
+    const char *argv[8] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap, tomb, token,
+                           keys + K_CHANNEL * cap, reentrant ? "r" : "s", resent};
     rlk_resp_value *v;
-    int r = run(cl, cl->conn, reentrant ? S_REL_REENTRANT : S_REL_SIMPLE, 5, 7, argv, NULL, 1,
-                &v, "release");
+    struct resend rs = {resent, valid_until};
+    int r = run(cl, cl->conn, S_RELEASE, 4, 8, argv, NULL, &rs, &v, "release");
     rlk__free(tomb);
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
@@ -1482,7 +1208,8 @@ int rlk_lock_release(rlk_lock *l)
     pthread_mutex_lock(&cl->mu);
     l->watchdog = 0;
     pthread_mutex_unlock(&cl->mu);
-    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token, &res);
+    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token,
+                         __atomic_load_n(&l->valid_until, __ATOMIC_RELAXED), &res);
     drop_lock(cl, l);
     return r;
 }
@@ -1502,10 +1229,11 @@ static int extend_keys(rlk_client *cl, rlk_lock_kind kind, const char *name, con
         return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
     char mss[24];
     snprintf(mss, sizeof mss, "%lld", (long long)ms);
-    const char *argv[5] = {name, kind == RLK_LOCK_REENTRANT ? "r" : "s", token, mss,
-                           how == RLK_EXTEND_ADD ? "add" : "set"};
+    const char *argv[5] = {name, token, mss, how == RLK_EXTEND_ADD ? "add" : "set",
+                           kind == RLK_LOCK_REENTRANT ? "r" : "s"};
     rlk_resp_value *v;
-    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, how == RLK_EXTEND_SET, &v, "extend");
+    int r = run(cl, cl->conn, S_EXTEND, 1, 5, argv, NULL, how == RLK_EXTEND_SET ? &RESEND : NULL,
+                &v, "extend");
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)
         return cl_fail(cl, RLK_ERR_PROTO, "extend: unexpected reply from the server");
@@ -1580,11 +1308,11 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 {
     size_t cap = key_cap(name);
-    char *keys = rlk__malloc(6 * cap);
+    char *keys = rlk__malloc(NKEYS * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     make_keys(name, keys, cap);
     int64_t res;
-    int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, &res);
+    int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, -1, &res);
     rlk__free(keys);
     return r;
 }
@@ -1598,25 +1326,24 @@ int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 {
     size_t cap = key_cap(name);
-    char *keys = rlk__malloc(6 * cap);
+    char *keys = rlk__malloc(NKEYS * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     make_keys(name, keys, cap);
-    const char *argv[3] = {name, keys + cap, keys + 4 * cap};
+    const char *argv[3] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap};
     rlk_resp_value *v;
-    int r = run(cl, cl->conn, S_STATUS, 3, 3, argv, NULL, 1, &v, "status");
+    int r = run(cl, cl->conn, S_STATUS, 3, 3, argv, NULL, &RESEND, &v, "status");
     rlk__free(keys);
     if (r != RLK_OK) return r;
-    int64_t held, ttl, holds, f, w;
+    int64_t held, ttl, holds, w;
     const rlk_resp_value *t = rlk_resp_value_at(v, 1);
     if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &held) || int_at(v, 2, &ttl) ||
-        int_at(v, 3, &holds) || int_at(v, 4, &f) || int_at(v, 5, &w) || !t)
+        int_at(v, 3, &holds) || int_at(v, 4, &w) || !t)
         return cl_fail(cl, RLK_ERR_PROTO, "status: unexpected reply from the server");
     memset(st, 0, sizeof *st);
     st->held = held != 0;
     st->kind = t->len == 4 && memcmp(t->str, "hash", 4) == 0 ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
     st->ttl_ms = held ? ttl : 0;
     st->holds = holds;
-    st->fence = (uint64_t)f;
     st->waiters = w;
     return RLK_OK;
 }

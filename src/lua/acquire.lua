@@ -1,0 +1,103 @@
+-- SPDX-License-Identifier: BSD-3-Clause
+-- One try to take a lock, for a holder that may be waiting in line.
+-- (The first try of a simple lock is a plain SET NX PX, without this.)
+--
+-- KEYS: lock, queue, waiters.
+-- ARGV: token (a simple lock's token, a reentrant lock's hash field),
+--       ttl (ms), kind ('s' simple, 'r' reentrant),
+--       mode ('0' try; 'w' try, else join the line or renew the place in
+--       it; 'q' try, else leave the line),
+--       lease (ms the place in line lasts unless renewed),
+--       channel (the waiter's handoff channel),
+--       claim (ms a handoff holds the lock for the waiter until it
+--       confirms).
+-- Returns {1, fence, holds, found} when the lock is this holder's: taken
+-- now (found 0), or found holding this token (found 1: handed over since
+-- the last try, or taken by a try whose reply was lost), and then
+-- extended to the full ttl.  {0, ms} when someone else holds it: its
+-- PTTL, or while resplock's waiters keep away (see release.lua) the time
+-- until they may come back.
+--
+-- The fence is the server's clock in microseconds: every acquisition
+-- comes after the last holder's ended, so fences grow while the clock
+-- does not step back.  Lua numbers are exact to 2^53, microseconds since
+-- 1970 stay below that until the year 2255.
+--
+-- Try it:  redis-cli --eval acquire.lua job {job}:queue {job}:waiters , \
+--            tok1 30000 s w 2200 resplock:handoff:x 2000
+local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local token, ttl, kind, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local lease, channel, claim = tonumber(ARGV[5] or '0'), ARGV[6], ARGV[7]
+
+local tm = redis.call('time')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+
+-- The waiter's registration: the list queue holds tokens in arrival
+-- order, the hash waiters maps each to "expiry ttl claim kind channel"
+-- (expiry in server ms).  Both go when no waiter renewed its place for
+-- a minute (or two leases).
+local function leave()
+  if redis.call('hdel', waiters, token) == 1 then
+    redis.call('lrem', queue, 1, token)
+  end
+end
+
+-- Best effort: at maxmemory the waiter is not in line, and still wakes
+-- when the lock is freed or at its next try.
+local function join()
+  local entry = string.format('%.0f %s %s %s %s', now + lease, ttl, claim, kind, channel)
+  if redis.pcall('hset', waiters, token, entry) == 1 then
+    redis.pcall('rpush', queue, token)
+  end
+  local keep = lease > 30000 and 2 * lease or 60000
+  redis.call('pexpire', queue, keep)
+  redis.call('pexpire', waiters, keep)
+end
+
+local function not_now(ms)
+  if mode == 'w' then join() elseif mode == 'q' then leave() end
+  return {0, ms}
+end
+
+if mode ~= '0' then
+  local y = redis.call('hget', waiters, '~yield')
+  if y then
+    local left = (tonumber(string.sub(y, 3)) or 0) - now
+    if left > 0 then return not_now(left) end
+    redis.call('hdel', waiters, '~yield')
+  end
+end
+
+if kind == 's' then
+  if redis.call('set', lock, token, 'nx', 'px', ttl) then
+    if mode ~= '0' then leave() end
+    return {1, fence, 1, 0}
+  end
+  -- pcall: a key of another type answers an error table.
+  if redis.pcall('get', lock) == token then
+    redis.call('pexpire', lock, ttl)
+    return {1, fence, 1, 1}
+  end
+else
+  local t = redis.call('type', lock)['ok']
+  if t == 'none' then
+    redis.call('hincrby', lock, token, 1)
+    redis.call('pexpire', lock, ttl)
+    if mode ~= '0' then leave() end
+    return {1, fence, 1, 0}
+  end
+  if t == 'hash' then
+    local n = redis.call('hget', lock, token)
+    if n then
+      -- Taken again by the same holder, or found after a handoff.  The
+      -- expiry never shortens: other holds may rely on a longer one.
+      if mode == '0' then n = redis.call('hincrby', lock, token, 1) end
+      if redis.call('pttl', lock) < tonumber(ttl) then
+        redis.call('pexpire', lock, ttl)
+      end
+      return {1, fence, tonumber(n), mode == '0' and 0 or 1}
+    end
+  end
+end
+return not_now(redis.call('pttl', lock))

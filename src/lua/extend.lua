@@ -1,0 +1,30 @@
+-- SPDX-License-Identifier: BSD-3-Clause
+-- Extends a lock if this holder still holds it.
+--
+-- KEYS: lock.
+-- ARGV: token (or a reentrant lock's hash field), ms, how ('set': the
+--       TTL becomes ms; 'add': ms more than is left), kind ('s' or 'r').
+-- Returns the new TTL, or -1 not held, -2 held by someone else.  A
+-- reentrant lock's expiry never shortens: other holds may rely on it.
+--
+-- Try it:  redis-cli --eval extend.lua job , tok1 30000 set s
+local lock = KEYS[1]
+local token, ms, how, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+
+local t = redis.call('type', lock)['ok']
+if t == 'none' then return -1 end
+local mine
+if kind == 's' then
+  mine = t == 'string' and redis.call('get', lock) == token
+else
+  mine = t == 'hash' and redis.call('hexists', lock, token) == 1
+end
+if not mine then return -2 end
+local left = redis.call('pttl', lock)
+if how == 'add' then
+  if left > 0 then ms = ms + left end
+elseif kind == 'r' and left > ms then
+  ms = left
+end
+redis.call('pexpire', lock, ms)
+return ms

@@ -1,0 +1,118 @@
+-- SPDX-License-Identifier: BSD-3-Clause
+-- Releases a lock if this holder still holds it, and hands it over to
+-- the first live waiter in line.
+--
+-- KEYS: lock, queue, waiters, tombstone ("{NAME}:released:TOKEN"; for a
+--       reentrant lock, one per release).
+-- ARGV: token (or a reentrant lock's hash field), channel (published "0"
+--       when the lock is freed), kind ('s' or 'r'), resent ('1': this
+--       release was sent before and its reply lost, and the lock's
+--       validity is not over: an earlier attempt must have released a
+--       lock that is gone, since nothing else ends it before then but a
+--       flush or an eviction).
+-- Returns 1 released (now, or by an earlier attempt), 2 one hold fewer
+-- (reentrant, still held), 0 not held, -1 held by someone else.
+--
+-- An uncontended simple lock costs GET, EXISTS and DEL here: nothing is
+-- written, nothing published, nothing left behind.  With waiters in line
+-- the release hands the lock over: the lock gets the waiter's token for
+-- the waiter's claim (a short TTL), "FENCE TOKEN" is published on the
+-- waiter's channel, and the waiter confirms by extending the lock to its
+-- TTL.  Waiters whose place lapsed (they died) or whose channel has no
+-- listener are skipped.  After CHAIN ms of handing the lock from waiter
+-- to waiter (with gaps under GAP ms), a release frees it once instead
+-- and resplock's waiters keep away for YIELD ms: clients that poll or
+-- that wait for the "0" message get their turn.  The writes maxmemory
+-- can refuse are made with pcall: a release always frees the lock.
+--
+-- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters \
+--            {job}:released:tok1 , tok1 'redisson_lock__channel:{job}' s 0
+local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, channel, kind, resent = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local CHAIN, GAP, YIELD = 2000, 1000, 200
+-- A tombstone tells a release re-sent within this long what the first did.
+local TOMBSTONE = 60000
+
+local function pass_on()
+  local now, fence, chain
+  for _ = 1, 100 do
+    local w = redis.call('lpop', queue)
+    if not w then break end
+    if not now then
+      local tm = redis.call('time')
+      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+      fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+      local c0, c1 = string.match(redis.call('hget', waiters, '~chain') or '',
+                                  '^c (%d+) (%d+)$')
+      chain = now
+      if c0 and now - tonumber(c1) < GAP then chain = tonumber(c0) end
+      if now - chain >= CHAIN then
+        redis.pcall('lpush', queue, w)
+        redis.call('hdel', waiters, '~chain')
+        redis.pcall('hset', waiters, '~yield', string.format('y %.0f', now + YIELD))
+        break
+      end
+    end
+    local e = redis.call('hget', waiters, w)
+    if e then
+      redis.call('hdel', waiters, w)
+      local exp, _, claim, wkind, ch = string.match(e, '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
+      if exp and tonumber(exp) > now and
+         redis.call('publish', ch, string.format('%.0f ', fence) .. w) > 0 then
+        local ok
+        if wkind == 's' then
+          ok = redis.pcall('set', lock, w, 'px', claim)
+        else
+          redis.call('del', lock)
+          ok = redis.pcall('hset', lock, w, 1)
+          redis.call('pexpire', lock, claim)
+        end
+        if type(ok) == 'table' and ok.err then break end
+        -- The chain outlives its last waiter (who may come back to the
+        -- line right after its release) by the hash's TTL, a minute.
+        redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
+        redis.call('pexpire', waiters, math.max(redis.call('pttl', waiters), 60000))
+        return
+      end
+    end
+  end
+  redis.call('del', lock)
+  redis.call('publish', channel, '0')
+end
+
+if kind == 's' then
+  local v = redis.pcall('get', lock)
+  if v == token then
+    if redis.call('exists', queue) == 0 then
+      redis.call('del', lock)
+      return 1
+    end
+    pass_on()
+    redis.pcall('set', tomb, '1', 'px', TOMBSTONE)
+    return 1
+  end
+  if resent == '1' or redis.call('exists', tomb) == 1 then return 1 end
+  if not v then return 0 end
+  return -1
+end
+
+-- A reentrant lock (Redisson's layout: a hash of holds, "0" published on
+-- its channel when freed).  Taking one hold away is not idempotent, so
+-- each release has its own tombstone holding its result.  The expiry is
+-- left as it is: the holds left rely on it.
+local done = redis.call('get', tomb)
+if done then return tonumber(done) end
+local t = redis.call('type', lock)['ok']
+local n = t == 'hash' and tonumber(redis.call('hget', lock, token))
+if n and n > 1 then
+  redis.call('hincrby', lock, token, -1)
+  redis.pcall('set', tomb, '2', 'px', TOMBSTONE)
+  return 2
+end
+if n then
+  pass_on()
+  redis.pcall('set', tomb, '1', 'px', TOMBSTONE)
+  return 1
+end
+if t == 'none' then return 0 end
+return -1
