@@ -1181,12 +1181,16 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
     memcpy(tomb, prefix, pl);
     tomb[pl] = ':';
     memcpy(tomb + pl + 1, tag, tl + 1);
-    char resent[2] = "0";
-    const char *argv[8] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap, tomb, token,
-                           keys + K_CHANNEL * cap, reentrant ? "r" : "s", resent};
+    /* A re-send comes within one command timeout of the first attempt
+     * (see run): the tombstone lives twice that, at least a second. */
+    char resent[2] = "0", life[24];
+    int t = rlk__conn_timeout_ms(cl->conn);
+    snprintf(life, sizeof life, "%d", t < 0 ? 60000 : t < 500 ? 1000 : 2 * t);
+    const char *argv[9] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap, tomb, token,
+                           keys + K_CHANNEL * cap, reentrant ? "r" : "s", life, resent};
     rlk_resp_value *v;
     struct resend rs = {resent, valid_until};
-    int r = run(cl, cl->conn, S_RELEASE, 4, 8, argv, NULL, &rs, &v, "release");
+    int r = run(cl, cl->conn, S_RELEASE, 4, 9, argv, NULL, &rs, &v, "release");
     rlk__free(tomb);
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)

@@ -333,27 +333,30 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * scripts that act only if the token (or field) still matches.
  *
  * Every acquisition also takes a fencing token, a 64-bit number that
- * grows with every acquisition of the lock: max(counter + 1, the server's
- * clock in microseconds), computed in the same script as the SET and
- * stored in a counter key in the same Cluster slot as NAME
- * ("{NAME}:fence", or "NAME:fence" when NAME has a hash tag, or a
- * "resplock:fence:{...}" key with a computed tag for names whose braces
- * make both impossible) that lives max(2 x TTL, 60 s).  So a fence never
- * goes back, even when the counter was evicted (allkeys-lru) or lost in a
- * restart without persistence, as long as the server's clock does not
- * step back by more than the counter's lifetime; a failover to a replica
- * whose clock is behind by more than that, or that has not received the
- * last acquisitions, can give out a fence again (WAIT, a later feature,
- * narrows the second case).  Fences are exact (below 2^53) until the
- * year 2255.
+ * grows with every acquisition of the lock: the server's clock (TIME) in
+ * microseconds, read right after the SET (in the same round trip; for a
+ * handoff, in the release's script).  A later holder's SET comes after
+ * this hold ended, so its fence is larger while the server's clock does
+ * not step back; nothing is stored for it, so nothing can be evicted or
+ * lost in a restart.  A fence can go back when the server's clock steps
+ * back (keep it slewed, not stepped: chrony's or ntpd's default after
+ * boot) or after a failover to a replica whose clock is behind.  Fences
+ * are exact (below 2^53) until the year 2255.  An acquisition's whole
+ * cost on the server is SET NX PX, TIME, and at release one script of
+ * GET, EXISTS and DEL: nothing else is written, and nothing is left
+ * behind (see the releases below).
  *
  * Waiting in line: a waiter joins a queue kept next to the lock (a list
  * "{NAME}:queue" of tokens in arrival order and a hash "{NAME}:waiters"
- * of token -> "expiry ttl claim kind channel", same slot rules as the
- * counter).  A resplock release that finds a live waiter does not free
+ * of token -> "expiry ttl claim kind channel"; "{NAME}:what", or
+ * "NAME:what" when NAME has a hash tag, or a "resplock:what:{...}" key
+ * with a computed tag for names whose braces make both impossible: the
+ * same Cluster slot as NAME; both expire two leases (at least 5 s) after
+ * the last waiter renewed its place, and each waiter's re-check drops
+ * places that lapsed from the head of the line).  A resplock release that finds a live waiter does not free
  * the lock: in the same script it sets the lock to that waiter's token,
  * for a short claim (the waiter's re-check period plus a second, at most
- * its TTL), moves the fence on, and publishes "FENCE TOKEN" on the
+ * its TTL), and publishes "FENCE TOKEN" (the fence from the clock) on the
  * waiter's client's channel ("resplock:handoff:<random>").  The waiter
  * confirms (extends the lock to its TTL): a waiter that reads the message
  * late (it was paused, or starved of CPU) finds the claim gone and waits
@@ -376,9 +379,18 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * like anyone (no queue order then).  Requires Redis 5 or later (scripts
  * read TIME before writing).
  *
- * Releases: the lock goes first; a tombstone "{NAME}:released:TOKEN"
- * (per release for a reentrant lock), kept 60 s, then tells a release
- * re-sent after a lost reply what the first one did.  At maxmemory
+ * Releases: a simple lock with nobody in line is deleted and nothing
+ * else is written or published.  A release that hands over or frees a
+ * lock with a line, and every reentrant release, leaves a tombstone
+ * "{NAME}:released:TOKEN" (per release for a reentrant lock) that lives
+ * twice the command timeout (at least 1 s; 60 s without a timeout): a
+ * release re-sent after a lost reply learns there what the first one did.
+ * Without a tombstone, a re-sent release that finds the lock gone reports
+ * RLK_OK while the lock's validity is not over (nothing else than the
+ * first attempt removes a lock before then, but a flush, an eviction or
+ * a failover), and RLK_LOCK_NOT_HELD after it (it cannot tell whether the
+ * first attempt or the TTL ended the lock); rlk_release_token, which
+ * knows no validity, reports RLK_LOCK_NOT_HELD.  At maxmemory
  * (noeviction) a release still frees the lock (the tombstone and a
  * handoff are best effort; without them the lock is simply freed).
  *
@@ -549,9 +561,11 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
  * before the release), RLK_LOCK_NOT_OWNER (someone else holds it now;
  * nothing was deleted), or a connection status: then the lock expires by
  * itself.  A release sent again after a reconnect because its reply was
- * lost reports RLK_OK when the first attempt had released it (each token
- * has its own tombstone, so this holds even after later holders came and
- * went).  The call and its re-send share one command timeout.  Also
+ * lost reports RLK_OK when the first attempt had released it: exactly,
+ * even after later holders came and went, when it handed the lock over
+ * or was reentrant (tombstones); otherwise when the lock's validity is
+ * not over at the re-send (see "Releases" above).  The call and its
+ * re-send share one command timeout.  Also
  * RLK_ERR_NOMEM, RLK_ERR_INVALID (no random bytes for a reentrant
  * release's id), RLK_ERR_SERVER, RLK_ERR_PROTO.  The client's owner
  * thread.
@@ -647,7 +661,7 @@ typedef struct rlk_lock_status {
     rlk_lock_kind kind;  /* simple (string) or reentrant (hash)          */
     int64_t ttl_ms;      /* -1: no TTL                                    */
     int64_t holds;       /* reentrant: the sum of the hold counts         */
-    uint64_t fence;      /* the fencing counter's current value           */
+    uint64_t fence;      /* 0: fences are not stored (see above)          */
     int64_t waiters;     /* resplock waiters in line (places not lapsed)  */
 } rlk_lock_status;
 

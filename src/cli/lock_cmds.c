@@ -744,7 +744,6 @@ int cmd_status(cli_opts *o, int argc, char **argv)
         else printf("ttl:   none (the key never expires)\n");
         if (st.kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st.holds);
     }
-    printf("fence: %" PRIu64 "\n", st.fence);
     printf("waiting: %" PRId64 "\n", st.waiters);
     rlk_client_free(cl);
     return st.held ? 0 : 1;

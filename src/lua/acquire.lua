@@ -36,7 +36,7 @@ local fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 -- The waiter's registration: the list queue holds tokens in arrival
 -- order, the hash waiters maps each to "expiry ttl claim kind channel"
 -- (expiry in server ms).  Both go when no waiter renewed its place for
--- a minute (or two leases).
+-- two leases (at least 5 s).
 local function leave()
   if redis.call('hdel', waiters, token) == 1 then
     redis.call('lrem', queue, 1, token)
@@ -44,15 +44,26 @@ local function leave()
 end
 
 -- Best effort: at maxmemory the waiter is not in line, and still wakes
--- when the lock is freed or at its next try.
+-- when the lock is freed or at its next try.  Each join also drops up to
+-- two lapsed places (waiters that died) from the head of the line: when
+-- the holders use other clients, no release of ours prunes the line.
 local function join()
+  for _ = 1, 2 do
+    local head = redis.call('lindex', queue, 0)
+    if not head or head == token then break end
+    local e = redis.call('hget', waiters, head)
+    local exp = e and tonumber(string.match(e, '^(%d+) '))
+    if exp and exp > now then break end
+    redis.call('lpop', queue)
+    redis.call('hdel', waiters, head)
+  end
   local entry = string.format('%.0f %s %s %s %s', now + lease, ttl, claim, kind, channel)
   if redis.pcall('hset', waiters, token, entry) == 1 then
     redis.pcall('rpush', queue, token)
   end
-  local keep = lease > 30000 and 2 * lease or 60000
+  local keep = math.max(2 * lease, 5000)
   redis.call('pexpire', queue, keep)
-  redis.call('pexpire', waiters, keep)
+  if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
 end
 
 local function not_now(ms)

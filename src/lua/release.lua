@@ -5,7 +5,8 @@
 -- KEYS: lock, queue, waiters, tombstone ("{NAME}:released:TOKEN"; for a
 --       reentrant lock, one per release).
 -- ARGV: token (or a reentrant lock's hash field), channel (published "0"
---       when the lock is freed), kind ('s' or 'r'), resent ('1': this
+--       when the lock is freed), kind ('s' or 'r'), tombstone (ms it lives:
+--       longer than a re-send of this release can take), resent ('1': this
 --       release was sent before and its reply lost, and the lock's
 --       validity is not over: an earlier attempt must have released a
 --       lock that is gone, since nothing else ends it before then but a
@@ -26,12 +27,10 @@
 -- can refuse are made with pcall: a release always frees the lock.
 --
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters \
---            {job}:released:tok1 , tok1 'redisson_lock__channel:{job}' s 0
+--            {job}:released:tok1 , tok1 'redisson_lock__channel:{job}' s 60000 0
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, channel, kind, resent = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local token, channel, kind, tombstone, resent = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local CHAIN, GAP, YIELD = 2000, 1000, 200
--- A tombstone tells a release re-sent within this long what the first did.
-local TOMBSTONE = 60000
 
 local function pass_on()
   local now, fence, chain
@@ -69,9 +68,9 @@ local function pass_on()
         end
         if type(ok) == 'table' and ok.err then break end
         -- The chain outlives its last waiter (who may come back to the
-        -- line right after its release) by the hash's TTL, a minute.
+        -- line right after its release) by the hash's TTL, at least 5 s.
         redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
-        redis.call('pexpire', waiters, math.max(redis.call('pttl', waiters), 60000))
+        if redis.call('pttl', waiters) < 5000 then redis.call('pexpire', waiters, 5000) end
         return
       end
     end
@@ -88,7 +87,7 @@ if kind == 's' then
       return 1
     end
     pass_on()
-    redis.pcall('set', tomb, '1', 'px', TOMBSTONE)
+    redis.pcall('set', tomb, '1', 'px', tombstone)
     return 1
   end
   if resent == '1' or redis.call('exists', tomb) == 1 then return 1 end
@@ -106,12 +105,12 @@ local t = redis.call('type', lock)['ok']
 local n = t == 'hash' and tonumber(redis.call('hget', lock, token))
 if n and n > 1 then
   redis.call('hincrby', lock, token, -1)
-  redis.pcall('set', tomb, '2', 'px', TOMBSTONE)
+  redis.pcall('set', tomb, '2', 'px', tombstone)
   return 2
 end
 if n then
   pass_on()
-  redis.pcall('set', tomb, '1', 'px', TOMBSTONE)
+  redis.pcall('set', tomb, '1', 'px', tombstone)
   return 1
 end
 if t == 'none' then return 0 end
