@@ -91,8 +91,9 @@ expect_eq "the counter is exactly $total" "$(cat "$work/counter")" "$total"
 expect_eq "the log has a start and an end per run" "$(wc -l <"$work/log")" $((2 * total))
 expect_eq "fences strictly increase, each section's start and end adjacent" "$(log_verdict "$work/log")" ok
 expect_eq "the lock is free at the end" "$(redis-cli -p "$port" EXISTS excl)" 0
-expect_eq "the fencing counter holds the last fence" \
-  "$(redis-cli -p "$port" GET '{excl}:fence')" "$(tail -1 "$work/log" | cut -d' ' -f1)"
+no_ttl=$(redis-cli -p "$port" --scan | while read -r k; do
+  [ "$(redis-cli -p "$port" PTTL "$k")" = -1 ] && echo "$k"; done)
+expect_eq "every key left behind has a TTL" "$no_ttl" ""
 [ -n "$RLK_WRAP" ] || expect_range "native run time (ms)" "$elapsed" 0 60000
 
 finish
