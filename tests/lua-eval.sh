@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The server-side scripts in src/lua/ run alone with redis-cli --eval, as
+# each file's header says ("Try it:"): that line is taken from the file
+# and run as it is written.  Then one lock's life through the scripts by
+# hand: the keys are in the order every script shares.
+. "$top_srcdir/tests/cli-lock-lib.sh"
+
+rlk_redis_start lua "$work" || die "could not start redis-server"
+port=$RLK_REDIS_PORT
+R() { redis-cli -p "$port" "$@"; }
+lua="$top_srcdir/src/lua"
+
+for f in "$lua"/*.lua; do
+  base=$(basename "$f")
+  # The "Try it:" line and its continuation lines, without the comment
+  # marks and the backslashes.
+  cmd=$(sed -n '/^-- Try it:/,/^[^-]/p' "$f" | grep '^--' |
+        sed -e 's/^-- *Try it: *//' -e 's/^-- *//' -e 's/\\$//' | tr '\n' ' ')
+  if [ -z "$cmd" ]; then bad "$base: no 'Try it:' line"; continue; fi
+  R FLUSHALL >/dev/null
+  R SET job tok1 PX 30000 >/dev/null # a lock to look at, extend, renew, release
+  out=$(cd "$lua" && eval "${cmd/redis-cli/redis-cli -p $port}" 2>&1)
+  code=$?
+  if [ "$code" = 0 ] && ! printf '%s\n' "$out" | grep -q 'ERR\|error'; then
+    ok "$base runs alone: $(printf '%s' "$out" | tr '\n' ' ')"
+  else
+    bad "$base runs alone" "exit $code: $out"
+  fi
+done
+
+# One lock's life.
+ev() { local f=$1; shift; (cd "$lua" && redis-cli -p "$port" --eval "$f" "$@"); }
+K="job {job}:queue {job}:waiters"
+R FLUSHALL >/dev/null
+expect_eq "acquire (mode 0) takes a free lock" "$(ev acquire.lua $K , tokA 30000 s 0 | head -1)" 1
+expect_eq "the lock holds the token" "$(R GET job)" tokA
+expect_eq "another holder is refused" "$(ev acquire.lua $K , tokB 30000 s w 3000 ch:b 2000 | head -1)" 0
+expect_eq "... and joins the line" "$(R LRANGE '{job}:queue' 0 -1)" tokB
+expect_eq "extend by the holder" "$(ev extend.lua job , tokA 45000 set s)" 45000
+expect_eq "extend by another: -2" "$(ev extend.lua job , tokB 45000 set s)" -2
+expect_eq "renew: renewed" "$(ev renew.lua job , s tokA 30000)" 1
+expect_match "status: held, its TTL, one waiter" "$(ev status.lua $K | tr '\n' ' ')" '^1 string (29[0-9]{3}|30000) 0 1 $'
+# tokB's channel has no listener: the release skips it and frees the lock.
+expect_eq "release by the holder" \
+  "$(ev release.lua $K '{job}:released:tokA' , tokA 'redisson_lock__channel:{job}' s 60000 0)" 1
+expect_eq "the lock is free" "$(R EXISTS job)" 0
+expect_eq "release again: not held" \
+  "$(ev release.lua $K '{job}:released:tokX' , tokX 'redisson_lock__channel:{job}' s 60000 0)" 0
+R FLUSHALL >/dev/null
+ev acquire.lua $K , tokC 30000 s 0 >/dev/null
+expect_eq "an uncontended release: released" "$(ev release.lua $K '{job}:released:tokC' , tokC c s 60000 0)" 1
+expect_eq "... and nothing is left" "$(R DBSIZE)" 0
+
+finish
