@@ -100,6 +100,7 @@ expect_eq "release with another token: nothing deleted" "$(R GET held)" "$tok"
 check "release -E 5 with another token: 5" 5 '' 'held by someone else' -- -u "$url" release -E 5 held wrong
 check "release with the token: 0" 0 '' '' -- -u "$url" release held "$tok"
 expect_eq "release: the key is gone" "$(R EXISTS held)" 0
+check "release again with the same token: 1" 1 '' "release: lock 'held' was not held" -- -u "$url" release held "$tok"
 check "release of a lock never taken: 1" 1 '' "release: lock 'never-taken' was not held" -- -u "$url" release never-taken "$tok"
 $RLK_WRAP "$bin" -u "$url" acquire full >/dev/full 2>"$work/err" </dev/null
 expect_eq "acquire >/dev/full: 70" "$?" 70
