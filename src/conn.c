@@ -805,6 +805,11 @@ static int ensure_connected(rlk_conn *c, int64_t now)
     return rlk_conn_reconnect(c);
 }
 
+int rlk__conn_ensure(rlk_conn *c)
+{
+    return ensure_connected(c, rlk__now_ms());
+}
+
 static int name_is(const char *name, size_t n, const char *word)
 {
     return strlen(word) == n && strncasecmp(name, word, n) == 0;

@@ -40,6 +40,11 @@ int rlk__conn_command(rlk_conn *c, rlk_resp_value **reply, const rlk__cmd *cmd);
 int rlk__conn_pipeline(rlk_conn *c, size_t n, const rlk__cmd *cmds, rlk_resp_value **replies,
                        int more);
 
+/* Makes sure c is connected, as a command would before sending: a
+ * closed connection is re-established unless reconnecting is off.
+ * RLK_OK, or a status of rlk_conn_command's reconnect. */
+int rlk__conn_ensure(rlk_conn *c);
+
 /* Sends a command without reading its reply: for commands whose answer
  * is a push that the connection drops (an UNSUBSCRIBE nobody waits for
  * under RESP3).  RLK_OK or a failure that closed c. */
