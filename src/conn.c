@@ -444,45 +444,67 @@ static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
     }
 }
 
-/* Appends a request to tx as one array: prefix strings, then argv. */
-static int encode_request(rlk_buf *b, int nprefix, const char *const *prefix,
-                          const size_t *prefixlen, int argc,
-                          const char *const *argv, const size_t *argvlen)
+/* Appends a command to tx as one array: its head words, then argv. */
+static int encode_cmd(rlk_buf *b, const rlk__cmd *q)
 {
-    int r = rlk_resp_put_header(b, RLK_RESP_ARRAY, nprefix + argc);
-    for (int i = 0; r == RLK_OK && i < nprefix; i++)
-        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, prefix[i], prefixlen[i]);
-    for (int i = 0; r == RLK_OK && i < argc; i++)
-        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, argv[i],
-                              argvlen ? argvlen[i] : strlen(argv[i]));
+    if (!q->nhead) return rlk_resp_append_command(b, q->argc, q->argv, q->argvlen);
+    /* Room for all of it at once (a few bytes more: two array headers),
+     * as rlk_resp_append_command takes it: the buffer grows once. */
+    size_t need = rlk_resp_command_size(q->nhead, q->head, q->headlen);
+    if (q->argc > 0) need += rlk_resp_command_size(q->argc, q->argv, q->argvlen);
+    int r = rlk_buf_reserve(b, need);
+    if (r == RLK_OK) r = rlk_resp_put_header(b, RLK_RESP_ARRAY, q->nhead + q->argc);
+    for (int i = 0; r == RLK_OK && i < q->nhead; i++)
+        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, q->head[i], q->headlen[i]);
+    for (int i = 0; r == RLK_OK && i < q->argc; i++)
+        r = rlk_resp_put_blob(b, RLK_RESP_BULK, NULL, q->argv[i],
+                              q->argvlen ? q->argvlen[i] : strlen(q->argv[i]));
     return r;
+}
+
+/* The command's first word and its length. */
+static const char *cmd_name(const rlk__cmd *q, size_t *len)
+{
+    if (q->nhead) {
+        *len = q->headlen[0];
+        return q->head[0];
+    }
+    *len = q->argc > 0 ? (q->argvlen ? q->argvlen[0] : strlen(q->argv[0])) : 0;
+    return q->argc > 0 ? q->argv[0] : "";
 }
 
 /* The command's name, for messages: never its arguments (AUTH has a
  * password among them). */
-static void command_name(char *out, size_t n, int argc, const char *const *argv,
-                         const size_t *argvlen)
+static void command_name(char *out, size_t n, const rlk__cmd *q)
 {
-    size_t len = argc > 0 ? (argvlen ? argvlen[0] : strlen(argv[0])) : 0;
+    size_t len;
+    const char *name = cmd_name(q, &len);
     size_t i = 0;
     for (; i < len && i + 1 < n && i < 32; i++) {
-        unsigned char ch = (unsigned char)argv[0][i];
+        unsigned char ch = (unsigned char)name[i];
         out[i] = (ch >= 0x21 && ch <= 0x7e) ? (char)ch : '?';
     }
     out[i] = '\0';
 }
 
 /* One exchange on an open connection: no reconnect, no begin_call. */
-static int exchange(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value **reply,
-                    int argc, const char *const *argv, const size_t *argvlen)
+static int exchange_cmd(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value **reply,
+                        const rlk__cmd *q)
 {
     char doing[40];
-    command_name(doing, sizeof doing, argc, argv, argvlen);
-    int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
+    command_name(doing, sizeof doing, q);
+    int r = encode_cmd(&c->tx, q);
     if (r != RLK_OK) return set_err(c, r, "%s: cannot encode the command: %s", doing, rlk_strerror(r));
     r = flush_tx(c, deadline, doing);
     if (r != RLK_OK) return r;
     return next_reply(c, deadline, confirm, reply, doing);
+}
+
+static int exchange(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value **reply,
+                    int argc, const char *const *argv, const size_t *argvlen)
+{
+    rlk__cmd q = {.argc = argc, .argv = argv, .argvlen = argvlen};
+    return exchange_cmd(c, deadline, confirm, reply, &q);
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,6 +805,11 @@ static int ensure_connected(rlk_conn *c, int64_t now)
     return rlk_conn_reconnect(c);
 }
 
+int rlk__conn_ensure(rlk_conn *c)
+{
+    return ensure_connected(c, rlk__now_ms());
+}
+
 static int name_is(const char *name, size_t n, const char *word)
 {
     return strlen(word) == n && strncasecmp(name, word, n) == 0;
@@ -795,58 +822,60 @@ static int name_is(const char *name, size_t n, const char *word)
  * change the protocol or drop the handshake, MONITOR would flood the
  * stream.  On a RESP2 connection that subscribed, only PING is left.
  */
-static int check_command(rlk_conn *c, int argc, const char *const *argv,
-                         const size_t *argvlen)
+static int check_command(rlk_conn *c, const rlk__cmd *q)
 {
     static const struct { const char *name; size_t len; } refused[] = {
         {"SUBSCRIBE", 9},     {"PSUBSCRIBE", 10},   {"SSUBSCRIBE", 10},
         {"UNSUBSCRIBE", 11},  {"PUNSUBSCRIBE", 12}, {"SUNSUBSCRIBE", 12},
         {"HELLO", 5},         {"RESET", 5},         {"MONITOR", 7}};
-    (void)argc;
-    size_t n = argvlen ? argvlen[0] : strlen(argv[0]);
+    size_t n;
+    const char *name = cmd_name(q, &n);
     /* Most commands leave at the length test: this runs for every
      * pipelined request. */
     if (n == 5 || n == 7 || (n >= 9 && n <= 12)) {
         for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-            if (refused[i].len == n && strncasecmp(argv[0], refused[i].name, n) == 0)
+            if (refused[i].len == n && strncasecmp(name, refused[i].name, n) == 0)
                 return set_err(c, RLK_ERR_INVALID,
                                "%s is not sent as a plain command: use rlk_conn_subscribe / "
                                "rlk_conn_unsubscribe, or the connection's configuration",
                                refused[i].name);
     }
-    if (c->protocol != 2 || !c->nsubs || name_is(argv[0], n, "PING")) return RLK_OK;
+    if (c->protocol != 2 || !c->nsubs || name_is(name, n, "PING")) return RLK_OK;
     return set_err(c, RLK_ERR_INVALID,
                    "a RESP2 connection that subscribed only takes (UN)SUBSCRIBE and PING; "
                    "use another connection for commands");
 }
 
-int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
-                     const char *const *argv, const size_t *argvlen)
+/* A command's words: head[] then argv[], at least one, none NULL. */
+static int cmd_ok(const rlk__cmd *q)
+{
+    if (q->nhead < 0 || q->nhead > 3 || q->argc < 0 || q->nhead + q->argc < 1) return 0;
+    if (q->argc > 0 && !q->argv) return 0;
+    return q->nhead ? q->head[0] != NULL : q->argv[0] != NULL;
+}
+
+int rlk__conn_command(rlk_conn *c, rlk_resp_value **reply, const rlk__cmd *q)
 {
     *reply = NULL;
-    if (argc < 1 || !argv || !argv[0]) return set_err(c, RLK_ERR_INVALID, "empty command");
+    if (!cmd_ok(q)) return set_err(c, RLK_ERR_INVALID, "empty command");
     int64_t now = rlk__now_ms();
     int r = ensure_connected(c, now);
     if (r != RLK_OK) return r;
-    r = check_command(c, argc, argv, argvlen);
+    r = check_command(c, q);
     if (r != RLK_OK) return r;
     begin_call(c);
-    return exchange(c, deadline_from(c, now, c->cfg.command_timeout_ms), 0, reply, argc, argv,
-                    argvlen);
+    return exchange_cmd(c, deadline_from(c, now, c->cfg.command_timeout_ms), 0, reply, q);
+}
+
+int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
+                     const char *const *argv, const size_t *argvlen)
+{
+    rlk__cmd q = {.argc = argc, .argv = argv, .argvlen = argvlen};
+    return rlk__conn_command(c, reply, &q);
 }
 
 /* ------------------------------------------------------------------ */
 /* Pipelines                                                            */
-
-static int encode_one(rlk_conn *c, const rlk_request *q)
-{
-    if (!q->script) return rlk_resp_append_command(&c->tx, q->argc, q->argv, q->argvlen);
-    char nk[24];
-    size_t nkl = rlk__utoa(nk, (unsigned)q->nkeys);
-    const char *pre[3] = {"EVALSHA", q->script->sha1, nk};
-    size_t prelen[3] = {7, 40, nkl};
-    return encode_request(&c->tx, 3, pre, prelen, q->argc, q->argv, q->argvlen);
-}
 
 /* Sends tx and reads n replies into out[], overlapping the two so that
  * neither side's buffers can fill up and stall the other. */
@@ -910,73 +939,34 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
     return RLK_OK;
 }
 
-int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
-                      rlk_resp_value **replies)
+int rlk__conn_pipeline(rlk_conn *c, size_t n, const rlk__cmd *cmds, rlk_resp_value **replies,
+                       int more)
 {
     for (size_t i = 0; i < n; i++) replies[i] = NULL;
     if (n == 0) return RLK_OK;
-    int r = ensure_connected(c, rlk__now_ms());
-    if (r != RLK_OK) return r;
-    begin_call(c);
-    c->pipelining = 1;
-    c->reader.copy_strings = 1;
+    int r;
+    if (more) {
+        /* The replies of the part before live in the arena and rx. */
+        if (c->t.fd < 0 || !c->pipelining)
+            return set_err(c, RLK_ERR_CLOSED, "pipeline: no pipeline to go on with");
+        c->tx.len = 0;
+    } else {
+        r = ensure_connected(c, rlk__now_ms());
+        if (r != RLK_OK) return r;
+        begin_call(c);
+        c->pipelining = 1;
+        c->reader.copy_strings = 1;
+    }
     int64_t deadline = deadline_after(c, c->cfg.command_timeout_ms);
     for (size_t i = 0; i < n; i++) {
-        if (reqs[i].argc < (reqs[i].script ? 0 : 1) ||
-            (reqs[i].script && (reqs[i].nkeys < 0 || reqs[i].nkeys > reqs[i].argc)))
+        if (!cmd_ok(&cmds[i]))
             return set_err(c, RLK_ERR_INVALID, "pipeline request %zu is malformed", i);
-        static const char *const evalsha[1] = {"EVALSHA"};
-        r = reqs[i].script ? check_command(c, 1, evalsha, NULL)
-                           : check_command(c, reqs[i].argc, reqs[i].argv, reqs[i].argvlen);
+        r = check_command(c, &cmds[i]);
         if (r != RLK_OK) return r;
-        r = encode_one(c, &reqs[i]);
+        r = encode_cmd(&c->tx, &cmds[i]);
         if (r != RLK_OK) return set_err(c, r, "pipeline: cannot encode request %zu", i);
     }
-    r = run_pipeline(c, deadline, n, replies);
-    if (r != RLK_OK) return r;
-
-    /* Script calls answered NOSCRIPT: load each script once, then send
-     * those calls again, at the end. */
-    size_t retry = 0;
-    for (size_t i = 0; i < n; i++)
-        if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT) retry++;
-    if (!retry) return RLK_OK;
-    size_t loads = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!reqs[i].script || rlk_reply_error_class(replies[i]) != RLK_EC_NOSCRIPT) continue;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = reqs[j].script == reqs[i].script &&
-                   rlk_reply_error_class(replies[j]) == RLK_EC_NOSCRIPT;
-        if (seen) continue;
-        const char *argv[3] = {"SCRIPT", "LOAD", reqs[i].script->text};
-        size_t lens[3] = {6, 4, reqs[i].script->len};
-        r = rlk_resp_append_command(&c->tx, 3, argv, lens);
-        if (r != RLK_OK) return set_err(c, r, "pipeline: cannot encode SCRIPT LOAD");
-        loads++;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT &&
-            (r = encode_one(c, &reqs[i])) != RLK_OK)
-            return set_err(c, r, "pipeline: cannot encode a script call");
-    rlk_resp_value *small[16];
-    rlk_resp_value **more = loads + retry <= 16 ? small
-                                                 : rlk__malloc(sizeof *more * (loads + retry));
-    if (!more) return set_err(c, RLK_ERR_NOMEM, "pipeline: out of memory");
-    r = run_pipeline(c, deadline, loads + retry, more);
-    if (r == RLK_OK) {
-        for (size_t k = 0; k < loads; k++)
-            if (is_error(more[k])) {
-                r = server_error(c, RLK_ERR_SERVER, "SCRIPT LOAD refused", more[k]);
-                break;
-            }
-        size_t k = loads;
-        for (size_t i = 0; r == RLK_OK && i < n; i++)
-            if (reqs[i].script && rlk_reply_error_class(replies[i]) == RLK_EC_NOSCRIPT)
-                replies[i] = more[k++];
-    }
-    if (more != small) rlk__free(more);
-    return r;
+    return run_pipeline(c, deadline, n, replies);
 }
 
 int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen)

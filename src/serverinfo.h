@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Which server a connection talks to, and which native commands it has.
+ *
+ * The one place that decides what a server can do: newer servers have
+ * commands that do in one call what older ones need a script for, and
+ * the layers above choose a path by the capability bits here, never by
+ * comparing versions themselves.  Every server keeps a path without any
+ * of them (Redis 5 and 6), so a capability that is missed (an unknown
+ * fork, a server that hides its version) costs speed, never correctness.
+ *
+ *   RLK_CAP_SET_IFEQ      SET key value IFEQ old ...   Redis 8.4+, Valkey 8.1+
+ *   RLK_CAP_DELIFEQ       DELIFEQ key value            Valkey 9.0+
+ *   RLK_CAP_DELEX_IFEQ    DELEX key IFEQ value         Redis 8.4+, Valkey 9.2+
+ *   RLK_CAP_SCRIPT_FLAGS  "#!lua flags=..." shebang    Redis 7.0+, Valkey (7.2+)
+ *   RLK_CAP_FUNCTIONS     FUNCTION LOAD / FCALL        Redis 7.0+, Valkey (7.2+)
+ *
+ * The facts come from the handshake's HELLO reply (server and version),
+ * and from one INFO server command when HELLO told nothing (RESP2 without
+ * HELLO, Redis 5) or may have told the Redis version a Valkey claims for
+ * compatibility ("redis" 7.2.4: Valkey 7.2, or a later Valkey with
+ * extended-redis-compatibility on).
+ */
+#ifndef RESPLOCK_SERVERINFO_H
+#define RESPLOCK_SERVERINFO_H
+
+#include <stdint.h>
+
+#include "resplock.h"
+
+#define RLK_CAP_SET_IFEQ     0x01u
+#define RLK_CAP_DELIFEQ      0x02u
+#define RLK_CAP_DELEX_IFEQ   0x04u
+#define RLK_CAP_SCRIPT_FLAGS 0x08u
+#define RLK_CAP_FUNCTIONS    0x10u
+
+typedef enum {
+    RLK__FLAVOR_UNKNOWN = 0,
+    RLK__FLAVOR_REDIS,
+    RLK__FLAVOR_VALKEY
+} rlk__flavor;
+
+typedef struct rlk__server {
+    rlk__flavor flavor;
+    int major, minor, patch;   /* 0.0.0 when unknown */
+    unsigned caps;             /* RLK_CAP_* */
+    /* Whose facts these are: the connection and its generation. */
+    const rlk_conn *conn;
+    uint64_t generation;
+} rlk__server;
+
+/*
+ * The facts of a server named name ("redis", "valkey", any case; other
+ * names and NULL: unknown) at version ("8.4.0", "9.0"; a "-suffix" is
+ * ignored) into *out: its flavor, version and capabilities.  A version
+ * that does not parse is 0.0.0, and an unknown server or version has no
+ * capability.  A pure function; cannot fail; any thread.
+ */
+void rlk__server_facts(rlk__server *out, const char *name, const char *version);
+
+/*
+ * The facts of the server c is connected to, connecting first if it is
+ * not (as rlk_conn_command does).  *s is the caller's cache for c, zeroed
+ * before the first call: while c stays on the same connection
+ * (generation), it is returned as it is, without a round trip; after a
+ * reconnect, which may have reached another server (a failover), the
+ * facts are gathered again: from what HELLO told, or else with one INFO
+ * server command, which ends the validity of the replies of c's previous
+ * call.  On failure *s is unknown with no capability (and not cached).
+ * Returns RLK_OK, or a status of rlk_conn_command (RLK_ERR_INVALID on a
+ * RESP2 connection that subscribed).  The owner's thread.
+ */
+int rlk__server_detect(rlk_conn *c, rlk__server *s);
+
+#endif
