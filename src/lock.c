@@ -13,7 +13,7 @@
 
 #include "resplock.h"
 #include "conn_internal.h"
-#include "transport.h"
+#include "clock.h"
 #include "internal.h"
 
 #include <errno.h>

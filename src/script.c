@@ -6,7 +6,8 @@
  * not this file's business.
  */
 #include "resplock.h"
-#include "transport.h"
+#include "clock.h"
+#include "sha1.h"
 #include "conn_internal.h"
 
 #include <stdio.h>
