@@ -644,6 +644,58 @@ static void test_validity(void)
     rlk_client_free(b);
 }
 
+/* The timing the library offers to plan with is the one it keeps: the
+ * documented formulas, in the order a holder that renews and stops in
+ * time (resplock run) relies on, for long and short TTLs alike. */
+static void test_plan(void)
+{
+    static const int64_t ttls[] = {100, 1000, 30000};
+    rlk_client_config cfg;
+    rlk_client *a;
+    rlk_lock *l;
+    size_t i;
+    CHECK_EQ_INT(RLK_DEFAULT_TTL_MS, 30000);
+    CHECK_EQ_INT(rlk_plan_drift_ms(NULL, 30000), 302);
+    CHECK_EQ_INT(rlk_plan_valid_ms(NULL, 30000), 29698);
+    CHECK_EQ_INT(rlk_plan_renew_period_ms(NULL, 30000), 10000);
+    CHECK_EQ_INT(rlk_plan_lost_after_ms(NULL, 30000, 0), 26698);
+    CHECK_EQ_INT(rlk_plan_lost_after_ms(NULL, 30000, 8000), 21698);
+    CHECK_EQ_INT(rlk_plan_lost_after_ms(NULL, 100, 0), 87);
+    CHECK_EQ_INT(rlk_plan_lost_after_ms(NULL, 40, 0), 33);
+    for (i = 0; i < sizeof ttls / sizeof ttls[0]; i++) {
+        int64_t t = ttls[i], renew = rlk_plan_renew_period_ms(NULL, t),
+                lost = rlk_plan_lost_after_ms(NULL, t, 0), valid = rlk_plan_valid_ms(NULL, t);
+        CHECK_EQ_INT(valid, t - rlk_plan_drift_ms(NULL, t));
+        CHECK_MSG(renew > 0 && renew < lost && lost < valid && valid < t,
+                  "ttl %lld: renew %lld, lost %lld, valid %lld", (long long)t, (long long)renew,
+                  (long long)lost, (long long)valid);
+    }
+    /* A client's own drift and renewal period count, and NULL is the
+     * defaults'. */
+    client_cfg(&cfg, srv_url);
+    CHECK_EQ_INT(rlk_plan_drift_ms(&cfg, 1000), rlk_plan_drift_ms(NULL, 1000));
+    cfg.drift_ms = 50;
+    cfg.renew_divisor = 4;
+    CHECK_EQ_INT(rlk_plan_drift_ms(&cfg, 1000), 60);
+    CHECK_EQ_INT(rlk_plan_valid_ms(&cfg, 1000), 940);
+    CHECK_EQ_INT(rlk_plan_renew_period_ms(&cfg, 1000), 250);
+    CHECK_EQ_INT(rlk_plan_lost_after_ms(&cfg, 1000, 0), 840);
+    /* The validity of a lock just taken is the plan's, less the time the
+     * try and the look took. */
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    int64_t t0 = ts_now_ms();
+    l = ACQ(a, "plan", 1000);
+    if (l) {
+        int64_t rem = rlk_lock_remaining_ms(l), t1 = ts_now_ms();
+        CHECK_MSG(rem <= rlk_plan_valid_ms(&cfg, 1000) &&
+                  rem >= rlk_plan_valid_ms(&cfg, 1000) - (t1 - t0) - 1,
+                  "remaining %lld after %lld ms", (long long)rem, (long long)(t1 - t0));
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(a);
+}
+
 /* ------------------------------------------------------------------ */
 /* Reentrant locks (Redisson's layout)                                 */
 
@@ -2718,6 +2770,7 @@ int main(int argc, char **argv)
     RUN(test_release_reply_lost);
     RUN(test_extend);
     RUN(test_validity);
+    RUN(test_plan);
     RUN(test_reentrant);
     RUN(test_reentrant_client_id);
     RUN(test_redisson_holder);
