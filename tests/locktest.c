@@ -201,6 +201,18 @@ int count_clients(rlk_conn *c, const char *name)
     return n;
 }
 
+void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
+{
+    struct pushes *p = ctx;
+    const rlk_resp_value *kind = rlk_resp_value_at(m, 0), *ch = rlk_resp_value_at(m, 1),
+                         *pl = rlk_resp_value_at(m, 2);
+    (void)c;
+    if (!kind || !ch || !pl || kind->len != 7 || memcmp(kind->str, "message", 7) != 0) return;
+    snprintf(p->channel, sizeof p->channel, "%.*s", (int)ch->len, ch->str);
+    snprintf(p->payload, sizeof p->payload, "%.*s", (int)pl->len, pl->str);
+    p->n++;
+}
+
 void *waiter_main(void *arg)
 {
     struct waiter *w = arg;

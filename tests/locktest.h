@@ -82,6 +82,16 @@ int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms);
 /* Connections of the server whose name is name. */
 int count_clients(rlk_conn *c, const char *name);
 
+/* The last pub/sub message a raw connection got (on_push of
+ * connect_url), and how many. */
+struct pushes {
+    int n;
+    char channel[96];
+    char payload[16];
+};
+
+void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m);
+
 /* A thread that waits for a lock. */
 struct waiter {
     rlk_client *cl;
