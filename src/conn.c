@@ -15,6 +15,8 @@
  */
 #include "resplock.h"
 #include "transport.h"
+#include "clock.h"
+#include "url.h"
 #include "conn_internal.h"
 #include "internal.h"
 

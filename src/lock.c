@@ -13,7 +13,7 @@
 
 #include "resplock.h"
 #include "conn_internal.h"
-#include "transport.h"
+#include "clock.h"
 #include "internal.h"
 #include "lua.h"
 
@@ -30,7 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TTL_MS 30000
 #define DEFAULT_DRIFT_MS 2
 #define DEFAULT_RECHECK_MS 1000
 #define RENEW_BATCH 1000
@@ -588,11 +587,6 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
     return RLK_OK;
 }
 
-static int64_t drift(const rlk_client *cl, int64_t ttl)
-{
-    return ttl / 100 + cl->cfg.drift_ms;
-}
-
 /* When to report a lost lock, by default: a tenth of the TTL (at least
  * 5 ms) before its validity ends, so the holder still has time to stop;
  * rlk_lock_options.lost_margin_ms asks for more. */
@@ -602,16 +596,42 @@ static int64_t lost_margin(int64_t ttl)
     return m < 5 ? 5 : m;
 }
 
+int64_t rlk_plan_drift_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms / 100 + (cfg && cfg->drift_ms ? cfg->drift_ms : DEFAULT_DRIFT_MS);
+}
+
+int64_t rlk_plan_valid_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms - rlk_plan_drift_ms(cfg, ttl_ms);
+}
+
+int64_t rlk_plan_renew_period_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms / (cfg && cfg->renew_divisor > 0 ? cfg->renew_divisor : 3);
+}
+
+int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
+                               int64_t lost_margin_ms)
+{
+    int64_t m = lost_margin(ttl_ms);
+    return rlk_plan_valid_ms(cfg, ttl_ms) - (lost_margin_ms > m ? lost_margin_ms : m);
+}
+
+static int64_t drift(const rlk_client *cl, int64_t ttl)
+{
+    return rlk_plan_drift_ms(&cl->cfg, ttl);
+}
+
 /* valid_until and lost are read by rlk_lock_remaining_ms and
  * rlk_lock_is_lost from any thread while the watchdog thread writes them. */
 static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
 {
     rlk_client *cl = l->cl;
-    int64_t until = start + ttl - drift(cl, ttl);
-    __atomic_store_n(&l->valid_until, until, __ATOMIC_RELAXED);
-    int64_t margin = l->margin > lost_margin(ttl) ? l->margin : lost_margin(ttl);
-    l->lost_at = until - margin;
-    l->renew_at = start + ttl / cl->cfg.renew_divisor;
+    __atomic_store_n(&l->valid_until, start + rlk_plan_valid_ms(&cl->cfg, ttl),
+                     __ATOMIC_RELAXED);
+    l->lost_at = start + rlk_plan_lost_after_ms(&cl->cfg, ttl, l->margin);
+    l->renew_at = start + rlk_plan_renew_period_ms(&cl->cfg, ttl);
     /* With a large margin, the first renewal must still come before the
      * lock is reported lost. */
     if (l->renew_at > l->lost_at - (l->lost_at - start) / 3)
@@ -674,7 +694,7 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     l->cl = cl;
     l->slot = keyslot(name, strlen(name));
     l->kind = o->kind;
-    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : DEFAULT_TTL_MS;
+    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
     l->watchdog = o->watchdog;
     l->on_lost = o->on_lost;
     l->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;

@@ -483,7 +483,7 @@ typedef enum rlk_lock_kind {
 #define RLK_WAIT_FOREVER (-1)
 
 typedef struct rlk_lock_options {
-    int64_t ttl_ms;       /* 0: 30000                                        */
+    int64_t ttl_ms;       /* 0: RLK_DEFAULT_TTL_MS                           */
     int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this    */
     rlk_lock_kind kind;
     int watchdog;         /* 1: renew while held (rlk_client_tick, or the
@@ -508,6 +508,34 @@ typedef struct rlk_lock_options {
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).
  * Cannot fail; any thread. */
 void rlk_lock_options_init(rlk_lock_options *o);
+
+/*
+ * The lock's timing, for a holder that plans its work around it (the
+ * resplock command does).  Each is the formula the library itself uses,
+ * for a client made with cfg (NULL: the defaults) and a lock of ttl_ms
+ * (> 0), counted in milliseconds from the start of the try that took or
+ * renewed the lock.  Pure: no I/O, any thread.
+ */
+#define RLK_DEFAULT_TTL_MS 30000
+
+/* The clock-drift allowance: 1% of the TTL plus cfg->drift_ms. */
+int64_t rlk_plan_drift_ms(const rlk_client_config *cfg, int64_t ttl_ms);
+
+/* The lock's validity: ttl_ms less the drift allowance.  The holder's
+ * work must have stopped by then (rlk_lock_remaining_ms counts down to
+ * it). */
+int64_t rlk_plan_valid_ms(const rlk_client_config *cfg, int64_t ttl_ms);
+
+/* When the watchdog renews, at the latest: ttl_ms / cfg->renew_divisor
+ * (a large lost margin makes it sooner). */
+int64_t rlk_plan_renew_period_ms(const rlk_client_config *cfg, int64_t ttl_ms);
+
+/* When a lock that was not renewed is reported lost (on_lost,
+ * rlk_lock_is_lost): lost_margin_ms (rlk_lock_options.lost_margin_ms; 0:
+ * a tenth of the TTL, at least 5 ms, which is also the least) before its
+ * validity ends. */
+int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
+                               int64_t lost_margin_ms);
 
 /*
  * Acquires the lock NAME.  With a wait, the caller subscribes to the

@@ -8,7 +8,8 @@
  * this file's business either.
  */
 #include "resplock.h"
-#include "transport.h"
+#include "clock.h"
+#include "sha1.h"
 #include "conn_internal.h"
 #include "internal.h"
 

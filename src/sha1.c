@@ -10,7 +10,7 @@
 #include "config.h"
 #endif
 
-#include "transport.h"
+#include "sha1.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -14,6 +14,7 @@
 #endif
 
 #include "transport.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <string.h>

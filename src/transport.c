@@ -6,10 +6,10 @@
 #endif
 
 #include "transport.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -21,24 +21,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
-
-int64_t rlk__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int rlk__ms_left(int64_t deadline)
-{
-    int64_t left;
-    if (deadline < 0) return -1;
-    left = deadline - rlk__now_ms();
-    if (left <= 0) return 0;
-    return left > INT_MAX ? INT_MAX : (int)left;
-}
 
 void rlk__transport_seterr(rlk__transport *t, const char *fmt, ...)
 {

@@ -47,13 +47,6 @@ struct rlk__transport {
     int rcvtimeo_ms;      /* SO_RCVTIMEO last set (-2: never)              */
 };
 
-/* Monotonic clock in milliseconds. */
-int64_t rlk__now_ms(void);
-
-/* Milliseconds from now until deadline, clamped to [0, INT_MAX]; -1 for
- * no deadline (as poll() takes it). */
-int rlk__ms_left(int64_t deadline);
-
 /* Sets t to closed, with no error.  Every connect function expects an
  * initialised t, and closes it first if it is still open. */
 void rlk__transport_init(rlk__transport *t);
@@ -136,48 +129,5 @@ int rlk__wait_fd(int fd, short events, int64_t deadline);
 __attribute__((format(printf, 2, 3)))
 #endif
 void rlk__transport_seterr(rlk__transport *t, const char *fmt, ...);
-
-/* ---- URLs ---- */
-
-typedef struct rlk__url {
-    int kind;              /* RLK__URL_TCP, RLK__URL_TLS, RLK__URL_UNIX */
-    char *user;            /* NULL when absent; percent-decoded          */
-    char *password;        /* NULL when absent; percent-decoded          */
-    char *host;            /* without [] for IPv6 literals               */
-    int port;              /* default 6379                               */
-    char *path;            /* unix socket path                           */
-    int db;                /* default 0                                  */
-} rlk__url;
-
-#define RLK__URL_TCP 1
-#define RLK__URL_TLS 2
-#define RLK__URL_UNIX 3
-
-/*
- * Parses redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
- * unix:///path/to/socket[?db=N] (also unix://[user[:password]@]/path),
- * IPv6 literals in brackets, percent-encoding in user, password, host
- * and path.  The scheme is case-insensitive; an empty user or password
- * counts as absent; the only query parameter is db=N (not together with
- * a /db path); a fragment, another parameter, %00 or a bad %XX escape is
- * an error.  A URL of "" or NULL means: $REDIS_URL when set and not
- * empty, else redis://127.0.0.1:6379.  RLK_OK, RLK_ERR_URL (reason in
- * err, never the password), RLK_ERR_NOMEM.  On failure *u holds nothing
- * (rlk__url_free is still allowed).  Free with rlk__url_free.
- */
-int rlk__url_parse(rlk__url *u, const char *url, char *err, size_t errlen);
-void rlk__url_free(rlk__url *u);
-
-/* ---- SHA1 ---- */
-
-/* SHA1 of data (OpenSSL's when built with it, else a small internal one),
- * as 40 lowercase hex digits and a NUL.  Cannot fail: should OpenSSL's
- * digest fail (no memory, SHA1 disabled by a provider), the internal one
- * answers. */
-void rlk__sha1_hex(const void *data, size_t len, char out[41]);
-
-/* The internal implementation, always compiled, so that tests cover it
- * in builds with OpenSSL too. */
-void rlk__sha1_internal_hex(const void *data, size_t len, char out[41]);
 
 #endif

@@ -8,7 +8,7 @@
 #include "config.h"
 #endif
 
-#include "transport.h"
+#include "url.h"
 #include "internal.h"
 
 #include <arpa/inet.h>

@@ -13,7 +13,6 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -48,108 +47,12 @@ int is_hex32(const char *s)
     return 1;
 }
 
-rlk_conn *connect_url(const char *url, int protocol,
-                      void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
-                      void *ctx, int line)
-{
-    rlk_conn_config cfg;
-    rlk_conn *c;
-    int rc;
-    rlk_conn_config_init(&cfg);
-    cfg.url = url;
-    cfg.protocol = protocol;
-    cfg.connect_timeout_ms = LONG_MS;
-    cfg.command_timeout_ms = LONG_MS;
-    cfg.on_push = on_push;
-    cfg.ctx = ctx;
-    c = rlk_conn_new(&cfg);
-    if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return NULL;
-    rc = rlk_conn_connect(c);
-    if (!tl_ok(rc == RLK_OK, __FILE__, line, "connect %s: %d %s", url, rc, rlk_conn_errmsg(c))) {
-        rlk_conn_free(c);
-        return NULL;
-    }
-    return c;
-}
-
-static int collect_args(const char **argv, va_list ap)
-{
-    int argc = 0;
-    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
-    return argc;
-}
-
-rlk_resp_value *run_cmd(rlk_conn *c, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    if (!c) return NULL;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v != NULL, __FILE__, line, "%s: %d %s", argv[0], rc,
-               rlk_conn_errmsg(c)))
-        return NULL;
-    return v;
-}
-
-long long cmd_int(rlk_conn *c, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    if (!c) return LLONG_MIN;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v && v->type == RLK_RESP_INTEGER, __FILE__, line,
-               "%s: not an integer: %d %s (type %c %.*s)", argv[0], rc, rlk_conn_errmsg(c),
-               v ? v->type : '?', v && v->str ? (int)v->len : 0, v && v->str ? v->str : ""))
-        return LLONG_MIN;
-    return v->integer;
-}
-
-int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...)
-{
-    const char *argv[33];
-    int argc, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    argc = collect_args(argv, ap);
-    va_end(ap);
-    out[0] = '\0';
-    if (!c) return -1;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v, __FILE__, line, "%s: %d %s", argv[0], rc, rlk_conn_errmsg(c)))
-        return -1;
-    if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_BULK && !v->str)) return 0;
-    if (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_VERBATIM) {
-        size_t len = v->len < n - 1 ? v->len : n - 1;
-        memcpy(out, v->str, len);
-        out[len] = '\0';
-        return 1;
-    }
-    tl_fail(__FILE__, line, "%s: not a string (type %c)", argv[0], v->type);
-    return -1;
-}
-
 /* ------------------------------------------------------------------ */
 /* Servers and clients                                                  */
 
 ts_server *srv;
 char srv_url[64];
 rlk_conn *admin;
-
-void url_of(char *out, size_t n, const ts_server *s)
-{
-    snprintf(out, n, "redis://127.0.0.1:%d", s->port);
-}
 
 void client_cfg(rlk_client_config *cfg, const char *url)
 {
@@ -296,6 +199,18 @@ int count_clients(rlk_conn *c, const char *name)
     snprintf(needle, sizeof needle, " name=%s ", name);
     for (p = v->str; (p = strstr(p, needle)) != NULL && p < v->str + v->len; p++) n++;
     return n;
+}
+
+void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
+{
+    struct pushes *p = ctx;
+    const rlk_resp_value *kind = rlk_resp_value_at(m, 0), *ch = rlk_resp_value_at(m, 1),
+                         *pl = rlk_resp_value_at(m, 2);
+    (void)c;
+    if (!kind || !ch || !pl || kind->len != 7 || memcmp(kind->str, "message", 7) != 0) return;
+    snprintf(p->channel, sizeof p->channel, "%.*s", (int)ch->len, ch->str);
+    snprintf(p->payload, sizeof p->payload, "%.*s", (int)pl->len, pl->str);
+    p->n++;
 }
 
 void *waiter_main(void *arg)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Helpers shared by the lock-layer test programs (tests/test_lock.c,
- * tests/test_lock_faults.c): raw connections and commands, clients and
- * lock options, waiter threads, the tick-mode driver, Cluster slots, the
+ * Helpers shared by the lock-layer test programs (tests/test_lock_*.c),
+ * on top of conntest.h's raw connections and commands: clients and lock
+ * options, waiter threads, the tick-mode driver, Cluster slots, the
  * derived keys of a lock, and a proxy that can cut a reply.
  *
  * The program defines nothing of this itself but sets slow, MARGIN, srv,
@@ -12,6 +12,7 @@
 #ifndef RESPLOCK_TEST_LOCKTEST_H
 #define RESPLOCK_TEST_LOCKTEST_H
 
+#include "conntest.h"
 #include "fakeserver.h"
 #include "resplock.h"
 #include "server.h"
@@ -20,38 +21,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LONG_MS 10000 /* for things that should happen: generous under valgrind */
-
 extern int slow;        /* under valgrind: wider margins */
 extern int64_t MARGIN;  /* how late a timed event may come */
 long gettid_(void);
 
 int is_hex32(const char *s);
 
-/* A raw connection (RESP3 unless protocol says otherwise). */
-rlk_conn *connect_url(const char *url, int protocol,
-                      void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
-                      void *ctx, int line);
-#define CONNECT(url) connect_url(url, 0, NULL, NULL, __LINE__)
-
-/* A command given as NULL-terminated words; a failed call (not a server
- * error) is a test failure and gives NULL.  Valid until the next call. */
-rlk_resp_value *run_cmd(rlk_conn *c, int line, ...);
-#define CMD(c, ...) run_cmd(c, __LINE__, __VA_ARGS__, (const char *)NULL)
-
-/* An integer reply, or LLONG_MIN (a test failure) for anything else. */
-long long cmd_int(rlk_conn *c, int line, ...);
-#define CMD_INT(c, ...) cmd_int(c, __LINE__, __VA_ARGS__, (const char *)NULL)
-
-/* A string reply copied into out: 1; a null: 0 with out ""; else -1 (a
- * test failure). */
-int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...);
-#define CMD_STR(c, out, ...) cmd_str(c, out, sizeof(out), __LINE__, __VA_ARGS__, (const char *)NULL)
-
 extern ts_server *srv;   /* shared, for the tests that do not stop it */
 extern char srv_url[64];
 extern rlk_conn *admin;  /* a raw RESP3 connection to srv */
-void url_of(char *out, size_t n, const ts_server *s);
 
 void client_cfg(rlk_client_config *cfg, const char *url);
 
@@ -103,6 +81,16 @@ int wait_calls(rlk_conn *c, const char *cmd, long long n, int64_t ms);
 
 /* Connections of the server whose name is name. */
 int count_clients(rlk_conn *c, const char *name);
+
+/* The last pub/sub message a raw connection got (on_push of
+ * connect_url), and how many. */
+struct pushes {
+    int n;
+    char channel[96];
+    char payload[16];
+};
+
+void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m);
 
 /* A thread that waits for a lock. */
 struct waiter {

@@ -6,6 +6,7 @@
 
 #include "server.h"
 #include "transport.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

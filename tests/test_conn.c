@@ -17,6 +17,7 @@
 #include "testlib.h"
 
 #include "conn_internal.h"
+#include "conntest.h"
 #include "fakeserver.h"
 #include "resplock.h"
 #include "server.h"
@@ -30,7 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LONG_MS 10000   /* for things that should succeed: generous under valgrind */
 #define MARGIN_MS 1500  /* how late a deadline may fire (valgrind, loaded CI) */
 #define TLS_DEADLINE_MS 3000
 
@@ -125,61 +125,14 @@ static void rec_connect(void *ctx, rlk_conn *c, int reconnected)
     r->last_reconnected = reconnected;
 }
 
-/* A configuration with generous deadlines (tests that want a deadline to
- * fire set their own). */
-static void cfg_init(rlk_conn_config *cfg, const char *url)
-{
-    rlk_conn_config_init(cfg);
-    cfg->url = url;
-    cfg->connect_timeout_ms = LONG_MS;
-    cfg->command_timeout_ms = LONG_MS;
-}
-
-static rlk_conn *connect_url(const char *url, int line)
-{
-    rlk_conn_config cfg;
-    rlk_conn *c;
-    int rc;
-    cfg_init(&cfg, url);
-    c = rlk_conn_new(&cfg);
-    if (!tl_ok(c != NULL, __FILE__, line, "rlk_conn_new")) return NULL;
-    rc = rlk_conn_connect(c);
-    if (!tl_ok(rc == RLK_OK, __FILE__, line, "connect %s: %d %s", url, rc, rlk_conn_errmsg(c))) {
-        rlk_conn_free(c);
-        return NULL;
-    }
-    return c;
-}
-#define CONNECT(url) connect_url(url, __LINE__)
-
-/* Runs a command given as NULL-terminated words; a failed call (not a
- * server error) is a test failure and gives NULL. */
-static rlk_resp_value *run_cmd(rlk_conn *c, int line, ...)
-{
-    const char *argv[32];
-    int argc = 0, rc;
-    rlk_resp_value *v = NULL;
-    va_list ap;
-    va_start(ap, line);
-    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
-    va_end(ap);
-    if (!c) return NULL;
-    rc = rlk_conn_command(c, &v, argc, argv, NULL);
-    if (!tl_ok(rc == RLK_OK && v != NULL, __FILE__, line, "%s: %d %s", argv[0], rc,
-               rlk_conn_errmsg(c)))
-        return NULL;
-    return v;
-}
-#define CMD(c, ...) run_cmd(c, __LINE__, __VA_ARGS__, (const char *)NULL)
-
 /* Status of a command given as NULL-terminated words. */
 static int cmd_status(rlk_conn *c, rlk_resp_value **v, ...)
 {
-    const char *argv[32];
-    int argc = 0;
+    const char *argv[33];
+    int argc;
     va_list ap;
     va_start(ap, v);
-    while (argc < 32 && (argv[argc] = va_arg(ap, const char *)) != NULL) argc++;
+    argc = collect_args(argv, ap);
     va_end(ap);
     return rlk_conn_command(c, v, argc, argv, NULL);
 }
@@ -256,11 +209,6 @@ static ts_server *get_auth(void)
         auth_srv = ts_start(&o);
     }
     return auth_srv;
-}
-
-static void url_of(char *out, size_t n, const ts_server *s)
-{
-    snprintf(out, n, "redis://127.0.0.1:%d", s->port);
 }
 
 /* ------------------------------------------------------------------ */

@@ -14,6 +14,9 @@
 #include "fakeserver.h"
 #include "server.h"
 #include "transport.h"
+#include "clock.h"
+#include "sha1.h"
+#include "url.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -30,7 +30,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#define DEFAULT_TTL_MS 30000
 #define DEFAULT_KILL_AFTER_MS 5000
 
 typedef struct lock_args {
@@ -179,7 +178,7 @@ static int lock_failure(cli_opts *o, rlk_client *cl, int status, const lock_args
 static void init_args(lock_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->ttl_ms = DEFAULT_TTL_MS;
+    a->ttl_ms = RLK_DEFAULT_TTL_MS;
     a->wait_ms = RLK_WAIT_FOREVER;
     a->conflict_code = 1;
     a->kill_after_ms = -1;
@@ -303,10 +302,12 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     }
     if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
 
-    /* Between the first failed renewal (at ttl/3) and the end of the
-     * validity, SIGTERM, the grace and a safety margin must fit. */
+    /* Between the first failed renewal and the end of the validity,
+     * SIGTERM, the grace and a safety margin must fit (the library's
+     * client has the default timing: see lock_client). */
     int64_t safety = a.ttl_ms / 20 < 100 ? 100 : a.ttl_ms / 20;
-    int64_t room = a.ttl_ms - a.ttl_ms / 3 - a.ttl_ms / 100 - 2 - safety;
+    int64_t room = rlk_plan_valid_ms(NULL, a.ttl_ms) - rlk_plan_renew_period_ms(NULL, a.ttl_ms) -
+                   safety;
     if (room <= 0)
         return cli_usage_error("--ttl %" PRId64 "ms is too short for run: the lock could run out "
                                "before COMMAND is stopped", a.ttl_ms);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Connection URLs (url.c).  Internal to the library (rlk__ prefix, not
+ * installed). */
+#ifndef RESPLOCK_URL_H
+#define RESPLOCK_URL_H
+
+#include <stddef.h>
+
+#include "resplock.h"
+
+typedef struct rlk__url {
+    int kind;              /* RLK__URL_TCP, RLK__URL_TLS, RLK__URL_UNIX */
+    char *user;            /* NULL when absent; percent-decoded          */
+    char *password;        /* NULL when absent; percent-decoded          */
+    char *host;            /* without [] for IPv6 literals               */
+    int port;              /* default 6379                               */
+    char *path;            /* unix socket path                           */
+    int db;                /* default 0                                  */
+} rlk__url;
+
+#define RLK__URL_TCP 1
+#define RLK__URL_TLS 2
+#define RLK__URL_UNIX 3
+
+/*
+ * Parses redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
+ * unix:///path/to/socket[?db=N] (also unix://[user[:password]@]/path),
+ * IPv6 literals in brackets, percent-encoding in user, password, host
+ * and path.  The scheme is case-insensitive; an empty user or password
+ * counts as absent; the only query parameter is db=N (not together with
+ * a /db path); a fragment, another parameter, %00 or a bad %XX escape is
+ * an error.  A URL of "" or NULL means: $REDIS_URL when set and not
+ * empty, else redis://127.0.0.1:6379.  RLK_OK, RLK_ERR_URL (reason in
+ * err, never the password), RLK_ERR_NOMEM.  On failure *u holds nothing
+ * (rlk__url_free is still allowed).  Free with rlk__url_free.
+ */
+int rlk__url_parse(rlk__url *u, const char *url, char *err, size_t errlen);
+void rlk__url_free(rlk__url *u);
+
+#endif

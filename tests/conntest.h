@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Raw connections and commands for the test programs that talk to a
+ * server through the connection layer (tests/test_conn.c and, through
+ * locktest.h, the lock tests).  A failed call is a test failure
+ * reported at the caller's line.
+ */
+#ifndef RESPLOCK_TEST_CONNTEST_H
+#define RESPLOCK_TEST_CONNTEST_H
+
+#include "resplock.h"
+#include "server.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#define LONG_MS 10000 /* for things that should happen: generous under valgrind */
+
+/* A configuration with generous deadlines (tests that want a deadline to
+ * fire set their own). */
+void cfg_init(rlk_conn_config *cfg, const char *url);
+
+/* A raw connection (RESP3 unless protocol says otherwise). */
+rlk_conn *connect_url(const char *url, int protocol,
+                      void (*on_push)(void *, rlk_conn *, const rlk_resp_value *),
+                      void *ctx, int line);
+#define CONNECT(url) connect_url(url, 0, NULL, NULL, __LINE__)
+
+/* A command given as NULL-terminated words; a failed call (not a server
+ * error) is a test failure and gives NULL.  Valid until the next call. */
+rlk_resp_value *run_cmd(rlk_conn *c, int line, ...);
+#define CMD(c, ...) run_cmd(c, __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* An integer reply, or LLONG_MIN (a test failure) for anything else. */
+long long cmd_int(rlk_conn *c, int line, ...);
+#define CMD_INT(c, ...) cmd_int(c, __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* A string reply copied into out: 1; a null: 0 with out ""; else -1 (a
+ * test failure). */
+int cmd_str(rlk_conn *c, char *out, size_t n, int line, ...);
+#define CMD_STR(c, out, ...) cmd_str(c, out, sizeof(out), __LINE__, __VA_ARGS__, (const char *)NULL)
+
+/* The words of a command, NULL-terminated in ap, into argv (room for
+ * 33, the NULL included); their count. */
+int collect_args(const char **argv, va_list ap);
+
+/* The URL of a server started by ts_start. */
+void url_of(char *out, size_t n, const ts_server *s);
+
+#endif

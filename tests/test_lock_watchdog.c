@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The watchdog (rlk_client_tick, rlk_client_watchdog_start) against real
+ * redis-server processes on free loopback ports, in tick and thread
+ * mode: renewal (also of reentrant holds), loss and on_lost, killed,
+ * frozen and restarted servers, batches of 10,000 locks, reconnects.
+ *
+ * Every wait is on a condition under a deadline.  Timing assertions have
+ * margins (MARGIN) that grow under valgrind.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#define TESTLIB_MAIN
+#include "testlib.h"
+
+#include "fakeserver.h"
+#include "locktest.h"
+#include "resplock.h"
+#include "server.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ */
+/* Watchdog, tick mode                                                 */
+
+static void test_reentrant_watchdog(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    char got[16];
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    l = acquire(a, "re-wd", 600, RLK_LOCK_REENTRANT, 1, &lr, __LINE__);
+    if (l) {
+        ticker_init(&t, a, l, admin, "re-wd", &lr);
+        tick_for(&t, 1500, 1);
+        CHECK_EQ_INT(lost_calls(&lr), 0);
+        CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "min PTTL %lld", t.min_pttl);
+        CMD_STR(admin, got, "HGET", "re-wd", rlk_lock_token(l));
+        CHECK_EQ_STR(got, "1");
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "re-wd"), 0);
+    }
+    rlk_client_free(a);
+}
+
+static void test_watchdog_tick(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    char got[64];
+    int64_t t0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-tick");
+    l = ACQ_WD(a, "wd-tick", 600, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, admin, "wd-tick", &lr);
+    tick_for(&t, 3000, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+    CHECK(rlk_lock_remaining_ms(l) > 0);
+    CHECK(CMD_STR(admin, got, "GET", "wd-tick") == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(l));
+    CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", t.min_pttl);
+    /* Renewing every 200 ms: about 15 ticks, not a busy loop. */
+    CHECK_MSG(t.ticks >= 10 && t.ticks <= 60, "%d ticks in 3 s", t.ticks);
+    CHECK_EQ_INT(t.errors, 0);
+    CHECK_MSG(t.next > 0 && t.next <= 200, "next_ms %lld", (long long)t.next);
+
+    /* Without ticks it expires; the next tick reports it. */
+    t0 = ts_now_ms();
+    CHECK(wait_exists(admin, "wd-tick", 0, 600 + LONG_MS));
+    CHECK(ts_now_ms() - t0 <= 600 + MARGIN);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+    CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    CHECK_EQ_INT(t.next, -1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+out:
+    rlk_client_free(a);
+}
+
+/* Tick mode calls on_lost with the client's internal lock released: the
+ * callback may call into the client, here releasing the lost lock and
+ * acquiring another; a callback under the lock would deadlock here. */
+struct reentry {
+    rlk_client *cl;
+    int calls, release_status, acquire_status;
+    rlk_lock *next;
+};
+
+static void lost_reenters(void *ctx, rlk_lock *l)
+{
+    struct reentry *e = ctx;
+    e->calls++;
+    e->release_status = rlk_lock_release(l);
+    e->acquire_status = rlk_lock_acquire(e->cl, "wd-reenter-2", NULL, &e->next);
+}
+
+static void test_watchdog_on_lost_may_call_client(void)
+{
+    rlk_client *a = CLIENT();
+    struct reentry e;
+    rlk_lock_options o;
+    rlk_lock *l;
+    int64_t deadline;
+    memset(&e, 0, sizeof e);
+    if (!a) return;
+    e.cl = a;
+    CMD(admin, "DEL", "wd-reenter", "wd-reenter-2");
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 600;
+    o.watchdog = 1;
+    o.on_lost = lost_reenters;
+    o.ctx = &e;
+    if (!CHECK(rlk_lock_acquire(a, "wd-reenter", &o, &l) == RLK_OK)) goto out;
+    CMD(admin, "DEL", "wd-reenter");
+    deadline = ts_now_ms() + 600 + LONG_MS;
+    while (e.calls == 0 && ts_now_ms() < deadline) {
+        int64_t next = -1;
+        rlk_client_tick(a, &next);
+        if (e.calls) break;
+        struct pollfd p = {rlk_client_fd(a), POLLIN, 0};
+        poll(&p, 1, (int)(next < 0 || next > 50 ? 50 : next));
+    }
+    CHECK_EQ_INT(e.calls, 1);
+    CHECK_EQ_INT(e.release_status, RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(e.acquire_status, RLK_OK);
+    if (e.next) CHECK_EQ_INT(rlk_lock_release(e.next), RLK_OK);
+out:
+    rlk_client_free(a);
+}
+
+static void test_watchdog_lost_on_delete(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    int64_t t_del;
+    char got[32];
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-del", "wd-taken");
+    l = ACQ_WD(a, "wd-del", 600, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 300, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CMD(admin, "DEL", "wd-del");
+    t_del = ts_now_ms();
+    tick_for(&t, 600 + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK_MSG(lr.at - t_del <= 200 + MARGIN, "on_lost %lld ms after the DEL",
+                  (long long)(lr.at - t_del));
+        CHECK_MSG(lr.at <= t.valid_est, "on_lost at %lld, the validity ended at %lld",
+                  (long long)lr.at, (long long)t.valid_est);
+        CHECK_EQ_INT(lr.is_lost, 1);
+        CHECK_EQ_INT(lr.remaining, 0);
+    }
+    /* Once only, and nothing left to renew. */
+    tick_for(&t, 300, 0);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(t.next, -1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+
+    /* Taken by someone else meanwhile: lost, and their key is intact. */
+    memset(&lr, 0, sizeof lr);
+    l = ACQ_WD(a, "wd-taken", 600, &lr);
+    if (!l) goto out;
+    CMD(admin, "SET", "wd-taken", "other", "PX", "10000");
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 600 + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK(lr.at <= t.valid_est);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_OWNER);
+    CHECK(CMD_STR(admin, got, "GET", "wd-taken") == 1);
+    CHECK_EQ_STR(got, "other");
+    CMD(admin, "DEL", "wd-taken");
+out:
+    rlk_client_free(a);
+}
+
+enum { SERVER_HALT, SERVER_FREEZE, SERVER_RESTART };
+
+static void watchdog_server_trouble(int what)
+{
+    ts_server *s = ts_start(NULL);
+    char url[64];
+    rlk_client *a = NULL;
+    rlk_conn *adm = NULL;
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    int64_t t_event, ttl = what == SERVER_RESTART ? 3000 : 1000;
+    memset(&lr, 0, sizeof lr);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a) goto out;
+    l = ACQ_WD(a, "wd-trouble", ttl, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, ttl / 2, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(t.errors, 0);
+    if (what == SERVER_HALT) {
+        CHECK_EQ_INT(ts_halt(s), 0);
+    } else if (what == SERVER_FREEZE) {
+        CHECK_EQ_INT(kill(s->pid, SIGSTOP), 0);
+    } else {
+        CHECK_EQ_INT(ts_restart(s), 0);
+    }
+    t_event = ts_now_ms();
+    t.ticks = 0;
+    tick_for(&t, ttl + LONG_MS, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        printf("    on_lost %lld ms after the event, %lld ms before the validity ended "
+               "(%d ticks)\n", (long long)(lr.at - t_event), (long long)(t.valid_est - lr.at),
+               t.ticks);
+        /* Before the validity ends, so the holder can still stop. */
+        CHECK_MSG(lr.at < t.valid_est, "on_lost at +%lld ms, validity ended at +%lld ms",
+                  (long long)(lr.at - t_event), (long long)(t.valid_est - t_event));
+        if (what == SERVER_RESTART)
+            CHECK_MSG(lr.at - t_event <= ttl / 3 + MARGIN,
+                      "lost %lld ms after the restart", (long long)(lr.at - t_event));
+    }
+    CHECK_MSG(t.ticks < 100, "%d ticks until the loss: a busy loop", t.ticks);
+    if (what != SERVER_RESTART) CHECK(t.errors > 0);
+    if (what == SERVER_FREEZE) kill(s->pid, SIGCONT);
+    if (what == SERVER_RESTART) {
+        adm = CONNECT(url);
+        CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "wd-trouble"), 0);
+    }
+out:
+    rlk_client_free(a);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+static void test_watchdog_server_killed(void) { watchdog_server_trouble(SERVER_HALT); }
+static void test_watchdog_server_frozen(void) { watchdog_server_trouble(SERVER_FREEZE); }
+static void test_watchdog_server_restarted(void) { watchdog_server_trouble(SERVER_RESTART); }
+
+/* Ticks until a renewal round reached the server (EVALSHA counted);
+ * *took is how long that tick took. */
+static int tick_until_round(rlk_client *cl, rlk_conn *adm, int64_t ms, int64_t *took)
+{
+    int64_t deadline = ts_now_ms() + ms, next = 0;
+    while (ts_now_ms() < deadline) {
+        int64_t t0 = ts_now_ms();
+        if (rlk_client_tick(cl, &next) != RLK_OK) return 0;
+        *took = ts_now_ms() - t0;
+        if (stat_calls(adm, "evalsha") > 0) return 1;
+        if (next > 0) ts_pause_ms((int)(next < 1000 ? next : 1000)); /* as the library asks */
+    }
+    return 0;
+}
+
+#define BATCH_LOCKS 10000
+
+static void test_watchdog_batching(void)
+{
+    ts_server *s = ts_start(NULL);
+    rlk_client_config cfg;
+    rlk_client *cl = NULL;
+    rlk_conn *adm = NULL;
+    rlk_lock **locks = calloc(BATCH_LOCKS, sizeof *locks);
+    rlk_resp_value *v;
+    char url[64], name[32];
+    int i, n = 0, lost = 0;
+    int64_t t0, t_round = 0;
+    long long calls;
+    if (!CHECK(s != NULL) || !locks) goto out;
+    url_of(url, sizeof url, s);
+    adm = CONNECT(url);
+    client_cfg(&cfg, url);
+    cfg.renew_divisor = 100; /* TTL 30 s: a round every 300 ms */
+    cl = CLIENT_WITH(&cfg);
+    if (!cl || !adm) goto out;
+    t0 = ts_now_ms();
+    for (i = 0; i < BATCH_LOCKS; i++) {
+        rlk_lock_options o;
+        int rc;
+        snprintf(name, sizeof name, "batch:%d", i);
+        opts(&o, 30000, 0, RLK_LOCK_SIMPLE, 1, NULL);
+        rc = rlk_lock_acquire(cl, name, &o, &locks[i]);
+        if (rc != RLK_OK) {
+            CHECK_MSG(0, "acquire %s: %d %s", name, rc, rlk_client_errmsg(cl));
+            break;
+        }
+        n++;
+    }
+    printf("    %d locks acquired in %lld ms\n", n, (long long)(ts_now_ms() - t0));
+    if (n != BATCH_LOCKS) goto out;
+
+    /* The first round also loads the renewal script. */
+    reset_stats(adm);
+    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    calls = stat_calls(adm, "evalsha");
+    CHECK_MSG(calls == 10 || calls == 20, "first round: %lld EVALSHA", calls);
+    CHECK(stat_calls(adm, "script") <= 1);
+
+    /* Age every key, then one more round: 10 script calls of 1000
+     * locks each, and every key renewed. */
+    v = CMD(adm, "EVAL",
+            "for i = 0, 9999 do redis.call('pexpire', 'batch:' .. i, 20000) end return 1", "0");
+    CHECK(v && v->type == RLK_RESP_INTEGER);
+    reset_stats(adm);
+    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    CHECK_EQ_INT(stat_calls(adm, "evalsha"), (BATCH_LOCKS + 999) / 1000);
+    CHECK_EQ_INT(stat_calls(adm, "script"), 0);
+    printf("    renewal round of %d locks: %lld ms\n", n, (long long)t_round);
+    v = CMD(adm, "EVAL",
+            "local n = 0 for i = 0, 9999 do if redis.call('pttl', 'batch:' .. i) > 25000 "
+            "then n = n + 1 end end return n",
+            "0");
+    CHECK_MSG(v && v->type == RLK_RESP_INTEGER && v->integer == BATCH_LOCKS,
+              "%lld keys renewed of %d", v ? (long long)v->integer : -1LL, BATCH_LOCKS);
+    for (i = 0; i < n; i++) lost += rlk_lock_is_lost(locks[i]);
+    CHECK_EQ_INT(lost, 0);
+out:
+    rlk_client_free(cl); /* frees the handles without releasing */
+    rlk_conn_free(adm);
+    free(locks);
+    ts_stop(s);
+}
+
+/* A reconnect makes the watchdog check every lock at once: the server
+ * may be a new one that lost its keys. */
+static void test_reconnect_rechecks(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    struct ticker t;
+    rlk_lock *l;
+    rlk_lock_status st;
+    char id[32];
+    long long pttl;
+    int64_t t_kill;
+    uint64_t gen;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "reconn");
+    l = ACQ_WD(a, "reconn", 30000, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 50, 0);
+    CHECK_MSG(t.next > 5000, "next_ms %lld", (long long)t.next);
+
+    /* Killed while idle: the fd polls readable, the tick notices,
+     * reconnects and renews (nothing was due for 10 s). */
+    gen = rlk_conn_generation(rlk_client_conn(a));
+    CMD(admin, "PEXPIRE", "reconn", "20000");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    t_kill = ts_now_ms();
+    t.ticks = 0;
+    pttl = 0;
+    while (ts_now_ms() - t_kill < 2000) {
+        tick_for(&t, 100, 0);
+        pttl = CMD_INT(admin, "PTTL", "reconn");
+        if (pttl > 25000) break;
+    }
+    CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
+    CHECK_MSG(t.ticks <= 20, "%d ticks: a busy loop on a closed connection", t.ticks);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+
+    /* Reconnected by another call: the next tick renews at once. */
+    CMD(admin, "PEXPIRE", "reconn", "20000");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    CHECK_EQ_INT(rlk_lock_get_status(a, "something-else", &st), RLK_OK);
+    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 2);
+    CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
+    pttl = CMD_INT(admin, "PTTL", "reconn");
+    CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
+
+    /* The key vanished with the connection: lost at once. */
+    CMD(admin, "DEL", "reconn");
+    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
+    t_kill = ts_now_ms();
+    tick_for(&t, 2000, 1);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_MSG(lr.at - t_kill < MARGIN, "lost %lld ms after the kill", (long long)(lr.at - t_kill));
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchdog, thread mode                                               */
+
+static void test_watchdog_thread(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock *l;
+    long long min_pttl = LLONG_MAX, v;
+    int64_t t0, est = 0, t_del, deadline;
+    char got[64];
+    int i, errors = 0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-thread");
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK); /* already running */
+    /* Taken after the thread went to sleep: it must still be renewed
+     * in time (TTL shorter than the thread's idle wait). */
+    l = ACQ_WD(a, "wd-thread", 600, &lr);
+    if (!l) goto out;
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 3000 && !lost_calls(&lr)) {
+        v = CMD_INT(admin, "PTTL", "wd-thread");
+        if (v < min_pttl) min_pttl = v;
+        ts_pause_ms(20); /* sampling interval */
+    }
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
+    CHECK(CMD_STR(admin, got, "GET", "wd-thread") == 1);
+    CHECK_EQ_STR(got, rlk_lock_token(l));
+    CHECK(rlk_lock_remaining_ms(l) > 0);
+
+    /* The client's calls from this thread while the watchdog runs. */
+    for (i = 0; i < 30; i++) {
+        rlk_lock_status st;
+        rlk_lock *o = ACQ_WD(a, "wd-thread-other", 1000, NULL);
+        if (!o) {
+            errors++;
+            break;
+        }
+        if (rlk_lock_extend(o, 500, RLK_EXTEND_ADD) != RLK_OK) errors++;
+        if (rlk_lock_get_status(a, "wd-thread-other", &st) != RLK_OK || !st.held) errors++;
+        if (rlk_lock_release(o) != RLK_OK) errors++;
+    }
+    CHECK_EQ_INT(errors, 0);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+
+    /* Deleted: on_lost comes from the watchdog thread, in time. */
+    CMD(admin, "DEL", "wd-thread");
+    t_del = ts_now_ms();
+    est = t_del + rlk_lock_remaining_ms(l);
+    deadline = t_del + 600 + LONG_MS;
+    while (!lost_calls(&lr) && ts_now_ms() < deadline) ts_pause_ms(2);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK(!pthread_equal(lr.thread, pthread_self()));
+        CHECK_MSG(lr.at - t_del <= 200 + MARGIN, "on_lost %lld ms after the DEL",
+                  (long long)(lr.at - t_del));
+        CHECK_MSG(lr.at <= est, "on_lost at %lld, validity ended at %lld", (long long)lr.at,
+                  (long long)est);
+    }
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    t0 = ts_now_ms();
+    rlk_client_watchdog_stop(a);
+    CHECK_MSG(ts_now_ms() - t0 < 100 + MARGIN, "stop took %lld ms", (long long)(ts_now_ms() - t0));
+    rlk_client_watchdog_stop(a); /* not running: nothing */
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+
+    /* Started again, and freed while running. */
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    l = ACQ_WD(a, "wd-thread", 600, NULL);
+    (void)l;
+out:
+    rlk_client_free(a);
+}
+
+/* The server goes away under the watchdog thread: on_lost from the
+ * thread, before the validity ends. */
+static void test_watchdog_thread_server_killed(void)
+{
+    ts_server *s = ts_start(NULL);
+    char url[64];
+    rlk_client *a = NULL;
+    struct lost_rec lr;
+    rlk_lock *l;
+    int64_t t0, t_halt, est, deadline;
+    memset(&lr, 0, sizeof lr);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a) goto out;
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    l = ACQ_WD(a, "wdt-killed", 1000, &lr);
+    if (!l) goto out;
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 500 && !lost_calls(&lr)) ts_pause_ms(10); /* held meanwhile */
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(ts_halt(s), 0);
+    t_halt = ts_now_ms();
+    est = t_halt + rlk_lock_remaining_ms(l); /* no renewal can succeed from here */
+    deadline = t_halt + 1000 + LONG_MS;
+    while (!lost_calls(&lr) && ts_now_ms() < deadline) ts_pause_ms(2);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK(!pthread_equal(lr.thread, pthread_self()));
+        CHECK_MSG(lr.at < est, "on_lost at +%lld ms, validity ended at +%lld ms",
+                  (long long)(lr.at - t_halt), (long long)(est - t_halt));
+    }
+    CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
+    rlk_client_watchdog_stop(a);
+    CHECK_MSG(rlk_lock_release(l) == RLK_ERR_CONNECT, "release with the server gone: %s",
+              rlk_client_errmsg(a));
+out:
+    rlk_client_free(a);
+    ts_stop(s);
+}
+
+/* A SET-extend to a short time while the thread sleeps: renewed in time
+ * for the new TTL. */
+static void test_watchdog_thread_extend_shorter(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock *l;
+    long long min_pttl = LLONG_MAX, v;
+    int64_t t0;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-short");
+    l = ACQ_WD(a, "wd-short", 30000, &lr);
+    if (!l) goto out;
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    CHECK_EQ_INT(rlk_lock_extend(l, 600, RLK_EXTEND_SET), RLK_OK);
+    t0 = ts_now_ms();
+    while (ts_now_ms() - t0 < 2000 && !lost_calls(&lr)) {
+        v = CMD_INT(admin, "PTTL", "wd-short");
+        if (v < min_pttl) min_pttl = v;
+        ts_pause_ms(20); /* sampling interval */
+    }
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_MSG(min_pttl >= (slow ? 100 : 200), "PTTL fell to %lld (TTL 600)", min_pttl);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    rlk_client_free(a);
+}
+
+/* ------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    int64_t t0 = ts_now_ms();
+    tl_init(argc, argv);
+    if (locktest_setup() != 0) return 1;
+
+    RUN(test_reentrant_watchdog);
+    RUN(test_watchdog_tick);
+    RUN(test_watchdog_lost_on_delete);
+    RUN(test_watchdog_on_lost_may_call_client);
+    RUN(test_watchdog_server_killed);
+    RUN(test_watchdog_server_frozen);
+    RUN(test_watchdog_server_restarted);
+    RUN(test_watchdog_batching);
+    RUN(test_reconnect_rechecks);
+    RUN(test_watchdog_thread);
+    RUN(test_watchdog_thread_extend_shorter);
+    RUN(test_watchdog_thread_server_killed);
+
+    return locktest_finish(t0);
+}
