@@ -9,8 +9,9 @@
  *
  *   uncontended   acquire + release cycles on one free lock, one client:
  *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
- *                 the raw floor (the same two EVALSHA requests, byte for
- *                 byte, as round trips over a blocking socket) and
+ *                 the raw floor (the same requests, byte for byte, as the
+ *                 same two round trips over a blocking socket: SET NX PX
+ *                 and TIME together, then the release's EVALSHA) and
  *                 against redis-py (python3-redis: r.lock(name,
  *                 timeout=30), acquire(blocking=False), release(), timed
  *                 in Python).
@@ -46,9 +47,12 @@
  * library talks to the server through a small relay in this program,
  * which records what the client sends during one acquire + release
  * cycle after a warm-up (so the scripts are loaded and no SCRIPT LOAD is
- * in the way).  Those bytes are split into the two requests, checked to
- * be EVALSHA calls, and replayed as they are; only the random token
- * differs from what the library sends in each cycle (same length).
+ * in the way).  Those bytes are split into the requests and checked:
+ * the acquire's round trip is SET NX PX on the lock and TIME (its fence),
+ * the release's is EVALSHA on the lock.  They are replayed as they are,
+ * and the replies checked: +OK and TIME's two numbers, then :1.  Only the
+ * random token differs from what the library sends in each cycle (same
+ * length).
  *
  * After the targets, the run prints what bounds them on this machine,
  * from its own measurements: the raw floor against redis-py (no client
@@ -327,15 +331,18 @@ static void relay_stop(relay *p)
 }
 
 typedef struct captured {
-    rlk_buf acquire, release;        /* the two requests, as sent */
+    rlk_buf acquire, release;        /* the two round trips' bytes, as sent */
+    size_t set_len;                  /* acquire's first request: the SET    */
+    char token[64];                  /* the SET's token                     */
     char acq_desc[300], rel_desc[300];
 } captured;
 
-/* "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments shortened. */
+/* Appends "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments
+ * shortened to out (joined by " + " to what it holds). */
 static void describe(const rlk_resp_value *v, char *out, size_t cap)
 {
-    size_t used = 0;
-    out[0] = '\0';
+    size_t used = strlen(out);
+    if (used && used + 3 < cap) used += (size_t)snprintf(out + used, cap - used, " +");
     for (const rlk_resp_value *e = v->child; e && used + 1 < cap; e = e->next) {
         int n = e->len > 12 ? 8 : (int)e->len;
         int w = snprintf(out + used, cap - used, "%s%.*s%s", used ? " " : "", n, e->str,
@@ -345,17 +352,46 @@ static void describe(const rlk_resp_value *v, char *out, size_t cap)
     }
 }
 
-/* Checks that v is an EVALSHA request whose first key is `name`. */
-static void check_evalsha(const rlk_resp_value *v, const char *name, const char *what)
+static int arg_is(const rlk_resp_value *a, const char *s)
 {
-    const rlk_resp_value *cmd = rlk_resp_value_at(v, 0), *sha = rlk_resp_value_at(v, 1),
-                         *key = rlk_resp_value_at(v, 3);
-    if (v->type != RLK_RESP_ARRAY || !cmd || cmd->len != 7 ||
-        strncasecmp(cmd->str, "EVALSHA", 7) != 0 || !sha || sha->len != 40 || !key ||
-        key->len != strlen(name) || memcmp(key->str, name, key->len) != 0) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "capture: the %s request is not EVALSHA on the lock", what);
-        die(msg);
+    return a && a->len == strlen(s) && strncasecmp(a->str, s, a->len) == 0;
+}
+
+static int arg_eq(const rlk_resp_value *a, const char *s)
+{
+    return a && a->len == strlen(s) && memcmp(a->str, s, a->len) == 0;
+}
+
+static void capture_fail(const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "capture: %s", what);
+    die(msg);
+}
+
+/* Checks the i-th request of a cycle: SET name token NX PX ttl, TIME,
+ * then EVALSHA with the lock as its first key. */
+static void check_request(const rlk_resp_value *v, int i, const char *name)
+{
+    const rlk_resp_value *cmd = rlk_resp_value_at(v, 0);
+    if (v->type != RLK_RESP_ARRAY || !cmd) capture_fail("a request is not a command");
+    if (i == 0) {
+        int nx = 0, px = 0;
+        for (size_t k = 3; k < v->len; k++) {
+            const rlk_resp_value *a = rlk_resp_value_at(v, k);
+            nx |= arg_is(a, "NX");
+            if (arg_is(a, "PX") && k + 1 < v->len) px = 1;
+        }
+        if (!arg_is(cmd, "SET") || !arg_eq(rlk_resp_value_at(v, 1), name) || !nx || !px)
+            capture_fail("the acquire's first request is not SET NX PX on the lock");
+    } else if (i == 1) {
+        if (!arg_is(cmd, "TIME") || v->len != 1)
+            capture_fail("the acquire's second request is not TIME");
+    } else {
+        const rlk_resp_value *sha = rlk_resp_value_at(v, 1);
+        if (!arg_is(cmd, "EVALSHA") || !sha || sha->len != 40 ||
+            !arg_eq(rlk_resp_value_at(v, 3), name))
+            capture_fail("the release is not EVALSHA on the lock");
     }
 }
 
@@ -371,8 +407,8 @@ static void capture(int port, captured *cap)
     p.recording = 1;
     pthread_mutex_unlock(&p.mu);
     acquire_release(cl, unc_name);
-    /* The library had both replies, so the relay had forwarded (and
-     * recorded) both requests. */
+    /* The library had every reply, so the relay had forwarded (and
+     * recorded) every request. */
     pthread_mutex_lock(&p.mu);
     p.recording = 0;
     rlk_buf all = p.rec;
@@ -388,17 +424,26 @@ static void capture(int port, captured *cap)
     rlk_resp_value *v;
     rlk_buf_init(&cap->acquire);
     rlk_buf_init(&cap->release);
-    for (int i = 0; i < 2; i++) {
+    cap->acq_desc[0] = cap->rel_desc[0] = '\0';
+    /* One round trip of SET and TIME (the fence), then the release. */
+    for (int i = 0; i < 3; i++) {
         if (rlk_resp_read(&rd, all.data + off, all.len - off, &used, &v) != 1)
-            die("capture: not two whole requests");
-        check_evalsha(v, unc_name, i ? "release" : "acquire");
-        describe(v, i ? cap->rel_desc : cap->acq_desc, sizeof cap->acq_desc);
-        if (rlk_buf_append(i ? &cap->release : &cap->acquire, all.data + off, used) != RLK_OK)
+            capture_fail("not SET, TIME and a release, each whole");
+        check_request(v, i, unc_name);
+        if (i == 0) {
+            const rlk_resp_value *tok = rlk_resp_value_at(v, 2);
+            if (!tok || tok->len >= sizeof cap->token) capture_fail("the SET's token");
+            memcpy(cap->token, tok->str, tok->len);
+            cap->token[tok->len] = '\0';
+            cap->set_len = used;
+        }
+        describe(v, i < 2 ? cap->acq_desc : cap->rel_desc, sizeof cap->acq_desc);
+        if (rlk_buf_append(i < 2 ? &cap->acquire : &cap->release, all.data + off, used) != RLK_OK)
             die("out of memory");
         off += used;
         rlk_resp_arena_reset(&arena);
     }
-    if (off != all.len) die("capture: more than an acquire and a release were sent");
+    if (off != all.len) capture_fail("more than an acquire and a release were sent");
     rlk_resp_reader_free(&rd);
     rlk_resp_arena_free(&arena);
     rlk_buf_free(&p.rec);
@@ -536,15 +581,37 @@ typedef struct contender {
     long ops;
 } contender;
 
+/* The digits of one RESP2 bulk string at *p, which moves past it. */
+static int bulk_digits(const char **p, const char *end)
+{
+    char *q;
+    if (*p >= end || **p != '$') return 0;
+    long n = strtol(*p + 1, &q, 10);
+    if (n < 1 || n > 12 || end - q < 2 + n + 2 || memcmp(q, "\r\n", 2) != 0) return 0;
+    for (long i = 0; i < n; i++)
+        if (q[2 + i] < '0' || q[2 + i] > '9') return 0;
+    if (memcmp(q + 2 + n, "\r\n", 2) != 0) return 0;
+    *p = q + 2 + n + 2;
+    return 1;
+}
+
+/* Whether the n bytes at buf are SET's +OK and TIME's two numbers. */
+static int acquired_and_time(const char *buf, size_t n)
+{
+    const char *p = buf + 9, *end = buf + n;
+    return n > 9 && memcmp(buf, "+OK\r\n*2\r\n", 9) == 0 && bulk_digits(&p, end) &&
+           bulk_digits(&p, end) && p == end;
+}
+
 static void unc_raw(env *e, long n, double *secs, double *cpu)
 {
     char buf[128];
     double c0 = cpu_now();
     int64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
-        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 3, buf,
+        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 6, buf,
                                  sizeof buf);
-        if (k < 10 || memcmp(buf, "*2\r\n:1\r\n:", 9) != 0) die("raw: acquire: not acquired");
+        if (!acquired_and_time(buf, k)) die("raw: acquire: not acquired, or no TIME");
         k = raw_roundtrip(e->raw_fd, e->cap.release.data, e->cap.release.len, 1, buf,
                           sizeof buf);
         if (k != 4 || memcmp(buf, ":1\r\n", 4) != 0) die("raw: release: not released");
