@@ -5,7 +5,7 @@
  * program starts on a free loopback port (tests/server.c) and stops at
  * the end.  `make bench` builds and runs it.
  *
- * Three workloads:
+ * Four workloads:
  *
  *   uncontended   acquire + release cycles on one free lock, one client:
  *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
@@ -35,6 +35,16 @@
  *                 library's batched renewal: 10 script calls of 1000 keys
  *                 in one pipeline) against one rlk_lock_extend per lock,
  *                 one after the other.
+ *   server time   the server's own time per uncontended cycle (INFO
+ *                 commandstats after CONFIG RESETSTAT, summed over the
+ *                 top-level commands: SET, TIME, EVALSHA; a script's
+ *                 inner calls are within EVALSHA's time), resplock's cycle
+ *                 against the minimal correct one: SET NX PX, then a
+ *                 compare-and-delete script by EVALSHA, sent raw.  Rounds
+ *                 of both alternate; the medians and their ratio are
+ *                 printed, with the time per call of each command.  The
+ *                 calls are counted: as many SETs, EVALSHAs (and for
+ *                 resplock TIMEs) as cycles, or the run stops.
  *
  * Where the processes run changes a loopback round trip several times
  * over (one CPU: two context switches; two CPUs: a wake-up of the other
@@ -58,7 +68,10 @@
  * from its own measurements: the raw floor against redis-py (no client
  * making the same two round trips can do better), the server's CPU time
  * per contended acquisition, and the server's script time in a batched
- * renewal round (INFO commandstats) against one call per lock.
+ * renewal round (INFO commandstats) against one call per lock.  The
+ * server time per uncontended cycle is a target of its own (resplock's
+ * within 1.5x of the minimal cycle's); the server CPU per contended
+ * acquisition stays among the bounds.
  *
  * Correctness is checked as the numbers are taken: every reply is
  * checked; in the contended runs a critical section that finds another
@@ -104,6 +117,9 @@
 #define WD_ROUNDS 5
 #define PING_N 20000         /* PINGs timed one by one for the round trip   */
 #define MAX_ROUNDS 31
+#define SRV_ROUNDS 7         /* rounds of each cycle for the server's time  */
+#define SRV_OPS 10000        /* cycles per round                            */
+#define SRV_WARMUP 2000
 
 static const char unc_name[] = "resplock:bench:uncontended";
 static const char cont_name[] = "resplock:bench:contended";
@@ -939,31 +955,58 @@ static long long server_pttl(int fd, int i)
     return raw_integer(fd, req);
 }
 
-/* The server's time in EVALSHA so far, in microseconds (INFO
- * commandstats), through a connection of the library. */
-static double server_evalsha_us(rlk_conn *c)
+/* A connection of the library for INFO and CONFIG, beside the
+ * workload's. */
+static rlk_conn *admin_conn(void)
+{
+    rlk_conn_config icfg;
+    memset(&icfg, 0, sizeof icfg);
+    icfg.url = url;
+    rlk_conn *c = rlk_conn_new(&icfg);
+    if (!c || rlk_conn_connect(c) != RLK_OK) die("INFO connection");
+    return c;
+}
+
+/* The calls of and the server's time in each of the n commands so far,
+ * in microseconds (INFO commandstats; 0 for one never called).  A
+ * script's own calls are counted under their names too, and its time
+ * under EVALSHA's. */
+static void server_cmdstats(rlk_conn *c, int n, const char *const *names, long long *calls,
+                            double *usec)
 {
     const char *argv[2] = {"INFO", "commandstats"};
     rlk_resp_value *v;
     if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) die2("INFO", rlk_conn_errmsg(c));
     if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM) die("INFO: not a string");
-    char text[8192];
-    size_t n = v->len < sizeof text - 1 ? v->len : sizeof text - 1;
-    memcpy(text, v->str, n);
-    text[n] = '\0';
-    const char *p = strstr(text, "cmdstat_evalsha:");
-    const char *u = p ? strstr(p, "usec=") : NULL;
-    return u ? atof(u + 5) : 0;
+    char *text = malloc(v->len + 1);
+    if (!text) die("out of memory");
+    memcpy(text, v->str, v->len);
+    text[v->len] = '\0';
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "cmdstat_%s:", names[i]);
+        const char *p = strstr(text, key);
+        const char *eol = p ? p + strcspn(p, "\r\n") : NULL;
+        const char *k = p ? strstr(p, "calls=") : NULL, *u = p ? strstr(p, "usec=") : NULL;
+        calls[i] = k && k < eol ? atoll(k + 6) : 0;
+        usec[i] = u && u < eol ? atof(u + 5) : 0;
+    }
+    free(text);
+}
+
+static double server_evalsha_us(rlk_conn *c)
+{
+    static const char *const evalsha[1] = {"evalsha"};
+    long long calls;
+    double usec;
+    server_cmdstats(c, 1, evalsha, &calls, &usec);
+    return usec;
 }
 
 static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
                      double *acquire_s, double *server_ms)
 {
-    rlk_conn_config icfg;
-    memset(&icfg, 0, sizeof icfg);
-    icfg.url = url;
-    rlk_conn *info = rlk_conn_new(&icfg);
-    if (!info || rlk_conn_connect(info) != RLK_OK) die("INFO connection");
+    rlk_conn *info = admin_conn();
     double rounds_srv[MAX_ROUNDS];
     int check_fd = raw_connect(server->port);
     wd_gen++;
@@ -1032,6 +1075,120 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
 }
 
 /* ------------------------------------------------------------------ */
+/* Server time per uncontended cycle                                    */
+
+/* The minimal correct release: delete the lock if it holds the token. */
+static const char cad_script[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
+    "return 0";
+
+/* The top-level commands of both cycles. */
+enum { ST_SET, ST_TIME, ST_EVALSHA, ST_N };
+static const char *const st_names[ST_N] = {"set", "time", "evalsha"};
+
+typedef struct srvcycle {
+    const char *label;
+    double cycle[MAX_ROUNDS];          /* us of server time per cycle       */
+    double call[ST_N][MAX_ROUNDS];     /* us per call of each command       */
+    long long want[ST_N];              /* calls of each command per cycle   */
+} srvcycle;
+
+/* The minimal cycle, raw: the library's SET as captured, then the
+ * compare-and-delete script by EVALSHA. */
+typedef struct minimal {
+    int fd;
+    const char *set;
+    size_t set_len, rel_len;
+    char rel[512];
+} minimal;
+
+static void minimal_init(minimal *m, const captured *c)
+{
+    static const char load_fmt[] = "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%zu\r\n%s\r\n";
+    char req[512], buf[128];
+    m->fd = raw_connect(server->port);
+    m->set = c->acquire.data;
+    m->set_len = c->set_len;
+    snprintf(req, sizeof req, load_fmt, strlen(cad_script), cad_script);
+    size_t k = raw_roundtrip(m->fd, req, strlen(req), 2, buf, sizeof buf);
+    if (k != 47 || memcmp(buf, "$40\r\n", 5) != 0) die("SCRIPT LOAD: unexpected reply");
+    int n = snprintf(m->rel, sizeof m->rel,
+                     "*5\r\n$7\r\nEVALSHA\r\n$40\r\n%.40s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n"
+                     "$%zu\r\n%s\r\n",
+                     buf + 5, strlen(unc_name), unc_name, strlen(c->token), c->token);
+    if (n < 0 || (size_t)n >= sizeof m->rel) die("minimal release: too long");
+    m->rel_len = (size_t)n;
+}
+
+static void minimal_cycles(minimal *m, long n)
+{
+    char buf[64];
+    for (long i = 0; i < n; i++) {
+        size_t k = raw_roundtrip(m->fd, m->set, m->set_len, 1, buf, sizeof buf);
+        if (k != 5 || memcmp(buf, "+OK\r\n", 5) != 0) die("minimal cycle: SET: not acquired");
+        k = raw_roundtrip(m->fd, m->rel, m->rel_len, 1, buf, sizeof buf);
+        if (k != 4 || memcmp(buf, ":1\r\n", 4) != 0)
+            die("minimal cycle: compare-and-delete: not released");
+    }
+}
+
+static void reset_stats(rlk_conn *c)
+{
+    const char *argv[2] = {"CONFIG", "RESETSTAT"};
+    rlk_resp_value *v;
+    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK)
+        die2("CONFIG RESETSTAT", rlk_conn_errmsg(c));
+    if (v->type != RLK_RESP_SIMPLE) die("CONFIG RESETSTAT: refused");
+}
+
+/* Round r of one cycle: SRV_OPS cycles between CONFIG RESETSTAT and INFO
+ * commandstats, nothing else sent to the server meanwhile. */
+static void server_round(rlk_conn *admin, srvcycle *s, int r, minimal *m, rlk_client *cl)
+{
+    long long calls[ST_N];
+    double usec[ST_N], sum = 0;
+    reset_stats(admin);
+    if (m) minimal_cycles(m, SRV_OPS);
+    else
+        for (long i = 0; i < SRV_OPS; i++) acquire_release(cl, unc_name);
+    server_cmdstats(admin, ST_N, st_names, calls, usec);
+    for (int k = 0; k < ST_N; k++) {
+        if (calls[k] != s->want[k] * SRV_OPS) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "server time: %s: %lld calls of %s in %d cycles, not %lld: the cycle "
+                     "did not take the uncontended path", s->label, calls[k], st_names[k],
+                     SRV_OPS, s->want[k] * SRV_OPS);
+            die(msg);
+        }
+        s->call[k][r] = calls[k] ? usec[k] / (double)calls[k] : 0;
+        sum += usec[k];
+    }
+    s->cycle[r] = sum / SRV_OPS;
+}
+
+/* s[0] the minimal cycle, s[1] resplock's, alternating which runs first. */
+static void server_time(const captured *c, srvcycle *s)
+{
+    rlk_conn *admin = admin_conn();
+    rlk_client *cl = new_client(url);
+    minimal m;
+    minimal_init(&m, c);
+    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 1}};
+    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, 1}};
+    minimal_cycles(&m, SRV_WARMUP);
+    for (long i = 0; i < SRV_WARMUP; i++) acquire_release(cl, unc_name);
+    for (int r = 0; r < SRV_ROUNDS; r++)
+        for (int k = 0; k < 2; k++) {
+            int w = (k + r) % 2;
+            server_round(admin, &s[w], r, w ? NULL : &m, w ? cl : NULL);
+        }
+    close(m.fd);
+    rlk_client_free(cl);
+    rlk_conn_free(admin);
+}
+
+/* ------------------------------------------------------------------ */
 /* One regime: all three workloads with the CPUs placed one way         */
 
 typedef struct regime {
@@ -1046,6 +1203,8 @@ typedef struct regime {
     cstats cr, cp, c2;
     int have_cp;
     double wd_b, wd_s, wd_rb[MAX_ROUNDS], wd_rs[MAX_ROUNDS], wd_acq_s, wd_srv;
+    srvcycle srv[2];        /* the minimal cycle, resplock's             */
+    double srv_ratio;       /* resplock's server time / the minimal's    */
 } regime;
 
 static captured cap;
@@ -1179,9 +1338,33 @@ static void run_regime(regime *g)
     printf("    %-56s %8.2f ms  (best %.2f)\n", "one rlk_lock_extend per lock, sequential",
            g->wd_s, quantile(g->wd_rs, WD_ROUNDS, 0));
     printf("    %-56s %8.1fx\n", "batched / one by one (speed)", g->wd_s / g->wd_b);
-    printf("    %-56s %8.2f ms  (%.2f us per lock)\n\n",
+    printf("    %-56s %8.2f ms  (%.2f us per lock)\n",
            "of a batched round, the server's script time (INFO)", g->wd_srv,
            g->wd_srv * 1e3 / WD_LOCKS);
+
+    /* ---- server time per uncontended cycle */
+    server_time(&cap, g->srv);
+    printf("\n   4. server time per uncontended cycle (INFO commandstats, top-level commands),"
+           "\n      median of %d rounds of %d cycles\n", SRV_ROUNDS, SRV_OPS);
+    printf("    %-46s %9s %13s %8s %8s %10s\n", "cycle", "us/cycle", "(min..max)", "SET us",
+           "TIME us", "EVALSHA us");
+    double med[2];
+    for (int i = 0; i < 2; i++) {
+        srvcycle *s = &g->srv[i];
+        char range[32], per[ST_N][16];
+        med[i] = quantile(s->cycle, SRV_ROUNDS, 0.5);
+        snprintf(range, sizeof range, "(%.2f..%.2f)", quantile(s->cycle, SRV_ROUNDS, 0),
+                 quantile(s->cycle, SRV_ROUNDS, 1));
+        for (int k = 0; k < ST_N; k++)
+            if (s->want[k]) snprintf(per[k], sizeof per[k], "%.2f",
+                                     quantile(s->call[k], SRV_ROUNDS, 0.5));
+            else snprintf(per[k], sizeof per[k], "-");
+        printf("    %-46s %9.2f %13s %8s %8s %10s\n",
+               i ? "resplock acquire+release" : "minimal: SET NX PX + compare-and-delete",
+               med[i], range, per[ST_SET], per[ST_TIME], per[ST_EVALSHA]);
+    }
+    g->srv_ratio = med[1] / med[0];
+    printf("    %-46s %9.2fx\n\n", "resplock / minimal", g->srv_ratio);
 }
 
 /* The first two CPUs this program may run on; 0 when there is one. */
@@ -1222,6 +1405,7 @@ static double v_cross(const regime *g) { return g->cr.cross ? g->cr.med_cross_ns
 static double v_all(const regime *g) { return g->cr.med_all_ns / g->rtt_ns; }
 static double v_two(const regime *g) { return g->c2.cross ? g->c2.med_cross_ns / g->rtt_ns : -1; }
 static double v_wd(const regime *g) { return g->wd_s / g->wd_b; }
+static double v_srv(const regime *g) { return g->srv_ratio; }
 static double b_floor_py(const regime *g) { return g->r_floor_py; }
 static double b_srv_rt(const regime *g)
 {
@@ -1297,6 +1481,15 @@ int main(void)
            "   all of them, batched or one by one, alternating.  Before each round three\n"
            "   of the keys get 5 s left on the server behind the library's back; after\n"
            "   it their TTL must be close to 30 s again (checked with PTTL).\n\n", WD_LOCKS);
+    printf("4. Server time per uncontended cycle: the server's own time in the commands\n"
+           "   the client sent (INFO commandstats, top-level commands only: a script's\n"
+           "   inner calls are inside EVALSHA's time), after CONFIG RESETSTAT, %d\n"
+           "   rounds of %d cycles each, alternating.  minimal: the least a correct lock\n"
+           "   can do, raw: the library's SET NX PX as captured, then a compare-and-delete\n"
+           "   script by EVALSHA (%s).  resplock: rlk_lock_acquire + rlk_lock_release as\n"
+           "   in 1.  The number of calls of SET, TIME and EVALSHA is checked against the\n"
+           "   cycles: a cycle off the uncontended path ends the run.\n\n",
+           SRV_ROUNDS, SRV_OPS, cad_script);
 
     regime g[2];
     int ng = 0, a = 0, b = 1;
@@ -1339,6 +1532,8 @@ int main(void)
     verdict_row("(2 processes: median handoff to other)", "<= 3 RT", g, ng, v_two, "%.1f RT",
                 0, 3);
     verdict_row("watchdog: batched / one call per lock", ">= 10x", g, ng, v_wd, "%.1fx", 1, 10);
+    verdict_row("server time per uncontended cycle / minimal", "<= 1.5x", g, ng, v_srv,
+                "%.2fx", 0, 1.5);
     printf("\nWhat bounds them, measured in this run:\n");
     bound_row("raw floor / redis-py (the most a client making", g, ng, b_floor_py, "%.2fx");
     printf("   the same two round trips can reach)\n");
