@@ -5,12 +5,13 @@
  * program starts on a free loopback port (tests/server.c) and stops at
  * the end.  `make bench` builds and runs it.
  *
- * Three workloads:
+ * Four workloads:
  *
  *   uncontended   acquire + release cycles on one free lock, one client:
  *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
- *                 the raw floor (the same two EVALSHA requests, byte for
- *                 byte, as round trips over a blocking socket) and
+ *                 the raw floor (the same requests, byte for byte, as the
+ *                 same two round trips over a blocking socket: SET NX PX
+ *                 and TIME together, then the release's EVALSHA) and
  *                 against redis-py (python3-redis: r.lock(name,
  *                 timeout=30), acquire(blocking=False), release(), timed
  *                 in Python).
@@ -34,6 +35,17 @@
  *                 library's batched renewal: 10 script calls of 1000 keys
  *                 in one pipeline) against one rlk_lock_extend per lock,
  *                 one after the other.
+ *   server time   the server's own time per uncontended cycle (INFO
+ *                 commandstats after CONFIG RESETSTAT, summed over the
+ *                 top-level commands: SET, TIME, EVALSHA; a script's
+ *                 inner calls are within EVALSHA's time), resplock's cycle
+ *                 against the minimal correct one: SET NX PX, then a
+ *                 compare-and-delete script by EVALSHA, sent raw.  Rounds
+ *                 of both alternate; the medians and the median of the
+ *                 same-round ratios are printed, with the time per call
+ *                 of each command.  The
+ *                 calls are counted: as many SETs, EVALSHAs (and for
+ *                 resplock TIMEs) as cycles, or the run stops.
  *
  * Where the processes run changes a loopback round trip several times
  * over (one CPU: two context switches; two CPUs: a wake-up of the other
@@ -46,15 +58,21 @@
  * library talks to the server through a small relay in this program,
  * which records what the client sends during one acquire + release
  * cycle after a warm-up (so the scripts are loaded and no SCRIPT LOAD is
- * in the way).  Those bytes are split into the two requests, checked to
- * be EVALSHA calls, and replayed as they are; only the random token
- * differs from what the library sends in each cycle (same length).
+ * in the way).  Those bytes are split into the requests and checked:
+ * the acquire's round trip is SET NX PX on the lock and TIME (its fence),
+ * the release's is EVALSHA on the lock.  They are replayed as they are,
+ * and the replies checked: +OK and TIME's two numbers, then :1.  Only the
+ * random token differs from what the library sends in each cycle (same
+ * length).
  *
  * After the targets, the run prints what bounds them on this machine,
  * from its own measurements: the raw floor against redis-py (no client
  * making the same two round trips can do better), the server's CPU time
  * per contended acquisition, and the server's script time in a batched
- * renewal round (INFO commandstats) against one call per lock.
+ * renewal round (INFO commandstats) against one call per lock.  The
+ * server time per uncontended cycle is a target of its own (resplock's
+ * within 1.5x of the minimal cycle's); the server CPU per contended
+ * acquisition stays among the bounds.
  *
  * Correctness is checked as the numbers are taken: every reply is
  * checked; in the contended runs a critical section that finds another
@@ -100,6 +118,9 @@
 #define WD_ROUNDS 5
 #define PING_N 20000         /* PINGs timed one by one for the round trip   */
 #define MAX_ROUNDS 31
+#define SRV_ROUNDS 7         /* rounds of each cycle for the server's time  */
+#define SRV_OPS 10000        /* cycles per round                            */
+#define SRV_WARMUP 2000
 
 static const char unc_name[] = "resplock:bench:uncontended";
 static const char cont_name[] = "resplock:bench:contended";
@@ -327,15 +348,18 @@ static void relay_stop(relay *p)
 }
 
 typedef struct captured {
-    rlk_buf acquire, release;        /* the two requests, as sent */
+    rlk_buf acquire, release;        /* the two round trips' bytes, as sent */
+    size_t set_len;                  /* acquire's first request: the SET    */
+    char token[64];                  /* the SET's token                     */
     char acq_desc[300], rel_desc[300];
 } captured;
 
-/* "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments shortened. */
+/* Appends "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments
+ * shortened to out (joined by " + " to what it holds). */
 static void describe(const rlk_resp_value *v, char *out, size_t cap)
 {
-    size_t used = 0;
-    out[0] = '\0';
+    size_t used = strlen(out);
+    if (used && used + 3 < cap) used += (size_t)snprintf(out + used, cap - used, " +");
     for (const rlk_resp_value *e = v->child; e && used + 1 < cap; e = e->next) {
         int n = e->len > 12 ? 8 : (int)e->len;
         int w = snprintf(out + used, cap - used, "%s%.*s%s", used ? " " : "", n, e->str,
@@ -345,17 +369,46 @@ static void describe(const rlk_resp_value *v, char *out, size_t cap)
     }
 }
 
-/* Checks that v is an EVALSHA request whose first key is `name`. */
-static void check_evalsha(const rlk_resp_value *v, const char *name, const char *what)
+static int arg_is(const rlk_resp_value *a, const char *s)
 {
-    const rlk_resp_value *cmd = rlk_resp_value_at(v, 0), *sha = rlk_resp_value_at(v, 1),
-                         *key = rlk_resp_value_at(v, 3);
-    if (v->type != RLK_RESP_ARRAY || !cmd || cmd->len != 7 ||
-        strncasecmp(cmd->str, "EVALSHA", 7) != 0 || !sha || sha->len != 40 || !key ||
-        key->len != strlen(name) || memcmp(key->str, name, key->len) != 0) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "capture: the %s request is not EVALSHA on the lock", what);
-        die(msg);
+    return a && a->len == strlen(s) && strncasecmp(a->str, s, a->len) == 0;
+}
+
+static int arg_eq(const rlk_resp_value *a, const char *s)
+{
+    return a && a->len == strlen(s) && memcmp(a->str, s, a->len) == 0;
+}
+
+static void capture_fail(const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "capture: %s", what);
+    die(msg);
+}
+
+/* Checks the i-th request of a cycle: SET name token NX PX ttl, TIME,
+ * then EVALSHA with the lock as its first key. */
+static void check_request(const rlk_resp_value *v, int i, const char *name)
+{
+    const rlk_resp_value *cmd = rlk_resp_value_at(v, 0);
+    if (v->type != RLK_RESP_ARRAY || !cmd) capture_fail("a request is not a command");
+    if (i == 0) {
+        int nx = 0, px = 0;
+        for (size_t k = 3; k < v->len; k++) {
+            const rlk_resp_value *a = rlk_resp_value_at(v, k);
+            nx |= arg_is(a, "NX");
+            if (arg_is(a, "PX") && k + 1 < v->len) px = 1;
+        }
+        if (!arg_is(cmd, "SET") || !arg_eq(rlk_resp_value_at(v, 1), name) || !nx || !px)
+            capture_fail("the acquire's first request is not SET NX PX on the lock");
+    } else if (i == 1) {
+        if (!arg_is(cmd, "TIME") || v->len != 1)
+            capture_fail("the acquire's second request is not TIME");
+    } else {
+        const rlk_resp_value *sha = rlk_resp_value_at(v, 1);
+        if (!arg_is(cmd, "EVALSHA") || !sha || sha->len != 40 ||
+            !arg_eq(rlk_resp_value_at(v, 3), name))
+            capture_fail("the release is not EVALSHA on the lock");
     }
 }
 
@@ -371,8 +424,8 @@ static void capture(int port, captured *cap)
     p.recording = 1;
     pthread_mutex_unlock(&p.mu);
     acquire_release(cl, unc_name);
-    /* The library had both replies, so the relay had forwarded (and
-     * recorded) both requests. */
+    /* The library had every reply, so the relay had forwarded (and
+     * recorded) every request. */
     pthread_mutex_lock(&p.mu);
     p.recording = 0;
     rlk_buf all = p.rec;
@@ -388,17 +441,26 @@ static void capture(int port, captured *cap)
     rlk_resp_value *v;
     rlk_buf_init(&cap->acquire);
     rlk_buf_init(&cap->release);
-    for (int i = 0; i < 2; i++) {
+    cap->acq_desc[0] = cap->rel_desc[0] = '\0';
+    /* One round trip of SET and TIME (the fence), then the release. */
+    for (int i = 0; i < 3; i++) {
         if (rlk_resp_read(&rd, all.data + off, all.len - off, &used, &v) != 1)
-            die("capture: not two whole requests");
-        check_evalsha(v, unc_name, i ? "release" : "acquire");
-        describe(v, i ? cap->rel_desc : cap->acq_desc, sizeof cap->acq_desc);
-        if (rlk_buf_append(i ? &cap->release : &cap->acquire, all.data + off, used) != RLK_OK)
+            capture_fail("not SET, TIME and a release, each whole");
+        check_request(v, i, unc_name);
+        if (i == 0) {
+            const rlk_resp_value *tok = rlk_resp_value_at(v, 2);
+            if (!tok || tok->len >= sizeof cap->token) capture_fail("the SET's token");
+            memcpy(cap->token, tok->str, tok->len);
+            cap->token[tok->len] = '\0';
+            cap->set_len = used;
+        }
+        describe(v, i < 2 ? cap->acq_desc : cap->rel_desc, sizeof cap->acq_desc);
+        if (rlk_buf_append(i < 2 ? &cap->acquire : &cap->release, all.data + off, used) != RLK_OK)
             die("out of memory");
         off += used;
         rlk_resp_arena_reset(&arena);
     }
-    if (off != all.len) die("capture: more than an acquire and a release were sent");
+    if (off != all.len) capture_fail("more than an acquire and a release were sent");
     rlk_resp_reader_free(&rd);
     rlk_resp_arena_free(&arena);
     rlk_buf_free(&p.rec);
@@ -536,15 +598,37 @@ typedef struct contender {
     long ops;
 } contender;
 
+/* The digits of one RESP2 bulk string at *p, which moves past it. */
+static int bulk_digits(const char **p, const char *end)
+{
+    char *q;
+    if (*p >= end || **p != '$') return 0;
+    long n = strtol(*p + 1, &q, 10);
+    if (n < 1 || n > 12 || end - q < 2 + n + 2 || memcmp(q, "\r\n", 2) != 0) return 0;
+    for (long i = 0; i < n; i++)
+        if (q[2 + i] < '0' || q[2 + i] > '9') return 0;
+    if (memcmp(q + 2 + n, "\r\n", 2) != 0) return 0;
+    *p = q + 2 + n + 2;
+    return 1;
+}
+
+/* Whether the n bytes at buf are SET's +OK and TIME's two numbers. */
+static int acquired_and_time(const char *buf, size_t n)
+{
+    const char *p = buf + 9, *end = buf + n;
+    return n > 9 && memcmp(buf, "+OK\r\n*2\r\n", 9) == 0 && bulk_digits(&p, end) &&
+           bulk_digits(&p, end) && p == end;
+}
+
 static void unc_raw(env *e, long n, double *secs, double *cpu)
 {
     char buf[128];
     double c0 = cpu_now();
     int64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
-        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 3, buf,
+        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 6, buf,
                                  sizeof buf);
-        if (k < 10 || memcmp(buf, "*2\r\n:1\r\n:", 9) != 0) die("raw: acquire: not acquired");
+        if (!acquired_and_time(buf, k)) die("raw: acquire: not acquired, or no TIME");
         k = raw_roundtrip(e->raw_fd, e->cap.release.data, e->cap.release.len, 1, buf,
                           sizeof buf);
         if (k != 4 || memcmp(buf, ":1\r\n", 4) != 0) die("raw: release: not released");
@@ -872,31 +956,58 @@ static long long server_pttl(int fd, int i)
     return raw_integer(fd, req);
 }
 
-/* The server's time in EVALSHA so far, in microseconds (INFO
- * commandstats), through a connection of the library. */
-static double server_evalsha_us(rlk_conn *c)
+/* A connection of the library for INFO and CONFIG, beside the
+ * workload's. */
+static rlk_conn *admin_conn(void)
+{
+    rlk_conn_config icfg;
+    memset(&icfg, 0, sizeof icfg);
+    icfg.url = url;
+    rlk_conn *c = rlk_conn_new(&icfg);
+    if (!c || rlk_conn_connect(c) != RLK_OK) die("INFO connection");
+    return c;
+}
+
+/* The calls of and the server's time in each of the n commands so far,
+ * in microseconds (INFO commandstats; 0 for one never called).  A
+ * script's own calls are counted under their names too, and its time
+ * under EVALSHA's. */
+static void server_cmdstats(rlk_conn *c, int n, const char *const *names, long long *calls,
+                            double *usec)
 {
     const char *argv[2] = {"INFO", "commandstats"};
     rlk_resp_value *v;
     if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) die2("INFO", rlk_conn_errmsg(c));
     if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM) die("INFO: not a string");
-    char text[8192];
-    size_t n = v->len < sizeof text - 1 ? v->len : sizeof text - 1;
-    memcpy(text, v->str, n);
-    text[n] = '\0';
-    const char *p = strstr(text, "cmdstat_evalsha:");
-    const char *u = p ? strstr(p, "usec=") : NULL;
-    return u ? atof(u + 5) : 0;
+    char *text = malloc(v->len + 1);
+    if (!text) die("out of memory");
+    memcpy(text, v->str, v->len);
+    text[v->len] = '\0';
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "cmdstat_%s:", names[i]);
+        const char *p = strstr(text, key);
+        const char *eol = p ? p + strcspn(p, "\r\n") : NULL;
+        const char *k = p ? strstr(p, "calls=") : NULL, *u = p ? strstr(p, "usec=") : NULL;
+        calls[i] = k && k < eol ? atoll(k + 6) : 0;
+        usec[i] = u && u < eol ? atof(u + 5) : 0;
+    }
+    free(text);
+}
+
+static double server_evalsha_us(rlk_conn *c)
+{
+    static const char *const evalsha[1] = {"evalsha"};
+    long long calls;
+    double usec;
+    server_cmdstats(c, 1, evalsha, &calls, &usec);
+    return usec;
 }
 
 static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
                      double *acquire_s, double *server_ms)
 {
-    rlk_conn_config icfg;
-    memset(&icfg, 0, sizeof icfg);
-    icfg.url = url;
-    rlk_conn *info = rlk_conn_new(&icfg);
-    if (!info || rlk_conn_connect(info) != RLK_OK) die("INFO connection");
+    rlk_conn *info = admin_conn();
     double rounds_srv[MAX_ROUNDS];
     int check_fd = raw_connect(server->port);
     wd_gen++;
@@ -965,6 +1076,120 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
 }
 
 /* ------------------------------------------------------------------ */
+/* Server time per uncontended cycle                                    */
+
+/* The minimal correct release: delete the lock if it holds the token. */
+static const char cad_script[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
+    "return 0";
+
+/* The top-level commands of both cycles. */
+enum { ST_SET, ST_TIME, ST_EVALSHA, ST_N };
+static const char *const st_names[ST_N] = {"set", "time", "evalsha"};
+
+typedef struct srvcycle {
+    const char *label;
+    double cycle[MAX_ROUNDS];          /* us of server time per cycle       */
+    double call[ST_N][MAX_ROUNDS];     /* us per call of each command       */
+    long long want[ST_N];              /* calls of each command per cycle   */
+} srvcycle;
+
+/* The minimal cycle, raw: the library's SET as captured, then the
+ * compare-and-delete script by EVALSHA. */
+typedef struct minimal {
+    int fd;
+    const char *set;
+    size_t set_len, rel_len;
+    char rel[512];
+} minimal;
+
+static void minimal_init(minimal *m, const captured *c)
+{
+    static const char load_fmt[] = "*3\r\n$6\r\nSCRIPT\r\n$4\r\nLOAD\r\n$%zu\r\n%s\r\n";
+    char req[512], buf[128];
+    m->fd = raw_connect(server->port);
+    m->set = c->acquire.data;
+    m->set_len = c->set_len;
+    snprintf(req, sizeof req, load_fmt, strlen(cad_script), cad_script);
+    size_t k = raw_roundtrip(m->fd, req, strlen(req), 2, buf, sizeof buf);
+    if (k != 47 || memcmp(buf, "$40\r\n", 5) != 0) die("SCRIPT LOAD: unexpected reply");
+    int n = snprintf(m->rel, sizeof m->rel,
+                     "*5\r\n$7\r\nEVALSHA\r\n$40\r\n%.40s\r\n$1\r\n1\r\n$%zu\r\n%s\r\n"
+                     "$%zu\r\n%s\r\n",
+                     buf + 5, strlen(unc_name), unc_name, strlen(c->token), c->token);
+    if (n < 0 || (size_t)n >= sizeof m->rel) die("minimal release: too long");
+    m->rel_len = (size_t)n;
+}
+
+static void minimal_cycles(minimal *m, long n)
+{
+    char buf[64];
+    for (long i = 0; i < n; i++) {
+        size_t k = raw_roundtrip(m->fd, m->set, m->set_len, 1, buf, sizeof buf);
+        if (k != 5 || memcmp(buf, "+OK\r\n", 5) != 0) die("minimal cycle: SET: not acquired");
+        k = raw_roundtrip(m->fd, m->rel, m->rel_len, 1, buf, sizeof buf);
+        if (k != 4 || memcmp(buf, ":1\r\n", 4) != 0)
+            die("minimal cycle: compare-and-delete: not released");
+    }
+}
+
+static void reset_stats(rlk_conn *c)
+{
+    const char *argv[2] = {"CONFIG", "RESETSTAT"};
+    rlk_resp_value *v;
+    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK)
+        die2("CONFIG RESETSTAT", rlk_conn_errmsg(c));
+    if (v->type != RLK_RESP_SIMPLE) die("CONFIG RESETSTAT: refused");
+}
+
+/* Round r of one cycle: SRV_OPS cycles between CONFIG RESETSTAT and INFO
+ * commandstats, nothing else sent to the server meanwhile. */
+static void server_round(rlk_conn *admin, srvcycle *s, int r, minimal *m, rlk_client *cl)
+{
+    long long calls[ST_N];
+    double usec[ST_N], sum = 0;
+    reset_stats(admin);
+    if (m) minimal_cycles(m, SRV_OPS);
+    else
+        for (long i = 0; i < SRV_OPS; i++) acquire_release(cl, unc_name);
+    server_cmdstats(admin, ST_N, st_names, calls, usec);
+    for (int k = 0; k < ST_N; k++) {
+        if (calls[k] != s->want[k] * SRV_OPS) {
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "server time: %s: %lld calls of %s in %d cycles, not %lld: the cycle "
+                     "did not take the uncontended path", s->label, calls[k], st_names[k],
+                     SRV_OPS, s->want[k] * SRV_OPS);
+            die(msg);
+        }
+        s->call[k][r] = calls[k] ? usec[k] / (double)calls[k] : 0;
+        sum += usec[k];
+    }
+    s->cycle[r] = sum / SRV_OPS;
+}
+
+/* s[0] the minimal cycle, s[1] resplock's, alternating which runs first. */
+static void server_time(const captured *c, srvcycle *s)
+{
+    rlk_conn *admin = admin_conn();
+    rlk_client *cl = new_client(url);
+    minimal m;
+    minimal_init(&m, c);
+    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 1}};
+    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, 1}};
+    minimal_cycles(&m, SRV_WARMUP);
+    for (long i = 0; i < SRV_WARMUP; i++) acquire_release(cl, unc_name);
+    for (int r = 0; r < SRV_ROUNDS; r++)
+        for (int k = 0; k < 2; k++) {
+            int w = (k + r) % 2;
+            server_round(admin, &s[w], r, w ? NULL : &m, w ? cl : NULL);
+        }
+    close(m.fd);
+    rlk_client_free(cl);
+    rlk_conn_free(admin);
+}
+
+/* ------------------------------------------------------------------ */
 /* One regime: all three workloads with the CPUs placed one way         */
 
 typedef struct regime {
@@ -979,6 +1204,9 @@ typedef struct regime {
     cstats cr, cp, c2;
     int have_cp;
     double wd_b, wd_s, wd_rb[MAX_ROUNDS], wd_rs[MAX_ROUNDS], wd_acq_s, wd_srv;
+    srvcycle srv[2];        /* the minimal cycle, resplock's             */
+    double srv_ratio;       /* resplock's server time / the minimal's,
+                               median of the same-round ratios            */
 } regime;
 
 static captured cap;
@@ -1112,9 +1340,38 @@ static void run_regime(regime *g)
     printf("    %-56s %8.2f ms  (best %.2f)\n", "one rlk_lock_extend per lock, sequential",
            g->wd_s, quantile(g->wd_rs, WD_ROUNDS, 0));
     printf("    %-56s %8.1fx\n", "batched / one by one (speed)", g->wd_s / g->wd_b);
-    printf("    %-56s %8.2f ms  (%.2f us per lock)\n\n",
+    printf("    %-56s %8.2f ms  (%.2f us per lock)\n",
            "of a batched round, the server's script time (INFO)", g->wd_srv,
            g->wd_srv * 1e3 / WD_LOCKS);
+
+    /* ---- server time per uncontended cycle */
+    server_time(&cap, g->srv);
+    printf("\n   4. server time per uncontended cycle (INFO commandstats, top-level commands),"
+           "\n      median of %d rounds of %d cycles\n", SRV_ROUNDS, SRV_OPS);
+    printf("    %-46s %9s %13s %8s %8s %10s\n", "cycle", "us/cycle", "(min..max)", "SET us",
+           "TIME us", "EVALSHA us");
+    double med[2];
+    for (int i = 0; i < 2; i++) {
+        srvcycle *s = &g->srv[i];
+        char range[32], per[ST_N][16];
+        med[i] = quantile(s->cycle, SRV_ROUNDS, 0.5);
+        snprintf(range, sizeof range, "(%.2f..%.2f)", quantile(s->cycle, SRV_ROUNDS, 0),
+                 quantile(s->cycle, SRV_ROUNDS, 1));
+        for (int k = 0; k < ST_N; k++)
+            if (s->want[k]) snprintf(per[k], sizeof per[k], "%.2f",
+                                     quantile(s->call[k], SRV_ROUNDS, 0.5));
+            else snprintf(per[k], sizeof per[k], "-");
+        printf("    %-46s %9.2f %13s %8s %8s %10s\n",
+               i ? "resplock acquire+release" : "minimal: SET NX PX + compare-and-delete",
+               med[i], range, per[ST_SET], per[ST_TIME], per[ST_EVALSHA]);
+    }
+    /* Rounds of the two ran next to each other: the median of the
+     * same-round ratios, as in 1. */
+    double ratio[MAX_ROUNDS];
+    for (int r = 0; r < SRV_ROUNDS; r++) ratio[r] = g->srv[1].cycle[r] / g->srv[0].cycle[r];
+    g->srv_ratio = quantile(ratio, SRV_ROUNDS, 0.5);
+    printf("    %-46s %9.2fx  (ratio of the medians %.2fx)\n\n",
+           "resplock / minimal, same-round ratios", g->srv_ratio, med[1] / med[0]);
 }
 
 /* The first two CPUs this program may run on; 0 when there is one. */
@@ -1155,6 +1412,7 @@ static double v_cross(const regime *g) { return g->cr.cross ? g->cr.med_cross_ns
 static double v_all(const regime *g) { return g->cr.med_all_ns / g->rtt_ns; }
 static double v_two(const regime *g) { return g->c2.cross ? g->c2.med_cross_ns / g->rtt_ns : -1; }
 static double v_wd(const regime *g) { return g->wd_s / g->wd_b; }
+static double v_srv(const regime *g) { return g->srv_ratio; }
 static double b_floor_py(const regime *g) { return g->r_floor_py; }
 static double b_srv_rt(const regime *g)
 {
@@ -1230,6 +1488,17 @@ int main(void)
            "   all of them, batched or one by one, alternating.  Before each round three\n"
            "   of the keys get 5 s left on the server behind the library's back; after\n"
            "   it their TTL must be close to 30 s again (checked with PTTL).\n\n", WD_LOCKS);
+    printf("4. Server time per uncontended cycle: the server's own time in the commands\n"
+           "   the client sent (INFO commandstats, top-level commands only: a script's\n"
+           "   inner calls are inside EVALSHA's time), after CONFIG RESETSTAT; %d rounds\n"
+           "   of %d cycles of each, alternating; the ratio is the median of the\n"
+           "   same-round ratios.  minimal: the least a correct lock does, sent raw:\n"
+           "   the library's SET NX PX as captured, then by EVALSHA the compare-and-delete\n"
+           "     %s\n"
+           "   resplock: rlk_lock_acquire + rlk_lock_release as in 1.  The calls of SET,\n"
+           "   TIME and EVALSHA are counted against the cycles: a cycle off the\n"
+           "   uncontended path ends the run.\n\n",
+           SRV_ROUNDS, SRV_OPS, cad_script);
 
     regime g[2];
     int ng = 0, a = 0, b = 1;
@@ -1272,6 +1541,8 @@ int main(void)
     verdict_row("(2 processes: median handoff to other)", "<= 3 RT", g, ng, v_two, "%.1f RT",
                 0, 3);
     verdict_row("watchdog: batched / one call per lock", ">= 10x", g, ng, v_wd, "%.1fx", 1, 10);
+    verdict_row("server time per uncontended cycle / minimal", "<= 1.5x", g, ng, v_srv,
+                "%.2fx", 0, 1.5);
     printf("\nWhat bounds them, measured in this run:\n");
     bound_row("raw floor / redis-py (the most a client making", g, ng, b_floor_py, "%.2fx");
     printf("   the same two round trips can reach)\n");
