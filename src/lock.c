@@ -547,15 +547,16 @@ static void settle_confirm(rlk_client *cl)
     if (cl->unconfirmed && rlk__conn_drain(cl->conn) != RLK_OK) cl->unconfirmed = NULL;
 }
 
-/* A call that may be re-sent after its connection failed.  flag, when
- * set, is an argument that becomes "1" in the re-send if the lock's
- * validity (valid_until, monotonic ms) is not over by then. */
+/* A call that may be re-sent after its connection failed.  With flag,
+ * the re-send carries one more argument, "1", when the lock's validity
+ * (valid_until, monotonic ms) is not over by then: the caller leaves
+ * room for it at argv[argc]. */
 struct resend {
-    char *flag;
+    int flag;            /* the flag: argv[argc], sent in the re-send only */
     int64_t valid_until;
 };
 
-static const struct resend RESEND = {NULL, 0}; /* re-sent as it is */
+static const struct resend RESEND = {0, 0}; /* re-sent as it is */
 
 /* Runs a script; a failed connection is re-established and the call
  * re-sent once when `resend` (the call is safe to repeat), all within one
@@ -570,7 +571,7 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
     int r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     if (resend && rlk__transient(r)) {
         int rr = rlk_conn_reconnect(c);
-        if (resend->flag) resend->flag[0] = rlk__now_ms() < resend->valid_until ? '1' : '0';
+        if (resend->flag && rlk__now_ms() < resend->valid_until) argc++;
         if (rr == RLK_OK) r = rlk_conn_eval(c, out, &cl->scripts[which], nkeys, argc, argv, lens);
     }
     rlk__conn_cap(c, was);
@@ -1192,25 +1193,39 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
             return cl_fail(cl, RLK_ERR_INVALID, "release: no random bytes from the kernel");
         hex(rnd, sizeof rnd, id);
     }
-    /* The tombstone of this token (of this release, for a reentrant
-     * lock): what a re-sent release learns the first one did. */
-    const char *tag = reentrant ? id : token, *prefix = keys + K_TOMB * cap;
-    size_t pl = strlen(prefix), tl = strlen(tag);
-    char *tomb = rlk__malloc(pl + tl + 2);
-    if (!tomb) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    memcpy(tomb, prefix, pl);
-    tomb[pl] = ':';
-    memcpy(tomb + pl + 1, tag, tl + 1);
-    /* A re-send comes within one command timeout of the first attempt
-     * (see run): the tombstone lives twice that, at least a second. */
-    char resent[2] = "0", life[24];
+    /* A reentrant release's tombstone, keyed by this release's id: what
+     * a re-sent release learns the first one did.  A re-send comes within
+     * one command timeout of the first attempt (see run): the tombstone
+     * lives twice that, at least a second.  A simple lock needs none (see
+     * src/lua/release.lua). */
+    char *tomb = NULL, life[24];
+    if (reentrant) {
+        const char *prefix = keys + K_TOMB * cap;
+        size_t pl = strlen(prefix);
+        tomb = rlk__malloc(pl + sizeof id + 1);
+        if (!tomb) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+        memcpy(tomb, prefix, pl);
+        tomb[pl] = ':';
+        memcpy(tomb + pl + 1, id, sizeof id);
+    }
     int t = rlk__conn_timeout_ms(cl->conn);
     snprintf(life, sizeof life, "%d", t < 0 ? 60000 : t < 500 ? 1000 : 2 * t);
-    const char *argv[9] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap, tomb, token,
-                           keys + K_CHANNEL * cap, reentrant ? "r" : "s", life, resent};
+    const char *argv[7];
+    int n = 0;
+    argv[n++] = name;
+    argv[n++] = keys + K_QUEUE * cap;
+    argv[n++] = keys + K_WAITERS * cap;
+    if (reentrant) argv[n++] = tomb;
+    int nkeys = n;
+    argv[n++] = token;
+    if (reentrant) {
+        argv[n++] = "0";
+        argv[n++] = life;
+    }
+    argv[n] = "1"; /* a simple lock's re-send, within its validity */
     rlk_resp_value *v;
-    struct resend rs = {resent, valid_until};
-    int r = run(cl, cl->conn, S_RELEASE, 4, 9, argv, NULL, &rs, &v, "release");
+    struct resend rs = {!reentrant, valid_until};
+    int r = run(cl, cl->conn, S_RELEASE, nkeys, n, argv, NULL, &rs, &v, "release");
     rlk__free(tomb);
     if (r != RLK_OK) return r;
     if (v->type != RLK_RESP_INTEGER)

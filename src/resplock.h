@@ -341,10 +341,10 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * lost in a restart.  A fence can go back when the server's clock steps
  * back (keep it slewed, not stepped: chrony's or ntpd's default after
  * boot) or after a failover to a replica whose clock is behind.  Fences
- * are exact (below 2^53) until the year 2255.  An acquisition's whole
- * cost on the server is SET NX PX, TIME, and at release one script of
- * GET, EXISTS and DEL: nothing else is written, and nothing is left
- * behind (see the releases below).
+ * are exact (below 2^53) until the year 2255.  An uncontended simple
+ * lock's whole cost on the server is SET NX PX, TIME, and at release one
+ * script of GET, EXISTS and DEL: nothing else is written, and nothing is
+ * left behind (see the releases below).
  *
  * Waiting in line: a waiter joins a queue kept next to the lock (a list
  * "{NAME}:queue" of tokens in arrival order and a hash "{NAME}:waiters"
@@ -380,19 +380,19 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * read TIME before writing).
  *
  * Releases: a simple lock with nobody in line is deleted and nothing
- * else is written or published.  A release that hands over or frees a
- * lock with a line, and every reentrant release, leaves a tombstone
- * "{NAME}:released:TOKEN" (per release for a reentrant lock) that lives
- * twice the command timeout (at least 1 s; 60 s without a timeout): a
- * release re-sent after a lost reply learns there what the first one did.
- * Without a tombstone, a re-sent release that finds the lock gone reports
- * RLK_OK while the lock's validity is not over (nothing else than the
- * first attempt removes a lock before then, but a flush, an eviction or
- * a failover), and RLK_LOCK_NOT_HELD after it (it cannot tell whether the
- * first attempt or the TTL ended the lock); rlk_release_token, which
- * knows no validity, reports RLK_LOCK_NOT_HELD.  At maxmemory
- * (noeviction) a release still frees the lock (the tombstone and a
- * handoff are best effort; without them the lock is simply freed).
+ * else is written or published.  A reentrant release leaves a tombstone
+ * "{NAME}:released:ID" (one per release) that lives twice the command
+ * timeout (at least 1 s; 60 s without a timeout), so that a release
+ * re-sent after a lost reply gets the first one's result and takes no
+ * second hold away.  A simple lock's release needs none: re-sent after a
+ * lost reply, it reports RLK_OK when the lock is gone or held by another
+ * while the lock's validity is not over (nothing but the first attempt
+ * ends a lock before then, short of a flush, an eviction or a failover),
+ * and RLK_LOCK_NOT_HELD or RLK_LOCK_NOT_OWNER after it (it cannot tell
+ * whether the first attempt or the TTL ended the lock);
+ * rlk_release_token, which knows no validity, reports those too.  At
+ * maxmemory (noeviction) a release still frees the lock (a tombstone and
+ * a handoff are best effort; without them the lock is simply freed).
  *
  * Reentrant holds: another hold of the same lock (same client and
  * thread) never shortens the key's expiry, and releasing one of several
@@ -589,10 +589,10 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
  * before the release), RLK_LOCK_NOT_OWNER (someone else holds it now;
  * nothing was deleted), or a connection status: then the lock expires by
  * itself.  A release sent again after a reconnect because its reply was
- * lost reports RLK_OK when the first attempt had released it: exactly,
- * even after later holders came and went, when it handed the lock over
- * or was reentrant (tombstones); otherwise when the lock's validity is
- * not over at the re-send (see "Releases" above).  The call and its
+ * lost reports RLK_OK when the first attempt had released it: exactly
+ * for a reentrant lock (tombstones), and for a simple lock when its
+ * validity is not over at the re-send, even after later holders came and
+ * went (see "Releases" above).  The call and its
  * re-send share one command timeout.  Also
  * RLK_ERR_NOMEM, RLK_ERR_INVALID (no random bytes for a reentrant
  * release's id), RLK_ERR_SERVER, RLK_ERR_PROTO.  The client's owner

@@ -43,13 +43,23 @@ expect_eq "renew: renewed" "$(ev renew.lua job , s tokA 30000)" 1
 expect_match "status: held, its TTL, one waiter" "$(ev status.lua $K | tr '\n' ' ')" '^1 string (29[0-9]{3}|30000) 0 1 $'
 # tokB's channel has no listener: the release skips it and frees the lock.
 expect_eq "release by the holder" \
-  "$(ev release.lua $K '{job}:released:tokA' , tokA 'redisson_lock__channel:{job}' s 60000 0)" 1
+  "$(ev release.lua $K , tokA)" 1
 expect_eq "the lock is free" "$(R EXISTS job)" 0
 expect_eq "release again: not held" \
-  "$(ev release.lua $K '{job}:released:tokX' , tokX 'redisson_lock__channel:{job}' s 60000 0)" 0
+  "$(ev release.lua $K , tokX)" 0
+expect_eq "release re-sent within the validity: released" "$(ev release.lua $K , tokX 1)" 1
 R FLUSHALL >/dev/null
 ev acquire.lua $K , tokC 30000 s 0 >/dev/null
-expect_eq "an uncontended release: released" "$(ev release.lua $K '{job}:released:tokC' , tokC c s 60000 0)" 1
+expect_eq "an uncontended release: released" "$(ev release.lua $K , tokC)" 1
 expect_eq "... and nothing is left" "$(R DBSIZE)" 0
+# A reentrant lock: two holds, two releases, each with its tombstone.
+expect_eq "reentrant: taken" "$(ev acquire.lua $K , f1 30000 r 0 | sed -n 3p)" 1
+expect_eq "reentrant: taken again" "$(ev acquire.lua $K , f1 30000 r 0 | sed -n 3p)" 2
+expect_eq "reentrant: one hold fewer" "$(ev release.lua $K '{job}:released:id1' , f1 0 5000)" 2
+expect_eq "reentrant: the same release re-sent: the same answer" \
+  "$(ev release.lua $K '{job}:released:id1' , f1 0 5000)" 2
+expect_eq "reentrant: released" "$(ev release.lua $K '{job}:released:id2' , f1 0 5000)" 1
+expect_eq "reentrant: free" "$(R EXISTS job)" 0
+expect_range "reentrant: the tombstones expire" "$(R PTTL '{job}:released:id2')" 1 5000
 
 finish

@@ -2,15 +2,16 @@
 -- Releases a lock if this holder still holds it, and hands it over to
 -- the first live waiter in line.
 --
--- KEYS: lock, queue, waiters, tombstone ("{NAME}:released:TOKEN"; for a
---       reentrant lock, one per release).
--- ARGV: token (or a reentrant lock's hash field), channel (published "0"
---       when the lock is freed), kind ('s' or 'r'), tombstone (ms it lives:
---       longer than a re-send of this release can take), resent ('1': this
---       release was sent before and its reply lost, and the lock's
---       validity is not over: an earlier attempt must have released a
---       lock that is gone, since nothing else ends it before then but a
---       flush or an eviction).
+-- KEYS: lock, queue, waiters, and for a reentrant lock its tombstone
+--       ("{NAME}:released:ID", one per release): a release that names a
+--       tombstone is a reentrant lock's.
+-- ARGV: token (or a reentrant lock's hash field); resent, only in a
+--       re-send ('1': this release was sent before and its reply lost,
+--       and the lock's validity is not over: a simple lock gone, or held
+--       by another, was released by that earlier attempt, since nothing
+--       else ends it before then but a flush, an eviction or a failover;
+--       a reentrant release sends '0' here); and for a reentrant lock
+--       the tombstone's life in ms (longer than a re-send can take).
 -- Returns 1 released (now, or by an earlier attempt), 2 one hold fewer
 -- (reentrant, still held), 0 not held, -1 held by someone else.
 --
@@ -23,13 +24,26 @@
 -- listener are skipped.  After CHAIN ms of handing the lock from waiter
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
--- that wait for the "0" message get their turn.  The writes maxmemory
--- can refuse are made with pcall: a release always frees the lock.
+-- that wait for the "0" message on redisson_lock__channel:{NAME} get
+-- their turn.  The writes maxmemory can refuse are made with pcall: a
+-- release always frees the lock.
 --
--- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters \
---            {job}:released:tok1 , tok1 'redisson_lock__channel:{job}' s 60000 0
+-- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, channel, kind, tombstone, resent = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local token, resent, tombstone = ARGV[1], ARGV[2], ARGV[3]
+
+-- The common case first, before a function is made (that costs at every
+-- run): a simple lock, held by this token, nobody in line.
+local v
+if not tomb then
+  -- pcall: a key of another type answers an error table.
+  v = redis.pcall('get', lock)
+  if v == token and redis.call('exists', queue) == 0 then
+    redis.call('del', lock)
+    return 1
+  end
+end
+
 local CHAIN, GAP, YIELD = 2000, 1000, 200
 
 local function pass_on()
@@ -76,21 +90,15 @@ local function pass_on()
     end
   end
   redis.call('del', lock)
-  redis.call('publish', channel, '0')
+  redis.call('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
 end
 
-if kind == 's' then
-  local v = redis.pcall('get', lock)
+if not tomb then
   if v == token then
-    if redis.call('exists', queue) == 0 then
-      redis.call('del', lock)
-      return 1
-    end
     pass_on()
-    redis.pcall('set', tomb, '1', 'px', tombstone)
     return 1
   end
-  if resent == '1' or redis.call('exists', tomb) == 1 then return 1 end
+  if resent == '1' then return 1 end
   if not v then return 0 end
   return -1
 end
