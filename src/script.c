@@ -114,17 +114,23 @@ static int mentions(const rlk_resp_value *v, const char *text)
 }
 
 /* The errors with which a server refuses a write command before running
- * it, and which EVAL of the same script meets only at its first write,
- * if it makes one: a function's call refused so is sent as EVALSHA.
- * NOPERM: an ACL refused FCALL itself, or a key (which EVALSHA meets
- * too, then). */
-static int refused_before_run(const rlk_resp_value *v)
+ * it for a state it is in, and which EVAL of the same script meets only
+ * at its first write, if it makes one. */
+static int state_refused(const rlk_resp_value *v)
 {
     static const char *const codes[] = {"OOM ", "MISCONF ", "NOREPLICAS ", "READONLY ",
-                                        "MASTERDOWN ", "NOPERM "};
+                                        "MASTERDOWN "};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (starts(v, codes[i])) return 1;
     return 0;
+}
+
+/* Whether a function's call answered v did not run and goes as EVALSHA:
+ * refused for the server's state, or by an ACL (FCALL itself, or a key,
+ * which EVALSHA then meets too). */
+static int refused_before_run(const rlk_resp_value *v)
+{
+    return state_refused(v) || starts(v, "NOPERM ");
 }
 
 /* Whether FCALL's reply v says this connection cannot use FCALL at all. */
@@ -281,7 +287,7 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
         }
     /* A refused FUNCTION LOAD turns FCALL off for the connection, unless
      * the server merely could not write just now. */
-    if (r == RLK_OK && library && !library_loaded(out[0]) && !refused_before_run(out[0]))
+    if (r == RLK_OK && library && !library_loaded(out[0]) && !state_refused(out[0]))
         refuse_functions(k);
     for (j = (size_t)library; r == RLK_OK && j < loads; j++)
         if (is_error(out[j]))
