@@ -11,7 +11,8 @@
  *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
  *                 the raw floor (the same requests, byte for byte, as the
  *                 same two round trips over a blocking socket: SET NX PX
- *                 and TIME together, then the release's EVALSHA) and
+ *                 and TIME together, then the release's FCALL, or EVALSHA
+ *                 on a server without FUNCTIONs) and
  *                 against redis-py (python3-redis: r.lock(name,
  *                 timeout=30), acquire(blocking=False), release(), timed
  *                 in Python).
@@ -37,14 +38,15 @@
  *                 one after the other.
  *   server time   the server's own time per uncontended cycle (INFO
  *                 commandstats after CONFIG RESETSTAT, summed over the
- *                 top-level commands: SET, TIME, EVALSHA; a script's
- *                 inner calls are within EVALSHA's time), resplock's cycle
+ *                 top-level commands: SET, TIME, EVALSHA, FCALL; a
+ *                 script's inner calls are within its caller's time),
+ *                 resplock's cycle
  *                 against the minimal correct one: SET NX PX, then a
  *                 compare-and-delete script by EVALSHA, sent raw.  Rounds
  *                 of both alternate; the medians and the median of the
  *                 same-round ratios are printed, with the time per call
  *                 of each command.  The
- *                 calls are counted: as many SETs, EVALSHAs (and for
+ *                 calls are counted: as many SETs, script calls (and for
  *                 resplock TIMEs) as cycles, or the run stops.
  *
  * Where the processes run changes a loopback round trip several times
@@ -60,7 +62,7 @@
  * cycle after a warm-up (so the scripts are loaded and no SCRIPT LOAD is
  * in the way).  Those bytes are split into the requests and checked:
  * the acquire's round trip is SET NX PX on the lock and TIME (its fence),
- * the release's is EVALSHA on the lock.  They are replayed as they are,
+ * the release's is FCALL (or EVALSHA) on the lock.  They are replayed as they are,
  * and the replies checked: +OK and TIME's two numbers, then :1.  Only the
  * random token differs from what the library sends in each cycle (same
  * length).
@@ -352,6 +354,7 @@ typedef struct captured {
     size_t set_len;                  /* acquire's first request: the SET    */
     char token[64];                  /* the SET's token                     */
     char acq_desc[300], rel_desc[300];
+    int release_fcall;               /* the release went as FCALL           */
 } captured;
 
 /* Appends "EVALSHA 3f5c.. 2 key1 key2 arg..." with long arguments
@@ -387,8 +390,9 @@ static void capture_fail(const char *what)
 }
 
 /* Checks the i-th request of a cycle: SET name token NX PX ttl, TIME,
- * then EVALSHA with the lock as its first key. */
-static void check_request(const rlk_resp_value *v, int i, const char *name)
+ * then FCALL of the library's release, or EVALSHA, with the lock as its
+ * first key. */
+static void check_request(const rlk_resp_value *v, int i, const char *name, captured *cap)
 {
     const rlk_resp_value *cmd = rlk_resp_value_at(v, 0);
     if (v->type != RLK_RESP_ARRAY || !cmd) capture_fail("a request is not a command");
@@ -406,9 +410,13 @@ static void check_request(const rlk_resp_value *v, int i, const char *name)
             capture_fail("the acquire's second request is not TIME");
     } else {
         const rlk_resp_value *sha = rlk_resp_value_at(v, 1);
-        if (!arg_is(cmd, "EVALSHA") || !sha || sha->len != 40 ||
-            !arg_eq(rlk_resp_value_at(v, 3), name))
-            capture_fail("the release is not EVALSHA on the lock");
+        cap->release_fcall = arg_is(cmd, "FCALL");
+        if (cap->release_fcall
+                ? !sha || sha->len < 9 || memcmp(sha->str, "resplock_", 9) != 0
+                : !arg_is(cmd, "EVALSHA") || !sha || sha->len != 40)
+            capture_fail("the release is neither FCALL of resplock's nor EVALSHA");
+        if (!arg_eq(rlk_resp_value_at(v, 3), name))
+            capture_fail("the release is not on the lock");
     }
 }
 
@@ -446,7 +454,7 @@ static void capture(int port, captured *cap)
     for (int i = 0; i < 3; i++) {
         if (rlk_resp_read(&rd, all.data + off, all.len - off, &used, &v) != 1)
             capture_fail("not SET, TIME and a release, each whole");
-        check_request(v, i, unc_name);
+        check_request(v, i, unc_name, cap);
         if (i == 0) {
             const rlk_resp_value *tok = rlk_resp_value_at(v, 2);
             if (!tok || tok->len >= sizeof cap->token) capture_fail("the SET's token");
@@ -971,7 +979,7 @@ static rlk_conn *admin_conn(void)
 /* The calls of and the server's time in each of the n commands so far,
  * in microseconds (INFO commandstats; 0 for one never called).  A
  * script's own calls are counted under their names too, and its time
- * under EVALSHA's. */
+ * under EVALSHA's or FCALL's. */
 static void server_cmdstats(rlk_conn *c, int n, const char *const *names, long long *calls,
                             double *usec)
 {
@@ -995,13 +1003,14 @@ static void server_cmdstats(rlk_conn *c, int n, const char *const *names, long l
     free(text);
 }
 
-static double server_evalsha_us(rlk_conn *c)
+/* The server's time in scripts so far (us): EVALSHA's and FCALL's. */
+static double server_script_us(rlk_conn *c)
 {
-    static const char *const evalsha[1] = {"evalsha"};
-    long long calls;
-    double usec;
-    server_cmdstats(c, 1, evalsha, &calls, &usec);
-    return usec;
+    static const char *const names[2] = {"evalsha", "fcall"};
+    long long calls[2];
+    double usec[2];
+    server_cmdstats(c, 2, names, calls, usec);
+    return usec[0] + usec[1];
 }
 
 static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
@@ -1043,12 +1052,12 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
             int probe[3] = {0, (r * 997 + 1) % WD_LOCKS, WD_LOCKS - 1};
             for (int q = 0; q < 3; q++) shorten(check_fd, probe[q]);
             if ((k + r) % 2 == 0) {
-                double s0 = server_evalsha_us(info);
+                double s0 = server_script_us(info);
                 int64_t a = now_ns();
                 if (rlk_client_tick(cl, &next) != RLK_OK)
                     die2("rlk_client_tick", rlk_client_errmsg(cl));
                 rounds_b[r] = (double)(now_ns() - a) * 1e-6;
-                rounds_srv[r] = (server_evalsha_us(info) - s0) * 1e-3;
+                rounds_srv[r] = (server_script_us(info) - s0) * 1e-3;
                 for (int i = 0; i < WD_LOCKS; i++)
                     if (rlk_lock_is_lost(locks[i]))
                         die("rlk_client_tick: a lock was reported lost");
@@ -1084,8 +1093,8 @@ static const char cad_script[] =
     "return 0";
 
 /* The top-level commands of both cycles. */
-enum { ST_SET, ST_TIME, ST_EVALSHA, ST_N };
-static const char *const st_names[ST_N] = {"set", "time", "evalsha"};
+enum { ST_SET, ST_TIME, ST_EVALSHA, ST_FCALL, ST_N };
+static const char *const st_names[ST_N] = {"set", "time", "evalsha", "fcall"};
 
 typedef struct srvcycle {
     const char *label;
@@ -1175,8 +1184,8 @@ static void server_time(const captured *c, srvcycle *s)
     rlk_client *cl = new_client(url);
     minimal m;
     minimal_init(&m, c);
-    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 1}};
-    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, 1}};
+    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 1, 0}};
+    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, !c->release_fcall, c->release_fcall}};
     minimal_cycles(&m, SRV_WARMUP);
     for (long i = 0; i < SRV_WARMUP; i++) acquire_release(cl, unc_name);
     for (int r = 0; r < SRV_ROUNDS; r++)
@@ -1348,8 +1357,8 @@ static void run_regime(regime *g)
     server_time(&cap, g->srv);
     printf("\n   4. server time per uncontended cycle (INFO commandstats, top-level commands),"
            "\n      median of %d rounds of %d cycles\n", SRV_ROUNDS, SRV_OPS);
-    printf("    %-46s %9s %13s %8s %8s %10s\n", "cycle", "us/cycle", "(min..max)", "SET us",
-           "TIME us", "EVALSHA us");
+    printf("    %-46s %9s %13s %8s %8s %10s %8s\n", "cycle", "us/cycle", "(min..max)", "SET us",
+           "TIME us", "EVALSHA us", "FCALL us");
     double med[2];
     for (int i = 0; i < 2; i++) {
         srvcycle *s = &g->srv[i];
@@ -1361,9 +1370,9 @@ static void run_regime(regime *g)
             if (s->want[k]) snprintf(per[k], sizeof per[k], "%.2f",
                                      quantile(s->call[k], SRV_ROUNDS, 0.5));
             else snprintf(per[k], sizeof per[k], "-");
-        printf("    %-46s %9.2f %13s %8s %8s %10s\n",
+        printf("    %-46s %9.2f %13s %8s %8s %10s %8s\n",
                i ? "resplock acquire+release" : "minimal: SET NX PX + compare-and-delete",
-               med[i], range, per[ST_SET], per[ST_TIME], per[ST_EVALSHA]);
+               med[i], range, per[ST_SET], per[ST_TIME], per[ST_EVALSHA], per[ST_FCALL]);
     }
     /* Rounds of the two ran next to each other: the median of the
      * same-round ratios, as in 1. */
@@ -1490,13 +1499,15 @@ int main(void)
            "   it their TTL must be close to 30 s again (checked with PTTL).\n\n", WD_LOCKS);
     printf("4. Server time per uncontended cycle: the server's own time in the commands\n"
            "   the client sent (INFO commandstats, top-level commands only: a script's\n"
-           "   inner calls are inside EVALSHA's time), after CONFIG RESETSTAT; %d rounds\n"
+           "   inner calls are inside EVALSHA's or FCALL's time), after CONFIG RESETSTAT;\n"
+           "   %d rounds\n"
            "   of %d cycles of each, alternating; the ratio is the median of the\n"
            "   same-round ratios.  minimal: the least a correct lock does, sent raw:\n"
            "   the library's SET NX PX as captured, then by EVALSHA the compare-and-delete\n"
            "     %s\n"
-           "   resplock: rlk_lock_acquire + rlk_lock_release as in 1.  The calls of SET,\n"
-           "   TIME and EVALSHA are counted against the cycles: a cycle off the\n"
+           "   resplock: rlk_lock_acquire + rlk_lock_release as in 1 (its release by\n"
+           "   FCALL where the server has FUNCTIONs).  The calls of SET, TIME and the\n"
+           "   script are counted against the cycles: a cycle off the\n"
            "   uncontended path ends the run.\n\n",
            SRV_ROUNDS, SRV_OPS, cad_script);
 

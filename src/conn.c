@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "url.h"
 #include "conn_internal.h"
+#include "script.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -65,6 +66,7 @@ struct rlk_conn {
     int deferred;
     void (*deferred_cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply);
     void *deferred_ctx;
+    rlk__script_state scripts;
     rlk_conn_info info;
     char err[512];
     unsigned char arena_inline[ARENA_INLINE];
@@ -93,6 +95,7 @@ int rlk_conn_is_connected(const rlk_conn *c) { return c->t.fd >= 0; }
 uint64_t rlk_conn_generation(const rlk_conn *c) { return c->generation; }
 int rlk_conn_fd(const rlk_conn *c) { return c->t.fd; }
 const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c) { return &c->info; }
+rlk__script_state *rlk__conn_script_state(rlk_conn *c) { return &c->scripts; }
 
 static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
 

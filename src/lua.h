@@ -9,10 +9,32 @@
 #ifndef RESPLOCK_LUA_H
 #define RESPLOCK_LUA_H
 
+#include <stddef.h>
+
 extern const char rlk__lua_acquire[];
 extern const char rlk__lua_release[];
 extern const char rlk__lua_extend[];
 extern const char rlk__lua_renew[];
 extern const char rlk__lua_status[];
+
+/*
+ * The same scripts as one FUNCTION library for Redis 7+ (script.c runs
+ * them with FCALL there): "#!lua name=resplock_H", and for each script a
+ * function resplock_H_NAME with the script's code as its body.  H is the
+ * first 12 hex digits of the SHA1 of the library written with an empty
+ * H, so that clients whose scripts differ never call each other's code.
+ */
+extern const char rlk__lua_library[];
+extern const size_t rlk__lua_library_len;
+extern const char rlk__lua_library_name[];   /* "resplock_H" */
+
+typedef struct rlk__lua_function {
+    const char *text;   /* one of the scripts above */
+    size_t len;
+    const char *name;   /* its function: "resplock_H_NAME" */
+} rlk__lua_function;
+
+extern const rlk__lua_function rlk__lua_functions[];
+extern const size_t rlk__lua_nfunctions;
 
 #endif

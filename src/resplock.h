@@ -5,7 +5,8 @@
  *
  * This part: one connection to one server (TCP, Unix socket or TLS),
  * its handshake, commands, pipelines, push messages, reconnection, and
- * server-side scripts called by SHA1.
+ * server-side scripts called by SHA1 (the lock's own by FCALL, on Redis
+ * 7+).
  *
  * Thread use: a connection is used by one thread at a time; distinct
  * connections may be used concurrently.  Nothing here starts a thread.
@@ -223,7 +224,10 @@ const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c);
 int rlk_conn_command(rlk_conn *c, rlk_resp_value **reply, int argc,
                      const char *const *argv, const size_t *argvlen);
 
-/* A server-side script, called by SHA1 (EVALSHA), loaded on NOSCRIPT. */
+/* A server-side script, called by SHA1 (EVALSHA), loaded on NOSCRIPT.
+ * The lock layer's own scripts go as FCALL of their function in the
+ * library "resplock_H" where the server has FUNCTIONs (Redis 7+); any
+ * other script, a caller's, always as EVALSHA. */
 typedef struct rlk_script {
     const char *text;        /* not copied: must outlive the script      */
     size_t len;
@@ -248,7 +252,15 @@ typedef struct rlk_request {
  * Calls a script: EVALSHA sha nkeys argv...; on a NOSCRIPT error, SCRIPT
  * LOAD and one retry, so the caller never sees NOSCRIPT.  Otherwise like
  * rlk_conn_command; the load and the retry share the first command's
- * deadline (command_timeout_ms from the call's start).  Returns the
+ * deadline (command_timeout_ms from the call's start).  The lock layer's
+ * own scripts go as FCALL on a server with FUNCTIONs (told by HELLO, or
+ * one INFO server per connection where HELLO is missing): "Function not
+ * found" is met with FUNCTION LOAD of the library and one retry, as
+ * NOSCRIPT is; where FCALL or FUNCTION LOAD is refused (an ACL, a
+ * service that blocks them) they go as EVALSHA until the next reconnect,
+ * and a call refused before it ran for the server's state (OOM, MISCONF,
+ * NOREPLICAS, READONLY, MASTERDOWN) is sent again as EVALSHA, whose
+ * script meets that state only when it writes, as before.  Returns the
  * statuses of rlk_conn_command, plus RLK_ERR_INVALID when nkeys is not
  * within 0..argc and RLK_ERR_SERVER when SCRIPT LOAD is refused.  The
  * owner's thread.
@@ -261,8 +273,9 @@ int rlk_conn_eval(rlk_conn *c, rlk_resp_value **reply, const rlk_script *s,
  * Sends n requests in one pipeline and collects the n replies in order
  * into replies[0..n), valid until the next call on c.  Writing and
  * reading overlap, so pipelines of any length cannot deadlock.  Script
- * calls answered NOSCRIPT are loaded and re-sent at the end of the
- * pipeline; their final replies take their place.  The deadline is
+ * calls answered NOSCRIPT (or "Function not found", as rlk_conn_eval
+ * says) are loaded and re-sent at the end of the pipeline; their final
+ * replies take their place.  The deadline is
  * command_timeout_ms for the whole pipeline.  Returns the statuses of
  * rlk_conn_command (RLK_ERR_INVALID also for a malformed request), plus
  * RLK_ERR_SERVER when a SCRIPT LOAD is refused.  The owner's thread.

@@ -1,16 +1,33 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Server-side scripts called by SHA1, alone or in pipelines.  A script
- * call goes out as EVALSHA; NOSCRIPT answers (after SCRIPT FLUSH, a
- * restart, a failover) are met with one SCRIPT LOAD per distinct script
- * and the calls sent again, so callers never see NOSCRIPT.  The
- * connection below only carries commands; what the scripts do is not
+ * Server-side scripts, alone or in pipelines.  A script call goes out as
+ * EVALSHA; NOSCRIPT answers (after SCRIPT FLUSH, a restart, a failover)
+ * are met with one SCRIPT LOAD per distinct script and the calls sent
+ * again, so callers never see NOSCRIPT.
+ *
+ * The embedded scripts (lua.h) go out as FCALL of their function in the
+ * library instead, where the server has FUNCTIONs (rlk__server_detect):
+ * functions survive a restart with persistence and SCRIPT FLUSH, and a
+ * call by name costs the server less than EVALSHA.  "Function not found"
+ * (FUNCTION FLUSH, a fresh server) is met with one FUNCTION LOAD and the
+ * calls sent again, as NOSCRIPT is.  Where FCALL or FUNCTION LOAD is
+ * refused (an ACL, a managed service, a server without them) the calls
+ * go as EVALSHA for the rest of the connection.  An FCALL refused before
+ * it ran for a state of the server that EVAL only meets at its first
+ * write (at maxmemory, writes stopped, a read-only replica) is sent again
+ * as EVALSHA, which behaves as before: a release at maxmemory still frees
+ * the lock, since DEL is allowed there.  Other scripts (rlk_conn_eval of
+ * a caller's own) always go as EVALSHA.
+ *
+ * The connection below only carries commands; what the scripts do is not
  * this file's business either.
  */
 #include "resplock.h"
 #include "clock.h"
 #include "sha1.h"
 #include "conn_internal.h"
+#include "lua.h"
+#include "script.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -29,21 +46,45 @@ void rlk_script_init(rlk_script *s, const char *text, size_t len)
 /* The longest decimal key count, with its NUL. */
 #define DIGITS 12
 
+static const char FCALL[] = "FCALL";
+
 static void set_head(rlk__cmd *q, int i, const char *word, size_t len)
 {
     q->head[i] = word;
     q->headlen[i] = len;
 }
 
-/* Request r as a command; a script call's key count is written to
- * digits, which must live as long as the command. */
-static void as_command(rlk__cmd *q, const rlk_request *r, char *digits)
+/* The library's function for script s, or NULL when s is not one of the
+ * embedded scripts (the lock layer's rlk_script points at their text). */
+static const rlk__lua_function *function_of(const rlk_script *s)
+{
+    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
+        if (s->text == rlk__lua_functions[i].text && s->len == rlk__lua_functions[i].len)
+            return &rlk__lua_functions[i];
+    return NULL;
+}
+
+static void as_evalsha(rlk__cmd *q, const rlk_request *r)
+{
+    set_head(q, 0, "EVALSHA", 7);
+    set_head(q, 1, r->script->sha1, 40);
+}
+
+/* Request r as a command, its script as FCALL when fcall is set and it
+ * has a function; a script call's key count is written to digits, which
+ * must live as long as the command. */
+static void as_command(rlk__cmd *q, const rlk_request *r, char *digits, int fcall)
 {
     q->nhead = 0;
     if (r->script) {
+        const rlk__lua_function *f = fcall ? function_of(r->script) : NULL;
         q->nhead = 3;
-        set_head(q, 0, "EVALSHA", 7);
-        set_head(q, 1, r->script->sha1, 40);
+        if (f) {
+            set_head(q, 0, FCALL, sizeof FCALL - 1);
+            set_head(q, 1, f->name, strlen(f->name));
+        } else {
+            as_evalsha(q, r);
+        }
         set_head(q, 2, digits, rlk__utoa(digits, (unsigned)r->nkeys));
     }
     q->argc = r->argc;
@@ -51,47 +92,160 @@ static void as_command(rlk__cmd *q, const rlk_request *r, char *digits)
     q->argvlen = r->argvlen;
 }
 
-static int noscript(const rlk_request *r, const rlk_resp_value *v)
-{
-    return r->script && rlk_reply_error_class(v) == RLK_EC_NOSCRIPT;
-}
-
 static int is_error(const rlk_resp_value *v)
 {
     return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
 }
 
-/* Whether reqs[i], answered NOSCRIPT, is the first call of its script
- * so answered: the one whose script is loaded. */
-static int first_of_script(const rlk_request *reqs, rlk_resp_value *const *replies, size_t i)
+/* Whether error reply v starts with word (its code, or more). */
+static int starts(const rlk_resp_value *v, const char *word)
+{
+    size_t n = strlen(word);
+    return is_error(v) && v->len >= n && memcmp(v->str, word, n) == 0;
+}
+
+/* Whether error reply v has text in it. */
+static int mentions(const rlk_resp_value *v, const char *text)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; is_error(v) && i + n <= v->len; i++)
+        if (memcmp(v->str + i, text, n) == 0) return 1;
+    return 0;
+}
+
+/* The errors with which a server refuses a write command before running
+ * it for a state it is in, and which EVAL of the same script meets only
+ * at its first write, if it makes one. */
+static int state_refused(const rlk_resp_value *v)
+{
+    static const char *const codes[] = {"OOM ", "MISCONF ", "NOREPLICAS ", "READONLY ",
+                                        "MASTERDOWN "};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (starts(v, codes[i])) return 1;
+    return 0;
+}
+
+/* Whether a function's call answered v did not run and goes as EVALSHA:
+ * refused for the server's state, or by an ACL (FCALL itself, or a key,
+ * which EVALSHA then meets too). */
+static int refused_before_run(const rlk_resp_value *v)
+{
+    return state_refused(v) || starts(v, "NOPERM ");
+}
+
+/* Whether FCALL's reply v says this connection cannot use FCALL at all. */
+static int fcall_unusable(const rlk_resp_value *v)
+{
+    return starts(v, "ERR unknown command") || (starts(v, "NOPERM ") && mentions(v, "'fcall'"));
+}
+
+/* Whether FUNCTION LOAD's reply v leaves the library loaded. */
+static int library_loaded(const rlk_resp_value *v)
+{
+    return !is_error(v) || (starts(v, "ERR ") && mentions(v, " already exists"));
+}
+
+/* What happens to a request between rounds. */
+enum {
+    R_PENDING = 1,      /* sent in this round: its reply is to be looked at */
+    R_AGAIN = 2,        /* to be sent again in the next round */
+    R_LOAD = 4,         /* its script to be loaded (SCRIPT LOAD) first */
+    R_LOADED = 8,       /* its script was loaded in this call: no more */
+};
+
+/* One call's scripts: what was tried, and what the next round sends. */
+struct call {
+    rlk_conn *c;
+    rlk__script_state *st;
+    size_t n;
+    const rlk_request *reqs;
+    rlk__cmd *cmds;            /* as sent last */
+    unsigned char *flags;      /* R_* per request */
+    int load_library;          /* FUNCTION LOAD in the next round */
+    int library_tried;         /* FUNCTION LOAD sent in this call */
+};
+
+static void refuse_functions(struct call *k)
+{
+    k->st->refused = 1;
+    k->st->refused_generation = rlk_conn_generation(k->c);
+}
+
+static int functions_refused(rlk_conn *c, const rlk__script_state *st)
+{
+    return st->refused && st->refused_generation == rlk_conn_generation(c);
+}
+
+/* Looks at the replies of the requests sent last and decides which go
+ * again, and how; returns how many. */
+static size_t decide(struct call *k, rlk_resp_value *const *replies)
+{
+    size_t again = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        const rlk_request *r = &k->reqs[i];
+        const rlk_resp_value *v = replies[i];
+        unsigned char *f = &k->flags[i];
+        if (!(*f & R_PENDING)) continue;
+        *f &= (unsigned char)~R_PENDING;
+        if (!r->script || !is_error(v)) continue;
+        if (k->cmds[i].head[0] == FCALL) {
+            if (starts(v, "ERR Function not found")) {
+                /* Loaded once per call; not found after that (refused,
+                 * or flushed again at once): as EVALSHA. */
+                if (k->library_tried || functions_refused(k->c, k->st)) as_evalsha(&k->cmds[i], r);
+                else k->load_library = 1;
+            } else if (fcall_unusable(v) || refused_before_run(v)) {
+                if (fcall_unusable(v)) refuse_functions(k);
+                as_evalsha(&k->cmds[i], r);
+            } else {
+                continue;
+            }
+        } else if (rlk_reply_error_class(v) == RLK_EC_NOSCRIPT && !(*f & R_LOADED)) {
+            *f |= R_LOAD | R_LOADED;
+        } else {
+            continue;
+        }
+        *f |= R_AGAIN;
+        again++;
+    }
+    return again;
+}
+
+/* Whether reqs[i], whose script is to be loaded, is the first of its
+ * script so marked: the one whose script is loaded. */
+static int first_of_script(const struct call *k, size_t i)
 {
     for (size_t j = 0; j < i; j++)
-        if (noscript(&reqs[j], replies[j]) &&
-            memcmp(reqs[j].script->sha1, reqs[i].script->sha1, 40) == 0)
+        if ((k->flags[j] & R_LOAD) &&
+            memcmp(k->reqs[j].script->sha1, k->reqs[i].script->sha1, 40) == 0)
             return 0;
     return 1;
 }
 
-/*
- * The script calls among reqs[0..n) that were answered NOSCRIPT (cmds[]
- * as sent): one SCRIPT LOAD for each distinct script, then those calls
- * again, in one more pipeline within the call's deadline (one command
- * timeout from start).  Their final replies take their place (NULL when
- * the pipeline failed).  more: the first part was a pipeline whose
- * replies must stay valid.
- */
-static int reload(rlk_conn *c, size_t n, const rlk_request *reqs, const rlk__cmd *cmds,
-                  rlk_resp_value **replies, int64_t start, int more)
+static void load_command(rlk__cmd *q, const char *w0, size_t l0, const char *w1, size_t l1,
+                         const char *text, size_t len)
 {
-    size_t loads = 0, retry = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!noscript(&reqs[i], replies[i])) continue;
-        retry++;
-        loads += first_of_script(reqs, replies, i);
-    }
-    if (!retry) return RLK_OK;
+    q->nhead = 3;
+    set_head(q, 0, w0, l0);
+    set_head(q, 1, w1, l1);
+    set_head(q, 2, text, len);
+    q->argc = 0;
+    q->argv = NULL;
+    q->argvlen = NULL;
+}
 
-    size_t m = loads + retry;
+/*
+ * One more round: the library's FUNCTION LOAD when due, one SCRIPT LOAD
+ * for each distinct script to load, then the requests decided to go
+ * again, in one pipeline.  Their replies take their place (NULL when the
+ * pipeline failed); the others' stay valid when more is set.
+ */
+static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, int more)
+{
+    size_t loads = (size_t)k->load_library;
+    for (size_t i = 0; i < k->n; i++)
+        if ((k->flags[i] & R_LOAD) && first_of_script(k, i)) loads++;
+    size_t m = loads + nagain;
     rlk__cmd small_cmds[STACK_REQS];
     rlk_resp_value *small_out[STACK_REQS];
     rlk__cmd *again = small_cmds;
@@ -99,48 +253,64 @@ static int reload(rlk_conn *c, size_t n, const rlk_request *reqs, const rlk__cmd
     void *block = NULL;
     if (m > STACK_REQS) {
         block = rlk__malloc(m * (sizeof *again + sizeof *out));
-        if (!block) return rlk__conn_fail(c, RLK_ERR_NOMEM, "pipeline: out of memory");
+        if (!block) return rlk__conn_fail(k->c, RLK_ERR_NOMEM, "pipeline: out of memory");
         again = block;
         out = (rlk_resp_value **)(void *)(again + m);
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!noscript(&reqs[i], replies[i]) || !first_of_script(reqs, replies, i)) continue;
-        rlk__cmd *q = &again[k++];
-        q->nhead = 3;
-        set_head(q, 0, "SCRIPT", 6);
-        set_head(q, 1, "LOAD", 4);
-        set_head(q, 2, reqs[i].script->text, reqs[i].script->len);
-        q->argc = 0;
-        q->argv = NULL;
-        q->argvlen = NULL;
-    }
-    /* The calls sent again are marked by a NULL reply: the NOSCRIPT
-     * replies may not outlive the next pipeline. */
-    for (size_t i = 0; i < n; i++)
-        if (noscript(&reqs[i], replies[i])) {
-            again[k++] = cmds[i];
+    size_t j = 0;
+    int library = k->load_library;
+    if (library)
+        load_command(&again[j++], "FUNCTION", 8, "LOAD", 4, rlk__lua_library,
+                     rlk__lua_library_len);
+    for (size_t i = 0; i < k->n; i++)
+        if ((k->flags[i] & R_LOAD) && first_of_script(k, i))
+            load_command(&again[j++], "SCRIPT", 6, "LOAD", 4, k->reqs[i].script->text,
+                         k->reqs[i].script->len);
+    /* The calls sent again are marked by a NULL reply: the replies they
+     * had may not outlive the next pipeline. */
+    for (size_t i = 0; i < k->n; i++)
+        if (k->flags[i] & R_AGAIN) {
+            again[j++] = k->cmds[i];
             replies[i] = NULL;
         }
+    for (size_t i = 0; i < k->n; i++)
+        k->flags[i] &= (unsigned char)~R_LOAD;
+    k->load_library = 0;
+    k->library_tried |= library;
 
-    int64_t cap = rlk__conn_narrow(c, start);
-    int r = rlk__conn_pipeline(c, m, again, out, more);
-    rlk__conn_cap(c, cap);
-    k = loads;
-    for (size_t i = 0; r == RLK_OK && i < n; i++)
-        if (!replies[i]) replies[i] = out[k++];
-    for (k = 0; r == RLK_OK && k < loads; k++)
-        if (is_error(out[k]))
-            r = rlk__conn_fail(c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
-                               (int)(out[k]->len > 300 ? 300 : out[k]->len), out[k]->str);
+    int r = rlk__conn_pipeline(k->c, m, again, out, more);
+    j = loads;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->flags[i] & R_AGAIN) {
+            k->flags[i] = (unsigned char)((k->flags[i] & ~R_AGAIN) | R_PENDING);
+            if (r == RLK_OK) replies[i] = out[j++];
+        }
+    /* A refused FUNCTION LOAD turns FCALL off for the connection, unless
+     * the server merely could not write just now. */
+    if (r == RLK_OK && library && !library_loaded(out[0]) && !state_refused(out[0]))
+        refuse_functions(k);
+    for (j = (size_t)library; r == RLK_OK && j < loads; j++)
+        if (is_error(out[j]))
+            r = rlk__conn_fail(k->c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
+                               (int)(out[j]->len > 300 ? 300 : out[j]->len), out[j]->str);
     rlk__free(block);
     return r;
+}
+
+/* Whether any of reqs[0..n) is one of the embedded scripts. */
+static int any_function(size_t n, const rlk_request *reqs)
+{
+    for (size_t i = 0; i < n; i++)
+        if (reqs[i].script && function_of(reqs[i].script)) return 1;
+    return 0;
 }
 
 /*
  * Runs reqs[0..n): one call, one deadline.  single: the one request of
  * rlk_conn_eval, sent as a plain command, whose reply is handed out
- * without a copy; otherwise a pipeline.
+ * without a copy; otherwise a pipeline.  The rounds after the first
+ * (loads and the calls sent again) share one command timeout from the
+ * first's start.
  */
 static int run(rlk_conn *c, size_t n, const rlk_request *reqs, rlk_resp_value **replies,
                int single)
@@ -151,26 +321,44 @@ static int run(rlk_conn *c, size_t n, const rlk_request *reqs, rlk_resp_value **
                                reqs[i].nkeys > reqs[i].argc))
             return rlk__conn_fail(c, RLK_ERR_INVALID, "pipeline request %zu is malformed", i);
     if (n == 0) return RLK_OK;
+    rlk__script_state *st = rlk__conn_script_state(c);
+    int fcall = 0;
+    if (any_function(n, reqs)) {
+        int r = rlk__server_detect(c, &st->server);
+        if (r != RLK_OK) return r;
+        fcall = (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
+    }
     rlk__cmd small_cmds[STACK_REQS];
     char small_digits[STACK_REQS][DIGITS];
+    unsigned char small_flags[STACK_REQS];
     rlk__cmd *cmds = small_cmds;
     char (*digits)[DIGITS] = small_digits;
+    unsigned char *flags = small_flags;
     void *block = NULL;
     if (n > STACK_REQS) {
-        block = rlk__malloc(n * (sizeof *cmds + sizeof *digits));
+        block = rlk__malloc(n * (sizeof *cmds + sizeof *digits + 1));
         if (!block) return rlk__conn_fail(c, RLK_ERR_NOMEM, "pipeline: out of memory");
         cmds = block;
         digits = (char (*)[DIGITS])(void *)(cmds + n);
+        flags = (unsigned char *)(digits + n);
     }
-    for (size_t i = 0; i < n; i++) as_command(&cmds[i], &reqs[i], digits[i]);
+    for (size_t i = 0; i < n; i++) {
+        as_command(&cmds[i], &reqs[i], digits[i], fcall);
+        flags[i] = R_PENDING;
+    }
+    struct call k = {c, st, n, reqs, cmds, flags, 0, 0};
 
-    int64_t start = rlk__now_ms();
+    int64_t start = rlk__now_ms(), cap = 0;
     int r = single ? rlk__conn_command(c, &replies[0], &cmds[0])
                    : rlk__conn_pipeline(c, n, cmds, replies, 0);
-    if (r == RLK_OK) {
-        r = reload(c, n, reqs, cmds, replies, start, !single);
-        if (r != RLK_OK && single) replies[0] = NULL;
+    size_t nagain;
+    int rounds = 0;
+    while (r == RLK_OK && (nagain = decide(&k, replies)) > 0) {
+        if (rounds++ == 0) cap = rlk__conn_narrow(c, start);
+        r = round_again(&k, nagain, replies, !single || rounds > 1);
     }
+    if (rounds) rlk__conn_cap(c, cap);
+    if (r != RLK_OK && single) replies[0] = NULL;
     rlk__free(block);
     return r;
 }

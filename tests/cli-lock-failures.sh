@@ -129,7 +129,7 @@ lost_test() {
   case $how in
     restart)
       expect_match "$label: the renewal reached the new server" \
-        "$(redis-cli -p "$sport" INFO commandstats | grep -E '^cmdstat_(evalsha|eval):')" 'calls=[1-9]'
+        "$(redis-cli -p "$sport" INFO commandstats | grep -E '^cmdstat_(evalsha|eval|fcall):')" 'calls=[1-9]'
       expect_eq "$label: the new server has no lock" "$(redis-cli -p "$sport" EXISTS "lost-$how")" 0
       rlk_redis_kill "$RLK_REDIS_PID" ;;
     freeze) rlk_redis_kill "$spid" ;;

@@ -339,20 +339,20 @@ else
   bad "could not start redis-server without HELLO"
 fi
 
-# ------------------------------------------------------------- SCRIPT FLUSH
+# ---------------------------------------- SCRIPT FLUSH and FUNCTION FLUSH
 acq=$($RLK_WRAP "$bin" -u "$url" acquire sf -t 30s); read -r tok _ <<<"$acq"
-R SCRIPT FLUSH >/dev/null
+R SCRIPT FLUSH >/dev/null; R FUNCTION FLUSH >/dev/null
 check "SCRIPT FLUSH between acquire and extend: extend 0" 0 '' '' -- -u "$url" extend sf "$tok" 20s
 expect_range "... the TTL is set" "$(R PTTL sf)" 15000 20000
-R SCRIPT FLUSH >/dev/null
+R SCRIPT FLUSH >/dev/null; R FUNCTION FLUSH >/dev/null
 check "SCRIPT FLUSH between acquire and release: release 0" 0 '' '' -- -u "$url" release sf "$tok"
 expect_eq "... and the key is gone" "$(R EXISTS sf)" 0
-R SCRIPT FLUSH >/dev/null
+R SCRIPT FLUSH >/dev/null; R FUNCTION FLUSH >/dev/null
 check "SCRIPT FLUSH before status" 1 '^held: +no' '' -- -u "$url" status sf
 # Renewals every 300 ms go on after each flush; without them the lock would
 # be reported lost (75) before the command ends.
 check "SCRIPT FLUSH while run renews: the command's code, not 75" 0 '' '' -- -u "$url" run -t 900ms sf -- \
-  sh -c "redis-cli -p $port SCRIPT FLUSH >/dev/null; sleep 0.5; redis-cli -p $port SCRIPT FLUSH >/dev/null; sleep 0.5"
+  sh -c "redis-cli -p $port SCRIPT FLUSH >/dev/null; redis-cli -p $port FUNCTION FLUSH >/dev/null; sleep 0.5; redis-cli -p $port SCRIPT FLUSH >/dev/null; redis-cli -p $port FUNCTION FLUSH >/dev/null; sleep 0.5"
 expect_eq "... and the lock is released" "$(R EXISTS sf)" 0
 
 # ------------------------------------------------------- redis-py's Lock

@@ -157,7 +157,7 @@ int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms)
 long long stat_calls(rlk_conn *c, const char *cmd)
 {
     char key[64], *text;
-    const char *p;
+    const char *p, *word = cmd;
     long long n = 0;
     rlk_resp_value *v = CMD(c, "INFO", "commandstats");
     if (!v || !v->str) return -1;
@@ -165,9 +165,15 @@ long long stat_calls(rlk_conn *c, const char *cmd)
     if (!text) return -1;
     memcpy(text, v->str, v->len);
     text[v->len] = '\0';
-    snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
-    p = strstr(text, key);
-    if (p) n = strtoll(p + strlen(key), NULL, 10);
+    /* "a+b": the calls of both. */
+    for (;;) {
+        size_t len = strcspn(word, "+");
+        snprintf(key, sizeof key, "cmdstat_%.*s:calls=", (int)len, word);
+        p = strstr(text, key);
+        if (p) n += strtoll(p + strlen(key), NULL, 10);
+        if (!word[len]) break;
+        word += len + 1;
+    }
     free(text);
     return n;
 }

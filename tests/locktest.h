@@ -71,8 +71,12 @@ int try_acquire(rlk_client *cl, const char *name, rlk_lock_kind kind);
 int wait_exists(rlk_conn *c, const char *key, int want, int64_t ms);
 
 /* The calls of a command since the last CONFIG RESETSTAT, from INFO
- * commandstats (0 when absent). */
+ * commandstats (0 when absent); "a+b" sums those of a and b. */
 long long stat_calls(rlk_conn *c, const char *cmd);
+
+/* The calls that run the library's scripts: as FUNCTIONs where the
+ * server has them, else by SHA1. */
+#define SCRIPT_CALLS "evalsha+fcall"
 
 void reset_stats(rlk_conn *c);
 

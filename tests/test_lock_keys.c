@@ -4,7 +4,8 @@
  * against real redis-server processes on free loopback ports: the
  * string of redis-py and go-redsync, the hash and release message of
  * Redisson, fencing tokens and their Cluster slots, and scripts flushed
- * from the server (NOSCRIPT) under every call and the watchdog.
+ * from the server (NOSCRIPT, and the library of FUNCTIONs) under every
+ * call and the watchdog.
  *
  * Every wait is on a condition under a deadline.  Timing assertions have
  * margins (MARGIN) that grow under valgrind.
@@ -133,7 +134,7 @@ static void test_redisson_holder(void)
     reset_stats(admin);
     if (!waiter_start(&wt, w, "rs", 10000, 10000, RLK_LOCK_REENTRANT)) goto out;
     /* Subscribed, and tried again after subscribing: it now waits. */
-    CHECK(wait_calls(admin, "evalsha", 2, LONG_MS));
+    CHECK(wait_calls(admin, SCRIPT_CALLS, 2, LONG_MS));
     CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
     CMD(admin, "DEL", "rs");
     t_pub = ts_now_ms();
@@ -193,6 +194,14 @@ out:
 /* ------------------------------------------------------------------ */
 /* Scripts                                                             */
 
+/* Scripts and functions gone, as after a restart without persistence:
+ * every call loads what it needs (by SCRIPT LOAD or FUNCTION LOAD). */
+static void flush_scripts(void)
+{
+    CMD(admin, "SCRIPT", "FLUSH");
+    CMD(admin, "FUNCTION", "FLUSH");
+}
+
 static void test_script_flush(void)
 {
     rlk_client *a = CLIENT();
@@ -204,23 +213,23 @@ static void test_script_flush(void)
     if (!a) return;
     l = ACQ(a, "flush", 10000);
     if (!l) goto out;
-    CMD(admin, "SCRIPT", "FLUSH");
+    flush_scripts();
     CHECK_EQ_INT(rlk_lock_extend(l, 5000, RLK_EXTEND_ADD), RLK_OK);
-    CMD(admin, "SCRIPT", "FLUSH");
+    flush_scripts();
     CHECK_EQ_INT(rlk_lock_get_status(a, "flush", &st), RLK_OK);
     CHECK_EQ_INT(st.held, 1);
-    CMD(admin, "SCRIPT", "FLUSH");
+    flush_scripts();
     CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "flush"), 0);
-    CMD(admin, "SCRIPT", "FLUSH");
+    flush_scripts();
     CHECK_EQ_INT(try_acquire(a, "flush", RLK_LOCK_REENTRANT), RLK_OK);
 
-    /* The renewal pipeline meets NOSCRIPT too. */
+    /* The renewal pipeline meets them gone too. */
     l = ACQ_WD(a, "flush-wd", 600, &lr);
     if (!l) goto out;
     ticker_init(&t, a, l, admin, "flush-wd", &lr);
     tick_for(&t, 100, 1);
-    CMD(admin, "SCRIPT", "FLUSH");
+    flush_scripts();
     tick_for(&t, 1000, 1);
     CHECK_EQ_INT(lost_calls(&lr), 0);
     CHECK_MSG(t.min_pttl >= (slow ? 100 : 200), "min PTTL %lld", t.min_pttl);

@@ -46,7 +46,7 @@ static void test_wait_zero_is_one_try(void)
     CHECK(ts_now_ms() - t0 < MARGIN);
     /* One SET NX PX (and its TIME), no script, no subscription. */
     CHECK_EQ_INT(stat_calls(admin, "set"), 1);
-    CHECK_EQ_INT(stat_calls(admin, "evalsha"), 0);
+    CHECK_EQ_INT(stat_calls(admin, SCRIPT_CALLS), 0);
     CHECK_EQ_INT(stat_calls(admin, "subscribe"), 0);
     rlk_lock_release(l);
 out:
@@ -76,7 +76,7 @@ static void test_wait_bounded(void)
     CHECK(got == NULL);
     CHECK_MSG(el >= 900 - 1 && el <= 900 + MARGIN, "returned after %lld ms (wait 900)",
               (long long)el);
-    calls = stat_calls(admin, "evalsha");
+    calls = stat_calls(admin, SCRIPT_CALLS);
     CHECK_MSG(calls >= 5 && calls <= 12, "%lld tries in 900 ms with re-check 200", calls);
     /* The release channel and the client's handoff channel; under RESP3
      * both stay subscribed for the next wait. */
@@ -92,7 +92,7 @@ static void test_wait_bounded(void)
     CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
     CHECK_MSG(el >= 600 - 1 && el <= 600 + MARGIN, "returned after %lld ms (wait 600)",
               (long long)el);
-    calls = stat_calls(admin, "evalsha");
+    calls = stat_calls(admin, SCRIPT_CALLS);
     CHECK_MSG(calls >= 2 && calls <= 4, "%lld tries in 600 ms with re-check 1000", calls);
     rlk_lock_release(l);
 out:
@@ -118,7 +118,7 @@ static void wake_on_release(int protocol)
     if (!l) goto out;
     reset_stats(admin);
     if (!waiter_start(&wt, w, name, 10000, 10000, RLK_LOCK_SIMPLE)) goto out;
-    CHECK(wait_calls(admin, "evalsha", 2, LONG_MS));
+    CHECK(wait_calls(admin, SCRIPT_CALLS, 2, LONG_MS));
     CHECK(wait_calls(admin, "subscribe", 1, LONG_MS));
     /* RESP2 waits on a second connection; RESP3 on the same one. */
     CHECK_EQ_INT(count_clients(admin, cname), protocol == 2 ? 2 : 1);
@@ -273,8 +273,9 @@ static long long numsub(const char *ch)
 }
 
 /* Runs the simple lock's acquire and release scripts once, so that the
- * server has them: a count of EVALSHA calls then holds no NOSCRIPT
- * attempt (a fresh server, when a test runs alone). */
+ * server has them: a count of script calls then holds no call that found
+ * them missing (NOSCRIPT, or no function: a fresh server, when a test runs
+ * alone). */
 static void load_scripts(rlk_client *cl)
 {
     rlk_lock *l = ACQ(cl, "ho-load-scripts", 10000);
@@ -641,8 +642,8 @@ static void test_handoff_reentrant(void)
     joined = 1;
     if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
     /* The release, and the waiter's confirmation of the handoff (an EVAL). */
-    CHECK_MSG(stat_calls(admin, "evalsha") == 1 && stat_calls(admin, "eval") == 1,
-              "%lld scripts run: the release and %s", stat_calls(admin, "evalsha"),
+    CHECK_MSG(stat_calls(admin, SCRIPT_CALLS) == 1 && stat_calls(admin, "eval") == 1,
+              "%lld scripts run: the release and %s", stat_calls(admin, SCRIPT_CALLS),
               "the waiter's confirmation");
     CHECK_EQ_STR(rlk_lock_token(w.l), tok[0]);
     CHECK_EQ_INT(rlk_lock_holds(w.l), 1);
@@ -699,8 +700,8 @@ static void test_handoff_release_by_token(void)
     pthread_join(w.th, NULL);
     joined = 1;
     if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
-    CHECK_MSG(stat_calls(admin, "evalsha") == 1 && stat_calls(admin, "eval") == 1,
-              "%lld scripts run: the release and %s", stat_calls(admin, "evalsha"),
+    CHECK_MSG(stat_calls(admin, SCRIPT_CALLS) == 1 && stat_calls(admin, "eval") == 1,
+              "%lld scripts run: the release and %s", stat_calls(admin, SCRIPT_CALLS),
               "the waiter's confirmation");
     CHECK_EQ_STR(rlk_lock_token(w.l), tok[0]);
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
@@ -796,7 +797,7 @@ static void wait_twice(int protocol)
         /* A try is a script call, or the plain SET NX PX of a first try:
          * each reads the server's clock (TIME) once. */
         tries = stat_calls(admin, "time");
-        scripts = stat_calls(admin, "evalsha");
+        scripts = stat_calls(admin, SCRIPT_CALLS);
         if (protocol == 3 && round == 1) {
             CHECK_MSG(subs == 0, "second wait (RESP3): %lld SUBSCRIBE", subs);
             CHECK_MSG(tries == 1, "second wait (RESP3): %lld tries to join the line", tries);
@@ -812,9 +813,9 @@ static void wait_twice(int protocol)
         if (!CHECK_MSG(w.rc == RLK_OK && w.l, "wait %d: %d %s", round + 1, w.rc, w.err)) goto out;
         /* Handed over: the release and the waiter's confirmation (an
          * EVAL) were the only scripts since. */
-        CHECK_MSG(stat_calls(admin, "evalsha") == scripts + 1 && stat_calls(admin, "eval") == 1,
+        CHECK_MSG(stat_calls(admin, SCRIPT_CALLS) == scripts + 1 && stat_calls(admin, "eval") == 1,
                   "wait %d: %lld scripts, %lld before the release", round + 1,
-                  stat_calls(admin, "evalsha"), scripts);
+                  stat_calls(admin, SCRIPT_CALLS), scripts);
         CHECK_FENCE_AFTER(rlk_lock_fence(w.l), fence);
         CHECK(CMD_STR(admin, got, "GET", name) == 1);
         CHECK_EQ_STR(got, rlk_lock_token(w.l));
@@ -971,7 +972,7 @@ static void test_handoff_other_token_ignored(void)
     reset_stats(admin);
     for (i = 0; i < 3; i++) {
         CHECK_EQ_INT(CMD_INT(admin, "PUBLISH", ch, msg[i]), 1);
-        CHECK_MSG(wait_calls(admin, "evalsha", i + 1, LONG_MS), "no try after message %d", i + 1);
+        CHECK_MSG(wait_calls(admin, SCRIPT_CALLS, i + 1, LONG_MS), "no try after message %d", i + 1);
         CHECK_MSG(!waiter_done(&w), "the waiter returned on \"%s\"", msg[i]);
     }
     CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", waiters, tok[0]), 1);

@@ -4,6 +4,10 @@
 -- KEYS: lock, queue, waiters.
 -- Returns {held, type, pttl, holds, waiters in line (places not lapsed)}.
 --
+-- Function flags: no-writes
+-- (It writes nothing: as a function it then runs wherever EVAL of it
+-- runs, at maxmemory and on a read-only replica too.)
+--
 -- Try it:  redis-cli --eval status.lua job {job}:queue {job}:waiters
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 
