@@ -145,7 +145,7 @@ int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now)
     int64_t next = -1;
     for (rlk__lease *l = reg->head; l; l = l->next) {
         if (!l->watchdog || l->lost) continue;
-        int64_t t = l->renew_at < l->lost_at ? l->renew_at : l->lost_at;
+        int64_t t = l->renew_at < l->lost_at && !l->inflight ? l->renew_at : l->lost_at;
         if (next < 0 || t < next) next = t;
     }
     if (next < 0) return -1;
@@ -166,7 +166,7 @@ static void round_free(rlk__round *rd)
     memset(rd, 0, sizeof *rd);
 }
 
-int rlk__round_plan(rlk__leases *reg, int64_t now, rlk__round *rd)
+int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
 {
     memset(rd, 0, sizeof *rd);
     pthread_mutex_lock(&reg->mu);
@@ -202,6 +202,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, rlk__round *rd)
     for (rlk__lease *l = reg->head; l; l = l->next) {
         if (!l->watchdog || l->lost) continue;
         l->refs++;
+        l->inflight = async;
         rlk__renewal *w = &rd->e[i++];
         w->l = l;
         w->ttl = l->ttl;
@@ -209,6 +210,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, rlk__round *rd)
     }
     rd->n = n;
     rd->all = all;
+    rd->async = async;
     rd->end = end;
     rd->per_slot = reg->per_slot;
     pthread_mutex_unlock(&reg->mu);
@@ -307,6 +309,7 @@ static void end_locked(rlk__round *rd, int failed)
 {
     for (size_t i = 0; i < rd->n; i++) {
         rlk__lease *l = rd->e[i].l;
+        l->inflight = 0;
         if (failed && !l->dead) {
             int64_t t = retry_at(l);
             l->renew_at = t > l->lost_at ? l->lost_at : t;
@@ -329,4 +332,36 @@ void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status)
     end_locked(rd, status != RLK_OK);
     pthread_mutex_unlock(&reg->mu);
     round_free(rd);
+}
+
+int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v)
+{
+    pthread_mutex_lock(&reg->mu);
+    size_t cnt = (size_t)rd->reqs[rd->applied++].nkeys, first = rd->first;
+    rd->first += cnt;
+    int crossslot = !rd->per_slot && rlk__round_crossslot(v);
+    if (crossslot) reg->per_slot = 1;
+    if (!v || crossslot) {
+        if (!v) rd->failed = 1;
+        int64_t now = rlk__now_ms();
+        for (size_t k = first; k < first + cnt; k++) {
+            rlk__lease *l = rd->e[k].l;
+            if (l->dead) continue;
+            /* Sent again per slot at once; after a failure, soon. */
+            int64_t t = crossslot ? now : retry_at(l);
+            l->renew_at = t > l->lost_at ? l->lost_at : t;
+        }
+    } else {
+        apply_locked(reg, rd, first, cnt, v);
+    }
+    for (size_t k = first; k < first + cnt; k++) rd->e[k].l->inflight = 0;
+    int done = rd->applied == rd->nreq;
+    if (done) {
+        if (rd->per_slot) reg->per_slot = 1;
+        if (!rd->failed) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
+        end_locked(rd, 0);
+    }
+    pthread_mutex_unlock(&reg->mu);
+    if (done) round_free(rd);
+    return done;
 }

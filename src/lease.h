@@ -41,6 +41,7 @@ struct rlk__lease {
     int64_t margin;          /* lost_at this long before valid_until; 0: default */
     int watchdog;
     int lost;                /* atomic, as valid_until */
+    int inflight;            /* in an asynchronous round whose reply is owed */
     void (*on_lost)(void *ctx, void *owner);
     void *ctx;
     void *owner;             /* what on_lost and destroy are given */
@@ -98,7 +99,7 @@ void rlk__leases_notify_lost(rlk__leases *reg, int locked);
 void rlk__leases_expire(rlk__leases *reg, int64_t now);
 
 /* Milliseconds from now until a round is next due (0: now), or -1 for
- * none. */
+ * none.  A lease whose renewal is in flight is due only at its lost_at. */
 int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now);
 
 /* One lease of a round: held by a reference, with the TTL sent. */
@@ -122,6 +123,10 @@ typedef struct rlk__round {
     rlk_resp_value **replies; /* room for the replies of a round run in one piece */
     int per_slot;
     int all;                 /* a re-check of every lease */
+    int async;               /* replies applied one by one as they come */
+    int failed;              /* ... and one did not come */
+    size_t applied;          /* ... the requests whose reply was applied */
+    size_t first;            /* ... and their leases, from e[0] */
     int64_t start;           /* validity counts from here */
     int64_t end;             /* the first lost_at of its leases */
 } rlk__round;
@@ -132,10 +137,11 @@ typedef struct rlk__round {
  * Plans a round at now (takes the mutex): marks lost the leases whose
  * lost_at has passed; when one is due (all after a reconnect), every
  * watchdog lease not lost joins (one round trip now saves the next
- * ones), held by a reference.  1 planned, 0 nothing due, RLK_ERR_NOMEM
- * (nothing held).
+ * ones), held by a reference.  async: the replies will be applied one
+ * by one (rlk__round_apply_one), and the leases count as inflight until
+ * then.  1 planned, 0 nothing due, RLK_ERR_NOMEM (nothing held).
  */
-int rlk__round_plan(rlk__leases *reg, int64_t now, rlk__round *rd);
+int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd);
 
 /* Builds the round's requests of the renew script s: at most
  * RLK__RENEW_BATCH keys per call, each within one hash slot when
@@ -154,5 +160,15 @@ int rlk__round_crossslot(const rlk_resp_value *v);
  * removed meanwhile) and frees the round.
  */
 void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status);
+
+/*
+ * The reply of an async round's next request (rd->applied), applied as
+ * rlk__round_finish would (takes the mutex); v NULL: it will not come
+ * (the connection closed), and its leases are tried again soon, until
+ * their lost_at.  A CROSSSLOT refusal makes the registry go per slot
+ * and its leases due at once.  After the last request's, the round ends
+ * as rlk__round_finish ends it: 1 then, else 0.
+ */
+int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v);
 
 #endif

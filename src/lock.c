@@ -97,6 +97,11 @@ struct rlk_client {
      * confirm_later; NULL once that was freed), and when it was sent. */
     rlk_lock *unconfirmed;
     int64_t confirm_sent;
+    /* Tick mode's renewal round: sent by one tick, its replies read by
+     * later calls on conn as they come (see send_round). */
+    rlk__round tround;
+    int tround_on;
+    int renew_eval;          /* EVALSHA met NOSCRIPT: the next round sends EVAL */
     char err[512];
 };
 
@@ -1328,7 +1333,7 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 static int renew_round(rlk_client *cl, rlk_conn *c)
 {
     rlk__round rd;
-    int r = rlk__round_plan(&cl->leases, rlk__now_ms(), &rd);
+    int r = rlk__round_plan(&cl->leases, rlk__now_ms(), 0, &rd);
     if (r <= 0) return r;
     rlk_resp_value **replies = rd.replies;
     int64_t end = rd.end;
@@ -1350,16 +1355,110 @@ static int renew_round(rlk_client *cl, rlk_conn *c)
     return r;
 }
 
+/* A reply of tick mode's round, handed over by whichever call on conn
+ * read it (v NULL: the connection closed first). */
+static void round_reply(void *ctx, rlk_conn *c, const rlk_resp_value *v)
+{
+    rlk_client *cl = ctx;
+    (void)c;
+    if (!cl->tround_on) return;
+    if (rlk_reply_error_class(v) == RLK_EC_NOSCRIPT) cl->renew_eval = 1;
+    else if (is_error(v)) cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)v->len, v->str);
+    if (rlk__round_apply_one(&cl->leases, &cl->tround, v)) cl->tround_on = 0;
+}
+
+/*
+ * Tick mode's round: the requests are sent and the replies left to
+ * later calls (ticks, or any call on conn, which reads them ahead of its
+ * own), so that a tick never waits for the server.  EVALSHA, or EVAL
+ * after a NOSCRIPT (its reply comes too late to load the script and
+ * send again: that round's locks are tried again soon).  Connecting,
+ * when conn is closed, still waits (within the round's end).  RLK_OK
+ * (also when nothing is due), or the status of a failed send.
+ */
+static int send_round(rlk_client *cl)
+{
+    rlk__round *rd = &cl->tround;
+    int r = rlk__round_plan(&cl->leases, rlk__now_ms(), 1, rd);
+    if (r <= 0) return r;
+    rlk_conn *c = cl->conn;
+    const rlk_script *s = &cl->scripts[S_RENEW];
+    int eval = cl->renew_eval;
+    rlk__conn_cap(c, rd->end);
+    r = rlk_conn_is_connected(c) ? RLK_OK : rlk_conn_connect(c);
+    if (r == RLK_OK) {
+        size_t nreq = rlk__round_requests(rd, s, rd->per_slot);
+        rlk__cmd *cmds = rlk__malloc(nreq * (sizeof *cmds + 12));
+        char *digits = cmds ? (char *)(cmds + nreq) : NULL;
+        r = cmds ? RLK_OK : rlk__conn_fail(c, RLK_ERR_NOMEM, "renew: out of memory");
+        for (size_t q = 0; cmds && q < nreq; q++) {
+            rlk__cmd *x = &cmds[q];
+            x->nhead = 3;
+            x->head[0] = eval ? "EVAL" : "EVALSHA";
+            x->headlen[0] = eval ? 4 : 7;
+            x->head[1] = eval ? s->text : s->sha1;
+            x->headlen[1] = eval ? s->len : 40;
+            x->head[2] = digits + 12 * q;
+            x->headlen[2] = rlk__utoa(digits + 12 * q, (unsigned)rd->reqs[q].nkeys);
+            x->argc = rd->reqs[q].argc;
+            x->argv = rd->reqs[q].argv;
+            x->argvlen = rd->reqs[q].argvlen;
+        }
+        if (cmds) r = rlk__conn_send_deferred_cmds(c, nreq, cmds, round_reply, cl);
+        rlk__free(cmds);
+    }
+    rlk__conn_cap(c, cl->call_cap);
+    if (r != RLK_OK) {
+        conn_fail(cl, c, r, "renew");
+        rlk__round_finish(&cl->leases, rd, r);
+        return r;
+    }
+    cl->tround_on = 1;
+    if (eval) cl->renew_eval = 0;
+    return RLK_OK;
+}
+
+/* Reads the replies of tick mode's round still owed, waiting for them
+ * (within the round's end): before a blocking round on conn, or the
+ * watchdog thread's. */
+static void settle_round(rlk_client *cl)
+{
+    if (!cl->tround_on) return;
+    int64_t end = cl->tround.end;
+    if (cl->call_cap >= 0 && cl->call_cap < end) end = cl->call_cap;
+    rlk__conn_cap(cl->conn, end);
+    rlk__conn_drain(cl->conn); /* a failure closed conn: the round is over */
+    rlk__conn_cap(cl->conn, cl->call_cap);
+}
+
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
-    /* The caller polls the fd between ticks: what made it readable is
-     * consumed here, or its loop would spin.  The server closing the
-     * connection (a restart, CLIENT KILL) may have taken the keys with
-     * it: every lock is checked now, not when next due. */
-    settle_confirm(cl);
-    if (rlk_conn_is_connected(cl->conn) && rlk_conn_wait_push(cl->conn, 0) < 0)
+    /* The caller polls the fd between ticks: what made it readable
+     * (replies of a round or a confirmation, push messages) is consumed
+     * here without waiting, or its loop would spin.  The server closing
+     * the connection (a restart, CLIENT KILL) may have taken the keys
+     * with it: every lock is checked now, not when next due. */
+    int r = RLK_OK, owed = cl->tround_on, pr = rlk__conn_poll_replies(cl->conn);
+    if (pr != RLK_OK) {
         __atomic_store_n(&cl->leases.recheck_all, 1, __ATOMIC_RELAXED);
-    int r = renew_round(cl, cl->conn);
+        /* The round's replies went with the connection: it failed. */
+        if (owed) r = conn_fail(cl, cl->conn, pr, "renew");
+    }
+    if (cl->tround_on && rlk__now_ms() >= cl->tround.end) {
+        /* No reply by the time the first of its locks is reported lost:
+         * the connection is given up, as a blocking round's timeout
+         * would; the locks still valid are tried on a new one. */
+        r = cl_fail(cl, RLK_ERR_TIMEOUT, "renew: no reply from the server in time");
+        rlk_conn_close(cl->conn); /* the round ends with it */
+    }
+    if (!cl->tround_on) {
+        int rr = send_round(cl);
+        if (r == RLK_OK) r = rr;
+    } else {
+        pthread_mutex_lock(&cl->leases.mu);
+        rlk__leases_expire(&cl->leases, rlk__now_ms());
+        pthread_mutex_unlock(&cl->leases.mu);
+    }
     pthread_mutex_lock(&cl->leases.mu);
     if (next_ms) *next_ms = rlk__leases_next_due(&cl->leases, rlk__now_ms());
     pthread_mutex_unlock(&cl->leases.mu);
@@ -1370,6 +1469,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 static int64_t tick_in_wait(rlk_client *cl)
 {
     if (cl->thread_running || !cl->leases.head) return -1;
+    settle_round(cl);
     renew_round(cl, cl->conn); /* a failure: validity decides, the next try comes soon */
     pthread_mutex_lock(&cl->leases.mu);
     int64_t next = rlk__leases_next_due(&cl->leases, rlk__now_ms());
@@ -1403,6 +1503,7 @@ static void *watchdog_main(void *arg)
 int rlk_client_watchdog_start(rlk_client *cl)
 {
     if (cl->thread_running) return RLK_OK;
+    settle_round(cl);
     cl->wd_conn = new_conn(cl, 0);
     if (!cl->wd_conn) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     int r = rlk_conn_connect(cl->wd_conn);
