@@ -1148,7 +1148,7 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
     }
     int t = rlk__conn_timeout_ms(cl->conn);
     snprintf(life, sizeof life, "%d", t < 0 ? 60000 : t < 500 ? 1000 : 2 * t);
-    const char *argv[7];
+    const char *argv[8]; /* and the flag of a re-send */
     int n = 0;
     argv[n++] = name;
     argv[n++] = keys + K_QUEUE * cap;
