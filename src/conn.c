@@ -22,6 +22,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@
 #define DEFAULT_MAX_REPLY_BYTES (64u << 20)
 #define READ_CHUNK 16384
 #define ARENA_INLINE 4096
+#define OWED_MAX 4
+#define POLL_READS 64
 
 struct rlk_conn {
     rlk_conn_config cfg;      /* strings below are our own copies */
@@ -62,10 +65,15 @@ struct rlk_conn {
     int64_t last_io_ms;       /* when the last call started */
     uint64_t rng;
     /* Replies still owed to requests sent with rlk__conn_send_deferred,
-     * handed to the callback as they come, ahead of later replies. */
+     * handed to their callbacks as they come, ahead of later replies:
+     * deferred in all, in runs of one callback each, oldest first. */
     int deferred;
-    void (*deferred_cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply);
-    void *deferred_ctx;
+    struct owed {
+        void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply);
+        void *ctx;
+        int n;
+    } owed[OWED_MAX];
+    int nowed;
     rlk__script_state scripts;
     rlk_conn_info info;
     char err[512];
@@ -171,13 +179,23 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     return c;
 }
 
+/* Hands v (NULL: it will not come) to the callback of the oldest reply
+ * owed. */
+static void owe_next(rlk_conn *c, const rlk_resp_value *v)
+{
+    struct owed o = c->owed[0];
+    if (--c->owed[0].n == 0) {
+        c->nowed--;
+        memmove(c->owed, c->owed + 1, (size_t)c->nowed * sizeof c->owed[0]);
+    }
+    c->deferred--;
+    if (o.cb) o.cb(o.ctx, c, v);
+}
+
 void rlk_conn_close(rlk_conn *c)
 {
     /* Replies still owed will not come: their callbacks learn it. */
-    while (c->deferred) {
-        c->deferred--;
-        if (c->deferred_cb) c->deferred_cb(c->deferred_ctx, c, NULL);
-    }
+    while (c->deferred) owe_next(c, NULL);
     rlk__transport_close(&c->t);
     c->rx.len = 0;
     c->rx_off = 0;
@@ -395,8 +413,7 @@ static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
 static int take_deferred(rlk_conn *c, rlk_resp_value *v)
 {
     if (!c->deferred || is_push(c, v) || v->type == RLK_RESP_PUSH) return 0;
-    c->deferred--;
-    if (c->deferred_cb) c->deferred_cb(c->deferred_ctx, c, v);
+    owe_next(c, v);
     after_push(c);
     return 1;
 }
@@ -983,19 +1000,43 @@ int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t 
     return flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
 }
 
+int rlk__conn_send_deferred_cmds(rlk_conn *c, size_t n, const rlk__cmd *cmds,
+                                 void (*cb)(void *ctx, rlk_conn *c,
+                                            const rlk_resp_value *reply),
+                                 void *ctx)
+{
+    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
+    int same = c->nowed && c->owed[c->nowed - 1].cb == cb && c->owed[c->nowed - 1].ctx == ctx;
+    if (!same && c->nowed == OWED_MAX)
+        return set_err(c, RLK_ERR_INVALID, "too many callbacks of deferred replies");
+    if (n == 0 || n > (size_t)(INT_MAX - c->deferred))
+        return set_err(c, RLK_ERR_INVALID, "no command, or too many, to send");
+    begin_call(c);
+    for (size_t i = 0; i < n; i++) {
+        if (!cmd_ok(&cmds[i]))
+            return set_err(c, RLK_ERR_INVALID, "deferred request %zu is malformed", i);
+        int r = check_command(c, &cmds[i]);
+        if (r == RLK_OK) r = encode_cmd(&c->tx, &cmds[i]);
+        if (r != RLK_OK) {
+            c->tx.len = 0;
+            return r == RLK_ERR_INVALID ? r : set_err(c, r, "cannot encode the command");
+        }
+    }
+    int r = flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
+    if (r != RLK_OK) return r;
+    if (!same) c->owed[c->nowed++] = (struct owed){cb, ctx, 0};
+    c->owed[c->nowed - 1].n += (int)n;
+    c->deferred += (int)n;
+    return RLK_OK;
+}
+
 int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
                             const size_t *argvlen,
                             void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
                             void *ctx)
 {
-    if (c->deferred && (c->deferred_cb != cb || c->deferred_ctx != ctx))
-        return set_err(c, RLK_ERR_INVALID, "another deferred reply is owed");
-    int r = rlk__conn_send(c, argc, argv, argvlen);
-    if (r != RLK_OK) return r;
-    c->deferred++;
-    c->deferred_cb = cb;
-    c->deferred_ctx = ctx;
-    return RLK_OK;
+    rlk__cmd q = {.argc = argc, .argv = argv, .argvlen = argvlen};
+    return rlk__conn_send_deferred_cmds(c, 1, &q, cb, ctx);
 }
 
 int rlk__conn_drain(rlk_conn *c)
@@ -1044,14 +1085,20 @@ int rlk_conn_unsubscribe(rlk_conn *c, const char *channel, size_t len)
     return sub_command(c, "UNSUBSCRIBE", channel, len);
 }
 
-int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
+/*
+ * Reads what comes while no command waits: deferred replies go to their
+ * callbacks, push messages to on_push.  poll: take only what has come,
+ * in at most POLL_READS reads (a server that keeps sending leaves the fd
+ * readable for the next call), and return RLK_OK; else return 1 at the
+ * first push message (not a subscription confirmation) or 0 at the
+ * deadline.  A failure closes c.
+ */
+static int read_idle(rlk_conn *c, int64_t deadline, int poll, const char *doing)
 {
-    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
-    begin_call(c);
-    int64_t deadline = deadline_after(c, timeout_ms);
+    int fills = 0;
     for (int read = 0;; read = 1) {
         rlk_resp_value *v;
-        int r = parse_one(c, &v, "waiting for messages");
+        int r = parse_one(c, &v, doing);
         if (r < 0) return r;
         if (r > 0) {
             if (take_deferred(c, v)) continue;
@@ -1061,16 +1108,34 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
             }
             int confirmation = v->type == RLK_RESP_PUSH && is_sub_confirmation(v);
             deliver_push(c, v);
+            if (poll) {
+                if (c->t.fd < 0) return RLK_ERR_CLOSED;
+                continue;
+            }
             if (!confirmation) return 1;
             if (c->t.fd < 0 || expired(deadline)) return 0;
             continue;
         }
         /* A partial reply stays in rx: the next call parses it again. */
-        if (read && expired(deadline)) return 0;
-        r = fill(c, deadline, "waiting for messages", 1);
-        if (r == RLK_ERR_TIMEOUT) return 0;
+        if (poll ? fills++ == POLL_READS : read && expired(deadline)) return poll ? RLK_OK : 0;
+        r = fill(c, poll ? 0 : deadline, doing, 1);
+        if (r == RLK_ERR_TIMEOUT) return poll ? RLK_OK : 0;
         if (r != RLK_OK) return r;
     }
+}
+
+int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
+{
+    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
+    begin_call(c);
+    return read_idle(c, deadline_after(c, timeout_ms), 0, "waiting for messages");
+}
+
+int rlk__conn_poll_replies(rlk_conn *c)
+{
+    if (c->t.fd < 0) return RLK_OK;
+    begin_call(c);
+    return read_idle(c, 0, 1, "reading owed replies");
 }
 
 /* ------------------------------------------------------------------ */

@@ -51,15 +51,32 @@ int rlk__conn_ensure(rlk_conn *c);
 int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
 
 /* Sends a command whose reply is not waited for: it is handed to cb
- * (reply NULL when the connection closed before it came) by whichever
- * later call on c reads it, ahead of that call's own replies, so that the
- * next command is sent without waiting.  One callback and context at a
- * time (RLK_ERR_INVALID for another while replies are owed).  Statuses as
- * rlk__conn_send. */
+ * (reply NULL when the connection closed before it came; valid during
+ * the call only) by whichever later call on c reads it, ahead of that
+ * call's own replies, so that the next command is sent without waiting.
+ * Replies owed to several callbacks go to each in the order sent; up to
+ * 4 runs of replies of different callbacks (or contexts) may be owed at
+ * once (RLK_ERR_INVALID for a fifth).  No reconnect: RLK_ERR_CLOSED when
+ * c is not connected.  Statuses as rlk__conn_send. */
 int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
                             const size_t *argvlen,
                             void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
                             void *ctx);
+
+/* rlk__conn_send_deferred for n commands, written at once, each reply
+ * handed to cb.  RLK_ERR_INVALID (nothing sent) for a malformed or
+ * refused command. */
+int rlk__conn_send_deferred_cmds(rlk_conn *c, size_t n, const rlk__cmd *cmds,
+                                 void (*cb)(void *ctx, rlk_conn *c,
+                                            const rlk_resp_value *reply),
+                                 void *ctx);
+
+/* Takes what the socket has now, without waiting: hands complete
+ * deferred replies to their callbacks and push messages to on_push; a
+ * partial reply waits for the next call.  For an event loop, when c's fd
+ * is readable.  RLK_OK (also when not connected), or a failure that
+ * closed c (the callbacks of the replies owed then got NULL). */
+int rlk__conn_poll_replies(rlk_conn *c);
 
 /* Reads until no deferred reply is owed, within the command timeout.
  * RLK_OK, or a failure that closed c (the callbacks then got NULL). */

@@ -16,6 +16,8 @@
 #include "clock.h"
 #include "internal.h"
 #include "lua.h"
+#include "script.h"
+#include "lease.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,9 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_DRIFT_MS 2
 #define DEFAULT_RECHECK_MS 1000
-#define RENEW_BATCH 1000
 #define RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
 
 /* ------------------------------------------------------------------ */
@@ -49,7 +49,6 @@ static const char *const script_text[S_COUNT] = {rlk__lua_acquire, rlk__lua_rele
 
 struct rlk_lock {
     rlk_client *cl;
-    rlk_lock *prev, *next;   /* the client's held locks */
     char *name;              /* with the derived keys, one allocation */
     char *queue_key;         /* waiting in line: see src/lua/acquire.lua */
     char *waiters_key;
@@ -57,25 +56,15 @@ struct rlk_lock {
     char *channel;           /* published on release */
     char token[96];          /* simple: random hex; reentrant: field */
     rlk_lock_kind kind;
-    int64_t ttl;
-    int64_t valid_until;     /* monotonic ms */
-    int64_t renew_at;
-    int64_t lost_at;         /* report lost by then, before valid_until */
-    int64_t margin;          /* lost_at this long before valid_until; 0: default */
     uint64_t fence;
     int64_t holds;
-    int watchdog;
-    int lost;
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
-    rlk_lock *lost_next;     /* on the client's list of on_lost calls due */
-    int lost_pending;
-    unsigned slot;           /* the name's Cluster hash slot */
-    /* A renewal round in flight holds a reference (the client's mutex is
+    /* Its TTL, validity and renewal, in the client's lease registry.  A
+     * renewal round in flight holds a reference (the registry's mutex is
      * not held across its I/O); a handle released or forgotten meanwhile
      * is unlinked and marked dead, and the round frees it. */
-    int refs;
-    int dead;
+    rlk__lease lease;
 };
 
 struct rlk_client {
@@ -84,7 +73,6 @@ struct rlk_client {
     char client_id[64];
     rlk_conn *conn;
     rlk_conn *sub;           /* RESP2 only: a connection for waiting */
-    rlk_lock *lost_head;     /* on_lost calls due (see notify_lost) */
     rlk_lock *waiting;       /* the lock being waited for, if any */
     int handed;              /* ... was handed over: its fence in handed_fence */
     uint64_t handed_fence;
@@ -96,17 +84,12 @@ struct rlk_client {
     int sub_handoff;
     char *sub_release;       /* the release channel subscribed, or NULL */
     rlk_script scripts[S_COUNT];
-    rlk_lock *locks;
-    pthread_mutex_t mu;      /* the lock list, when the watchdog thread runs */
+    rlk__leases leases;      /* the locks held; its mutex when the watchdog thread runs */
     pthread_t thread;
     int thread_running;
     int stop_pipe[2];        /* wakes the thread: to stop, or to look again */
     int stopping;
     rlk_conn *wd_conn;       /* the watchdog thread's own connection */
-    int recheck_all;         /* a reconnect happened: re-check every lock */
-    /* A cluster-enabled server refused a round's keys of several slots
-     * (CROSSSLOT): renewals go one script call per slot from then on. */
-    int per_slot;
     /* The deadline of the call under way on conn (acquire, release...),
      * -1 for none: a renewal round inside a wait keeps within it. */
     int64_t call_cap;
@@ -115,6 +98,11 @@ struct rlk_client {
      * confirm_later; NULL once that was freed), and when it was sent. */
     rlk_lock *unconfirmed;
     int64_t confirm_sent;
+    /* Tick mode's renewal round: sent by one tick, its replies read by
+     * later calls on conn as they come (see send_round). */
+    rlk__round tround;
+    int tround_on;
+    int renew_eval;          /* the script was missing: the next round sends EVAL */
     char err[512];
 };
 
@@ -242,7 +230,7 @@ static void on_connect(void *ctx, rlk_conn *c, int reconnected)
     (void)c;
     rlk_client *cl = ctx;
     if (reconnected) {
-        __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&cl->leases.recheck_all, 1, __ATOMIC_RELAXED);
         wake_watchdog(cl);
     }
 }
@@ -327,7 +315,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     if (cfg) cl->cfg = *cfg;
     cl->stop_pipe[0] = cl->stop_pipe[1] = -1;
     cl->call_cap = -1;
-    if (!cl->cfg.drift_ms) cl->cfg.drift_ms = DEFAULT_DRIFT_MS;
+    if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
     if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
     if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = DEFAULT_RECHECK_MS;
     if (cl->cfg.client_id) {
@@ -361,7 +349,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
         return NULL;
     }
     cl->conn = new_conn(cl, 0);
-    if (!cl->conn || pthread_mutex_init(&cl->mu, NULL) != 0) {
+    if (!cl->conn || rlk__leases_init(&cl->leases, &cl->cfg) != 0) {
         rlk_conn_free(cl->conn);
         rlk__free(cl->strings);
         rlk__free(cl);
@@ -386,39 +374,17 @@ static void free_lock(rlk_lock *l)
     rlk__free(l);
 }
 
-/* Takes a handle off the client's lists, with cl->mu held.  1 when the
- * caller may free it now; 0 when a renewal round in flight holds it: the
- * round frees it when it is done. */
-static int unlink_locked(rlk_client *cl, rlk_lock *l)
-{
-    if (l->lost_pending) {
-        /* An on_lost call released another lost lock before its turn. */
-        for (rlk_lock **pp = &cl->lost_head; *pp; pp = &(*pp)->lost_next)
-            if (*pp == l) {
-                *pp = l->lost_next;
-                break;
-            }
-        l->lost_pending = 0;
-    }
-    if (l->prev) l->prev->next = l->next;
-    else if (cl->locks == l) cl->locks = l->next;
-    if (l->next) l->next->prev = l->prev;
-    l->prev = l->next = NULL;
-    if (l->refs) {
-        l->dead = 1;
-        return 0;
-    }
-    return 1;
-}
+/* A handle whose last renewal round ended after it was dropped. */
+static void destroy_lock(void *owner) { free_lock(owner); }
 
 /* Unlinks and frees a handle (now, or at the end of the round that
  * holds it).  No network I/O: it never waits for a renewal round. */
 static void drop_lock(rlk_client *cl, rlk_lock *l)
 {
     if (cl->unconfirmed == l) cl->unconfirmed = NULL; /* its reply is read and dropped */
-    pthread_mutex_lock(&cl->mu);
-    int now = unlink_locked(cl, l);
-    pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_lock(&cl->leases.mu);
+    int now = rlk__lease_unlink(&cl->leases, &l->lease);
+    pthread_mutex_unlock(&cl->leases.mu);
     if (now) free_lock(l);
 }
 
@@ -427,11 +393,11 @@ void rlk_client_free(rlk_client *cl)
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
     settle_confirm(cl);
-    while (cl->locks) drop_lock(cl, cl->locks);
+    while (cl->leases.head) drop_lock(cl, cl->leases.head->owner);
     rlk_conn_free(cl->conn);
     rlk_conn_free(cl->sub);
     rlk__free(cl->sub_release);
-    pthread_mutex_destroy(&cl->mu);
+    rlk__leases_destroy(&cl->leases);
     rlk__free(cl->strings);
     rlk__free(cl);
 }
@@ -535,10 +501,10 @@ static void confirm_reply(void *ctx, rlk_conn *c, const rlk_resp_value *v)
     (void)c;
     cl->unconfirmed = NULL;
     if (!l || !v || v->type != RLK_RESP_INTEGER) return;
-    pthread_mutex_lock(&cl->mu);
-    if (v->integer >= 0) set_validity(l, cl->confirm_sent, l->ttl);
+    pthread_mutex_lock(&cl->leases.mu);
+    if (v->integer >= 0) set_validity(l, cl->confirm_sent, l->lease.ttl);
     else mark_lost(l);
-    pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_unlock(&cl->leases.mu);
 }
 
 /* Reads a handoff's confirmation still owed, now (tick, forget, free). */
@@ -588,55 +554,14 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
     return RLK_OK;
 }
 
-/* When to report a lost lock, by default: a tenth of the TTL (at least
- * 5 ms) before its validity ends, so the holder still has time to stop;
- * rlk_lock_options.lost_margin_ms asks for more. */
-static int64_t lost_margin(int64_t ttl)
-{
-    int64_t m = ttl / 10;
-    return m < 5 ? 5 : m;
-}
-
-int64_t rlk_plan_drift_ms(const rlk_client_config *cfg, int64_t ttl_ms)
-{
-    return ttl_ms / 100 + (cfg && cfg->drift_ms ? cfg->drift_ms : DEFAULT_DRIFT_MS);
-}
-
-int64_t rlk_plan_valid_ms(const rlk_client_config *cfg, int64_t ttl_ms)
-{
-    return ttl_ms - rlk_plan_drift_ms(cfg, ttl_ms);
-}
-
-int64_t rlk_plan_renew_period_ms(const rlk_client_config *cfg, int64_t ttl_ms)
-{
-    return ttl_ms / (cfg && cfg->renew_divisor > 0 ? cfg->renew_divisor : 3);
-}
-
-int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
-                               int64_t lost_margin_ms)
-{
-    int64_t m = lost_margin(ttl_ms);
-    return rlk_plan_valid_ms(cfg, ttl_ms) - (lost_margin_ms > m ? lost_margin_ms : m);
-}
-
 static int64_t drift(const rlk_client *cl, int64_t ttl)
 {
     return rlk_plan_drift_ms(&cl->cfg, ttl);
 }
 
-/* valid_until and lost are read by rlk_lock_remaining_ms and
- * rlk_lock_is_lost from any thread while the watchdog thread writes them. */
 static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
 {
-    rlk_client *cl = l->cl;
-    __atomic_store_n(&l->valid_until, start + rlk_plan_valid_ms(&cl->cfg, ttl),
-                     __ATOMIC_RELAXED);
-    l->lost_at = start + rlk_plan_lost_after_ms(&cl->cfg, ttl, l->margin);
-    l->renew_at = start + rlk_plan_renew_period_ms(&cl->cfg, ttl);
-    /* With a large margin, the first renewal must still come before the
-     * lock is reported lost. */
-    if (l->renew_at > l->lost_at - (l->lost_at - start) / 3)
-        l->renew_at = start + (l->lost_at - start) / 3;
+    rlk__lease_set_validity(&l->cl->leases, &l->lease, start, ttl);
 }
 
 /* ------------------------------------------------------------------ */
@@ -676,6 +601,14 @@ static void make_keys(const char *name, char *buf, size_t cap)
     memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1 + n, "}", 2);
 }
 
+/* The lease's on_lost: the lock's, with the handle. */
+static void lock_lost(void *ctx, void *owner)
+{
+    rlk_lock *l = owner;
+    (void)ctx;
+    l->on_lost(l->ctx, l);
+}
+
 static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
 {
     size_t cap = key_cap(name);
@@ -693,13 +626,20 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     l->tomb_key = l->name + K_TOMB * cap;
     l->channel = l->name + K_CHANNEL * cap;
     l->cl = cl;
-    l->slot = keyslot(name, strlen(name));
     l->kind = o->kind;
-    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
-    l->watchdog = o->watchdog;
     l->on_lost = o->on_lost;
-    l->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
     l->ctx = o->ctx;
+    rlk__lease *e = &l->lease;
+    e->key = l->name;
+    e->token = l->token;
+    e->kind = o->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
+    e->slot = keyslot(name, strlen(name));
+    e->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    e->watchdog = o->watchdog;
+    e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
+    e->on_lost = o->on_lost ? lock_lost : NULL;
+    e->owner = l;
+    e->destroy = destroy_lock;
     return l;
 }
 
@@ -773,7 +713,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
                        int64_t *pttl)
 {
     char ttl[24], ls[24], cs[24], m[2] = {mode ? (char)mode : '0', 0};
-    snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)l->lease.ttl);
     rlk_resp_value *v;
     int64_t start = rlk__now_ms();
     int reentrant = l->kind == RLK_LOCK_REENTRANT, r;
@@ -786,7 +726,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
         }
         l->fence = fence;
         l->holds = 1;
-        set_validity(l, start, l->ttl);
+        set_validity(l, start, l->lease.ttl);
         return 1;
     }
     snprintf(ls, sizeof ls, "%lld", (long long)lease);
@@ -804,7 +744,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     }
     l->fence = (uint64_t)x;
     if (int_at(v, 2, &l->holds) || l->holds < 1) l->holds = 1;
-    set_validity(l, start, l->ttl);
+    set_validity(l, start, l->lease.ttl);
     return 1;
 }
 
@@ -818,7 +758,7 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
 static int confirm_handoff(rlk_client *cl, rlk_lock *l)
 {
     char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
+    snprintf(ms, sizeof ms, "%lld", (long long)l->lease.ttl);
     const char *argv[5] = {l->name, l->token, ms, "set",
                            l->kind == RLK_LOCK_REENTRANT ? "r" : "s"};
     rlk_resp_value *v;
@@ -830,7 +770,7 @@ static int confirm_handoff(rlk_client *cl, rlk_lock *l)
     if (v->integer < 0) return 0;
     l->fence = cl->handed_fence;
     l->holds = 1;
-    set_validity(l, start, l->ttl);
+    set_validity(l, start, l->lease.ttl);
     return 1;
 }
 
@@ -920,9 +860,9 @@ static int subscribe(rlk_client *cl, rlk_conn *sub, const rlk_lock *l)
 static int confirm_later(rlk_client *cl, rlk_lock *l, int64_t since, int64_t claim)
 {
     int64_t now = rlk__now_ms(), until = since + claim - drift(cl, claim);
-    if (l->watchdog || until - now < claim / 4 || !rlk_conn_is_connected(cl->conn)) return 0;
+    if (l->lease.watchdog || until - now < claim / 4 || !rlk_conn_is_connected(cl->conn)) return 0;
     char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
+    snprintf(ms, sizeof ms, "%lld", (long long)l->lease.ttl);
     /* EVAL, not EVALSHA: a NOSCRIPT read later could not be retried. */
     const char *argv[8] = {"EVAL", cl->scripts[S_EXTEND].text, "1", l->name, l->token, ms,
                            "set", l->kind == RLK_LOCK_REENTRANT ? "r" : "s"};
@@ -946,12 +886,14 @@ static int64_t tick_in_wait(rlk_client *cl);
 static const rlk_lock *held_before(rlk_client *cl, const rlk_lock *l)
 {
     const rlk_lock *found = NULL;
-    pthread_mutex_lock(&cl->mu);
-    for (const rlk_lock *h = cl->locks; h && !found; h = h->next)
-        if (h->kind == RLK_LOCK_REENTRANT && !h->lost && strcmp(h->name, l->name) == 0 &&
+    pthread_mutex_lock(&cl->leases.mu);
+    for (const rlk__lease *e = cl->leases.head; e && !found; e = e->next) {
+        const rlk_lock *h = e->owner;
+        if (h->kind == RLK_LOCK_REENTRANT && !e->lost && strcmp(h->name, l->name) == 0 &&
             strcmp(h->token, l->token) == 0)
             found = h;
-    pthread_mutex_unlock(&cl->mu);
+    }
+    pthread_mutex_unlock(&cl->leases.mu);
     return found;
 }
 
@@ -1025,8 +967,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * it the lock for a claim of a slice and a second, until it confirms:
      * a waiter paused meanwhile holds the lock up that long at most. */
     int64_t slice = cl->cfg.recheck_ms;
-    if (l->ttl / 3 < slice) slice = l->ttl / 3 > 10 ? l->ttl / 3 : 10;
-    int64_t lease = 2 * slice + 200, claim = slice + 1000 < l->ttl ? slice + 1000 : l->ttl;
+    int64_t ttl = l->lease.ttl;
+    if (ttl / 3 < slice) slice = ttl / 3 > 10 ? ttl / 3 : 10;
+    int64_t lease = 2 * slice + 200, claim = slice + 1000 < ttl ? slice + 1000 : ttl;
     const rlk_lock *before = l->kind == RLK_LOCK_REENTRANT ? held_before(cl, l) : NULL;
     uint64_t before_fence = before ? before->fence : 0;
     rlk_conn *sub = NULL;
@@ -1164,12 +1107,8 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     /* Another hold of a lock this client holds keeps that hold's fence
      * (the script gives the clock's time now). */
     if (before_fence && l->holds > 1) l->fence = before_fence;
-    pthread_mutex_lock(&cl->mu);
-    l->next = cl->locks;
-    if (cl->locks) cl->locks->prev = l;
-    cl->locks = l;
-    pthread_mutex_unlock(&cl->mu);
-    if (l->watchdog) wake_watchdog(cl);
+    rlk__lease_add(&cl->leases, &l->lease);
+    if (l->lease.watchdog) wake_watchdog(cl);
     *out = l;
     return RLK_OK;
 }
@@ -1244,11 +1183,11 @@ int rlk_lock_release(rlk_lock *l)
     int64_t res = 0;
     /* No renewal of a lock being released: it would find the key gone
      * and report a loss that is none. */
-    pthread_mutex_lock(&cl->mu);
-    l->watchdog = 0;
-    pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_lock(&cl->leases.mu);
+    l->lease.watchdog = 0;
+    pthread_mutex_unlock(&cl->leases.mu);
     int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token,
-                         __atomic_load_n(&l->valid_until, __ATOMIC_RELAXED), &res);
+                         __atomic_load_n(&l->lease.valid_until, __ATOMIC_RELAXED), &res);
     drop_lock(cl, l);
     return r;
 }
@@ -1284,41 +1223,14 @@ static int extend_keys(rlk_client *cl, rlk_lock_kind kind, const char *name, con
     return RLK_OK;
 }
 
-/* Marks a lock lost (with cl->mu held) and queues its on_lost call for
- * notify_lost. */
-static void mark_lost(rlk_lock *l)
-{
-    if (l->lost) return;
-    __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&l->valid_until, 0, __ATOMIC_RELAXED);
-    if (l->on_lost && !l->lost_pending) {
-        l->lost_pending = 1;
-        l->lost_next = l->cl->lost_head;
-        l->cl->lost_head = l;
-    }
-}
+/* Marks a lock lost (with the registry's mutex held) and queues its
+ * on_lost call. */
+static void mark_lost(rlk_lock *l) { rlk__lease_mark_lost(&l->cl->leases, &l->lease); }
 
-/*
- * Makes the queued on_lost calls, once each.  Called with cl->mu released
- * (locked = 0: tick mode, extend), the callback may call into the client,
- * release the lock among others.  The watchdog thread calls with the
- * mutex held (locked = 1): another thread could free a handle the moment
- * the mutex is released, so there the callback must not call the client's
- * functions (see rlk_lock_options).
- */
+/* The on_lost calls due (see rlk__leases_notify_lost). */
 static void notify_lost(rlk_client *cl, int locked)
 {
-    for (;;) {
-        if (!locked) pthread_mutex_lock(&cl->mu);
-        rlk_lock *l = cl->lost_head;
-        if (l) {
-            cl->lost_head = l->lost_next;
-            l->lost_pending = 0;
-        }
-        if (!locked) pthread_mutex_unlock(&cl->mu);
-        if (!l) return;
-        l->on_lost(l->ctx, l);
-    }
+    rlk__leases_notify_lost(&cl->leases, locked);
 }
 
 int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
@@ -1328,19 +1240,19 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
         return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
     int64_t start = rlk__now_ms(), after = 0;
     int r = extend_keys(cl, l->kind, l->name, l->token, ms, how, &after);
-    pthread_mutex_lock(&cl->mu);
+    pthread_mutex_lock(&cl->leases.mu);
     if (r == RLK_OK) {
         /* A set TTL becomes the lock's TTL; an added time is a one-off
          * and renewals go on with the TTL the lock had. */
-        if (how == RLK_EXTEND_SET) l->ttl = ms;
+        if (how == RLK_EXTEND_SET) l->lease.ttl = ms;
         set_validity(l, start, after);
     } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) {
         mark_lost(l);
     }
-    pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_unlock(&cl->leases.mu);
     notify_lost(cl, 0);
     /* A shorter TTL makes the renewal due sooner. */
-    if (r == RLK_OK && l->watchdog) wake_watchdog(cl);
+    if (r == RLK_OK && l->lease.watchdog) wake_watchdog(cl);
     return r;
 }
 
@@ -1392,230 +1304,172 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 
 int64_t rlk_lock_remaining_ms(const rlk_lock *l)
 {
-    if (__atomic_load_n(&l->lost, __ATOMIC_RELAXED)) return 0;
-    int64_t left = __atomic_load_n(&l->valid_until, __ATOMIC_RELAXED) - rlk__now_ms();
+    if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED)) return 0;
+    int64_t left = __atomic_load_n(&l->lease.valid_until, __ATOMIC_RELAXED) - rlk__now_ms();
     return left > 0 ? left : 0;
 }
 
-int rlk_lock_is_lost(const rlk_lock *l) { return __atomic_load_n(&l->lost, __ATOMIC_RELAXED); }
+int rlk_lock_is_lost(const rlk_lock *l)
+{
+    return __atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED);
+}
 uint64_t rlk_lock_fence(const rlk_lock *l) { return l->fence; }
 const char *rlk_lock_token(const rlk_lock *l) { return l->token; }
 const char *rlk_lock_name(const rlk_lock *l) { return l->name; }
-int64_t rlk_lock_ttl_ms(const rlk_lock *l) { return l->ttl; }
+int64_t rlk_lock_ttl_ms(const rlk_lock *l) { return l->lease.ttl; }
 int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 
 /* ------------------------------------------------------------------ */
 /* Watchdog                                                             */
 
-/* One lock of a renewal round: held by a reference, with the TTL sent. */
-struct renewal {
-    rlk_lock *l;
-    int64_t ttl;
-    char ttls[24];
-    size_t ttls_len;
-};
-
-/* Orders a round's locks by hash slot, for a cluster. */
-static int by_slot(const void *a, const void *b)
-{
-    unsigned x = ((const struct renewal *)a)->l->slot, y = ((const struct renewal *)b)->l->slot;
-    return x < y ? -1 : x > y;
-}
-
-/* A round's requests for e[0..n): script calls of at most RENEW_BATCH
- * keys, each within one hash slot when per_slot.  Request q's arguments
- * (keys, the kinds, then a token and a TTL per key: 3 cnt + 1) start at
- * argv[3 first + q].  Returns the number of requests. */
-static size_t renew_requests(rlk_client *cl, struct renewal *e, size_t n, int per_slot,
-                             char *kinds, rlk_request *reqs, const char **argv, size_t *lens)
-{
-    size_t nreq = 0, first = 0;
-    if (per_slot) qsort(e, n, sizeof *e, by_slot);
-    while (first < n) {
-        size_t cnt = 1;
-        while (first + cnt < n && cnt < RENEW_BATCH &&
-               (!per_slot || e[first + cnt].l->slot == e[first].l->slot))
-            cnt++;
-        const char **a = argv + 3 * first + nreq;
-        size_t *al = lens + 3 * first + nreq;
-        for (size_t i = 0; i < cnt; i++) {
-            const struct renewal *x = &e[first + i];
-            kinds[first + i] = x->l->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
-            a[i] = x->l->name;
-            al[i] = strlen(x->l->name);
-            a[cnt + 1 + 2 * i] = x->l->token;
-            al[cnt + 1 + 2 * i] = strlen(x->l->token);
-            a[cnt + 2 + 2 * i] = x->ttls;
-            al[cnt + 2 + 2 * i] = x->ttls_len;
-        }
-        a[cnt] = kinds + first;
-        al[cnt] = cnt;
-        reqs[nreq].script = &cl->scripts[S_RENEW];
-        reqs[nreq].nkeys = (int)cnt;
-        reqs[nreq].argc = (int)(3 * cnt + 1);
-        reqs[nreq].argv = a;
-        reqs[nreq].argvlen = al;
-        nreq++;
-        first += cnt;
-    }
-    return nreq;
-}
-
-static int is_crossslot(const rlk_resp_value *v)
-{
-    return is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
-}
-
 /*
  * Renews the due locks on connection c (all of them after a reconnect),
- * in one round trip: every watchdog lock held, not only those due (one
- * round trip now saves the next ones).  The client's mutex is held only
- * to pick the locks and to apply the results, never across the network:
- * a lock released or forgotten meanwhile is freed by the round.  The
- * whole round (connect included) ends before the first lock is due to be
- * reported lost.  Failures are recorded on the client only when c is the
- * client's own connection: the watchdog thread must not write the
- * message the client's thread reads.
+ * in one round trip: the registry plans the round and applies its
+ * replies; the client's mutex is held only for those two, never across
+ * the network.  The whole round (connect included) ends before the
+ * first lock is due to be reported lost.  Failures are recorded on the
+ * client only when c is the client's own connection: the watchdog
+ * thread must not write the message the client's thread reads.
  */
 static int renew_round(rlk_client *cl, rlk_conn *c)
 {
-    pthread_mutex_lock(&cl->mu);
-    int64_t now = rlk__now_ms(), end = -1;
-    int all = __atomic_load_n(&cl->recheck_all, __ATOMIC_RELAXED), per_slot = cl->per_slot;
-    size_t due = 0, n = 0;
-    for (rlk_lock *l = cl->locks; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
-        if (now >= l->lost_at) {
-            mark_lost(l);
-            continue;
-        }
-        n++;
-        if (all || now >= l->renew_at) due++;
-        if (end < 0 || l->lost_at < end) end = l->lost_at;
-    }
-    if (!due) {
-        pthread_mutex_unlock(&cl->mu);
-        return RLK_OK;
-    }
-    struct renewal *e = rlk__malloc(sizeof *e * n);
-    rlk_request *reqs = rlk__malloc(sizeof *reqs * n);
-    const char **argv = rlk__malloc(sizeof *argv * 4 * n);
-    size_t *lens = rlk__malloc(sizeof *lens * 4 * n);
-    char *kinds = rlk__malloc(n);
-    rlk_resp_value **replies = rlk__malloc(sizeof *replies * n);
-    int r = RLK_ERR_NOMEM;
-    if (!e || !reqs || !argv || !lens || !kinds || !replies) {
-        pthread_mutex_unlock(&cl->mu);
-        goto out;
-    }
-    size_t i = 0;
-    for (rlk_lock *l = cl->locks; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
-        l->refs++;
-        e[i].l = l;
-        e[i].ttl = l->ttl;
-        e[i].ttls_len = (size_t)snprintf(e[i].ttls, sizeof e[i].ttls, "%lld", (long long)l->ttl);
-        i++;
-    }
-    pthread_mutex_unlock(&cl->mu);
-
-    int64_t start = rlk__now_ms();
+    rlk__round rd;
+    int r = rlk__round_plan(&cl->leases, rlk__now_ms(), 0, &rd);
+    if (r <= 0) return r;
+    rlk_resp_value **replies = rd.replies;
+    int64_t end = rd.end;
     if (c == cl->conn && cl->call_cap >= 0 && cl->call_cap < end) end = cl->call_cap;
     rlk__conn_cap(c, end);
     r = rlk_conn_is_connected(c) ? RLK_OK : rlk_conn_connect(c);
-    size_t nreq = 0;
-    for (int again = 1; r == RLK_OK; again = 0) {
-        nreq = renew_requests(cl, e, n, per_slot, kinds, reqs, argv, lens);
-        r = rlk_conn_pipeline(c, nreq, reqs, replies);
+    for (int again = 1, per_slot = rd.per_slot; r == RLK_OK; again = 0) {
+        size_t nreq = rlk__round_requests(&rd, &cl->scripts[S_RENEW], per_slot);
+        r = rlk_conn_pipeline(c, nreq, rd.reqs, replies);
         /* A cluster-enabled server takes one slot per script call. */
-        if (r != RLK_OK || per_slot || !again || !is_crossslot(replies[0])) break;
+        if (r != RLK_OK || per_slot || !again || !rlk__round_crossslot(replies[0])) break;
         per_slot = 1;
     }
     rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
     if (r != RLK_OK && c == cl->conn) conn_fail(cl, c, r, "renew");
     if (r == RLK_OK && is_error(replies[0]) && c == cl->conn)
         cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
-
-    pthread_mutex_lock(&cl->mu);
-    if (per_slot) cl->per_slot = 1;
-    if (r == RLK_OK) __atomic_store_n(&cl->recheck_all, 0, __ATOMIC_RELAXED);
-    size_t first = 0;
-    for (size_t q = 0; q < (r == RLK_OK ? nreq : 0); q++) {
-        size_t cnt = (size_t)reqs[q].nkeys;
-        const rlk_resp_value *x = replies[q] ? replies[q]->child : NULL;
-        int bad = !replies[q] || replies[q]->type != RLK_RESP_ARRAY ||
-                  replies[q]->len != cnt;
-        for (size_t k = 0; k < cnt; k++, x = x ? x->next : NULL) {
-            struct renewal *w = &e[first + k];
-            rlk_lock *l = w->l;
-            if (l->dead || !l->watchdog || l->lost) continue;
-            if (bad || !x || x->type != RLK_RESP_INTEGER) {
-                /* The server could not answer for it (a script error):
-                 * try again soon; validity decides. */
-                l->renew_at = rlk__now_ms() + lost_margin(l->ttl) / 2 + 1;
-                continue;
-            }
-            if (x->integer == 1) set_validity(l, start, w->ttl);
-            else mark_lost(l);
-        }
-        first += cnt;
-    }
-    for (i = 0; i < n; i++) {
-        rlk_lock *l = e[i].l;
-        if (r != RLK_OK && !l->dead) {
-            /* Keep trying while validity lasts: the next try comes soon. */
-            int64_t t = rlk__now_ms() + lost_margin(l->ttl) / 2 + 1;
-            l->renew_at = t > l->lost_at ? l->lost_at : t;
-        }
-        if (--l->refs == 0 && l->dead) free_lock(l);
-    }
-    pthread_mutex_unlock(&cl->mu);
-out:
-    rlk__free(e);
-    rlk__free(reqs);
-    rlk__free(argv);
-    rlk__free(lens);
-    rlk__free(kinds);
-    rlk__free(replies);
+    rlk__round_finish(&cl->leases, &rd, r);
     return r;
 }
 
-static int64_t next_due(rlk_client *cl, int64_t now)
+/* A reply of tick mode's round, handed over by whichever call on conn
+ * read it (v NULL: the connection closed first). */
+static void round_reply(void *ctx, rlk_conn *c, const rlk_resp_value *v)
 {
-    int64_t next = -1;
-    for (rlk_lock *l = cl->locks; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
-        int64_t t = l->renew_at < l->lost_at ? l->renew_at : l->lost_at;
-        if (next < 0 || t < next) next = t;
+    rlk_client *cl = ctx;
+    (void)c;
+    if (!cl->tround_on) return;
+    if (rlk__script_missing(v)) cl->renew_eval = 1;
+    else if (is_error(v)) cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)v->len, v->str);
+    if (rlk__round_apply_one(&cl->leases, &cl->tround, v)) cl->tround_on = 0;
+}
+
+/*
+ * Tick mode's round: the requests are sent and the replies left to
+ * later calls (ticks, or any call on conn, which reads them ahead of its
+ * own), so that a tick never waits for the server.  FCALL or EVALSHA
+ * (the script layer's choice), or EVAL after a reply that found the
+ * script or the library missing (it comes too late to load it and send
+ * again: that round's locks are tried again soon).  Connecting,
+ * when conn is closed, still waits (within the round's end).  RLK_OK
+ * (also when nothing is due), or the status of a failed send.
+ */
+static int send_round(rlk_client *cl)
+{
+    rlk__round *rd = &cl->tround;
+    int r = rlk__round_plan(&cl->leases, rlk__now_ms(), 1, rd);
+    if (r <= 0) return r;
+    rlk_conn *c = cl->conn;
+    const rlk_script *s = &cl->scripts[S_RENEW];
+    int eval = cl->renew_eval;
+    rlk__conn_cap(c, rd->end);
+    r = rlk_conn_is_connected(c) ? RLK_OK : rlk_conn_connect(c);
+    if (r == RLK_OK) {
+        size_t nreq = rlk__round_requests(rd, s, rd->per_slot);
+        rlk__cmd *cmds = rlk__malloc(nreq * (sizeof *cmds + 12));
+        char *digits = cmds ? (char *)(cmds + nreq) : NULL;
+        r = cmds ? RLK_OK : rlk__conn_fail(c, RLK_ERR_NOMEM, "renew: out of memory");
+        for (size_t q = 0; cmds && q < nreq; q++) {
+            rlk__cmd *x = &cmds[q];
+            rlk__script_deferred_head(c, s, rd->reqs[q].nkeys, eval, x, digits + 12 * q);
+            x->argc = rd->reqs[q].argc;
+            x->argv = rd->reqs[q].argv;
+            x->argvlen = rd->reqs[q].argvlen;
+        }
+        if (cmds) r = rlk__conn_send_deferred_cmds(c, nreq, cmds, round_reply, cl);
+        rlk__free(cmds);
     }
-    if (next < 0) return -1;
-    return next > now ? next - now : 0;
+    rlk__conn_cap(c, cl->call_cap);
+    if (r != RLK_OK) {
+        conn_fail(cl, c, r, "renew");
+        rlk__round_finish(&cl->leases, rd, r);
+        return r;
+    }
+    cl->tround_on = 1;
+    if (eval) cl->renew_eval = 0;
+    return RLK_OK;
+}
+
+/* Reads the replies of tick mode's round still owed, waiting for them
+ * (within the round's end): before a blocking round on conn, or the
+ * watchdog thread's. */
+static void settle_round(rlk_client *cl)
+{
+    if (!cl->tround_on) return;
+    int64_t end = cl->tround.end;
+    if (cl->call_cap >= 0 && cl->call_cap < end) end = cl->call_cap;
+    rlk__conn_cap(cl->conn, end);
+    rlk__conn_drain(cl->conn); /* a failure closed conn: the round is over */
+    rlk__conn_cap(cl->conn, cl->call_cap);
 }
 
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
-    /* The caller polls the fd between ticks: what made it readable is
-     * consumed here, or its loop would spin.  The server closing the
-     * connection (a restart, CLIENT KILL) may have taken the keys with
-     * it: every lock is checked now, not when next due. */
-    settle_confirm(cl);
-    if (rlk_conn_is_connected(cl->conn) && rlk_conn_wait_push(cl->conn, 0) < 0)
-        __atomic_store_n(&cl->recheck_all, 1, __ATOMIC_RELAXED);
-    int r = renew_round(cl, cl->conn);
-    pthread_mutex_lock(&cl->mu);
-    if (next_ms) *next_ms = next_due(cl, rlk__now_ms());
-    pthread_mutex_unlock(&cl->mu);
+    /* The caller polls the fd between ticks: what made it readable
+     * (replies of a round or a confirmation, push messages) is consumed
+     * here without waiting, or its loop would spin.  The server closing
+     * the connection (a restart, CLIENT KILL) may have taken the keys
+     * with it: every lock is checked now, not when next due. */
+    int r = RLK_OK, owed = cl->tround_on, pr = rlk__conn_poll_replies(cl->conn);
+    if (pr != RLK_OK) {
+        __atomic_store_n(&cl->leases.recheck_all, 1, __ATOMIC_RELAXED);
+        /* The round's replies went with the connection: it failed. */
+        if (owed) r = conn_fail(cl, cl->conn, pr, "renew");
+    }
+    if (cl->tround_on && rlk__now_ms() >= cl->tround.end) {
+        /* No reply by the time the first of its locks is reported lost:
+         * the connection is given up, as a blocking round's timeout
+         * would; the locks still valid are tried on a new one. */
+        r = cl_fail(cl, RLK_ERR_TIMEOUT, "renew: no reply from the server in time");
+        rlk_conn_close(cl->conn); /* the round ends with it */
+    }
+    if (!cl->tround_on) {
+        int rr = send_round(cl);
+        if (r == RLK_OK) r = rr;
+    } else {
+        pthread_mutex_lock(&cl->leases.mu);
+        rlk__leases_expire(&cl->leases, rlk__now_ms());
+        pthread_mutex_unlock(&cl->leases.mu);
+    }
+    pthread_mutex_lock(&cl->leases.mu);
+    if (next_ms) *next_ms = rlk__leases_next_due(&cl->leases, rlk__now_ms());
+    pthread_mutex_unlock(&cl->leases.mu);
     notify_lost(cl, 0);
     return r;
 }
 
 static int64_t tick_in_wait(rlk_client *cl)
 {
-    if (cl->thread_running || !cl->locks) return -1;
+    if (cl->thread_running || !cl->leases.head) return -1;
+    settle_round(cl);
     renew_round(cl, cl->conn); /* a failure: validity decides, the next try comes soon */
-    pthread_mutex_lock(&cl->mu);
-    int64_t next = next_due(cl, rlk__now_ms());
-    pthread_mutex_unlock(&cl->mu);
+    pthread_mutex_lock(&cl->leases.mu);
+    int64_t next = rlk__leases_next_due(&cl->leases, rlk__now_ms());
+    pthread_mutex_unlock(&cl->leases.mu);
     notify_lost(cl, 0);
     return next;
 }
@@ -1625,10 +1479,10 @@ static void *watchdog_main(void *arg)
     rlk_client *cl = arg;
     while (!__atomic_load_n(&cl->stopping, __ATOMIC_ACQUIRE)) {
         renew_round(cl, cl->wd_conn);
-        pthread_mutex_lock(&cl->mu);
+        pthread_mutex_lock(&cl->leases.mu);
         notify_lost(cl, 1);
-        int64_t next = next_due(cl, rlk__now_ms());
-        pthread_mutex_unlock(&cl->mu);
+        int64_t next = rlk__leases_next_due(&cl->leases, rlk__now_ms());
+        pthread_mutex_unlock(&cl->leases.mu);
         /* Wake at the next due time, or at once when a lock is added or
          * extended, or when told to stop. */
         int64_t wait = next < 0 || next > cl->cfg.recheck_ms ? cl->cfg.recheck_ms : next;
@@ -1645,6 +1499,7 @@ static void *watchdog_main(void *arg)
 int rlk_client_watchdog_start(rlk_client *cl)
 {
     if (cl->thread_running) return RLK_OK;
+    settle_round(cl);
     cl->wd_conn = new_conn(cl, 0);
     if (!cl->wd_conn) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     int r = rlk_conn_connect(cl->wd_conn);

@@ -653,20 +653,31 @@ int64_t rlk_lock_holds(const rlk_lock *l);
 
 /*
  * Tick-mode watchdog, for single-threaded and event-loop programs (no
- * thread is started): renews every watchdog lock of the client whose
- * renewal is due, all in one round trip (one script call per 1000 locks
- * of one hash slot, pipelined: on a cluster-enabled server, which refuses
- * keys of several slots in one call, the calls are grouped by slot), and
- * reports lost locks through on_lost.  The round, connecting included,
- * ends before the first lock is due to be reported lost.  *next_ms is set
- * to the milliseconds until the next call is needed (-1: none).  Returns
- * RLK_OK, or the connection status of a failed renewal round (the locks
- * stay held while their validity lasts; the next tick tries again).
- * Call it again after other calls on the client too: a reconnect they
- * made is re-checked at the next tick, which *next_ms did not foresee.
- * rlk_lock_acquire renews the same way while it waits.  Statuses:
- * RLK_OK, RLK_ERR_NOMEM, or a connection status.  The client's owner
- * thread; not while the watchdog thread runs.
+ * thread is started).  It returns at once, without waiting for the
+ * server: call it when rlk_client_fd is readable, and when *next_ms
+ * (milliseconds from now; -1: no lock to renew) has passed.  Each call
+ * first takes the replies that have come (of a renewal round, of a
+ * handoff's confirmation, push messages) and applies the complete ones;
+ * then, when a renewal is due and no round is in flight, it sends the
+ * round: every watchdog lock of the client, in one pipeline (one script
+ * call per 1000 locks of one hash slot: on a cluster-enabled server,
+ * which refuses keys of several slots in one call, the calls are grouped
+ * by slot), whose replies later calls read.  Other calls on the client
+ * (acquire, release...) work meanwhile: they read the round's replies
+ * ahead of their own.  A lock whose renewal has no reply by the time it
+ * is due to be reported lost is reported lost (on_lost), and the
+ * connection is given up (RLK_ERR_TIMEOUT); a failed round is tried
+ * again soon while validity lasts.  Only sending or connecting may wait:
+ * connecting (after the connection closed) waits for the connect and
+ * the handshake, within the round's deadline.  Returns RLK_OK, or the
+ * status of a failed round (the locks stay held while their validity
+ * lasts; the next tick tries again).  Call it again after other calls on
+ * the client too: a reconnect they made is re-checked at the next tick,
+ * which *next_ms did not foresee.  rlk_lock_acquire renews while it
+ * waits, there waiting for the replies.  Statuses: RLK_OK,
+ * RLK_ERR_NOMEM, RLK_ERR_TIMEOUT (no reply in time), or a connection
+ * status.  The client's owner thread; not while the watchdog thread
+ * runs.
  */
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 

@@ -380,3 +380,33 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
 {
     return run(c, n, reqs, replies, 0);
 }
+
+void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int whole,
+                               rlk__cmd *q, char *digits)
+{
+    const rlk__script_state *st = rlk__conn_script_state(c);
+    /* Only facts already known for this connection: this must not wait
+     * for the server. */
+    int fcall = !whole && st->server.conn == c &&
+                st->server.generation == rlk_conn_generation(c) &&
+                (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
+    const rlk__lua_function *f = fcall ? function_of(s) : NULL;
+    q->nhead = 3;
+    if (f) {
+        set_head(q, 0, FCALL, sizeof FCALL - 1);
+        set_head(q, 1, f->name, strlen(f->name));
+    } else if (whole) {
+        set_head(q, 0, "EVAL", 4);
+        set_head(q, 1, s->text, s->len);
+    } else {
+        set_head(q, 0, "EVALSHA", 7);
+        set_head(q, 1, s->sha1, 40);
+    }
+    set_head(q, 2, digits, rlk__utoa(digits, (unsigned)nkeys));
+}
+
+int rlk__script_missing(const rlk_resp_value *v)
+{
+    return v && (rlk_reply_error_class(v) == RLK_EC_NOSCRIPT ||
+                 starts(v, "ERR Function not found"));
+}

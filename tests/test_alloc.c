@@ -23,6 +23,7 @@
 
 #include "resplock.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,8 +296,15 @@ static int wd_setup(void)
 
 static int sc_tick(const char **msg)
 {
-    int64_t next = -1;
+    int64_t next = -1, before = rlk_lock_remaining_ms(wd_lock);
     int r = rlk_client_tick(wd_cl, &next);
+    /* The tick sends the round; a later one, once the fd is readable,
+     * reads its replies, and the round (and its memory) ends there. */
+    while (r == RLK_OK && rlk_lock_remaining_ms(wd_lock) <= before) {
+        struct pollfd p = {rlk_client_fd(wd_cl), POLLIN, 0};
+        if (p.fd < 0 || poll(&p, 1, 2000) != 1) break;
+        r = rlk_client_tick(wd_cl, &next);
+    }
     snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(wd_cl));
     *msg = cl_msg;
     return r;

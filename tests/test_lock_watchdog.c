@@ -257,17 +257,92 @@ static void test_watchdog_server_killed(void) { watchdog_server_trouble(SERVER_H
 static void test_watchdog_server_frozen(void) { watchdog_server_trouble(SERVER_FREEZE); }
 static void test_watchdog_server_restarted(void) { watchdog_server_trouble(SERVER_RESTART); }
 
-/* Ticks until a renewal round reached the server (script calls counted);
- * *took is how long that tick took. */
-static int tick_until_round(rlk_client *cl, rlk_conn *adm, int64_t ms, int64_t *took)
+/* A tick never waits for the server: with the server frozen (SIGSTOP),
+ * the tick that finds the renewal due sends it and returns at once, as
+ * do the ticks after it; once the server runs again, ticks driven by
+ * poll on the client's fd read the reply, and the lock is renewed. */
+static void test_tick_does_not_block(void)
 {
-    int64_t deadline = ts_now_ms() + ms, next = 0;
+    ts_server *s = ts_start(NULL);
+    char url[64];
+    rlk_client *a = NULL;
+    rlk_conn *adm = NULL;
+    struct lost_rec lr;
+    rlk_lock *l;
+    int frozen = 0, renewed = 0, ticks = 0;
+    int64_t next = -1, due, t0, took, before, deadline;
+    const int64_t bound = slow ? 500 : 50;
+    memset(&lr, 0, sizeof lr);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    adm = CONNECT(url);
+    if (!a || !adm) goto out;
+    l = ACQ_WD(a, "wd-nonblocking", 3000, &lr); /* renewed at 1 s, lost at 2.67 s */
+    if (!l) goto out;
+    CHECK_EQ_INT(rlk_client_tick(a, &next), RLK_OK);
+    if (!CHECK(next > 0)) goto out;
+    due = ts_now_ms() + next;
+    while (ts_now_ms() < due) ts_pause_ms(5);
+    frozen = CHECK(kill(s->pid, SIGSTOP) == 0);
+    before = ts_now_ms() + rlk_lock_remaining_ms(l);
+    t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_client_tick(a, &next), RLK_OK);
+    took = ts_now_ms() - t0;
+    printf("    tick with the renewal due and the server frozen: %lld ms\n", (long long)took);
+    CHECK_MSG(took < bound, "the tick took %lld ms (bound %lld)", (long long)took,
+              (long long)bound);
+    /* Asked back by the time the lock would be reported lost. */
+    CHECK_MSG(next > 0 && next <= rlk_lock_remaining_ms(l), "next %lld ms", (long long)next);
+    t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_client_tick(a, &next), RLK_OK);
+    CHECK(ts_now_ms() - t0 < bound);
+    /* Frozen a while longer, well within the validity. */
+    deadline = ts_now_ms() + 300;
+    while (ts_now_ms() < deadline) ts_pause_ms(10);
+    if (frozen) CHECK(kill(s->pid, SIGCONT) == 0);
+    frozen = 0;
+    deadline = ts_now_ms() + LONG_MS;
+    while (!renewed && ts_now_ms() < deadline) {
+        struct pollfd p = {rlk_client_fd(a), POLLIN, 0};
+        poll(&p, 1, (int)(next >= 0 && next < 100 ? next : 100));
+        t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk_client_tick(a, &next), RLK_OK);
+        CHECK(ts_now_ms() - t0 < bound);
+        ticks++;
+        renewed = ts_now_ms() + rlk_lock_remaining_ms(l) > before + 500;
+    }
+    CHECK_MSG(renewed, "not renewed after the server resumed (%d ticks)", ticks);
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK(CMD_INT(adm, "PTTL", "wd-nonblocking") > 2000);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    if (frozen) kill(s->pid, SIGCONT);
+    rlk_client_free(a);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+/* When a lock is known held until (monotonic ms, give or take one). */
+static int64_t valid_end(const rlk_lock *l) { return ts_now_ms() + rlk_lock_remaining_ms(l); }
+
+/* Ticks as an event loop would (poll on the fd for the time the last
+ * tick asked for) until a renewal round was sent and its replies read:
+ * the validity of l, the round's last lock, moved on.  *took is the time
+ * spent inside the ticks (they never wait for the server). */
+static int tick_until_round(rlk_client *cl, const rlk_lock *l, int64_t ms, int64_t *took)
+{
+    int64_t deadline = ts_now_ms() + ms, next = 0, before = valid_end(l);
+    *took = 0;
     while (ts_now_ms() < deadline) {
-        int64_t t0 = ts_now_ms();
+        struct pollfd p = {rlk_client_fd(cl), POLLIN, 0};
+        int64_t t0;
+        poll(&p, 1, (int)(next >= 0 && next < 1000 ? next : 1000));
+        t0 = ts_now_ms();
         if (rlk_client_tick(cl, &next) != RLK_OK) return 0;
-        *took = ts_now_ms() - t0;
-        if (stat_calls(adm, SCRIPT_CALLS) > 0) return 1;
-        if (next > 0) ts_pause_ms((int)(next < 1000 ? next : 1000)); /* as the library asks */
+        *took += ts_now_ms() - t0;
+        if (valid_end(l) > before + 100) return 1;
     }
     return 0;
 }
@@ -309,11 +384,13 @@ static void test_watchdog_batching(void)
     printf("    %d locks acquired in %lld ms\n", n, (long long)(ts_now_ms() - t0));
     if (n != BATCH_LOCKS) goto out;
 
-    /* The first round also loads the renewal script. */
+    /* The first round meets NOSCRIPT and the next sends the renewal
+     * script itself (EVAL), which loads it. */
     reset_stats(adm);
-    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    CHECK(tick_until_round(cl, locks[0], LONG_MS, &t_round));
     calls = stat_calls(adm, SCRIPT_CALLS);
     CHECK_MSG(calls == 10 || calls == 20, "first round: %lld script calls", calls);
+    CHECK(stat_calls(adm, "eval") <= 10);
     CHECK(stat_calls(adm, "script") <= 1);
 
     /* Age every key, then one more round: 10 script calls of 1000
@@ -322,10 +399,13 @@ static void test_watchdog_batching(void)
             "for i = 0, 9999 do redis.call('pexpire', 'batch:' .. i, 20000) end return 1", "0");
     CHECK(v && v->type == RLK_RESP_INTEGER);
     reset_stats(adm);
-    CHECK(tick_until_round(cl, adm, LONG_MS, &t_round));
+    t0 = ts_now_ms();
+    CHECK(tick_until_round(cl, locks[0], LONG_MS, &t_round));
     CHECK_EQ_INT(stat_calls(adm, SCRIPT_CALLS), (BATCH_LOCKS + 999) / 1000);
+    CHECK_EQ_INT(stat_calls(adm, "eval"), 0);
     CHECK_EQ_INT(stat_calls(adm, "script"), 0);
-    printf("    renewal round of %d locks: %lld ms\n", n, (long long)t_round);
+    printf("    renewal round of %d locks: %lld ms in ticks, %lld ms until applied\n", n,
+           (long long)t_round, (long long)(ts_now_ms() - t0));
     v = CMD(adm, "EVAL",
             "local n = 0 for i = 0, 9999 do if redis.call('pttl', 'batch:' .. i) > 25000 "
             "then n = n + 1 end end return n",
@@ -567,6 +647,7 @@ int main(int argc, char **argv)
     RUN(test_watchdog_server_killed);
     RUN(test_watchdog_server_frozen);
     RUN(test_watchdog_server_restarted);
+    RUN(test_tick_does_not_block);
     RUN(test_watchdog_batching);
     RUN(test_reconnect_rechecks);
     RUN(test_watchdog_thread);

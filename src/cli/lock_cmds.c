@@ -505,10 +505,13 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         if (child_done && now + 10 < wake) wake = now + 10;
         int64_t timeout = wake - now;
         if (timeout < 0) timeout = 0;
-        struct pollfd p = {sfd, POLLIN, 0};
-        int pr = poll(&p, 1, (int)(timeout > 60000 ? 60000 : timeout));
+        /* The client's fd too: a tick sends a renewal round without
+         * waiting, and reads its replies at the tick after they came. */
+        struct pollfd p[2] = {{sfd, POLLIN, 0}, {lost ? -1 : rlk_client_fd(cl), POLLIN, 0}};
+        int pr = poll(p, 2, (int)(timeout > 60000 ? 60000 : timeout));
         if (pr < 0 && errno != EINTR) break;
-        if (pr > 0) {
+        if (pr > 0 && p[1].revents) next_tick = 0;
+        if (pr > 0 && p[0].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                 if (si.ssi_signo != SIGCHLD) {
@@ -608,9 +611,14 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
         rlk_client_free(cl);
         return code;
     }
-    /* A lock handed over by a release is confirmed at the client's next
-     * call: known held for its TTL before the token is handed out. */
-    rlk_client_tick(cl, NULL);
+    /* A lock handed over by a release is confirmed by a reply still owed
+     * on the connection, which the next command reads ahead of its own:
+     * known held for its TTL before the token is handed out. */
+    {
+        const char *ping[1] = {"PING"};
+        rlk_resp_value *pv;
+        rlk_conn_command(rlk_client_conn(cl), &pv, 1, ping, NULL);
+    }
     if (rlk_lock_is_lost(l)) {
         cli_err("lock '%s' was lost right after it was handed over", pos[0]);
         rlk_lock_forget(l);

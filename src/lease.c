@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lease registry: validity, renewal rounds planned and applied, loss
+ * reported.  No I/O here (see lease.h); times are monotonic milliseconds.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "lease.h"
+#include "clock.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rlk__leases_init(rlk__leases *reg, const rlk_client_config *cfg)
+{
+    memset(reg, 0, sizeof *reg);
+    reg->cfg = cfg;
+    return pthread_mutex_init(&reg->mu, NULL) == 0 ? 0 : -1;
+}
+
+void rlk__leases_destroy(rlk__leases *reg) { pthread_mutex_destroy(&reg->mu); }
+
+/* ------------------------------------------------------------------ */
+/* Timing                                                               */
+
+/* When to report a lost lease, by default: a tenth of the TTL (at least
+ * 5 ms) before its validity ends, so the holder still has time to stop;
+ * rlk_lock_options.lost_margin_ms asks for more. */
+int64_t rlk__lease_margin(int64_t ttl)
+{
+    int64_t m = ttl / 10;
+    return m < 5 ? 5 : m;
+}
+
+int64_t rlk_plan_drift_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms / 100 + (cfg && cfg->drift_ms ? cfg->drift_ms : RLK__DEFAULT_DRIFT_MS);
+}
+
+int64_t rlk_plan_valid_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms - rlk_plan_drift_ms(cfg, ttl_ms);
+}
+
+int64_t rlk_plan_renew_period_ms(const rlk_client_config *cfg, int64_t ttl_ms)
+{
+    return ttl_ms / (cfg && cfg->renew_divisor > 0 ? cfg->renew_divisor : 3);
+}
+
+int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
+                               int64_t lost_margin_ms)
+{
+    int64_t m = rlk__lease_margin(ttl_ms);
+    return rlk_plan_valid_ms(cfg, ttl_ms) - (lost_margin_ms > m ? lost_margin_ms : m);
+}
+
+/* valid_until and lost are read by rlk_lock_remaining_ms and
+ * rlk_lock_is_lost from any thread while the watchdog thread writes them. */
+void rlk__lease_set_validity(rlk__leases *reg, rlk__lease *l, int64_t start, int64_t ttl)
+{
+    __atomic_store_n(&l->valid_until, start + rlk_plan_valid_ms(reg->cfg, ttl),
+                     __ATOMIC_RELAXED);
+    l->lost_at = start + rlk_plan_lost_after_ms(reg->cfg, ttl, l->margin);
+    l->renew_at = start + rlk_plan_renew_period_ms(reg->cfg, ttl);
+    /* With a large margin, the first renewal must still come before the
+     * lease is reported lost. */
+    if (l->renew_at > l->lost_at - (l->lost_at - start) / 3)
+        l->renew_at = start + (l->lost_at - start) / 3;
+}
+
+/* ------------------------------------------------------------------ */
+/* The list, loss                                                       */
+
+void rlk__lease_mark_lost(rlk__leases *reg, rlk__lease *l)
+{
+    if (l->lost) return;
+    __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->valid_until, 0, __ATOMIC_RELAXED);
+    if (l->on_lost && !l->lost_pending) {
+        l->lost_pending = 1;
+        l->lost_next = reg->lost_head;
+        reg->lost_head = l;
+    }
+}
+
+void rlk__lease_add(rlk__leases *reg, rlk__lease *l)
+{
+    pthread_mutex_lock(&reg->mu);
+    l->prev = NULL;
+    l->next = reg->head;
+    if (reg->head) reg->head->prev = l;
+    reg->head = l;
+    pthread_mutex_unlock(&reg->mu);
+}
+
+int rlk__lease_unlink(rlk__leases *reg, rlk__lease *l)
+{
+    if (l->lost_pending) {
+        /* An on_lost call removed another lost lease before its turn. */
+        for (rlk__lease **pp = &reg->lost_head; *pp; pp = &(*pp)->lost_next)
+            if (*pp == l) {
+                *pp = l->lost_next;
+                break;
+            }
+        l->lost_pending = 0;
+    }
+    if (l->prev) l->prev->next = l->next;
+    else if (reg->head == l) reg->head = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+    if (l->refs) {
+        l->dead = 1;
+        return 0;
+    }
+    return 1;
+}
+
+void rlk__leases_notify_lost(rlk__leases *reg, int locked)
+{
+    for (;;) {
+        if (!locked) pthread_mutex_lock(&reg->mu);
+        rlk__lease *l = reg->lost_head;
+        if (l) {
+            reg->lost_head = l->lost_next;
+            l->lost_pending = 0;
+        }
+        if (!locked) pthread_mutex_unlock(&reg->mu);
+        if (!l) return;
+        l->on_lost(l->ctx, l->owner);
+    }
+}
+
+void rlk__leases_expire(rlk__leases *reg, int64_t now)
+{
+    for (rlk__lease *l = reg->head; l; l = l->next)
+        if (l->watchdog && !l->lost && now >= l->lost_at) rlk__lease_mark_lost(reg, l);
+}
+
+int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now)
+{
+    int64_t next = -1;
+    for (rlk__lease *l = reg->head; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        int64_t t = l->renew_at < l->lost_at && !l->inflight ? l->renew_at : l->lost_at;
+        if (next < 0 || t < next) next = t;
+    }
+    if (next < 0) return -1;
+    return next > now ? next - now : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rounds                                                               */
+
+static void round_free(rlk__round *rd)
+{
+    rlk__free(rd->e);
+    rlk__free(rd->reqs);
+    rlk__free(rd->argv);
+    rlk__free(rd->lens);
+    rlk__free(rd->kinds);
+    rlk__free(rd->replies);
+    memset(rd, 0, sizeof *rd);
+}
+
+int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
+{
+    memset(rd, 0, sizeof *rd);
+    pthread_mutex_lock(&reg->mu);
+    int all = __atomic_load_n(&reg->recheck_all, __ATOMIC_RELAXED);
+    size_t due = 0, n = 0;
+    int64_t end = -1;
+    for (rlk__lease *l = reg->head; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        if (now >= l->lost_at) {
+            rlk__lease_mark_lost(reg, l);
+            continue;
+        }
+        n++;
+        if (all || now >= l->renew_at) due++;
+        if (end < 0 || l->lost_at < end) end = l->lost_at;
+    }
+    if (!due) {
+        pthread_mutex_unlock(&reg->mu);
+        return 0;
+    }
+    rd->e = rlk__malloc(sizeof *rd->e * n);
+    rd->reqs = rlk__malloc(sizeof *rd->reqs * n);
+    rd->argv = rlk__malloc(sizeof *rd->argv * 4 * n);
+    rd->lens = rlk__malloc(sizeof *rd->lens * 4 * n);
+    rd->kinds = rlk__malloc(n);
+    rd->replies = rlk__malloc(sizeof *rd->replies * n);
+    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds || !rd->replies) {
+        pthread_mutex_unlock(&reg->mu);
+        round_free(rd);
+        return RLK_ERR_NOMEM;
+    }
+    size_t i = 0;
+    for (rlk__lease *l = reg->head; l; l = l->next) {
+        if (!l->watchdog || l->lost) continue;
+        l->refs++;
+        l->inflight = async;
+        rlk__renewal *w = &rd->e[i++];
+        w->l = l;
+        w->ttl = l->ttl;
+        w->ttls_len = (size_t)snprintf(w->ttls, sizeof w->ttls, "%lld", (long long)l->ttl);
+    }
+    rd->n = n;
+    rd->all = all;
+    rd->async = async;
+    rd->end = end;
+    rd->per_slot = reg->per_slot;
+    pthread_mutex_unlock(&reg->mu);
+    rd->start = rlk__now_ms();
+    return 1;
+}
+
+/* Orders a round's leases by hash slot, for a cluster. */
+static int by_slot(const void *a, const void *b)
+{
+    unsigned x = ((const rlk__renewal *)a)->l->slot, y = ((const rlk__renewal *)b)->l->slot;
+    return x < y ? -1 : x > y;
+}
+
+/* Request q's arguments (keys, the kinds, then a token and a TTL per
+ * key: 3 cnt + 1) start at argv[3 first + q]. */
+size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
+{
+    rlk__renewal *e = rd->e;
+    size_t n = rd->n, nreq = 0, first = 0;
+    if (per_slot) qsort(e, n, sizeof *e, by_slot);
+    while (first < n) {
+        size_t cnt = 1;
+        while (first + cnt < n && cnt < RLK__RENEW_BATCH &&
+               (!per_slot || e[first + cnt].l->slot == e[first].l->slot))
+            cnt++;
+        const char **a = rd->argv + 3 * first + nreq;
+        size_t *al = rd->lens + 3 * first + nreq;
+        for (size_t i = 0; i < cnt; i++) {
+            const rlk__renewal *x = &e[first + i];
+            rd->kinds[first + i] = x->l->kind;
+            a[i] = x->l->key;
+            al[i] = strlen(x->l->key);
+            a[cnt + 1 + 2 * i] = x->l->token;
+            al[cnt + 1 + 2 * i] = strlen(x->l->token);
+            a[cnt + 2 + 2 * i] = x->ttls;
+            al[cnt + 2 + 2 * i] = x->ttls_len;
+        }
+        a[cnt] = rd->kinds + first;
+        al[cnt] = cnt;
+        rd->reqs[nreq].script = s;
+        rd->reqs[nreq].nkeys = (int)cnt;
+        rd->reqs[nreq].argc = (int)(3 * cnt + 1);
+        rd->reqs[nreq].argv = a;
+        rd->reqs[nreq].argvlen = al;
+        nreq++;
+        first += cnt;
+    }
+    if (per_slot) rd->per_slot = 1;
+    rd->nreq = nreq;
+    return nreq;
+}
+
+static int is_error(const rlk_resp_value *v)
+{
+    return v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR);
+}
+
+int rlk__round_crossslot(const rlk_resp_value *v)
+{
+    return is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
+}
+
+/* The next try of a lease whose renewal failed: soon, while validity
+ * lasts. */
+static int64_t retry_at(const rlk__lease *l)
+{
+    return rlk__now_ms() + rlk__lease_margin(l->ttl) / 2 + 1;
+}
+
+/* Applies the reply v of the request whose leases are e[first..first +
+ * cnt), with the mutex held. */
+static void apply_locked(rlk__leases *reg, const rlk__round *rd, size_t first, size_t cnt,
+                         const rlk_resp_value *v)
+{
+    const rlk_resp_value *x = v ? v->child : NULL;
+    int bad = !v || v->type != RLK_RESP_ARRAY || v->len != cnt;
+    for (size_t k = 0; k < cnt; k++, x = x ? x->next : NULL) {
+        const rlk__renewal *w = &rd->e[first + k];
+        rlk__lease *l = w->l;
+        if (l->dead || !l->watchdog || l->lost) continue;
+        if (bad || !x || x->type != RLK_RESP_INTEGER) {
+            /* The server could not answer for it (a script error):
+             * try again soon; validity decides. */
+            l->renew_at = retry_at(l);
+            continue;
+        }
+        if (x->integer == 1) rlk__lease_set_validity(reg, l, rd->start, w->ttl);
+        else rlk__lease_mark_lost(reg, l);
+    }
+}
+
+/* Drops the round's references, with the mutex held; a failed round's
+ * leases are tried again soon, but not past their lost_at. */
+static void end_locked(rlk__round *rd, int failed)
+{
+    for (size_t i = 0; i < rd->n; i++) {
+        rlk__lease *l = rd->e[i].l;
+        l->inflight = 0;
+        if (failed && !l->dead) {
+            int64_t t = retry_at(l);
+            l->renew_at = t > l->lost_at ? l->lost_at : t;
+        }
+        if (--l->refs == 0 && l->dead) l->destroy(l->owner);
+    }
+}
+
+void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status)
+{
+    pthread_mutex_lock(&reg->mu);
+    if (rd->per_slot) reg->per_slot = 1;
+    if (status == RLK_OK) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
+    size_t first = 0;
+    for (size_t q = 0; q < (status == RLK_OK ? rd->nreq : 0); q++) {
+        size_t cnt = (size_t)rd->reqs[q].nkeys;
+        apply_locked(reg, rd, first, cnt, rd->replies[q]);
+        first += cnt;
+    }
+    end_locked(rd, status != RLK_OK);
+    pthread_mutex_unlock(&reg->mu);
+    round_free(rd);
+}
+
+int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v)
+{
+    pthread_mutex_lock(&reg->mu);
+    size_t cnt = (size_t)rd->reqs[rd->applied++].nkeys, first = rd->first;
+    rd->first += cnt;
+    int crossslot = !rd->per_slot && rlk__round_crossslot(v);
+    if (crossslot) reg->per_slot = 1;
+    if (!v || crossslot) {
+        if (!v) rd->failed = 1;
+        int64_t now = rlk__now_ms();
+        for (size_t k = first; k < first + cnt; k++) {
+            rlk__lease *l = rd->e[k].l;
+            if (l->dead) continue;
+            /* Sent again per slot at once; after a failure, soon. */
+            int64_t t = crossslot ? now : retry_at(l);
+            l->renew_at = t > l->lost_at ? l->lost_at : t;
+        }
+    } else {
+        apply_locked(reg, rd, first, cnt, v);
+    }
+    for (size_t k = first; k < first + cnt; k++) rd->e[k].l->inflight = 0;
+    int done = rd->applied == rd->nreq;
+    if (done) {
+        if (rd->per_slot) reg->per_slot = 1;
+        if (!rd->failed) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
+        end_locked(rd, 0);
+    }
+    pthread_mutex_unlock(&reg->mu);
+    if (done) round_free(rd);
+    return done;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lease registry (lease.c): what a client holds with a TTL that its
+ * watchdog renews (locks today; semaphore permits and read holds later).
+ * Bookkeeping only, no I/O: the validity of each lease, which are due,
+ * the renewal requests of a round grouped per hash slot, the results of
+ * a round's replies, and the on_lost calls due.  Whoever drives a round
+ * (lock.c's tick and thread) does its I/O.
+ *
+ * Locking: the registry's mutex guards its list, the on_lost queue and
+ * every lease's fields but key, token, kind and slot.  The functions
+ * below say when they take it themselves; the others are called with it
+ * held (or before the lease is added).  A round holds a reference on
+ * each of its leases; one removed meanwhile is marked dead and the
+ * round's end destroys it, so a round's I/O runs with the mutex
+ * released.
+ */
+#ifndef RESPLOCK_LEASE_H
+#define RESPLOCK_LEASE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resplock.h"
+
+#define RLK__DEFAULT_DRIFT_MS 2
+
+typedef struct rlk__lease rlk__lease;
+
+struct rlk__lease {
+    rlk__lease *prev, *next; /* the registry's leases */
+    const char *key;         /* the owner's strings: live as long as it */
+    const char *token;
+    char kind;               /* the renew script's letter: 's' string, 'r' hash field */
+    unsigned slot;           /* the key's Cluster hash slot */
+    int64_t ttl;             /* what a renewal sets */
+    int64_t valid_until;     /* monotonic ms (read by any thread: atomic) */
+    int64_t renew_at;
+    int64_t lost_at;         /* report lost by then, before valid_until */
+    int64_t margin;          /* lost_at this long before valid_until; 0: default */
+    int watchdog;
+    int lost;                /* atomic, as valid_until */
+    int inflight;            /* in an asynchronous round whose reply is owed */
+    void (*on_lost)(void *ctx, void *owner);
+    void *ctx;
+    void *owner;             /* what on_lost and destroy are given */
+    void (*destroy)(void *owner); /* frees the owner, for a round that outlives it */
+    rlk__lease *lost_next;   /* on the registry's queue of on_lost calls due */
+    int lost_pending;
+    int refs;                /* rounds holding it */
+    int dead;                /* removed while held: the last round destroys it */
+};
+
+typedef struct rlk__leases {
+    pthread_mutex_t mu;
+    rlk__lease *head;
+    rlk__lease *lost_head;   /* on_lost calls due (see rlk__leases_notify_lost) */
+    const rlk_client_config *cfg; /* the timing's (rlk_plan_*) */
+    /* A reconnect happened: every lease is checked at the next round
+     * (atomic: set from whichever thread reconnected). */
+    int recheck_all;
+    /* A cluster-enabled server refused a round's keys of several slots
+     * (CROSSSLOT): renewals go one script call per slot from then on. */
+    int per_slot;
+} rlk__leases;
+
+/* 0, or -1 when the mutex cannot be made. */
+int rlk__leases_init(rlk__leases *reg, const rlk_client_config *cfg);
+void rlk__leases_destroy(rlk__leases *reg);
+
+/* The default lost margin of a TTL: a tenth, at least 5 ms. */
+int64_t rlk__lease_margin(int64_t ttl);
+
+/* Valid for ttl from start (monotonic ms): sets valid_until, lost_at and
+ * renew_at. */
+void rlk__lease_set_validity(rlk__leases *reg, rlk__lease *l, int64_t start, int64_t ttl);
+
+/* Marks l lost and queues its on_lost call. */
+void rlk__lease_mark_lost(rlk__leases *reg, rlk__lease *l);
+
+/* Adds l (takes the mutex). */
+void rlk__lease_add(rlk__leases *reg, rlk__lease *l);
+
+/* Takes l off the registry.  1 when the caller may free its owner now;
+ * 0 when a round holds it: the round's end destroys it. */
+int rlk__lease_unlink(rlk__leases *reg, rlk__lease *l);
+
+/*
+ * Makes the queued on_lost calls, once each.  Called with the mutex
+ * released (locked = 0): the callback may call into the client, remove
+ * leases among others.  With locked = 1 the caller holds it throughout:
+ * another thread could free an owner the moment it is released, so
+ * there the callback must not call the client's functions.
+ */
+void rlk__leases_notify_lost(rlk__leases *reg, int locked);
+
+/* Marks lost the watchdog leases whose lost_at has passed. */
+void rlk__leases_expire(rlk__leases *reg, int64_t now);
+
+/* Milliseconds from now until a round is next due (0: now), or -1 for
+ * none.  A lease whose renewal is in flight is due only at its lost_at. */
+int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now);
+
+/* One lease of a round: held by a reference, with the TTL sent. */
+typedef struct rlk__renewal {
+    rlk__lease *l;
+    int64_t ttl;
+    char ttls[24];
+    size_t ttls_len;
+} rlk__renewal;
+
+/* A renewal round: its leases, and its requests of the renew script
+ * (at most RLK__RENEW_BATCH keys each, one slot each when per_slot). */
+typedef struct rlk__round {
+    size_t n;                /* leases in e */
+    rlk__renewal *e;
+    size_t nreq;
+    rlk_request *reqs;
+    const char **argv;       /* the requests' arguments */
+    size_t *lens;
+    char *kinds;
+    rlk_resp_value **replies; /* room for the replies of a round run in one piece */
+    int per_slot;
+    int all;                 /* a re-check of every lease */
+    int async;               /* replies applied one by one as they come */
+    int failed;              /* ... and one did not come */
+    size_t applied;          /* ... the requests whose reply was applied */
+    size_t first;            /* ... and their leases, from e[0] */
+    int64_t start;           /* validity counts from here */
+    int64_t end;             /* the first lost_at of its leases */
+} rlk__round;
+
+#define RLK__RENEW_BATCH 1000
+
+/*
+ * Plans a round at now (takes the mutex): marks lost the leases whose
+ * lost_at has passed; when one is due (all after a reconnect), every
+ * watchdog lease not lost joins (one round trip now saves the next
+ * ones), held by a reference.  async: the replies will be applied one
+ * by one (rlk__round_apply_one), and the leases count as inflight until
+ * then.  1 planned, 0 nothing due, RLK_ERR_NOMEM (nothing held).
+ */
+int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd);
+
+/* Builds the round's requests of the renew script s: at most
+ * RLK__RENEW_BATCH keys per call, each within one hash slot when
+ * per_slot (then also rd->per_slot).  Returns their number (rd->nreq). */
+size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot);
+
+/* Whether v is a cluster's refusal of keys of several slots. */
+int rlk__round_crossslot(const rlk_resp_value *v);
+
+/*
+ * Ends a round run in one piece (takes the mutex): status is the
+ * pipeline's; rd->replies[0..nreq) its replies when RLK_OK.  A renewed lease
+ * is valid from rd->start; one refused is marked lost; one the server
+ * could not answer for, or the whole round on a failure, is tried again
+ * soon, until its lost_at.  Drops the references (destroying the leases
+ * removed meanwhile) and frees the round.
+ */
+void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status);
+
+/*
+ * The reply of an async round's next request (rd->applied), applied as
+ * rlk__round_finish would (takes the mutex); v NULL: it will not come
+ * (the connection closed), and its leases are tried again soon, until
+ * their lost_at.  A CROSSSLOT refusal makes the registry go per slot
+ * and its leases due at once.  After the last request's, the round ends
+ * as rlk__round_finish ends it: 1 then, else 0.
+ */
+int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v);
+
+#endif
