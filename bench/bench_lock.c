@@ -1053,17 +1053,28 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
             for (int q = 0; q < 3; q++) shorten(check_fd, probe[q]);
             if ((k + r) % 2 == 0) {
                 double s0 = server_script_us(info);
-                int64_t a = now_ns(), held = rlk_lock_remaining_ms(locks[0]) + a / 1000000;
+                int64_t a = now_ns();
+                /* Valid until at least this once renewed by a round
+                 * that started now or later (after the shortening). */
+                int64_t fresh = a / 1000000 + rlk_plan_valid_ms(&cfg, o.ttl_ms);
                 if (rlk_client_tick(cl, &next) != RLK_OK)
                     die2("rlk_client_tick", rlk_client_errmsg(cl));
-                /* The tick sends the round; later ones read its replies
-                 * as they come, as an event loop would: the round is
-                 * over once the last lock's validity moved on. */
-                while (rlk_lock_remaining_ms(locks[0]) + now_ns() / 1000000 <= held + 100) {
-                    struct pollfd p = {rlk_client_fd(cl), POLLIN, 0};
-                    if (poll(&p, 1, 5000) != 1) die("rlk_client_tick: no reply to the round");
-                    if (rlk_client_tick(cl, &next) != RLK_OK)
-                        die2("rlk_client_tick", rlk_client_errmsg(cl));
+                /* The tick sends the round (or, with one still in
+                 * flight, the next tick does); later ticks read the
+                 * replies as they come, as an event loop would: done
+                 * once every lock is valid from a round that started
+                 * after the shortening. */
+                int64_t give_up = a + 10000000000LL;
+                for (int i = 0; i < WD_LOCKS; i++) {
+                    while (rlk_lock_remaining_ms(locks[i]) + now_ns() / 1000000 < fresh) {
+                        /* The fd readable, or the time the tick asked
+                         * for (a round that met NOSCRIPT goes again). */
+                        struct pollfd p = {rlk_client_fd(cl), POLLIN, 0};
+                        if (now_ns() > give_up) die("rlk_client_tick: no round in 10 s");
+                        poll(&p, 1, (int)(next > 0 && next < 1000 ? next : next == 0 ? 1 : 1000));
+                        if (rlk_client_tick(cl, &next) != RLK_OK)
+                            die2("rlk_client_tick", rlk_client_errmsg(cl));
+                    }
                 }
                 rounds_b[r] = (double)(now_ns() - a) * 1e-6;
                 rounds_srv[r] = (server_script_us(info) - s0) * 1e-3;
