@@ -24,9 +24,15 @@ extern const char rlk__lua_status[];
  * first 12 hex digits of the SHA1 of the library written with an empty
  * H, so that clients whose scripts differ never call each other's code.
  */
-extern const char rlk__lua_library[];
-extern const size_t rlk__lua_library_len;
 extern const char rlk__lua_library_name[];   /* "resplock_H" */
+/* Its text in parts, the scripts by reference, so that the binary holds
+ * each script once (a static build stays small). */
+extern const char *const rlk__lua_library_parts[];
+extern const size_t rlk__lua_library_nparts;
+
+/* The library's text, assembled from its parts into memory the caller
+ * frees (rlk__free), *len its length; NULL when out of memory. */
+char *rlk__lua_library_text(size_t *len);
 
 typedef struct rlk__lua_function {
     const char *text;   /* one of the scripts above */

@@ -257,11 +257,17 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
         again = block;
         out = (rlk_resp_value **)(void *)(again + m);
     }
-    size_t j = 0;
+    size_t j = 0, liblen = 0;
     int library = k->load_library;
-    if (library)
-        load_command(&again[j++], "FUNCTION", 8, "LOAD", 4, rlk__lua_library,
-                     rlk__lua_library_len);
+    char *libtext = NULL;
+    if (library) {
+        libtext = rlk__lua_library_text(&liblen);
+        if (!libtext) {
+            rlk__free(block);
+            return rlk__conn_fail(k->c, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
+        }
+        load_command(&again[j++], "FUNCTION", 8, "LOAD", 4, libtext, liblen);
+    }
     for (size_t i = 0; i < k->n; i++)
         if ((k->flags[i] & R_LOAD) && first_of_script(k, i))
             load_command(&again[j++], "SCRIPT", 6, "LOAD", 4, k->reqs[i].script->text,
@@ -293,8 +299,25 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
         if (is_error(out[j]))
             r = rlk__conn_fail(k->c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
                                (int)(out[j]->len > 300 ? 300 : out[j]->len), out[j]->str);
+    rlk__free(libtext);
     rlk__free(block);
     return r;
+}
+
+char *rlk__lua_library_text(size_t *len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rlk__lua_library_nparts; i++) n += strlen(rlk__lua_library_parts[i]);
+    char *t = rlk__malloc(n + 1);
+    if (!t) return NULL;
+    *len = 0;
+    for (size_t i = 0; i < rlk__lua_library_nparts; i++) {
+        size_t l = strlen(rlk__lua_library_parts[i]);
+        memcpy(t + *len, rlk__lua_library_parts[i], l);
+        *len += l;
+    }
+    t[*len] = '\0';
+    return t;
 }
 
 /* Whether any of reqs[0..n) is one of the embedded scripts. */

@@ -14,6 +14,7 @@
 #include "testlib.h"
 
 #include "locktest.h"
+#include "internal.h"
 #include "lua.h"
 #include "sha1.h"
 
@@ -118,10 +119,15 @@ static void forget_scripts(rlk_conn *c)
  * after it. */
 static void test_library_name(void)
 {
-    const char *lib = rlk__lua_library, *name = rlk__lua_library_name;
-    size_t n = strlen(lib), k = 0;
+    const char *name = rlk__lua_library_name;
+    size_t n = 0, k = 0;
+    char *lib = rlk__lua_library_text(&n);
     char *bare = malloc(n + 1), sha[41], head[64];
-    if (!CHECK(bare != NULL)) return;
+    if (!CHECK(lib != NULL && bare != NULL && n == strlen(lib))) {
+        rlk__free(lib);
+        free(bare);
+        return;
+    }
     CHECK_EQ_INT(strlen(name), strlen("resplock_") + 12);
     for (size_t i = 0; i < n;) {
         if (strncmp(lib + i, name, strlen(name)) == 0) {
@@ -142,8 +148,11 @@ static void test_library_name(void)
         CHECK(strncmp(rlk__lua_functions[i].name, name, strlen(name)) == 0);
         CHECK(strstr(lib, rlk__lua_functions[i].name) != NULL);
         CHECK_EQ_INT(rlk__lua_functions[i].len, strlen(rlk__lua_functions[i].text));
+        /* Each script's text once in the binary: the library refers to it. */
+        CHECK(strstr(lib, rlk__lua_functions[i].text) != NULL);
     }
     free(bare);
+    rlk__free(lib);
 }
 
 /* The first lock call loads the library; every script runs as FCALL,
