@@ -294,13 +294,17 @@ static int wd_setup(void)
     return 0;
 }
 
+/* When the lock is known held until (monotonic ms, give or take one):
+ * a renewal moves it on, whatever time passed. */
+static int64_t valid_end(const rlk_lock *l) { return ts_now_ms() + rlk_lock_remaining_ms(l); }
+
 static int sc_tick(const char **msg)
 {
-    int64_t next = -1, before = rlk_lock_remaining_ms(wd_lock);
+    int64_t next = -1, before = valid_end(wd_lock);
     int r = rlk_client_tick(wd_cl, &next);
     /* The tick sends the round; a later one, once the fd is readable,
      * reads its replies, and the round (and its memory) ends there. */
-    while (r == RLK_OK && rlk_lock_remaining_ms(wd_lock) <= before) {
+    while (r == RLK_OK && valid_end(wd_lock) <= before) {
         struct pollfd p = {rlk_client_fd(wd_cl), POLLIN, 0};
         if (p.fd < 0 || poll(&p, 1, 2000) != 1) break;
         r = rlk_client_tick(wd_cl, &next);
@@ -321,12 +325,12 @@ static void tick_after(int r)
     while (ts_now_ms() < until) ts_pause_ms(2);
     /* A round that failed after its set-up tries again a little later
      * (half the loss margin): tick until then, within a deadline. */
-    int64_t before = rlk_lock_remaining_ms(wd_lock), deadline = ts_now_ms() + 3000;
+    int64_t before = valid_end(wd_lock), deadline = ts_now_ms() + 3000;
     int renewed = 0;
     while (!renewed && ts_now_ms() < deadline) {
         int64_t next = -1;
         CHECK_EQ_INT(rlk_client_tick(wd_cl, &next), RLK_OK);
-        renewed = rlk_lock_remaining_ms(wd_lock) > before;
+        renewed = valid_end(wd_lock) > before;
         if (!renewed) ts_pause_ms(next > 0 && next < 20 ? next : 20);
     }
     CHECK_MSG(renewed, "not renewed after the failed round");
