@@ -721,6 +721,160 @@ typedef struct rlk_lock_status {
  * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
 
+
+/* ------------------------------------------------------------------ */
+/* The sans-I/O session: the lock protocol without I/O                  */
+
+/*
+ * One server connection's side of the lock protocol, for a program that
+ * owns the socket and its event loop (epoll, libuv, libevent...).  A
+ * session never reads, writes, connects, sleeps or reads a clock: the
+ * caller connects the socket (TCP, Unix or TLS: the session sees only
+ * bytes), hands it the bytes received (rlk_session_feed), sends the
+ * bytes it asks for (rlk_session_output, then rlk_session_consume), and
+ * calls rlk_session_tick when rlk_session_deadline comes.  Every call
+ * takes the time, now: milliseconds on a monotonic clock of the caller's
+ * choice (CLOCK_MONOTONIC for rlk_plan_* to hold), never going back.
+ * One thread at a time per session; any number of sessions per thread.
+ *
+ * It speaks what the blocking client speaks: the handshake (HELLO 3 with
+ * AUTH and SETNAME, RESP2 with AUTH where HELLO is missing, SELECT), the
+ * same scripts (src/lua/, EVALSHA, EVAL once after NOSCRIPT), the same
+ * keys, tokens, fences, lines of waiters and handoffs, so sessions and
+ * blocking clients share locks.  Locks are simple (not reentrant).  A
+ * waiter wakes on the release message and takes a handoff under RESP3;
+ * under RESP2 (one connection cannot both subscribe and send) it tries
+ * again every recheck_ms (and when the holder's TTL runs out), and a
+ * release hands nothing to it (the line skips waiters nobody listens
+ * for).  Held locks with a watchdog are renewed in rounds, one pipeline
+ * of script calls per round.
+ *
+ * Results come as events (rlk_session_config.cb), called from within
+ * rlk_session_feed, _tick, _closed, _acquire and _release, never from
+ * anywhere else.  The callback may call any rlk_session_* function,
+ * rlk_session_free aside.
+ *
+ * Deadlines: every request sent has the command timeout for its reply; a
+ * wait ends at its wait_ms; an acquire queued before the handshake ends
+ * fails at its own deadline.  A reply overdue fails the session: the
+ * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
+ * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
+ * failure the caller closes the socket and calls rlk_session_closed:
+ * the acquires under way end (RLK_ERR_CLOSED; a try whose reply was lost
+ * may have taken the lock, which then runs out by its TTL), releases
+ * under way report RLK_ERR_CLOSED (the lock runs out by its TTL), held
+ * locks stay held while their validity lasts.  After a reconnect
+ * (rlk_session_connected again) the first renewal round re-checks every
+ * held lock; a lock that cannot be renewed in time is reported lost.
+ */
+typedef struct rlk_session rlk_session;
+typedef struct rlk_session_lock rlk_session_lock;
+
+typedef enum rlk_session_event {
+    RLK_SEV_READY = 1,      /* the handshake is done (lock NULL, status 0) */
+    RLK_SEV_ACQUIRED,       /* the lock is held (status RLK_OK)            */
+    RLK_SEV_NOT_ACQUIRED,   /* status: RLK_LOCK_BUSY, RLK_ERR_SERVER,
+                               RLK_ERR_TIMEOUT, RLK_ERR_CLOSED...; the
+                               handle is freed when the callback returns   */
+    RLK_SEV_LOST,           /* a held lock was found lost, before its
+                               validity ends; release the handle          */
+    RLK_SEV_RELEASED        /* status RLK_OK, RLK_LOCK_NOT_HELD,
+                               RLK_LOCK_NOT_OWNER, or a failure; the
+                               handle is freed when the callback returns   */
+} rlk_session_event;
+
+typedef void (*rlk_session_cb)(void *ctx, rlk_session *s, rlk_session_event ev,
+                               rlk_session_lock *l, int status);
+
+typedef struct rlk_session_config {
+    const char *username;   /* AUTH (in HELLO); NULL: "default"            */
+    const char *password;   /* NULL: no AUTH                               */
+    const char *client_name; /* CLIENT SETNAME (in HELLO); NULL: none       */
+    int db;                 /* SELECT when > 0                             */
+    int protocol;           /* 0 or 3: RESP3, RESP2 where HELLO is missing;
+                               2: RESP2                                    */
+    int command_timeout_ms; /* for each reply; 0: 5000; -1: none           */
+    size_t max_input;       /* bytes of one reply (or push) buffered at
+                               most; 0: 1 MiB                              */
+    /* The timing: drift_ms, renew_divisor, recheck_ms (rlk_plan_*); NULL:
+     * the defaults.  Copied. */
+    const rlk_client_config *timing;
+    rlk_session_cb cb;
+    void *ctx;
+    void *reserved_[8];     /* zero: room for later fields                 */
+} rlk_session_config;
+
+/* Fills *cfg with the defaults (all 0/NULL). */
+void rlk_session_config_init(rlk_session_config *cfg);
+
+/* A session (copies cfg and its strings); NULL when memory runs out or
+ * the kernel gives no random bytes (for the handoff channel). */
+rlk_session *rlk_session_new(const rlk_session_config *cfg);
+
+/* Frees the session and its handles (no event; locks run out by their
+ * TTL).  NULL is allowed.  Not from its callback. */
+void rlk_session_free(rlk_session *s);
+
+/* The socket is connected: the handshake is queued (RLK_SEV_READY when
+ * it is done).  RLK_OK, RLK_ERR_NOMEM, RLK_ERR_INVALID when already
+ * connected. */
+int rlk_session_connected(rlk_session *s, int64_t now);
+
+/* The socket was closed (by either side, or after a failure): see
+ * above.  Nothing when not connected. */
+void rlk_session_closed(rlk_session *s, int64_t now);
+
+/* Bytes received.  RLK_OK, or a failure of the session (RLK_ERR_PROTO,
+ * RLK_ERR_LIMIT, RLK_ERR_NOMEM, RLK_ERR_INVALID when not connected):
+ * close the socket and call rlk_session_closed. */
+int rlk_session_feed(rlk_session *s, const char *buf, size_t len, int64_t now);
+
+/* The bytes to send (*buf; 0: none), valid until the next call on s.
+ * rlk_session_consume(n) drops the first n of them, once sent. */
+size_t rlk_session_output(const rlk_session *s, const char **buf);
+void rlk_session_consume(rlk_session *s, size_t n);
+
+/* When rlk_session_tick is next due (ms on the caller's clock), or -1:
+ * nothing is. */
+int64_t rlk_session_deadline(const rlk_session *s);
+
+/* The time has come: timeouts, waits, renewals, losses.  RLK_OK, or
+ * RLK_ERR_TIMEOUT (a reply overdue) or RLK_ERR_NOMEM: close the socket
+ * and call rlk_session_closed. */
+int rlk_session_tick(rlk_session *s, int64_t now);
+
+/* 1 after RLK_SEV_READY, until rlk_session_closed. */
+int rlk_session_ready(const rlk_session *s);
+
+/* The reason of the last failure ("" if none). */
+const char *rlk_session_errmsg(const rlk_session *s);
+
+/* Starts taking the lock NAME with o (NULL: the defaults; kind must be
+ * RLK_LOCK_SIMPLE; on_lost is not used: RLK_SEV_LOST is).  Before the
+ * handshake is done the acquire waits for it.  The handle is returned,
+ * and reported by one RLK_SEV_ACQUIRED or RLK_SEV_NOT_ACQUIRED event;
+ * user is handed back by rlk_session_lock_user.  NULL (no event) for an
+ * empty name, a reentrant kind, or no memory. */
+rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
+                                      const rlk_lock_options *o, void *user, int64_t now);
+
+/* Releases a held (or lost) lock: one RLK_SEV_RELEASED event follows
+ * (from this call when nothing need be sent), after which the handle is
+ * freed.  An acquire still under way is called off: its wait ends now
+ * (leaving the line), a lock it took after all is released, and
+ * RLK_SEV_RELEASED comes instead of its result (RLK_LOCK_NOT_HELD when
+ * it took none).  RLK_OK, or RLK_ERR_INVALID when a release is under way
+ * already. */
+int rlk_session_release(rlk_session_lock *l, int64_t now);
+
+void *rlk_session_lock_user(const rlk_session_lock *l);
+const char *rlk_session_lock_name(const rlk_session_lock *l);
+const char *rlk_session_lock_token(const rlk_session_lock *l);
+uint64_t rlk_session_lock_fence(const rlk_session_lock *l);
+/* Milliseconds the lock is known held from now (0: not held, lost, or
+ * not acquired yet). */
+int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now);
+
 #ifdef __cplusplus
 }
 #endif
