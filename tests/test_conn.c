@@ -2515,7 +2515,9 @@ static void endless_reply(const char *what, const char *head, const char *unit,
         peak = __atomic_load_n(&mem_peak, __ATOMIC_SEQ_CST) - base;
         sent = __atomic_load_n(&f.sent, __ATOMIC_SEQ_CST);
         CHECK_EQ_INT(rc, RLK_ERR_LIMIT);
-        CHECK_MSG(took < 1000, "took %lld ms", (long long)took);
+        /* At the limit, not at the 3 s timeout (reading 1 MiB under
+         * valgrind on a loaded machine takes a while). */
+        CHECK_MSG(took < 2500, "took %lld ms", (long long)took);
         CHECK_MSG(ts_contains(rlk_conn_errmsg(c), want_msg), "errmsg: %s", rlk_conn_errmsg(c));
         CHECK_EQ_INT(rlk_conn_is_connected(c), 0);
         CHECK_MSG(peak < 5 * (1 << 20) / 2, "the library held %lld bytes", peak);
@@ -2704,8 +2706,8 @@ static void test_deferred_reply(void)
             took = ts_now_ms() - t0;
             CHECK_EQ_INT(o2.calls, 3);
             kill(s->pid, SIGCONT);
-            /* The command timeout is 5 s: this bound holds under valgrind. */
-            CHECK_MSG(took < 500, "poll_replies took %lld ms", (long long)took);
+            /* The command timeout is 5 s: far below it, whatever the load. */
+            CHECK_MSG(took < 2500, "poll_replies took %lld ms", (long long)took);
             CHECK(poll(&p, 1, 5000) == 1);
             CHECK_EQ_INT(rlk__conn_poll_replies(c), RLK_OK);
             CHECK_EQ_INT(o2.calls, 4);
