@@ -377,6 +377,64 @@ static void test_idle_client_heap(void)
     CHECK_EQ_INT(H.blocks, blocks);
 }
 
+/* ------------------------------------------------------------------ */
+/* The sans-I/O session: handshake, acquire, a renewal round, release,  */
+/* all on made-up bytes (no server: the session does no I/O).           */
+
+static int sess_acquired, sess_released;
+static char sess_msg[300];
+
+static void sess_cb(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session_lock *l,
+                    int status)
+{
+    (void)ctx, (void)s, (void)l;
+    if (ev == RLK_SEV_ACQUIRED) sess_acquired++;
+    if (ev == RLK_SEV_RELEASED && status == RLK_OK) sess_released++;
+}
+
+static int sess_feed(rlk_session *s, const char *bytes, int64_t now)
+{
+    int r = rlk_session_feed(s, bytes, strlen(bytes), now);
+    rlk_session_consume(s, (size_t)-1); /* as if written */
+    return r;
+}
+
+static int sc_session(const char **msg)
+{
+    sess_acquired = sess_released = 0;
+    *msg = sess_msg;
+    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
+    rlk_session_config c;
+    rlk_session_config_init(&c);
+    c.cb = sess_cb;
+    c.password = "secret";
+    c.client_name = "alloc";
+    rlk_session *s = rlk_session_new(&c);
+    if (!s) return RLK_ERR_NOMEM;
+    int r = rlk_session_connected(s, 1000);
+    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 3000;
+    o.watchdog = 1;
+    rlk_session_lock *l = NULL;
+    if (r == RLK_OK && !(l = rlk_session_acquire(s, "alloc:s", &o, NULL, 1000)))
+        r = RLK_ERR_NOMEM;
+    if (r == RLK_OK) r = sess_feed(s, "+OK\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
+    if (r == RLK_OK && sess_acquired != 1) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_tick(s, 2001); /* the renewal is due */
+    if (r == RLK_OK) r = sess_feed(s, "*1\r\n:1\r\n", 2002);
+    if (r == RLK_OK && rlk_session_lock_remaining_ms(l, 2002) < 2900) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_release(l, 2003);
+    if (r == RLK_OK) r = sess_feed(s, ":1\r\n", 2004);
+    if (r == RLK_OK && sess_released != 1) r = RLK_ERR_PROTO;
+    if (r != RLK_OK) snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+    rlk_session_free(s);
+    return r;
+}
+
+static void test_session(void) { CHECK(inject("session", NULL, sc_session, NULL) > 5); }
+
 int main(int argc, char **argv)
 {
     rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
@@ -400,6 +458,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_connect);
     RUN_TEST(test_acquire_release);
     RUN_TEST(test_watchdog_round);
+    RUN_TEST(test_session);
     RUN_TEST(test_idle_client_heap);
     rlk_conn_free(admin);
     ts_stop(srv);
