@@ -115,6 +115,12 @@ struct rlk_session {
 
 void rlk_session_config_init(rlk_session_config *cfg) { memset(cfg, 0, sizeof *cfg); }
 
+static int vfail(rlk_session *s, int status, const char *fmt, va_list ap)
+{
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    return status;
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -122,7 +128,7 @@ static int fail(rlk_session *s, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    vfail(s, status, fmt, ap);
     va_end(ap);
     return status;
 }
@@ -135,9 +141,8 @@ static int broken(rlk_session *s, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    s->broken = vfail(s, status, fmt, ap);
     va_end(ap);
-    s->broken = status;
     return status;
 }
 
