@@ -757,7 +757,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  *
  * Deadlines: every request sent has the command timeout for its reply; a
  * wait ends at its wait_ms; an acquire queued before the handshake ends
- * fails at its own deadline.  A reply overdue fails the session: the
+ * fails at its own deadline.  A reply overdue fails the session (a
+ * renewal's reply is due by the time its lock is to be reported lost:
+ * then the lock is reported LOST and the connection given up): the
  * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
  * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
