@@ -24,6 +24,11 @@ int rlk__leases_init(rlk__leases *reg, const rlk_client_config *cfg)
 
 void rlk__leases_destroy(rlk__leases *reg) { pthread_mutex_destroy(&reg->mu); }
 
+int64_t rlk__leases_now(const rlk__leases *reg)
+{
+    return reg->manual_clock ? reg->clock_now : rlk__now_ms();
+}
+
 /* ------------------------------------------------------------------ */
 /* Timing                                                               */
 
@@ -214,7 +219,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
     rd->end = end;
     rd->per_slot = reg->per_slot;
     pthread_mutex_unlock(&reg->mu);
-    rd->start = rlk__now_ms();
+    rd->start = now;
     return 1;
 }
 
@@ -276,9 +281,9 @@ int rlk__round_crossslot(const rlk_resp_value *v)
 
 /* The next try of a lease whose renewal failed: soon, while validity
  * lasts. */
-static int64_t retry_at(const rlk__lease *l)
+static int64_t retry_at(const rlk__leases *reg, const rlk__lease *l)
 {
-    return rlk__now_ms() + rlk__lease_margin(l->ttl) / 2 + 1;
+    return rlk__leases_now(reg) + rlk__lease_margin(l->ttl) / 2 + 1;
 }
 
 /* Applies the reply v of the request whose leases are e[first..first +
@@ -295,7 +300,7 @@ static void apply_locked(rlk__leases *reg, const rlk__round *rd, size_t first, s
         if (bad || !x || x->type != RLK_RESP_INTEGER) {
             /* The server could not answer for it (a script error):
              * try again soon; validity decides. */
-            l->renew_at = retry_at(l);
+            l->renew_at = retry_at(reg, l);
             continue;
         }
         if (x->integer == 1) rlk__lease_set_validity(reg, l, rd->start, w->ttl);
@@ -305,13 +310,13 @@ static void apply_locked(rlk__leases *reg, const rlk__round *rd, size_t first, s
 
 /* Drops the round's references, with the mutex held; a failed round's
  * leases are tried again soon, but not past their lost_at. */
-static void end_locked(rlk__round *rd, int failed)
+static void end_locked(rlk__leases *reg, rlk__round *rd, int failed)
 {
     for (size_t i = 0; i < rd->n; i++) {
         rlk__lease *l = rd->e[i].l;
         l->inflight = 0;
         if (failed && !l->dead) {
-            int64_t t = retry_at(l);
+            int64_t t = retry_at(reg, l);
             l->renew_at = t > l->lost_at ? l->lost_at : t;
         }
         if (--l->refs == 0 && l->dead) l->destroy(l->owner);
@@ -329,7 +334,7 @@ void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status)
         apply_locked(reg, rd, first, cnt, rd->replies[q]);
         first += cnt;
     }
-    end_locked(rd, status != RLK_OK);
+    end_locked(reg, rd, status != RLK_OK);
     pthread_mutex_unlock(&reg->mu);
     round_free(rd);
 }
@@ -343,12 +348,12 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
     if (crossslot) reg->per_slot = 1;
     if (!v || crossslot) {
         if (!v) rd->failed = 1;
-        int64_t now = rlk__now_ms();
+        int64_t now = rlk__leases_now(reg);
         for (size_t k = first; k < first + cnt; k++) {
             rlk__lease *l = rd->e[k].l;
             if (l->dead) continue;
             /* Sent again per slot at once; after a failure, soon. */
-            int64_t t = crossslot ? now : retry_at(l);
+            int64_t t = crossslot ? now : retry_at(reg, l);
             l->renew_at = t > l->lost_at ? l->lost_at : t;
         }
     } else {
@@ -359,7 +364,7 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
     if (done) {
         if (rd->per_slot) reg->per_slot = 1;
         if (!rd->failed) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
-        end_locked(rd, 0);
+        end_locked(reg, rd, 0);
     }
     pthread_mutex_unlock(&reg->mu);
     if (done) round_free(rd);

@@ -63,11 +63,18 @@ typedef struct rlk__leases {
     /* A cluster-enabled server refused a round's keys of several slots
      * (CROSSSLOT): renewals go one script call per slot from then on. */
     int per_slot;
+    /* The sans-I/O session's clock: the time its caller gave last
+     * (clock_now) stands for rlk__now_ms() when manual_clock is set. */
+    int manual_clock;
+    int64_t clock_now;
 } rlk__leases;
 
 /* 0, or -1 when the mutex cannot be made. */
 int rlk__leases_init(rlk__leases *reg, const rlk_client_config *cfg);
 void rlk__leases_destroy(rlk__leases *reg);
+
+/* The registry's time: rlk__now_ms(), or the session's clock. */
+int64_t rlk__leases_now(const rlk__leases *reg);
 
 /* The default lost margin of a TTL: a tenth, at least 5 ms. */
 int64_t rlk__lease_margin(int64_t ttl);

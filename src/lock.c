@@ -18,6 +18,8 @@
 #include "lua.h"
 #include "script.h"
 #include "lease.h"
+#include "keys.h"
+#include "waiter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,8 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_RECHECK_MS 1000
-#define RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
 
 /* ------------------------------------------------------------------ */
 /* Scripts: src/lua/NAME.lua (see lua.h and each file's header)        */
@@ -132,87 +132,6 @@ int rlk_client_fd(const rlk_client *cl) { return rlk_conn_fd(cl->conn); }
 void rlk_client_config_init(rlk_client_config *cfg) { memset(cfg, 0, sizeof *cfg); }
 void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
 
-/* Random bytes from the kernel; a lock token must not be guessable or
- * shared, so there is no weaker fallback than /dev/urandom. */
-static int kernel_random(unsigned char *out, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(out + got, n - got, 0);
-        if (r > 0) {
-            got += (size_t)r;
-            continue;
-        }
-        if (r < 0 && errno == EINTR) continue;
-        break;
-    }
-    if (got == n) return 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    while (got < n) {
-        ssize_t r = read(fd, out + got, n - got);
-        if (r <= 0 && !(r < 0 && errno == EINTR)) break;
-        if (r > 0) got += (size_t)r;
-    }
-    close(fd);
-    return got == n ? 0 : -1;
-}
-
-/*
- * Random bytes for tokens, taken from the kernel 512 bytes at a time (a
- * system call per 32 tokens instead of one per token).  Each byte is
- * handed out once; a forked child starts with an empty pool, so parent
- * and child never share a token.
- */
-static struct {
-    pthread_mutex_t mu;
-    unsigned char buf[512];
-    size_t left;
-} pool = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-
-static void pool_forked(void)
-{
-    /* Only this thread exists in the child; the mutex was held by the
-     * forking thread (see pool_prepare), so it is re-made. */
-    pthread_mutex_init(&pool.mu, NULL);
-    memset(pool.buf, 0, sizeof pool.buf);
-    pool.left = 0;
-}
-static void pool_prepare(void) { pthread_mutex_lock(&pool.mu); }
-static void pool_parent(void) { pthread_mutex_unlock(&pool.mu); }
-static void pool_init(void) { pthread_atfork(pool_prepare, pool_parent, pool_forked); }
-
-static int random_bytes(unsigned char *out, size_t n)
-{
-    if (n > sizeof pool.buf / 4) return kernel_random(out, n);
-    pthread_once(&pool_once, pool_init);
-    pthread_mutex_lock(&pool.mu);
-    if (pool.left < n) {
-        if (kernel_random(pool.buf, sizeof pool.buf) != 0) {
-            pthread_mutex_unlock(&pool.mu);
-            return -1;
-        }
-        pool.left = sizeof pool.buf;
-    }
-    unsigned char *p = pool.buf + pool.left - n;
-    memcpy(out, p, n);
-    memset(p, 0, n);
-    pool.left -= n;
-    pthread_mutex_unlock(&pool.mu);
-    return 0;
-}
-
-static void hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* Makes the watchdog thread, if any, look at the locks now: one was
  * added, or is due sooner than the thread planned to wake. */
 static void wake_watchdog(rlk_client *cl)
@@ -235,12 +154,6 @@ static void on_connect(void *ctx, rlk_conn *c, int reconnected)
     }
 }
 
-static int str_is(const rlk_resp_value *v, const char *s, size_t n)
-{
-    return v && (v->type == RLK_RESP_SIMPLE || v->type == RLK_RESP_BULK) && v->len == n &&
-           memcmp(v->str, s, n) == 0;
-}
-
 /* A waiter's connection: a message on the client's handoff channel
  * naming the waiter's token means the lock is now its own, with the fence
  * the message carries.  Anything else only wakes the waiter
@@ -250,22 +163,8 @@ static void on_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
     rlk_client *cl = ctx;
     if (c != cl->conn && c != cl->sub) return; /* the watchdog thread's */
     rlk_lock *w = cl->waiting;
-    if (!w) return;
-    const rlk_resp_value *ch = rlk_resp_value_at(msg, 1), *pl = rlk_resp_value_at(msg, 2);
-    if (!str_is(rlk_resp_value_at(msg, 0), "message", 7) ||
-        !str_is(ch, cl->handoff_channel, strlen(cl->handoff_channel)) || !pl ||
-        (pl->type != RLK_RESP_BULK && pl->type != RLK_RESP_SIMPLE))
-        return;
-    /* "FENCE TOKEN"; a handoff meant for an earlier wait (one that ended
-     * in an error) names another token and is ignored: that lock
-     * expires. */
-    uint64_t f = 0;
-    size_t i, tl = strlen(w->token);
-    for (i = 0; i < pl->len && i < 20 && pl->str[i] >= '0' && pl->str[i] <= '9'; i++)
-        f = f * 10 + (uint64_t)(pl->str[i] - '0');
-    if (i == 0 || pl->len != i + 1 + tl || pl->str[i] != ' ' ||
-        memcmp(pl->str + i + 1, w->token, tl) != 0)
-        return;
+    uint64_t f;
+    if (!w || !rlk__handoff_parse(msg, cl->handoff_channel, w->token, &f)) return;
     cl->handed_fence = f;
     cl->handed = 1;
 }
@@ -317,19 +216,19 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     cl->call_cap = -1;
     if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
     if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
-    if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = DEFAULT_RECHECK_MS;
+    if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = RLK__DEFAULT_RECHECK_MS;
     if (cl->cfg.client_id) {
         snprintf(cl->client_id, sizeof cl->client_id, "%s", cl->cfg.client_id);
     } else {
         unsigned char u[16];
         char h[33];
-        if (random_bytes(u, sizeof u) != 0) {
+        if (rlk__random_bytes(u, sizeof u) != 0) {
             rlk__free(cl);
             return NULL;
         }
         u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
         u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
-        hex(u, sizeof u, h);
+        rlk__hex(u, sizeof u, h);
         snprintf(cl->client_id, sizeof cl->client_id, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
                  h + 12, h + 16, h + 20);
     }
@@ -337,11 +236,11 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     {
         unsigned char u[16];
         char h[33];
-        if (random_bytes(u, sizeof u) != 0) {
+        if (rlk__random_bytes(u, sizeof u) != 0) {
             rlk__free(cl);
             return NULL;
         }
-        hex(u, sizeof u, h);
+        rlk__hex(u, sizeof u, h);
         snprintf(cl->handoff_channel, sizeof cl->handoff_channel, "resplock:handoff:%s", h);
     }
     if (copy_strings(cl) != 0) {
@@ -403,85 +302,7 @@ void rlk_client_free(rlk_client *cl)
 }
 
 /* ------------------------------------------------------------------ */
-/* Keys in the lock's Cluster slot                                      */
-
-static uint16_t crc16(const char *s, size_t n)
-{
-    /* CRC-16/XMODEM, the hash of Redis Cluster's key slots. */
-    uint16_t crc = 0;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (uint16_t)((unsigned char)s[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
-    return crc;
-}
-
-/* The hash tag of a key: what the slot is computed from. */
-static void hash_part(const char *k, size_t n, const char **p, size_t *pn)
-{
-    const char *open = memchr(k, '{', n);
-    if (open) {
-        const char *close = memchr(open + 1, '}', n - (size_t)(open + 1 - k));
-        if (close && close > open + 1) {
-            *p = open + 1;
-            *pn = (size_t)(close - open - 1);
-            return;
-        }
-    }
-    *p = k;
-    *pn = n;
-}
-
-static unsigned keyslot(const char *k, size_t n)
-{
-    const char *p;
-    size_t pn;
-    hash_part(k, n, &p, &pn);
-    return crc16(p, pn) & 16383u;
-}
-
-/*
- * A key for `what` ("queue", "waiters", "released") in NAME's slot: NAME:what when
- * NAME has a hash tag, {NAME}:what when it has no '}', else a computed
- * tag of the same slot.  Written into out (at least 2*len(name)+64).
- */
-static void derived_key(const char *name, const char *what, char *out, size_t cap)
-{
-    size_t n = strlen(name);
-    const char *p;
-    size_t pn;
-    hash_part(name, n, &p, &pn);
-    if (p != name || pn != n) {
-        snprintf(out, cap, "%s:%s", name, what);
-    } else if (!memchr(name, '}', n)) {
-        snprintf(out, cap, "{%s}:%s", name, what);
-    } else {
-        unsigned slot = keyslot(name, n);
-        char tag[16];
-        for (unsigned i = 0;; i++) {
-            int tl = snprintf(tag, sizeof tag, "s%u", i);
-            if ((crc16(tag, (size_t)tl) & 16383u) == slot) break;
-        }
-        snprintf(out, cap, "resplock:%s:{%s}:%s", what, tag, name);
-    }
-}
-
-/* ------------------------------------------------------------------ */
 /* Running scripts                                                      */
-
-static int is_error(const rlk_resp_value *v)
-{
-    return v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR);
-}
-
-static int int_at(const rlk_resp_value *v, size_t i, int64_t *out)
-{
-    const rlk_resp_value *e = rlk_resp_value_at(v, i);
-    if (!e || e->type != RLK_RESP_INTEGER) return -1;
-    *out = e->integer;
-    return 0;
-}
 
 static void set_validity(rlk_lock *l, int64_t start, int64_t ttl);
 static void mark_lost(rlk_lock *l);
@@ -543,7 +364,7 @@ static int run(rlk_client *cl, rlk_conn *c, int which, int nkeys, int argc,
     rlk__conn_cap(c, was);
     cl->server_busy = 0;
     if (r != RLK_OK) return conn_fail(cl, c, r, doing);
-    if (is_error(*out)) {
+    if (rlk__is_error(*out)) {
         /* A server still loading its data after a restart, or busy with
          * a long script, will serve again soon: a waiter tries again. */
         rlk_error_class ec = rlk_reply_error_class(*out);
@@ -569,38 +390,6 @@ static void set_validity(rlk_lock *l, int64_t start, int64_t ttl)
 
 /* Room for each of a lock's derived names: the name twice (a computed
  * hash tag) and a little. */
-static size_t key_cap(const char *name) { return 2 * strlen(name) + 64; }
-
-/* The lock's keys and channel in NKEYS slots of cap bytes at buf, in the
- * scripts' order: name, queue, waiters, the tombstones' prefix, release
- * channel. */
-enum { K_LOCK, K_QUEUE, K_WAITERS, K_TOMB, K_CHANNEL, NKEYS };
-
-static void make_keys(const char *name, char *buf, size_t cap)
-{
-    static const char *const what[3] = {"queue", "waiters", "released"};
-    size_t n = strlen(name);
-    memcpy(buf, name, n + 1);
-    if (!memchr(name, '{', n) && !memchr(name, '}', n)) {
-        /* The common case, {NAME}:what, without formatting. */
-        for (int i = 0; i < 3; i++) {
-            char *o = buf + (size_t)(i + 1) * cap;
-            *o++ = '{';
-            memcpy(o, name, n);
-            o += n;
-            *o++ = '}';
-            *o++ = ':';
-            memcpy(o, what[i], strlen(what[i]) + 1);
-        }
-    } else {
-        for (int i = 0; i < 3; i++) derived_key(name, what[i], buf + (size_t)(i + 1) * cap, cap);
-    }
-    char *ch = buf + K_CHANNEL * cap;
-    memcpy(ch, RELEASE_CHANNEL_PREFIX, sizeof RELEASE_CHANNEL_PREFIX - 1);
-    memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1, name, n);
-    memcpy(ch + sizeof RELEASE_CHANNEL_PREFIX - 1 + n, "}", 2);
-}
-
 /* The lease's on_lost: the lock's, with the handle. */
 static void lock_lost(void *ctx, void *owner)
 {
@@ -611,20 +400,20 @@ static void lock_lost(void *ctx, void *owner)
 
 static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_options *o)
 {
-    size_t cap = key_cap(name);
+    size_t cap = rlk__key_cap(name);
     rlk_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->name = rlk__malloc(NKEYS * cap);
+    l->name = rlk__malloc(RLK__NKEYS * cap);
     if (!l->name) {
         rlk__free(l);
         return NULL;
     }
-    make_keys(name, l->name, cap);
-    l->queue_key = l->name + K_QUEUE * cap;
-    l->waiters_key = l->name + K_WAITERS * cap;
-    l->tomb_key = l->name + K_TOMB * cap;
-    l->channel = l->name + K_CHANNEL * cap;
+    rlk__make_keys(name, l->name, cap);
+    l->queue_key = l->name + RLK__K_QUEUE * cap;
+    l->waiters_key = l->name + RLK__K_WAITERS * cap;
+    l->tomb_key = l->name + RLK__K_TOMB * cap;
+    l->channel = l->name + RLK__K_CHANNEL * cap;
     l->cl = cl;
     l->kind = o->kind;
     l->on_lost = o->on_lost;
@@ -633,7 +422,7 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
     e->key = l->name;
     e->token = l->token;
     e->kind = o->kind == RLK_LOCK_REENTRANT ? 'r' : 's';
-    e->slot = keyslot(name, strlen(name));
+    e->slot = rlk__keyslot(name, strlen(name));
     e->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
     e->watchdog = o->watchdog;
     e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
@@ -645,24 +434,6 @@ static rlk_lock *new_lock(rlk_client *cl, const char *name, const rlk_lock_optio
 
 static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, size_t cap,
                         const char *token, int64_t valid_until, int64_t *result);
-
-/* The fence of a TIME reply: the server's clock in microseconds.  0
- * when the reply is not one. */
-static uint64_t fence_of_time(const rlk_resp_value *v)
-{
-    const rlk_resp_value *sec = rlk_resp_value_at(v, 0), *us = rlk_resp_value_at(v, 1);
-    uint64_t f[2] = {0, 0};
-    const rlk_resp_value *part[2] = {sec, us};
-    for (int i = 0; i < 2; i++) {
-        if (!part[i] || !part[i]->str || part[i]->len == 0 || part[i]->len > 12) return 0;
-        for (size_t j = 0; j < part[i]->len; j++) {
-            char ch = part[i]->str[j];
-            if (ch < '0' || ch > '9') return 0;
-            f[i] = f[i] * 10 + (uint64_t)(ch - '0');
-        }
-    }
-    return f[1] < 1000000 ? f[0] * 1000000 + f[1] : 0;
-}
 
 /*
  * The first try of a simple lock: SET NX PX and TIME in one round trip,
@@ -683,20 +454,20 @@ static int try_plain(rlk_client *cl, rlk_lock *l, const char *ttl, uint64_t *fen
     rlk__conn_cap(cl->conn, was);
     cl->server_busy = 0;
     if (r != RLK_OK) return conn_fail(cl, cl->conn, r, "acquire");
-    if (is_error(v[0])) {
+    if (rlk__is_error(v[0])) {
         rlk_error_class ec = rlk_reply_error_class(v[0]);
         cl->server_busy = ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
         return cl_fail(cl, RLK_ERR_SERVER, "acquire: %.*s",
                        (int)(v[0]->len > 300 ? 300 : v[0]->len), v[0]->str);
     }
     if (v[0]->type == RLK_RESP_NULL) return 0;
-    *fence = fence_of_time(v[1]);
+    *fence = rlk__fence_of_time(v[1]);
     if (v[0]->type != RLK_RESP_SIMPLE || !*fence) {
         /* Taken, with no fence to give: not returned (the lock runs out
          * by its TTL if this delete does not arrive). */
         int64_t res;
         if (v[0]->type == RLK_RESP_SIMPLE)
-            release_keys(cl, RLK_LOCK_SIMPLE, l->name, key_cap(l->name), l->token, -1, &res);
+            release_keys(cl, RLK_LOCK_SIMPLE, l->name, rlk__key_cap(l->name), l->token, -1, &res);
         return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
     }
     return 1;
@@ -736,14 +507,14 @@ static int try_acquire(rlk_client *cl, rlk_lock *l, int mode, int64_t lease, int
     r = run(cl, cl->conn, S_ACQUIRE, 3, 10, argv, NULL, NULL, &v, "acquire");
     if (r != RLK_OK) return r;
     int64_t ok, x;
-    if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &ok) || int_at(v, 1, &x))
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x))
         return cl_fail(cl, RLK_ERR_PROTO, "acquire: unexpected reply from the server");
     if (!ok) {
         *pttl = x;
         return 0;
     }
     l->fence = (uint64_t)x;
-    if (int_at(v, 2, &l->holds) || l->holds < 1) l->holds = 1;
+    if (rlk__int_at(v, 2, &l->holds) || l->holds < 1) l->holds = 1;
     set_validity(l, start, l->lease.ttl);
     return 1;
 }
@@ -946,11 +717,11 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         snprintf(l->token, sizeof l->token, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
     } else {
         unsigned char rnd[16];
-        if (random_bytes(rnd, sizeof rnd) != 0) {
+        if (rlk__random_bytes(rnd, sizeof rnd) != 0) {
             free_lock(l);
             return cl_fail(cl, RLK_ERR_INVALID, "acquire: no random bytes from the kernel");
         }
-        hex(rnd, sizeof rnd, l->token);
+        rlk__hex(rnd, sizeof rnd, l->token);
     }
 
     /* One deadline for the whole call: the wait, or without one the
@@ -961,15 +732,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     if (o->wait_ms > 0) cap = deadline;
     else if (o->wait_ms == 0 && t >= 0) cap = start + t;
     set_call_cap(cl, cap);
-    /* A waiter renews its place in the queue at least every slice; its
-     * place lapses after a lease of two slices and a little, so that a
-     * waiter that died stops being handed the lock soon.  A handoff gives
-     * it the lock for a claim of a slice and a second, until it confirms:
-     * a waiter paused meanwhile holds the lock up that long at most. */
-    int64_t slice = cl->cfg.recheck_ms;
-    int64_t ttl = l->lease.ttl;
-    if (ttl / 3 < slice) slice = ttl / 3 > 10 ? ttl / 3 : 10;
-    int64_t lease = 2 * slice + 200, claim = slice + 1000 < ttl ? slice + 1000 : ttl;
+    rlk__wait_plan plan;
+    rlk__wait_plan_for(&plan, cl->cfg.recheck_ms, l->lease.ttl);
+    int64_t slice = plan.slice, lease = plan.lease, claim = plan.claim;
     const rlk_lock *before = l->kind == RLK_LOCK_REENTRANT ? held_before(cl, l) : NULL;
     uint64_t before_fence = before ? before->fence : 0;
     rlk_conn *sub = NULL;
@@ -1128,9 +893,9 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
     int reentrant = kind == RLK_LOCK_REENTRANT;
     if (reentrant) {
         unsigned char rnd[16];
-        if (random_bytes(rnd, sizeof rnd) != 0)
+        if (rlk__random_bytes(rnd, sizeof rnd) != 0)
             return cl_fail(cl, RLK_ERR_INVALID, "release: no random bytes from the kernel");
-        hex(rnd, sizeof rnd, id);
+        rlk__hex(rnd, sizeof rnd, id);
     }
     /* A reentrant release's tombstone, keyed by this release's id: what
      * a re-sent release learns the first one did.  A re-send comes within
@@ -1139,7 +904,7 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
      * src/lua/release.lua). */
     char *tomb = NULL, life[24];
     if (reentrant) {
-        const char *prefix = keys + K_TOMB * cap;
+        const char *prefix = keys + RLK__K_TOMB * cap;
         size_t pl = strlen(prefix);
         tomb = rlk__malloc(pl + sizeof id + 1);
         if (!tomb) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
@@ -1152,8 +917,8 @@ static int release_keys(rlk_client *cl, rlk_lock_kind kind, const char *keys, si
     const char *argv[8]; /* and a re-send's flag */
     int n = 0;
     argv[n++] = name;
-    argv[n++] = keys + K_QUEUE * cap;
-    argv[n++] = keys + K_WAITERS * cap;
+    argv[n++] = keys + RLK__K_QUEUE * cap;
+    argv[n++] = keys + RLK__K_WAITERS * cap;
     if (reentrant) argv[n++] = tomb;
     int nkeys = n;
     argv[n++] = token;
@@ -1186,7 +951,7 @@ int rlk_lock_release(rlk_lock *l)
     pthread_mutex_lock(&cl->leases.mu);
     l->lease.watchdog = 0;
     pthread_mutex_unlock(&cl->leases.mu);
-    int r = release_keys(cl, l->kind, l->name, key_cap(l->name), l->token,
+    int r = release_keys(cl, l->kind, l->name, rlk__key_cap(l->name), l->token,
                          __atomic_load_n(&l->lease.valid_until, __ATOMIC_RELAXED), &res);
     drop_lock(cl, l);
     return r;
@@ -1258,10 +1023,10 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 
 int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 {
-    size_t cap = key_cap(name);
-    char *keys = rlk__malloc(NKEYS * cap);
+    size_t cap = rlk__key_cap(name);
+    char *keys = rlk__malloc(RLK__NKEYS * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    make_keys(name, keys, cap);
+    rlk__make_keys(name, keys, cap);
     int64_t res;
     int r = release_keys(cl, RLK_LOCK_SIMPLE, keys, cap, token, -1, &res);
     rlk__free(keys);
@@ -1276,19 +1041,19 @@ int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_
 
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 {
-    size_t cap = key_cap(name);
-    char *keys = rlk__malloc(NKEYS * cap);
+    size_t cap = rlk__key_cap(name);
+    char *keys = rlk__malloc(RLK__NKEYS * cap);
     if (!keys) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    make_keys(name, keys, cap);
-    const char *argv[3] = {name, keys + K_QUEUE * cap, keys + K_WAITERS * cap};
+    rlk__make_keys(name, keys, cap);
+    const char *argv[3] = {name, keys + RLK__K_QUEUE * cap, keys + RLK__K_WAITERS * cap};
     rlk_resp_value *v;
     int r = run(cl, cl->conn, S_STATUS, 3, 3, argv, NULL, &RESEND, &v, "status");
     rlk__free(keys);
     if (r != RLK_OK) return r;
     int64_t held, ttl, holds, w;
     const rlk_resp_value *t = rlk_resp_value_at(v, 1);
-    if (v->type != RLK_RESP_ARRAY || int_at(v, 0, &held) || int_at(v, 2, &ttl) ||
-        int_at(v, 3, &holds) || int_at(v, 4, &w) || !t)
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
+        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || !t)
         return cl_fail(cl, RLK_ERR_PROTO, "status: unexpected reply from the server");
     memset(st, 0, sizeof *st);
     st->held = held != 0;
@@ -1350,7 +1115,7 @@ static int renew_round(rlk_client *cl, rlk_conn *c)
     }
     rlk__conn_cap(c, c == cl->conn ? cl->call_cap : -1);
     if (r != RLK_OK && c == cl->conn) conn_fail(cl, c, r, "renew");
-    if (r == RLK_OK && is_error(replies[0]) && c == cl->conn)
+    if (r == RLK_OK && rlk__is_error(replies[0]) && c == cl->conn)
         cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)replies[0]->len, replies[0]->str);
     rlk__round_finish(&cl->leases, &rd, r);
     return r;
@@ -1364,7 +1129,7 @@ static void round_reply(void *ctx, rlk_conn *c, const rlk_resp_value *v)
     (void)c;
     if (!cl->tround_on) return;
     if (rlk__script_missing(v)) cl->renew_eval = 1;
-    else if (is_error(v)) cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)v->len, v->str);
+    else if (rlk__is_error(v)) cl_fail(cl, RLK_ERR_SERVER, "renew: %.*s", (int)v->len, v->str);
     if (rlk__round_apply_one(&cl->leases, &cl->tround, v)) cl->tround_on = 0;
 }
 

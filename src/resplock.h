@@ -751,8 +751,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  *
  * Results come as events (rlk_session_config.cb), called from within
  * rlk_session_feed, _tick, _closed, _acquire and _release, never from
- * anywhere else.  The callback may call any rlk_session_* function,
- * rlk_session_free aside.
+ * anywhere else.  The callback may call
+ * rlk_session_acquire, rlk_session_release and the handle's accessors
+ * (not rlk_session_feed, _tick, _closed, _connected or _free).
  *
  * Deadlines: every request sent has the command timeout for its reply; a
  * wait ends at its wait_ms; an acquire queued before the handshake ends

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tokens, a lock's derived keys and slot, reply readings (keys.c). */
+#ifndef RESPLOCK_KEYS_H
+#define RESPLOCK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resplock.h"
+
+#define RLK__RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
+
+/* n random bytes for tokens (the kernel's, pooled; a forked child never
+ * shares the parent's).  0, or -1 when the kernel gives none. */
+int rlk__random_bytes(unsigned char *out, size_t n);
+
+/* in[0..n) as 2n lowercase hex digits and a NUL into out. */
+void rlk__hex(const unsigned char *in, size_t n, char *out);
+
+/* The Cluster hash slot of key k[0..n). */
+unsigned rlk__keyslot(const char *k, size_t n);
+
+/* The lock's keys and channel in RLK__NKEYS slots of cap bytes at buf, in the
+ * scripts' order: name, queue, waiters, the tombstones' prefix, release
+ * channel. */
+enum { RLK__K_LOCK, RLK__K_QUEUE, RLK__K_WAITERS, RLK__K_TOMB, RLK__K_CHANNEL, RLK__NKEYS };
+
+/* The room of one slot of rlk__make_keys for name. */
+size_t rlk__key_cap(const char *name);
+void rlk__make_keys(const char *name, char *buf, size_t cap);
+
+/* The fence of a TIME reply: the server's clock in microseconds (0 when
+ * the reply is not one). */
+uint64_t rlk__fence_of_time(const rlk_resp_value *v);
+
+/* v is an error reply. */
+int rlk__is_error(const rlk_resp_value *v);
+/* v's element i is an integer: *out, 0; else -1. */
+int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);
+/* v is the string s[0..n) (simple or bulk). */
+int rlk__str_is(const rlk_resp_value *v, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,1017 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sans-I/O session (see resplock.h): one connection's side of the
+ * lock protocol as a state machine over bytes and the caller's clock.
+ *
+ * Requests go out in order and their replies come back in order, so the
+ * session keeps a queue of what each request sent is waiting for.  A
+ * handle (rlk_session_lock) moves through the states below; its held
+ * validity, renewal and loss live in the lease registry (lease.c), the
+ * waiting rules in waiter.c, the keys and tokens in keys.c, the scripts
+ * in src/lua/.  Handles are freed only at the end of the outermost
+ * public call (the zombie list), so a callback may release or acquire
+ * while the session walks its handles.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "resplock.h"
+#include "conn_internal.h"
+#include "internal.h"
+#include "keys.h"
+#include "lease.h"
+#include "lua.h"
+#include "waiter.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_MAX_INPUT (1u << 20)
+
+enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_COUNT };
+
+/* What a reply in the queue answers. */
+enum {
+    Q_HELLO, Q_AUTH, Q_SETNAME, Q_SELECT, /* the handshake */
+    Q_SET, Q_TIME,                        /* a first try: SET NX PX, TIME */
+    Q_ACQ,                                /* the acquire script */
+    Q_CONFIRM,                            /* a handoff's confirmation */
+    Q_RELEASE,
+    Q_RENEW,                              /* one request of the round */
+    Q_IGNORE                              /* a release nobody waits for */
+};
+
+/* A handle's states. */
+enum {
+    L_PENDING,   /* before the handshake is done */
+    L_TRY,       /* a try in flight (SET+TIME, or the script) */
+    L_WAIT,      /* in line (or polling) until wake_at, a message, or the end */
+    L_CONFIRM,   /* a handoff's confirmation in flight */
+    L_HELD,
+    L_RELEASING,
+    L_DONE       /* its terminal event was given */
+};
+
+typedef struct sreq {
+    unsigned char kind;
+    unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
+    char mode;           /* Q_ACQ's */
+    rlk_session_lock *l;
+    int64_t deadline;    /* -1: none */
+} sreq;
+
+struct rlk_session_lock {
+    rlk_session *s;
+    rlk_session_lock *prev, *next; /* the session's handles */
+    rlk_session_lock *znext;       /* on the zombie list */
+    char *keys;           /* rlk__make_keys' slots */
+    size_t cap;
+    char token[33];
+    void *user;
+    int state;
+    int64_t ttl, wait_ms;
+    int64_t until;        /* the wait ends (-1: never) */
+    int64_t pending_until; /* L_PENDING gives up (-1: never) */
+    int64_t wake_at;      /* L_WAIT tries again */
+    int64_t try_start;    /* the try (or confirmation) in flight was queued */
+    int inflight;         /* requests in the queue naming it */
+    int set_result;       /* Q_SET's: 1 taken, 0 busy, <0 a status */
+    char mode;            /* of the next try: 0 (SET+TIME), 'w', 'q' */
+    int final;            /* the try in flight is the last */
+    int cancel;           /* released while acquiring */
+    int handed;           /* a handoff came during a try in flight */
+    uint64_t handed_fence;
+    int subscribed;       /* to its release channel (RESP3) */
+    int leased;           /* in the lease registry */
+    uint64_t fence;
+    rlk__lease lease;
+};
+
+struct rlk_session {
+    rlk_session_config cfg;
+    rlk_client_config timing;
+    char *strings;        /* the config's strings, copied */
+    char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
+    rlk_script scripts[SC_COUNT];
+    int connected, ready, resp3, broken;
+    int hs_left;          /* handshake replies still owed */
+    int64_t now;
+    int depth;            /* public calls under way (callbacks call in) */
+    rlk_buf in, out;
+    rlk_resp_arena arena;
+    rlk_resp_reader reader;
+    sreq *q;              /* the queue: q[qhead..qtail) */
+    size_t qhead, qtail, qcap;
+    rlk_session_lock *head;
+    rlk_session_lock *zombies;
+    rlk__leases leases;
+    rlk__round round;
+    int round_on, renew_eval;
+    char err[256];
+};
+
+void rlk_session_config_init(rlk_session_config *cfg) { memset(cfg, 0, sizeof *cfg); }
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int fail(rlk_session *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* A failure the caller must answer by closing the connection. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int broken(rlk_session *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    s->broken = status;
+    return status;
+}
+
+const char *rlk_session_errmsg(const rlk_session *s) { return s->err; }
+int rlk_session_ready(const rlk_session *s) { return s->ready; }
+
+static int64_t timeout_ms(const rlk_session *s)
+{
+    int t = s->cfg.command_timeout_ms;
+    return t == 0 ? DEFAULT_TIMEOUT_MS : t;
+}
+
+static int64_t reply_deadline(const rlk_session *s)
+{
+    int64_t t = timeout_ms(s);
+    return t < 0 ? -1 : s->now + t;
+}
+
+/* The caller's clock never goes back; a time before the last is taken
+ * as the last. */
+static void set_now(rlk_session *s, int64_t now)
+{
+    if (now > s->now) s->now = now;
+    s->leases.clock_now = s->now;
+}
+
+/* ------------------------------------------------------------------ */
+/* Handles                                                              */
+
+static void free_handle(rlk_session_lock *l)
+{
+    rlk__free(l->keys);
+    rlk__free(l);
+}
+
+/* The lease registry's destroy: a round outlived the handle. */
+static void destroy_handle(void *owner)
+{
+    rlk_session_lock *l = owner;
+    rlk_session *s = l->s;
+    if (s->depth > 0) {
+        l->znext = s->zombies;
+        s->zombies = l;
+    } else {
+        free_handle(l);
+    }
+}
+
+static void unlink_handle(rlk_session *s, rlk_session_lock *l)
+{
+    if (l->prev) l->prev->next = l->next;
+    else s->head = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->prev = NULL;
+}
+
+/* The handle's terminal event: it leaves the session; its memory goes at
+ * the end of the outermost call (or with the round that holds its
+ * lease).  Its `next` stays as it was, so that a walk standing on it
+ * goes on (zombies are chained by znext). */
+static void finish(rlk_session *s, rlk_session_lock *l, rlk_session_event ev, int status)
+{
+    l->state = L_DONE;
+    unlink_handle(s, l);
+    int mine = 1;
+    if (l->leased) {
+        l->leased = 0;
+        mine = rlk__lease_unlink(&s->leases, &l->lease);
+    }
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, ev, l, status);
+    if (mine) {
+        l->znext = s->zombies;
+        s->zombies = l;
+    }
+}
+
+static void enter(rlk_session *s, int64_t now)
+{
+    s->depth++;
+    set_now(s, now);
+}
+
+static void leave(rlk_session *s)
+{
+    if (--s->depth > 0) return;
+    while (s->zombies) {
+        rlk_session_lock *l = s->zombies;
+        s->zombies = l->znext;
+        free_handle(l);
+    }
+}
+
+void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
+const char *rlk_session_lock_name(const rlk_session_lock *l) { return l->keys; }
+const char *rlk_session_lock_token(const rlk_session_lock *l) { return l->token; }
+uint64_t rlk_session_lock_fence(const rlk_session_lock *l) { return l->fence; }
+
+int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
+{
+    if (!l->leased || __atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED)) return 0;
+    int64_t left = l->lease.valid_until - now;
+    return left > 0 ? left : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                              */
+
+static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadline, int eval,
+                    char mode)
+{
+    if (s->qtail == s->qcap) {
+        if (s->qhead > 0) {
+            memmove(s->q, s->q + s->qhead, (s->qtail - s->qhead) * sizeof *s->q);
+            s->qtail -= s->qhead;
+            s->qhead = 0;
+        } else {
+            size_t cap = s->qcap ? 2 * s->qcap : 16;
+            sreq *q = rlk__realloc(s->q, cap * sizeof *q);
+            if (!q) return RLK_ERR_NOMEM;
+            s->q = q;
+            s->qcap = cap;
+        }
+    }
+    sreq *r = &s->q[s->qtail++];
+    r->kind = (unsigned char)kind;
+    r->eval = (unsigned char)eval;
+    r->mode = mode;
+    r->l = l;
+    r->deadline = deadline;
+    if (l) l->inflight++;
+    return RLK_OK;
+}
+
+/* Appends a command to the output and its place in the queue (kind
+ * -1: no reply is owed, a RESP3 SUBSCRIBE's).  All or nothing. */
+static int send_cmd(rlk_session *s, int kind, rlk_session_lock *l, int eval, char mode,
+                    int64_t deadline, int argc, const char *const *argv, const size_t *lens)
+{
+    size_t was = s->out.len;
+    int r = rlk_resp_append_command(&s->out, argc, argv, lens);
+    if (r != RLK_OK) return broken(s, r, "out of memory");
+    if (kind >= 0 && push_req(s, kind, l, deadline, eval, mode) != RLK_OK) {
+        s->out.len = was;
+        return broken(s, RLK_ERR_NOMEM, "out of memory");
+    }
+    return RLK_OK;
+}
+
+/* A script call: EVALSHA, or EVAL (eval set: after a NOSCRIPT, or where
+ * no retry could follow). */
+static int send_script(rlk_session *s, int which, int kind, rlk_session_lock *l, int eval,
+                       char mode, int64_t deadline, int nkeys, int argc,
+                       const char *const *argv, const size_t *lens)
+{
+    const char *av[2 + 3 + 3 * RLK__RENEW_BATCH + 1];
+    size_t al[sizeof av / sizeof av[0]];
+    char nk[12];
+    if (argc + 3 > (int)(sizeof av / sizeof av[0])) return broken(s, RLK_ERR_INVALID, "too many arguments");
+    const rlk_script *sc = &s->scripts[which];
+    av[0] = eval ? "EVAL" : "EVALSHA";
+    al[0] = strlen(av[0]);
+    av[1] = eval ? sc->text : sc->sha1;
+    al[1] = eval ? sc->len : 40;
+    al[2] = rlk__utoa(nk, (unsigned)nkeys);
+    av[2] = nk;
+    for (int i = 0; i < argc; i++) {
+        av[3 + i] = argv[i];
+        al[3 + i] = lens ? lens[i] : strlen(argv[i]);
+    }
+    return send_cmd(s, kind, l, eval, mode, deadline, argc + 3, av, al);
+}
+
+static const char *key(const rlk_session_lock *l, int which)
+{
+    return l->keys + (size_t)which * l->cap;
+}
+
+static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
+    l->try_start = s->now;
+    l->state = L_TRY;
+    if (!l->mode) {
+        const char *set[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
+        const char *time[1] = {"TIME"};
+        int r = send_cmd(s, Q_SET, l, 0, 0, reply_deadline(s), 6, set, NULL);
+        return r != RLK_OK ? r : send_cmd(s, Q_TIME, l, 0, 0, reply_deadline(s), 1, time, NULL);
+    }
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    char ls[24], cs[24], m[2] = {l->mode, 0};
+    snprintf(ls, sizeof ls, "%lld", (long long)p.lease);
+    snprintf(cs, sizeof cs, "%lld", (long long)p.claim);
+    const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
+                            "s", m, ls, s->handoff, cs};
+    return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, reply_deadline(s), 3, 10, argv,
+                       NULL);
+}
+
+static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
+{
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
+    const char *argv[5] = {l->keys, l->token, ms, "set", "s"};
+    l->try_start = s->now;
+    l->state = L_CONFIRM;
+    return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
+}
+
+/* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
+static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
+{
+    const char *argv[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    if (kind == Q_RELEASE) l->state = L_RELEASING;
+    return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0,
+                       reply_deadline(s), 3, 4, argv, NULL);
+}
+
+/* RESP3: the release channel of a lock waited for (no reply is owed: the
+ * confirmation is a push).  Left when no other handle waits for it. */
+static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
+{
+    if (!s->resp3 || l->subscribed == on) return RLK_OK;
+    if (!on)
+        for (rlk_session_lock *h = s->head; h; h = h->next)
+            if (h != l && h->subscribed && strcmp(h->keys, l->keys) == 0) {
+                l->subscribed = 0; /* the other keeps it */
+                return RLK_OK;
+            }
+    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", key(l, RLK__K_CHANNEL)};
+    l->subscribed = on;
+    return send_cmd(s, -1, NULL, 0, 0, -1, 2, argv, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquiring                                                            */
+
+static int release_now(rlk_session *s, rlk_session_lock *l);
+
+/* The wait is over with the lock held, valid from l->try_start. */
+static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence)
+{
+    int r = subscribe(s, l, 0);
+    if (r != RLK_OK) return r;
+    l->fence = fence;
+    rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, l->ttl);
+    if (l->lease.valid_until <= s->now) {
+        /* The reply came after the validity it gave was over: no success
+         * is reported for it; the lock is given back. */
+        r = send_release(s, l, Q_IGNORE, 1);
+        finish(s, l, l->cancel ? RLK_SEV_RELEASED : RLK_SEV_NOT_ACQUIRED,
+               l->cancel ? RLK_LOCK_NOT_HELD : RLK_ERR_TIMEOUT);
+        return r;
+    }
+    rlk__lease_add(&s->leases, &l->lease);
+    l->leased = 1;
+    l->state = L_HELD;
+    if (l->cancel) return release_now(s, l);
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_ACQUIRED, l, RLK_OK);
+    return RLK_OK;
+}
+
+/* The wait ends without the lock. */
+static int not_acquired(rlk_session *s, rlk_session_lock *l, int status)
+{
+    int r = subscribe(s, l, 0);
+    if (l->cancel) finish(s, l, RLK_SEV_RELEASED, RLK_LOCK_NOT_HELD);
+    else finish(s, l, RLK_SEV_NOT_ACQUIRED, status);
+    return r;
+}
+
+/* Busy: in line until the next look, or the end of the wait. */
+static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
+{
+    if (l->handed) {
+        l->handed = 0;
+        return send_confirm(s, l, 0);
+    }
+    if (l->final || l->wait_ms == 0)
+        return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
+    if (l->cancel || (l->until >= 0 && s->now >= l->until)) {
+        /* In line: one last try that also leaves it. */
+        if (l->mode != 'w')
+            return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
+        l->final = 1;
+        l->mode = 'q';
+        return send_try(s, l, 0);
+    }
+    if (s->resp3 && !l->subscribed) {
+        /* Subscribed first, then in line: a release in between is not
+         * missed, and a handoff finds a listener. */
+        int r = subscribe(s, l, 1);
+        if (r != RLK_OK) return r;
+        l->mode = 'w';
+        return send_try(s, l, 0);
+    }
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    int64_t wait = p.slice;
+    if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
+    l->wake_at = s->now + wait;
+    if (l->until >= 0 && l->wake_at > l->until) l->wake_at = l->until;
+    l->state = L_WAIT;
+    return RLK_OK;
+}
+
+static void lost_cb(void *ctx, void *owner);
+
+static int start(rlk_session *s, rlk_session_lock *l)
+{
+    l->mode = 0;
+    return send_try(s, l, 0);
+}
+
+rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
+                                      const rlk_lock_options *o, void *user, int64_t now)
+{
+    rlk_lock_options d;
+    if (!o) {
+        rlk_lock_options_init(&d);
+        o = &d;
+    }
+    if (!name || !*name) {
+        fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
+        return NULL;
+    }
+    if (o->kind != RLK_LOCK_SIMPLE) {
+        fail(s, RLK_ERR_INVALID, "acquire: a session takes simple locks only");
+        return NULL;
+    }
+    rlk_session_lock *l = rlk__malloc(sizeof *l);
+    if (!l) return NULL;
+    memset(l, 0, sizeof *l);
+    l->cap = rlk__key_cap(name);
+    l->keys = rlk__malloc(RLK__NKEYS * l->cap);
+    unsigned char rnd[16];
+    if (!l->keys || rlk__random_bytes(rnd, sizeof rnd) != 0) {
+        fail(s, RLK_ERR_NOMEM, "acquire: out of memory or random bytes");
+        free_handle(l);
+        return NULL;
+    }
+    enter(s, now);
+    rlk__make_keys(name, l->keys, l->cap);
+    rlk__hex(rnd, sizeof rnd, l->token);
+    l->s = s;
+    l->user = user;
+    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    l->wait_ms = o->wait_ms;
+    l->until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms;
+    int64_t t = timeout_ms(s);
+    l->pending_until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms + (t < 0 ? 0 : t);
+    rlk__lease *e = &l->lease;
+    e->key = l->keys;
+    e->token = l->token;
+    e->kind = 's';
+    e->slot = rlk__keyslot(name, strlen(name));
+    e->ttl = l->ttl;
+    e->watchdog = o->watchdog;
+    e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
+    e->owner = l;
+    e->destroy = destroy_handle;
+    e->on_lost = lost_cb;
+    e->ctx = s;
+    l->next = s->head;
+    if (s->head) s->head->prev = l;
+    s->head = l;
+    l->state = L_PENDING;
+    /* A failure here broke the session: the caller sees it at its next
+     * feed or tick, and closing ends this acquire with the others. */
+    if (s->ready) start(s, l);
+    leave(s);
+    return l;
+}
+
+static void lost_cb(void *ctx, void *owner)
+{
+    rlk_session_lock *l = owner;
+    rlk_session *s = ctx;
+    if (l->state == L_HELD && s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_LOST, l, RLK_LOCK_LOST);
+}
+
+/* ------------------------------------------------------------------ */
+/* Releasing                                                            */
+
+static int release_now(rlk_session *s, rlk_session_lock *l)
+{
+    if (!s->ready) {
+        finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: not connected"));
+        return RLK_OK;
+    }
+    return send_release(s, l, Q_RELEASE, 0);
+}
+
+int rlk_session_release(rlk_session_lock *l, int64_t now)
+{
+    rlk_session *s = l->s;
+    int r = RLK_OK;
+    if (l->state == L_RELEASING || l->state == L_DONE || l->cancel)
+        return fail(s, RLK_ERR_INVALID, "release: under way already");
+    enter(s, now);
+    switch (l->state) {
+    case L_PENDING:
+        l->cancel = 1;
+        finish(s, l, RLK_SEV_RELEASED, RLK_LOCK_NOT_HELD);
+        break;
+    case L_WAIT:
+        l->cancel = 1;
+        l->final = 1;
+        if (l->mode) l->mode = 'q';
+        r = send_try(s, l, 0);
+        break;
+    case L_TRY:
+    case L_CONFIRM:
+        l->cancel = 1;
+        break;
+    default:
+        r = release_now(s, l);
+    }
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies                                                              */
+
+static int handshake_step(rlk_session *s)
+{
+    if (--s->hs_left > 0) return RLK_OK;
+    if (s->resp3) {
+        const char *argv[2] = {"SUBSCRIBE", s->handoff};
+        int r = send_cmd(s, -1, NULL, 0, 0, -1, 2, argv, NULL);
+        if (r != RLK_OK) return r;
+    }
+    s->ready = 1;
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_READY, NULL, RLK_OK);
+    for (rlk_session_lock *l = s->head; l && s->ready && !s->broken; l = l->next)
+        if (l->state == L_PENDING) {
+            int r = start(s, l);
+            if (r != RLK_OK) return r;
+        }
+    return RLK_OK;
+}
+
+static int send_auth_select(rlk_session *s, int auth, int setname)
+{
+    int r = RLK_OK;
+    if (auth && s->cfg.password) {
+        const char *argv[3] = {"AUTH", s->cfg.username ? s->cfg.username : "default",
+                               s->cfg.password};
+        r = send_cmd(s, Q_AUTH, NULL, 0, 0, reply_deadline(s), 3, argv, NULL);
+        s->hs_left++;
+    }
+    if (r == RLK_OK && setname && s->cfg.client_name) {
+        const char *argv[3] = {"CLIENT", "SETNAME", s->cfg.client_name};
+        r = send_cmd(s, Q_SETNAME, NULL, 0, 0, reply_deadline(s), 3, argv, NULL);
+        s->hs_left++;
+    }
+    if (r == RLK_OK && s->cfg.db > 0) {
+        char db[12];
+        rlk__utoa(db, (unsigned)s->cfg.db);
+        const char *argv[2] = {"SELECT", db};
+        r = send_cmd(s, Q_SELECT, NULL, 0, 0, reply_deadline(s), 2, argv, NULL);
+        s->hs_left++;
+    }
+    return r;
+}
+
+static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
+
+static int starts(const rlk_resp_value *v, const char *p)
+{
+    size_t n = strlen(p);
+    return v->len >= n && memcmp(v->str, p, n) == 0;
+}
+
+static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
+{
+    if (q->kind == Q_HELLO && rlk__is_error(v)) {
+        if (starts(v, "ERR unknown command") || starts(v, "NOPROTO") ||
+            starts(v, "ERR unknown or unsupported")) {
+            /* No RESP3 here: RESP2, with AUTH and SELECT of their own. */
+            s->resp3 = 0;
+            int r = send_auth_select(s, 1, 1);
+            return r != RLK_OK ? r : handshake_step(s);
+        }
+        return broken(s, starts(v, "WRONGPASS") || starts(v, "NOAUTH") ? RLK_ERR_AUTH : RLK_ERR_SERVER,
+                      "handshake: %.*s", errlen(v), v->str);
+    }
+    if (rlk__is_error(v))
+        return broken(s, q->kind == Q_AUTH ? RLK_ERR_AUTH : RLK_ERR_SERVER, "handshake: %.*s",
+                      errlen(v), v->str);
+    if (q->kind == Q_HELLO) {
+        if (v->type != RLK_RESP_MAP && v->type != RLK_RESP_ARRAY)
+            return broken(s, RLK_ERR_PROTO, "handshake: unexpected reply to HELLO");
+        s->resp3 = v->type == RLK_RESP_MAP;
+        int r = send_auth_select(s, 0, 0);
+        if (r != RLK_OK) return r;
+    }
+    return handshake_step(s);
+}
+
+static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    if (q->kind == Q_SET) {
+        if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+        else if (v->type == RLK_RESP_NULL) l->set_result = 0;
+        else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
+            l->set_result = 1;
+        else l->set_result = fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to SET");
+        return RLK_OK;
+    }
+    if (q->kind == Q_TIME) {
+        uint64_t fence = rlk__fence_of_time(v);
+        if (l->set_result == 1 && !fence) {
+            send_release(s, l, Q_IGNORE, 1);
+            return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
+        }
+        if (l->set_result == 1) return acquired(s, l, fence);
+        if (l->set_result < 0) return not_acquired(s, l, l->set_result);
+        return busy(s, l, -1);
+    }
+    if (q->kind == Q_CONFIRM) {
+        if (v->type != RLK_RESP_INTEGER)
+            return not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
+                                           "acquire: unexpected reply to the confirmation"));
+        if (v->integer >= 0) return acquired(s, l, l->handed_fence);
+        /* Read too late: someone else has it now. */
+        l->mode = l->final ? 'q' : 'w';
+        return l->final ? send_try(s, l, 0) : busy(s, l, -1);
+    }
+    /* Q_ACQ: {1, fence, holds, found} or {0, pttl}. */
+    int64_t ok, x;
+    if (rlk__is_error(v))
+        return not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x))
+        return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
+    if (ok) {
+        if (x <= 0) return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
+        return acquired(s, l, (uint64_t)x);
+    }
+    return busy(s, l, x);
+}
+
+static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    int st;
+    if (rlk__is_error(v)) st = fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
+    else if (v->type != RLK_RESP_INTEGER) st = fail(s, RLK_ERR_PROTO, "release: unexpected reply");
+    else if (v->integer == 1) st = RLK_OK;
+    else if (v->integer == 0) st = fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", l->keys);
+    else st = fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", l->keys);
+    finish(s, l, RLK_SEV_RELEASED, st);
+    return RLK_OK;
+}
+
+/* A push (RESP3): a handoff to one of the handles, or a release that
+ * wakes those waiting for the lock. */
+static int on_push(rlk_session *s, const rlk_resp_value *v)
+{
+    const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
+    if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING) continue;
+        uint64_t fence;
+        if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
+            l->handed_fence = fence;
+            if (l->state == L_WAIT) return send_confirm(s, l, 0);
+            l->handed = 1; /* confirmed after the try in flight */
+            return RLK_OK;
+        }
+        if (l->state == L_WAIT && rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL)))) {
+            int r = send_try(s, l, 0);
+            if (r != RLK_OK) return r;
+        }
+    }
+    return RLK_OK;
+}
+
+static int on_reply(rlk_session *s, const rlk_resp_value *v)
+{
+    if (v->type == RLK_RESP_PUSH) return on_push(s, v);
+    if (s->qhead == s->qtail) return broken(s, RLK_ERR_PROTO, "a reply to no request");
+    sreq q = s->q[s->qhead++];
+    rlk_session_lock *l = q.l;
+    if (l) l->inflight--;
+    if (q.kind <= Q_SELECT) return on_handshake(s, &q, v);
+    int noscript = rlk__is_error(v) && starts(v, "NOSCRIPT");
+    if (q.kind == Q_RENEW) {
+        if (noscript) s->renew_eval = 1;
+        if (rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
+        return RLK_OK;
+    }
+    if (q.kind == Q_IGNORE) return RLK_OK;
+    if (noscript && !q.eval) {
+        /* The script cache was flushed: the same request again as EVAL,
+         * which loads it too. */
+        if (q.kind == Q_ACQ) {
+            l->mode = q.mode;
+            return send_try(s, l, 1);
+        }
+        if (q.kind == Q_CONFIRM) return send_confirm(s, l, 1);
+        return send_release(s, l, Q_RELEASE, 1);
+    }
+    if (q.kind == Q_RELEASE) return on_release(s, l, v);
+    return on_try(s, &q, l, v);
+}
+
+int rlk_session_feed(rlk_session *s, const char *buf, size_t len, int64_t now)
+{
+    if (s->broken) return s->broken;
+    if (!s->connected) return fail(s, RLK_ERR_INVALID, "feed: not connected");
+    enter(s, now);
+    int r = rlk_buf_append(&s->in, buf, len);
+    if (r != RLK_OK) r = broken(s, r, "out of memory");
+    size_t pos = 0;
+    while (r == RLK_OK && !s->broken && pos < s->in.len) {
+        size_t used = 0;
+        rlk_resp_value *v = NULL;
+        int got = rlk_resp_read(&s->reader, s->in.data + pos, s->in.len - pos, &used, &v);
+        if (got < 0) {
+            r = broken(s, got, "bad reply from the server: %s", rlk_strerror(got));
+            break;
+        }
+        if (got == 0) break;
+        pos += used;
+        r = on_reply(s, v);
+        rlk_resp_arena_reset(&s->arena);
+    }
+    if (r == RLK_OK && s->broken) r = s->broken;
+    if (r == RLK_OK) {
+        rlk_buf_consume(&s->in, pos);
+        size_t max = s->cfg.max_input ? s->cfg.max_input : DEFAULT_MAX_INPUT;
+        if (s->in.len > max) r = broken(s, RLK_ERR_LIMIT, "a reply over %zu bytes", max);
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Time                                                                 */
+
+static int send_round(rlk_session *s)
+{
+    rlk__round *rd = &s->round;
+    int r = rlk__round_plan(&s->leases, s->now, 1, rd);
+    if (r <= 0) return r == 0 ? RLK_OK : broken(s, r, "renew: out of memory");
+    size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot);
+    int64_t dl = reply_deadline(s);
+    if (dl < 0 || rd->end < dl) dl = rd->end;
+    int eval = s->renew_eval;
+    s->renew_eval = 0;
+    s->round_on = 1;
+    for (size_t i = 0; i < nreq; i++) {
+        r = send_script(s, SC_RENEW, Q_RENEW, NULL, eval, 0, dl, rd->reqs[i].nkeys,
+                        rd->reqs[i].argc, rd->reqs[i].argv, rd->reqs[i].argvlen);
+        if (r != RLK_OK) return r; /* broken: closing ends the round */
+    }
+    return RLK_OK;
+}
+
+int64_t rlk_session_deadline(const rlk_session *s)
+{
+    int64_t next = -1;
+#define AT(t) do { int64_t t_ = (t); if (t_ >= 0 && (next < 0 || t_ < next)) next = t_; } while (0)
+    for (size_t i = s->qhead; i < s->qtail; i++) AT(s->q[i].deadline);
+    for (const rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->state == L_PENDING) AT(l->pending_until);
+        else if (l->state == L_WAIT) AT(l->wake_at);
+    }
+    /* A renewal is due when a round can be sent (connected, none in
+     * flight); a loss to report, always. */
+    int can_send = s->ready && !s->round_on && !s->broken;
+    for (const rlk__lease *e = s->leases.head; e; e = e->next) {
+        if (!e->watchdog || e->lost) continue;
+        AT(can_send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
+    }
+#undef AT
+    return next;
+}
+
+int rlk_session_tick(rlk_session *s, int64_t now)
+{
+    if (s->broken) return s->broken;
+    enter(s, now);
+    int r = RLK_OK;
+    for (size_t i = s->qhead; i < s->qtail; i++)
+        if (s->q[i].deadline >= 0 && s->q[i].deadline <= s->now) {
+            r = broken(s, RLK_ERR_TIMEOUT, "no reply from the server in time");
+            break;
+        }
+    for (rlk_session_lock *l = s->head; r == RLK_OK && l; l = l->next) {
+        if (l->state == L_PENDING && l->pending_until >= 0 && s->now >= l->pending_until) {
+            not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+        } else if (l->state == L_WAIT && s->now >= l->wake_at) {
+            if (l->until >= 0 && s->now >= l->until) {
+                l->final = 1;
+                if (l->mode) l->mode = 'q';
+            }
+            r = send_try(s, l, 0);
+        }
+    }
+    if (r == RLK_OK && s->ready && !s->round_on) r = send_round(s);
+    rlk__leases_expire(&s->leases, s->now);
+    rlk__leases_notify_lost(&s->leases, 0);
+    if (r == RLK_OK && s->broken) r = s->broken;
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The connection                                                       */
+
+int rlk_session_connected(rlk_session *s, int64_t now)
+{
+    if (s->connected) return fail(s, RLK_ERR_INVALID, "connected: already");
+    enter(s, now);
+    s->connected = 1;
+    s->broken = 0;
+    s->resp3 = 0;
+    s->hs_left = 0;
+    if (s->leases.head) s->leases.recheck_all = 1;
+    int r;
+    if (s->cfg.protocol != 2) {
+        const char *argv[7] = {"HELLO", "3"};
+        int argc = 2;
+        if (s->cfg.password) {
+            argv[argc++] = "AUTH";
+            argv[argc++] = s->cfg.username ? s->cfg.username : "default";
+            argv[argc++] = s->cfg.password;
+        }
+        if (s->cfg.client_name) {
+            argv[argc++] = "SETNAME";
+            argv[argc++] = s->cfg.client_name;
+        }
+        r = send_cmd(s, Q_HELLO, NULL, 0, 0, reply_deadline(s), argc, argv, NULL);
+        s->hs_left++;
+    } else {
+        r = send_auth_select(s, 1, 1);
+        if (r == RLK_OK && s->hs_left == 0) {
+            s->hs_left = 1;
+            r = handshake_step(s);
+        }
+    }
+    leave(s);
+    return r;
+}
+
+void rlk_session_closed(rlk_session *s, int64_t now)
+{
+    if (!s->connected) return;
+    enter(s, now);
+    s->connected = s->ready = s->resp3 = 0;
+    s->broken = 0;
+    s->hs_left = 0;
+    rlk_buf_free(&s->in);
+    rlk_buf_free(&s->out);
+    rlk_resp_reader_reset(&s->reader);
+    rlk_resp_arena_reset(&s->arena);
+    /* The replies owed will not come: the round's leases are tried again
+     * on the next connection, while validity lasts. */
+    for (size_t i = s->qhead; i < s->qtail; i++) {
+        if (s->q[i].kind == Q_RENEW && s->round_on &&
+            rlk__round_apply_one(&s->leases, &s->round, NULL))
+            s->round_on = 0;
+        if (s->q[i].l) s->q[i].l->inflight--;
+    }
+    s->qhead = s->qtail = 0;
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        l->subscribed = 0;
+        l->handed = 0;
+        if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM)
+            not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
+        else if (l->state == L_RELEASING)
+            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+}
+
+size_t rlk_session_output(const rlk_session *s, const char **buf)
+{
+    *buf = s->out.data;
+    return s->out.len;
+}
+
+void rlk_session_consume(rlk_session *s, size_t n)
+{
+    rlk_buf_consume(&s->out, n > s->out.len ? s->out.len : n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Life                                                                 */
+
+static size_t copy_len(const char *p) { return p ? strlen(p) + 1 : 0; }
+
+rlk_session *rlk_session_new(const rlk_session_config *cfg)
+{
+    rlk_session_config d;
+    if (!cfg) {
+        rlk_session_config_init(&d);
+        cfg = &d;
+    }
+    rlk_session *s = rlk__malloc(sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (cfg->timing) s->timing = *cfg->timing;
+    s->cfg.timing = &s->timing;
+    size_t n = copy_len(cfg->username) + copy_len(cfg->password) + copy_len(cfg->client_name);
+    unsigned char rnd[12];
+    if ((n && !(s->strings = rlk__malloc(n))) || rlk__random_bytes(rnd, sizeof rnd) != 0 ||
+        rlk__leases_init(&s->leases, &s->timing) != 0) {
+        rlk__free(s->strings);
+        rlk__free(s);
+        return NULL;
+    }
+    char *p = s->strings;
+    const char **f[3] = {&s->cfg.username, &s->cfg.password, &s->cfg.client_name};
+    for (int i = 0; i < 3; i++)
+        if (*f[i]) {
+            size_t k = strlen(*f[i]) + 1;
+            *f[i] = memcpy(p, *f[i], k);
+            p += k;
+        }
+    memcpy(s->handoff, "resplock:handoff:", 17);
+    rlk__hex(rnd, sizeof rnd, s->handoff + 17);
+    s->leases.manual_clock = 1;
+    const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
+                                   rlk__lua_renew};
+    for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
+    rlk_resp_limits lim;
+    rlk_resp_limits_default(&lim);
+    size_t max = cfg->max_input ? cfg->max_input : DEFAULT_MAX_INPUT;
+    lim.max_bulk = max;
+    lim.max_depth = 8;
+    /* Every element takes 3 bytes at least: no more of them than the
+     * bytes buffered allow. */
+    lim.max_elements = max / 3 + 16;
+    /* A reply's tree takes at most ~22 bytes per byte of input (a node
+     * per 3 bytes): bounded by max_input too. */
+    rlk_resp_arena_init(&s->arena, NULL, 0, 24 * max + 65536);
+    rlk_resp_reader_init(&s->reader, &s->arena, &lim);
+    return s;
+}
+
+void rlk_session_free(rlk_session *s)
+{
+    if (!s) return;
+    s->depth++;
+    if (s->round_on)
+        while (!rlk__round_apply_one(&s->leases, &s->round, NULL)) {
+        }
+    s->round_on = 0;
+    s->leases.lost_head = NULL; /* no event from here */
+    while (s->head) {
+        rlk_session_lock *l = s->head;
+        unlink_handle(s, l);
+        if (l->leased) rlk__lease_unlink(&s->leases, &l->lease);
+        free_handle(l);
+    }
+    s->depth--;
+    while (s->zombies) {
+        rlk_session_lock *l = s->zombies;
+        s->zombies = l->znext;
+        free_handle(l);
+    }
+    rlk__leases_destroy(&s->leases);
+    rlk_resp_reader_free(&s->reader);
+    rlk_resp_arena_free(&s->arena);
+    rlk_buf_free(&s->in);
+    rlk_buf_free(&s->out);
+    rlk__free(s->q);
+    rlk__free(s->strings);
+    rlk__free(s);
+}

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sans-I/O session (rlk_session_*): against real redis-server
+ * processes, driven by a small poll loop of the test's own (the session
+ * does no I/O), and against bytes and times the test makes up, which a
+ * real server cannot produce on purpose (a reply that comes after the
+ * validity it gives is over, garbage, silence).
+ */
+#include "config.h"
+
+#define TESTLIB_MAIN
+#include "testlib.h"
+#include "server.h"
+#include "conntest.h"
+#include "resplock.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static ts_server *srv;
+static char url[128];
+static rlk_conn *adm;
+
+/* ------------------------------------------------------------------ */
+/* Events                                                               */
+
+#define MAXEV 64
+typedef struct ev {
+    rlk_session_event ev;
+    rlk_session_lock *l;
+    int status;
+    int64_t remaining;   /* rlk_session_lock_remaining_ms at the event */
+    uint64_t fence;
+    char token[40];
+} ev;
+
+typedef struct drv {
+    rlk_session *s;
+    int fd;
+    ev evs[MAXEV];
+    int nev;
+    int64_t now;         /* the time the session was given last */
+    int manual;          /* the test's own clock (no socket) */
+} drv;
+
+static void on_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_session_lock *l,
+                     int status)
+{
+    drv *d = ctx;
+    (void)s;
+    if (d->nev >= MAXEV) return;
+    ev *x = &d->evs[d->nev++];
+    x->ev = e;
+    x->l = l;
+    x->status = status;
+    x->remaining = l ? rlk_session_lock_remaining_ms(l, d->now) : 0;
+    x->fence = l ? rlk_session_lock_fence(l) : 0;
+    snprintf(x->token, sizeof x->token, "%s", l ? rlk_session_lock_token(l) : "");
+}
+
+static int count(const drv *d, rlk_session_event e)
+{
+    int n = 0;
+    for (int i = 0; i < d->nev; i++) n += d->evs[i].ev == e;
+    return n;
+}
+
+static const ev *find(const drv *d, rlk_session_event e, const rlk_session_lock *l)
+{
+    for (int i = 0; i < d->nev; i++)
+        if (d->evs[i].ev == e && (!l || d->evs[i].l == l)) return &d->evs[i];
+    return NULL;
+}
+
+static void drv_init(drv *d, int protocol, int64_t recheck_ms)
+{
+    memset(d, 0, sizeof *d);
+    d->fd = -1;
+    static rlk_client_config timing;
+    rlk_client_config_init(&timing);
+    timing.recheck_ms = recheck_ms;
+    rlk_session_config cfg;
+    rlk_session_config_init(&cfg);
+    cfg.protocol = protocol;
+    cfg.command_timeout_ms = 2000;
+    cfg.timing = &timing;
+    cfg.cb = on_event;
+    cfg.ctx = d;
+    d->s = rlk_session_new(&cfg);
+    CHECK(d->s != NULL);
+}
+
+/* A blocking connect is fine here: the test is the event loop's owner;
+ * the session never sees the socket. */
+static void drv_connect(drv *d, const ts_server *to)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = ts_loopback(0, &ss);
+    ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)to->port);
+    d->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(d->fd >= 0);
+    CHECK(connect(d->fd, (struct sockaddr *)&ss, len) == 0);
+    d->now = ts_now_ms();
+    CHECK_EQ_INT(rlk_session_connected(d->s, d->now), RLK_OK);
+}
+
+static void drv_close(drv *d)
+{
+    if (d->fd >= 0) close(d->fd);
+    d->fd = -1;
+    rlk_session_closed(d->s, ts_now_ms());
+}
+
+/* One turn of the loop: send what is pending, wait for input or the
+ * session's deadline (at most max_ms), feed, tick.  The session's
+ * failures close the connection, as an application would. */
+static void turn(drv *d, int max_ms)
+{
+    const char *out;
+    size_t n;
+    while (d->fd >= 0 && (n = rlk_session_output(d->s, &out)) > 0) {
+        ssize_t w = send(d->fd, out, n, MSG_NOSIGNAL);
+        if (w <= 0) {
+            drv_close(d);
+            return;
+        }
+        rlk_session_consume(d->s, (size_t)w);
+    }
+    int64_t now = ts_now_ms(), dl = rlk_session_deadline(d->s);
+    int wait = max_ms;
+    if (dl >= 0 && dl - now < wait) wait = dl - now > 0 ? (int)(dl - now) : 0;
+    struct pollfd p = {d->fd, POLLIN, 0};
+    int r = d->fd >= 0 ? poll(&p, 1, wait) : (ts_pause_ms(wait), 0);
+    d->now = ts_now_ms();
+    if (r > 0) {
+        char buf[16384];
+        ssize_t got = read(d->fd, buf, sizeof buf);
+        if (got <= 0 || rlk_session_feed(d->s, buf, (size_t)got, d->now) != RLK_OK) {
+            drv_close(d);
+            return;
+        }
+    }
+    if (rlk_session_tick(d->s, d->now) != RLK_OK) drv_close(d);
+}
+
+/* Turns the loops of the drivers until cond holds or ms pass. */
+#define RUN_UNTIL(cond, ms, ...)                                                    \
+    do {                                                                            \
+        drv *ds_[] = {__VA_ARGS__};                                                 \
+        int64_t end_ = ts_now_ms() + (ms);                                          \
+        while (!(cond) && ts_now_ms() < end_)                                       \
+            for (size_t i_ = 0; i_ < sizeof ds_ / sizeof ds_[0]; i_++) turn(ds_[i_], 5); \
+    } while (0)
+
+static void drv_free(drv *d)
+{
+    if (d->fd >= 0) close(d->fd);
+    rlk_session_free(d->s);
+}
+
+static rlk_session_lock *acq(drv *d, const char *name, int64_t ttl, int64_t wait, int watchdog)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    o.wait_ms = wait;
+    o.watchdog = watchdog;
+    d->now = ts_now_ms();
+    return rlk_session_acquire(d->s, name, &o, d, d->now);
+}
+
+static uint64_t server_us(void)
+{
+    rlk_resp_value *v = CMD(adm, "TIME");
+    const rlk_resp_value *a = rlk_resp_value_at(v, 0), *b = rlk_resp_value_at(v, 1);
+    if (!a || !b) return 0;
+    return strtoull(a->str, NULL, 10) * 1000000u + strtoull(b->str, NULL, 10);
+}
+
+/* ------------------------------------------------------------------ */
+/* Against a real server                                                */
+
+static void test_acquire_release(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    uint64_t before = server_us();
+    rlk_session_lock *l = acq(&d, "sess:a", 5000, 0, 0);
+    CHECK(l != NULL);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED) > 0, 5000, &d);
+    CHECK_EQ_INT(count(&d, RLK_SEV_READY), 1);
+    const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
+    CHECK(a != NULL);
+    if (!a) goto out;
+    char v[64];
+    CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:a"), 1);
+    CHECK_EQ_STR(v, a->token);
+    /* The fence is the server's clock just after the SET. */
+    uint64_t after = server_us();
+    CHECK_MSG(a->fence >= before && a->fence <= after, "fence %llu not in [%llu, %llu]",
+              (unsigned long long)a->fence, (unsigned long long)before, (unsigned long long)after);
+    CHECK(a->remaining > 4000 && a->remaining <= 5000);
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    const ev *r = find(&d, RLK_SEV_RELEASED, l);
+    CHECK(r && r->status == RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:a"), 0);
+out:
+    drv_free(&d);
+}
+
+static void test_busy(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    CMD(adm, "SET", "sess:b", "someone", "PX", "60000");
+    rlk_session_lock *l = acq(&d, "sess:b", 5000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_NOT_ACQUIRED) + count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_LOCK_BUSY);
+    /* With a wait that runs out: busy at its end, and out of the line. */
+    int64_t t0 = ts_now_ms();
+    l = acq(&d, "sess:b", 5000, 300, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_NOT_ACQUIRED) > 1, 5000, &d);
+    e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_LOCK_BUSY);
+    CHECK(ts_now_ms() - t0 >= 300);
+    CHECK_EQ_INT(CMD_INT(adm, "LLEN", "{sess:b}:queue"), 0);
+    CMD(adm, "DEL", "sess:b");
+    drv_free(&d);
+}
+
+/* A waiter in line gets the lock handed over by the holder's release,
+ * at once (not at its next look: recheck 10 s), with a later fence. */
+static void test_handoff(void)
+{
+    drv h, w;
+    drv_init(&h, 0, 0);
+    drv_init(&w, 0, 10000);
+    drv_connect(&h, srv);
+    drv_connect(&w, srv);
+    rlk_session_lock *hl = acq(&h, "sess:h", 20000, 0, 0);
+    RUN_UNTIL(count(&h, RLK_SEV_ACQUIRED) > 0, 5000, &h);
+    CHECK(find(&h, RLK_SEV_ACQUIRED, hl) != NULL);
+    rlk_session_lock *wl = acq(&w, "sess:h", 20000, 15000, 0);
+    RUN_UNTIL(CMD_INT(adm, "LLEN", "{sess:h}:queue") == 1, 5000, &h, &w);
+    CHECK_EQ_INT(CMD_INT(adm, "LLEN", "{sess:h}:queue"), 1);
+    int64_t t0 = ts_now_ms();
+    rlk_session_release(hl, t0);
+    RUN_UNTIL(count(&w, RLK_SEV_ACQUIRED) > 0, 8000, &h, &w);
+    const ev *e = find(&w, RLK_SEV_ACQUIRED, wl);
+    CHECK(e != NULL);
+    CHECK_MSG(ts_now_ms() - t0 < 5000, "handed over after %lld ms", (long long)(ts_now_ms() - t0));
+    if (e) {
+        CHECK(e->fence > find(&h, RLK_SEV_ACQUIRED, hl)->fence);
+        char v[64];
+        CMD_STR(adm, v, "GET", "sess:h");
+        CHECK_EQ_STR(v, e->token);
+        /* Confirmed: the full TTL, not the claim. */
+        CHECK(CMD_INT(adm, "PTTL", "sess:h") > 15000);
+        rlk_session_release(wl, ts_now_ms());
+        RUN_UNTIL(count(&w, RLK_SEV_RELEASED) > 0, 5000, &w);
+    }
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:h"), 0);
+    drv_free(&h);
+    drv_free(&w);
+}
+
+/* RESP2: no push, so the waiter polls (recheck 100 ms) and takes the
+ * lock after the holder frees it. */
+static void test_resp2_wait(void)
+{
+    drv w;
+    drv_init(&w, 2, 100);
+    drv_connect(&w, srv);
+    CMD(adm, "SET", "sess:r2", "someone", "PX", "60000");
+    rlk_session_lock *wl = acq(&w, "sess:r2", 5000, 10000, 0);
+    RUN_UNTIL(0, 300, &w);
+    CHECK_EQ_INT(count(&w, RLK_SEV_ACQUIRED), 0);
+    CMD(adm, "DEL", "sess:r2");
+    RUN_UNTIL(count(&w, RLK_SEV_ACQUIRED) > 0, 5000, &w);
+    CHECK(find(&w, RLK_SEV_ACQUIRED, wl) != NULL);
+    rlk_session_release(wl, ts_now_ms());
+    RUN_UNTIL(count(&w, RLK_SEV_RELEASED) > 0, 5000, &w);
+    CHECK(find(&w, RLK_SEV_RELEASED, wl) && find(&w, RLK_SEV_RELEASED, wl)->status == RLK_OK);
+    drv_free(&w);
+}
+
+/* The watchdog keeps a 300 ms lock for 1.5 s; the scripts, flushed
+ * meanwhile, come back by EVAL. */
+static void test_watchdog_and_noscript(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_session_lock *l = acq(&d, "sess:w", 300, 0, 1);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CMD(adm, "SCRIPT", "FLUSH");
+    RUN_UNTIL(0, 1500, &d);
+    CHECK_EQ_INT(count(&d, RLK_SEV_LOST), 0);
+    char v[64];
+    CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:w"), 1);
+    CHECK_EQ_STR(v, rlk_session_lock_token(l));
+    CHECK(rlk_session_lock_remaining_ms(l, ts_now_ms()) > 0);
+    CMD(adm, "SCRIPT", "FLUSH");
+    rlk_session_release(l, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    CHECK(find(&d, RLK_SEV_RELEASED, l) && find(&d, RLK_SEV_RELEASED, l)->status == RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:w"), 0);
+    drv_free(&d);
+}
+
+/* A frozen server: the lock is reported lost before its validity ends,
+ * and the loop around the session never waits for the server. */
+static void test_frozen_server(void)
+{
+    ts_server *f = ts_start(NULL);
+    CHECK(f != NULL);
+    if (!f) return;
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, f);
+    rlk_session_lock *l = acq(&d, "sess:f", 600, 0, 1);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    kill(f->pid, SIGSTOP);
+    int64_t t0 = ts_now_ms(), longest = 0, valid_until = 0;
+    while (!count(&d, RLK_SEV_LOST) && ts_now_ms() - t0 < 5000) {
+        int64_t a = ts_now_ms(), left = rlk_session_lock_remaining_ms(l, a);
+        if (left > 0) valid_until = a + left;
+        turn(&d, 5);
+        if (ts_now_ms() - a > longest) longest = ts_now_ms() - a;
+    }
+    const ev *e = find(&d, RLK_SEV_LOST, l);
+    CHECK(e != NULL);
+    /* Reported while still valid (the lost margin), not after. */
+    if (e) CHECK_MSG(d.now < valid_until, "lost reported at %lld, valid until %lld",
+                     (long long)d.now, (long long)valid_until);
+    CHECK_MSG(longest < 200, "a turn of the loop took %lld ms", (long long)longest);
+    kill(f->pid, SIGCONT);
+    drv_free(&d);
+    ts_stop(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Made-up bytes and times                                              */
+
+static void feed_str(drv *d, const char *s, int64_t now)
+{
+    d->now = now;
+    CHECK_EQ_INT(rlk_session_feed(d->s, s, strlen(s), now), RLK_OK);
+}
+
+static int out_has(drv *d, const char *needle)
+{
+    const char *o;
+    size_t n = rlk_session_output(d->s, &o);
+    char *c = malloc(n + 1);
+    memcpy(c, o, n);
+    c[n] = 0;
+    int r = ts_contains(c, needle);
+    free(c);
+    return r;
+}
+
+static void manual_ready(drv *d)
+{
+    drv_init(d, 0, 0);
+    d->manual = 1;
+    CHECK_EQ_INT(rlk_session_connected(d->s, 1000), RLK_OK);
+    CHECK(out_has(d, "HELLO"));
+    rlk_session_consume(d->s, 1 << 20);
+    feed_str(d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
+    CHECK(rlk_session_ready(d->s));
+    CHECK(out_has(d, "SUBSCRIBE"));
+    rlk_session_consume(d->s, 1 << 20);
+}
+
+#define TIME_REPLY "*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"
+
+/* The acquire's reply comes after the TTL it was sent with: no success,
+ * and the lock it took is given back. */
+static void test_late_reply(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 100;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "late", &o, NULL, 1000);
+    CHECK(out_has(&d, "SET") && out_has(&d, "TIME"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 1100);
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 0);
+    const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_ERR_TIMEOUT);
+    CHECK(out_has(&d, "EVAL"));
+    feed_str(&d, ":1\r\n", 1101); /* the release's reply, read by nobody */
+    /* In time: held, valid from when the try was queued. */
+    l = rlk_session_acquire(d.s, "ontime", &o, NULL, 2000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 2050);
+    e = find(&d, RLK_SEV_ACQUIRED, l);
+    CHECK(e != NULL);
+    CHECK_EQ_U64(rlk_session_lock_fence(l), 1700000000123456ull);
+    CHECK(rlk_session_lock_remaining_ms(l, 2050) > 0 && rlk_session_lock_remaining_ms(l, 2050) <= 50);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 2100), 0);
+    drv_free(&d);
+}
+
+/* Silence: a reply overdue fails the session at its deadline; closing
+ * ends the acquire; bad bytes are RLK_ERR_PROTO. */
+static void test_deadlines_and_garbage(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_session_lock *l = rlk_session_acquire(d.s, "quiet", NULL, NULL, 5000);
+    CHECK(l != NULL);
+    int64_t dl = rlk_session_deadline(d.s);
+    CHECK_EQ_INT(dl, 5000 + 2000);
+    CHECK_EQ_INT(rlk_session_tick(d.s, dl - 1), RLK_OK);
+    CHECK_EQ_INT(rlk_session_tick(d.s, dl), RLK_ERR_TIMEOUT);
+    rlk_session_closed(d.s, dl);
+    const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_ERR_CLOSED);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), -1);
+    /* Reconnect: the handshake again; garbage breaks it. */
+    CHECK_EQ_INT(rlk_session_connected(d.s, 8000), RLK_OK);
+    CHECK_EQ_INT(rlk_session_feed(d.s, "!!garbage\r\n", 11, 8000), RLK_ERR_PROTO);
+    CHECK_EQ_INT(rlk_session_feed(d.s, "+OK\r\n", 5, 8000), RLK_ERR_PROTO); /* until closed */
+    rlk_session_closed(d.s, 8000);
+    /* A reply nobody asked for. */
+    CHECK_EQ_INT(rlk_session_connected(d.s, 9000), RLK_OK);
+    CHECK_EQ_INT(rlk_session_feed(d.s, "%0\r\n+OK\r\n", 9, 9000), RLK_ERR_PROTO);
+    rlk_session_closed(d.s, 9000);
+    /* Over the input bound: a bulk that never ends. */
+    CHECK_EQ_INT(rlk_session_connected(d.s, 9500), RLK_OK);
+    CHECK_EQ_INT(rlk_session_feed(d.s, "$2000000\r\n", 10, 9500), RLK_ERR_LIMIT);
+    rlk_session_closed(d.s, 9500);
+    drv_free(&d);
+}
+
+/* A wait's end is a deadline too: an acquire queued before the
+ * handshake gives up at it, without a connection at all. */
+static void test_pending_deadline(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.wait_ms = 500;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "nowhere", &o, NULL, 100);
+    CHECK(l != NULL);
+    int64_t dl = rlk_session_deadline(d.s);
+    CHECK_EQ_INT(dl, 100 + 500 + 2000);
+    CHECK_EQ_INT(rlk_session_tick(d.s, dl), RLK_OK);
+    const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_ERR_TIMEOUT);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), -1);
+    drv_free(&d);
+}
+
+/* A handoff's message names the waiter's token and a fence: the session
+ * confirms, and reports the fence the message carried. */
+static void test_handoff_bytes(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    o.wait_ms = 5000;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "hand", &o, NULL, 10000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "$-1\r\n" TIME_REPLY, 10001);
+    CHECK(out_has(&d, "redisson_lock__channel:{hand}") && out_has(&d, "EVALSHA"));
+    /* The handoff channel goes out among the acquire script's arguments. */
+    const char *o2;
+    size_t n = rlk_session_output(d.s, &o2);
+    char chan[64] = "";
+    const char *at = memmem(o2, n, "resplock:handoff:", 17);
+    CHECK(at != NULL);
+    if (at) snprintf(chan, sizeof chan, "%.41s", at);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 10002);
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 0);
+    char push[256], pl[128];
+    /* A message naming another token is not this waiter's. */
+    snprintf(pl, sizeof pl, "42 %s", "0123456789abcdef0123456789abcdef");
+    snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
+             chan, strlen(pl), pl);
+    feed_str(&d, push, 10003);
+    CHECK_EQ_INT(rlk_session_output(d.s, &o2), 0);
+    snprintf(pl, sizeof pl, "1700000000999999 %s", rlk_session_lock_token(l));
+    snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
+             chan, strlen(pl), pl);
+    feed_str(&d, push, 10004);
+    CHECK(out_has(&d, "EVALSHA") && out_has(&d, "set"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 10005);
+    const ev *e = find(&d, RLK_SEV_ACQUIRED, l);
+    CHECK(e != NULL);
+    CHECK_EQ_U64(rlk_session_lock_fence(l), 1700000000999999ull);
+    /* Valid from the confirmation, the full TTL. */
+    CHECK(rlk_session_lock_remaining_ms(l, 10005) > 9000);
+    /* The wait is over: its release channel is left. */
+    CHECK(out_has(&d, "UNSUBSCRIBE"));
+    drv_free(&d);
+}
+
+int main(int argc, char **argv)
+{
+    tl_init(argc, argv);
+    srv = ts_start(NULL);
+    if (!srv) {
+        CHECK_MSG(0, "redis-server did not start");
+        return tl_finish();
+    }
+    url_of(url, sizeof url, srv);
+    adm = CONNECT(url);
+    tl_run("acquire and release", test_acquire_release);
+    tl_run("busy, and a wait that runs out", test_busy);
+    tl_run("a handoff to a waiter in line", test_handoff);
+    tl_run("RESP2: a waiter polls", test_resp2_wait);
+    tl_run("watchdog renewals, NOSCRIPT", test_watchdog_and_noscript);
+    tl_run("a frozen server: lost in time, never blocked", test_frozen_server);
+    tl_run("a reply after the validity is over", test_late_reply);
+    tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
+    tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
+    tl_run("handoff messages, made up", test_handoff_bytes);
+    rlk_conn_free(adm);
+    ts_stop(srv);
+    return tl_finish();
+}
