@@ -86,6 +86,37 @@ static void violated(const char *fmt, ...)
     abort();
 }
 
+/* FUZZ_SESSION_TRACE=1 in the environment: what happens, on stderr. */
+static int trace_on;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void trace(const char *fmt, ...)
+{
+    if (!trace_on) return;
+    va_list ap;
+    fprintf(stderr, "[%lld] ", (long long)now);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void trace_bytes(const char *what, const char *p, size_t n)
+{
+    if (!trace_on) return;
+    fprintf(stderr, "[%lld] %s \"", (long long)now, what);
+    for (size_t i = 0; i < n && i < 300; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\r') fputs("\\r", stderr);
+        else if (c == '\n') fputs("\\n", stderr);
+        else if (c >= 0x20 && c < 0x7f) fputc(c, stderr);
+        else fprintf(stderr, "\\x%02x", c);
+    }
+    fputs(n > 300 ? "...\"\n" : "\"\n", stderr);
+}
+
 #define CHECK(cond, ...) do { if (!(cond)) violated(__VA_ARGS__); } while (0)
 
 /* ------------------------------------------------------------------ */
@@ -185,8 +216,11 @@ typedef struct hnd {
     int watchdog, name;
     int64_t t0, wait, ttl;       /* the acquire: start, wait_ms, ttl_ms   */
     int64_t rel_t0;              /* the release's start                   */
+    int64_t late0;               /* H.late when the call started          */
     int64_t last_sent;           /* a request naming the token last left  */
     int sent;                    /* one did                               */
+    int64_t seen_at;             /* -1, or when a request naming it was
+                                    first seen in output not yet taken    */
     char token[96];
 } hnd;
 
@@ -211,8 +245,10 @@ static struct {
     rlk_session_config cfg;
     rlk_client_config timing;
     int connected, resp3, in_call, in_acquire, release_on_lost;
+    int must_close;              /* a call broke the session: close it    */
     int64_t ct;                  /* the command timeout                   */
     int64_t closed_at;           /* -1: never closed                      */
+    int64_t late;                /* ms ticks came after the deadline      */
     hnd h[MAX_HANDLES];
     rlk_session_lock *new_lock;  /* the handle being returned by acquire  */
     int new_slot;
@@ -249,6 +285,15 @@ static void check_validity(const hnd *h, const char *when)
           when, h->token, (long long)(now + rem), (long long)h->ttl, (long long)h->last_sent);
 }
 
+/* rlk_session_release: RLK_OK, or a failure that broke the session
+ * (no memory for the request): the caller closes, which ends the
+ * release. */
+static void release_status(int r, const char *what)
+{
+    CHECK(r == RLK_OK || r == RLK_ERR_NOMEM, "%s returned %d", what, r);
+    if (r != RLK_OK) H.must_close = 1;
+}
+
 /* ------------------------------------------------------------------ */
 /* Events                                                                */
 
@@ -256,6 +301,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
                      int status)
 {
     (void)ctx;
+    trace("event %d lock %p status %d", (int)ev, (void *)l, status);
     CHECK(H.in_call, "event %d outside any call of the session", (int)ev);
     CHECK(s == H.s, "event for another session");
     if (ev == RLK_SEV_READY) {
@@ -294,9 +340,10 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         h->state = H_LOST;
         if (H.release_on_lost) {
             h->rel_t0 = now;
+            h->late0 = H.late;
             h->state = H_RELEASING;
             int r = rlk_session_release(l, now);
-            CHECK(r == RLK_OK, "release from the LOST callback returned %d", r);
+            release_status(r, "release from the LOST callback");
         }
         break;
     case RLK_SEV_RELEASED:
@@ -384,6 +431,7 @@ static void sent_command(const rlk_resp_value *v)
             if (argv[k]->len == tl && memcmp(argv[k]->str, tok, tl) == 0) {
                 h->last_sent = now;
                 h->sent = 1;
+                h->seen_at = -1;
                 break;
             }
         }
@@ -421,6 +469,14 @@ static void sent_command(const rlk_resp_value *v)
     }
 }
 
+static int contains(const char *p, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    for (size_t i = 0; k <= n && i <= n - k; i++)
+        if (memcmp(p + i, s, k) == 0) return 1;
+    return 0;
+}
+
 /* Takes what the session has to send (unless the socket is stalled) and
  * reads the commands in it. */
 static void pump_output(void)
@@ -429,6 +485,18 @@ static void pump_output(void)
     const char *buf = NULL;
     size_t n = rlk_session_output(H.s, &buf);
     CHECK(n <= OUT_BOUND, "%zu bytes of output waiting", n);
+    if (n && H.connected && H.stall > 0) {
+        /* Not taken yet, but the session may count from now: the input
+         * can answer requests the harness did not take (raw bytes). */
+        for (int i = 0; i < MAX_HANDLES; i++) {
+            hnd *h = &H.h[i];
+            const char *tok = h->state != H_FREE ? rlk_session_lock_token(h->l) : NULL;
+            if (!tok || !*tok || h->seen_at >= 0 || !contains(buf, n, tok)) continue;
+            h->seen_at = now;
+            h->last_sent = now;
+            h->sent = 1;
+        }
+    }
     if (!n || !H.connected || H.stall > 0) return;
     CHECK(buf != NULL, "output of %zu bytes at NULL", n);
     if (H.olen + n > H.ocap) {
@@ -441,6 +509,7 @@ static void pump_output(void)
     }
     memcpy(H.obuf + H.olen, buf, n);
     H.olen += n;
+    trace_bytes("sent", buf, n);
     H.in_call++;
     rlk_session_consume(H.s, n);
     H.in_call--;
@@ -478,12 +547,14 @@ static void forget_connection(void)
 /* ------------------------------------------------------------------ */
 /* Calling the session                                                   */
 
+/* Acquires queued before the handshake outlive a close (they end at
+ * their own deadline); every other call under way ends. */
 static void do_closed(void)
 {
     int was[MAX_HANDLES];
-    for (int i = 0; i < MAX_HANDLES; i++)
-        was[i] = H.h[i].state == H_ACQUIRING || H.h[i].state == H_RELEASING;
+    for (int i = 0; i < MAX_HANDLES; i++) was[i] = H.h[i].state == H_RELEASING;
     H.in_call++;
+    trace("closed");
     rlk_session_closed(H.s, now);
     H.in_call--;
     forget_connection();
@@ -532,13 +603,19 @@ static void do_feed(const char *buf, size_t len)
         CHECK(r == RLK_ERR_INVALID, "feed while not connected returned %d", r);
         return;
     }
+    trace_bytes("feed", buf, len);
     H.in_call++;
     int r = rlk_session_feed(H.s, buf, len, now);
     H.in_call--;
+    if (r) trace("feed: %d %s", r, rlk_session_errmsg(H.s));
     after_status(r, "rlk_session_feed");
 }
 
-/* The deadlines of (b), checked after a tick at now. */
+/* The deadlines of (b), checked after a tick at now.  A call ends by
+ * its start, its wait and a few command timeouts (the last try that
+ * leaves the line, a NOSCRIPT's EVAL, a handoff's confirmation, a
+ * release after a cancelled acquire), plus however late the harness
+ * ticked meanwhile: the session cannot act before it is called. */
 static void check_deadlines(void)
 {
     int64_t d = rlk_session_deadline(H.s);
@@ -547,12 +624,12 @@ static void check_deadlines(void)
     for (int i = 0; i < MAX_HANDLES; i++) {
         hnd *h = &H.h[i];
         if (h->state == H_ACQUIRING && h->wait != RLK_WAIT_FOREVER) {
-            int64_t end = h->t0 + h->wait + 3 * H.ct + SLACK_MS;
+            int64_t end = h->t0 + h->wait + 4 * H.ct + (H.late - h->late0) + SLACK_MS;
             CHECK(now < end, "an acquire (wait %lld ms, from %lld) still under way at %lld",
                   (long long)h->wait, (long long)h->t0, (long long)now);
         }
         if (h->state == H_RELEASING) {
-            int64_t end = h->rel_t0 + 3 * H.ct + SLACK_MS;
+            int64_t end = h->rel_t0 + 4 * H.ct + (H.late - h->late0) + SLACK_MS;
             CHECK(now < end, "a release (from %lld) still under way at %lld",
                   (long long)h->rel_t0, (long long)now);
         }
@@ -565,9 +642,12 @@ static void check_deadlines(void)
 
 static void do_tick(void)
 {
+    int64_t d = rlk_session_deadline(H.s);
+    if (d != -1 && d < now) H.late += now - d;
     H.in_call++;
     int r = rlk_session_tick(H.s, now);
     H.in_call--;
+    trace("tick: %d %s", r, r ? rlk_session_errmsg(H.s) : "");
     if (r == RLK_OK) check_deadlines();
     else after_status(r, "rlk_session_tick");
 }
@@ -597,6 +677,8 @@ static void do_acquire(unsigned a, unsigned b)
     hnd *h = &H.h[slot];
     memset(h, 0, sizeof *h);
     h->t0 = now;
+    h->seen_at = -1;
+    h->late0 = H.late;
     h->ttl = o.ttl_ms;
     h->wait = o.wait_ms;
     h->watchdog = o.watchdog;
@@ -608,6 +690,8 @@ static void do_acquire(unsigned a, unsigned b)
     rlk_session_lock *l = rlk_session_acquire(H.s, names[h->name], &o, h, now);
     H.in_acquire = 0;
     H.in_call--;
+    trace("acquire %s ttl %lld wait %lld watchdog %d: %p", names[h->name], (long long)o.ttl_ms,
+          (long long)o.wait_ms, o.watchdog, (void *)l);
     if (H.new_lock) {
         /* it reported before returning: a failure, freed already */
         CHECK(l == NULL || l == H.new_lock, "acquire returned another handle than it reported");
@@ -645,19 +729,23 @@ static void do_release(unsigned b)
     if (!h) return;
     enum hstate was = h->state;
     int64_t t0 = h->rel_t0;
+    int64_t late0 = h->late0;
     if (was != H_RELEASING) {
         h->state = H_RELEASING;
         h->rel_t0 = now;
+        h->late0 = H.late;
     }
     H.in_call++;
     int r = rlk_session_release(h->l, now);
     H.in_call--;
+    trace("release %p: %d", (void *)h->l, r);
     if (was == H_RELEASING) {
         CHECK(r == RLK_ERR_INVALID, "a second release returned %d", r);
         h->rel_t0 = t0;
+        h->late0 = late0;
         return;
     }
-    CHECK(r == RLK_OK, "release returned %d", r);
+    release_status(r, "release");
 }
 
 /* ------------------------------------------------------------------ */
@@ -967,9 +1055,13 @@ static void step(void)
         do_tick();
         break;
     }
+    if (H.must_close) {
+        H.must_close = 0;
+        if (H.connected) do_closed();
+    }
     if (H.stall > 0) H.stall--;
     pump_output();
-    CHECK(peak_session <= ((size_t)4 << 20) + 8 * (H.cfg.max_input ? H.cfg.max_input : (1u << 20)),
+    CHECK(peak_session <= ((size_t)4 << 20) + 32 * (H.cfg.max_input ? H.cfg.max_input : (1u << 20)),
           "the session holds %zu bytes", peak_session);
     for (int i = 0; i < MAX_HANDLES; i++) {
         hnd *h = &H.h[i];
@@ -990,6 +1082,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const rlk_allocator counting = {count_malloc, count_realloc, count_free, NULL};
     static unsigned char arena_buf[16384];
+    trace_on = getenv("FUZZ_SESSION_TRACE") != NULL;
     rlk_set_allocator(&counting);
 
     cur_input = data;
@@ -1048,116 +1141,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Stand-alone program                                                   */
-
-#ifdef RLK_FUZZ_MAIN
-#include <dirent.h>
-#include <errno.h>
-#include <sys/stat.h>
-
-#define READ_MAX (1u << 20)
-
-static int run_stream(FILE *f, const char *name)
-{
-    size_t cap = 4096, len = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf) abort();
-    for (;;) {
-        if (len == cap) {
-            if (cap >= READ_MAX) break;
-            cap *= 2;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) abort();
-            buf = nb;
-        }
-        size_t k = fread(buf + len, 1, cap - len, f);
-        len += k;
-        if (k == 0) break;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "fuzz_session: %s: read error\n", name);
-        free(buf);
-        return -1;
-    }
-    LLVMFuzzerTestOneInput(buf, len);
-    free(buf);
-    return 0;
-}
-
-static int run_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "fuzz_session: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    int r = run_stream(f, path);
-    fclose(f);
-    return r;
-}
-
-/* A file, or every regular file of a directory (not recursive). */
-static int run_path(const char *path, unsigned long *count)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        fprintf(stderr, "fuzz_session: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        if (run_file(path) != 0) return -1;
-        ++*count;
-        return 0;
-    }
-    DIR *d = opendir(path);
-    if (!d) {
-        fprintf(stderr, "fuzz_session: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        size_t k = strlen(path) + strlen(de->d_name) + 2;
-        char *full = malloc(k);
-        if (!full) abort();
-        snprintf(full, k, "%s/%s", path, de->d_name);
-        if (stat(full, &sb) == 0 && S_ISREG(sb.st_mode)) {
-            if (run_file(full) != 0) rc = -1;
-            else ++*count;
-        }
-        free(full);
-    }
-    closedir(d);
-    return rc;
-}
-
-#if defined(RLK_FUZZ_AFL) && defined(__AFL_FUZZ_TESTCASE_LEN)
-#include <unistd.h> /* read(), used by the macros below */
-__AFL_FUZZ_INIT();
-#endif
-
-int main(int argc, char **argv)
-{
-    unsigned long count = 0;
-    int rc = 0;
-
-    if (argc < 2) {
-#if defined(RLK_FUZZ_AFL) && defined(__AFL_FUZZ_TESTCASE_LEN)
-#ifdef __AFL_HAVE_MANUAL_CONTROL
-        __AFL_INIT();
-#endif
-        const unsigned char *tc = __AFL_FUZZ_TESTCASE_BUF;
-        while (__AFL_LOOP(10000)) LLVMFuzzerTestOneInput(tc, __AFL_FUZZ_TESTCASE_LEN);
-        return 0;
-#else
-        return run_stream(stdin, "stdin") == 0 ? 0 : 1;
-#endif
-    }
-    for (int i = 1; i < argc; i++)
-        if (run_path(argv[i], &count) != 0) rc = 1;
-    printf("fuzz_session: %lu input%s, all properties hold\n", count, count == 1 ? "" : "s");
-    return rc;
-}
-#endif
+#define FUZZ_NAME "fuzz_session"
+#include "fuzz_main.h"
