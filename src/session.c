@@ -737,7 +737,7 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
         return RLK_OK;
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
-    if (noscript && !q.eval) {
+    if (noscript && !q.eval && (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE)) {
         /* The script cache was flushed: the same request again as EVAL,
          * which loads it too. */
         if (q.kind == Q_ACQ) {

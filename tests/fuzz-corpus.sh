@@ -8,8 +8,10 @@ set -u
 : "${top_srcdir:?top_srcdir must be set (make check sets it)}"
 : "${top_builddir:?top_builddir must be set (make check sets it)}"
 
-prog="$top_builddir/tests/fuzz_replay"
-corpus="$top_srcdir/fuzz/corpus"
+# FUZZ_REPLAY and FUZZ_CORPUS name another harness and its corpus (see
+# tests/fuzz-session-corpus.sh).
+prog="$top_builddir/tests/${FUZZ_REPLAY:-fuzz_replay}"
+corpus="$top_srcdir/fuzz/${FUZZ_CORPUS:-corpus}"
 if [ ! -x "$prog" ]; then
     echo "fuzz-corpus: $prog not built" >&2
     exit 1

@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Writes the seed corpus of fuzz/fuzz_session into fuzz/corpus-session/,
+# one small file per scenario, beside the regress-* inputs that fuzzing
+# found.  Run it again after changing a case; commit the script and the
+# files together.
+#
+# A seed is the harness's two configuration bytes, then steps: an opcode
+# and its operands, as fuzz/fuzz_session.c reads them.  The bytes are
+# written in hex below, with the names of the opcodes and operands:
+#   cfg0  bits 0-1 protocol (0, 3, 2, 0); 4 password; 8 client name;
+#         10 db 2; bits 5-6 command timeout (50, 100, 200, 500 ms);
+#         80 a lost lock is released from the callback
+#   cfg1  bits 0-1 max_input (256, 4096, 65536, 1 MiB); bits 2-3
+#         recheck_ms (default, 50, 200, 1000); bits 4-5 renew_divisor
+#         (default, 2, 3, 5); 40 connect first
+#   ACQ A B    A: bits 0-1 ttl (100, 250, 1000, 2000 ms); bits 2-4 wait
+#              (0, 0, 100, 400, 1500 ms, forever); 20 watchdog; bits 6-7
+#              the name; B: 80 + a lost margin in its low bits
+#   REPLY C S  the reply to the oldest request: C's bits 0-2 pick it (0-3
+#              a lock server's answers, 4-7 errors and wrong shapes); S
+#              splits it; acquire replies read one more byte (fence step
+#              or PTTL), renewals two (each key's result)
+set -eu
+cd "$(dirname "$0")"
+out=corpus-session
+mkdir -p "$out"
+find "$out" -type f ! -name 'regress-*' -delete
+
+ADV=00 TICKDUE=01 REPLY=02 ACQ=04 REL=05 HANDOFF=06 RELMSG=07 RAW=08
+CLOSE=09 CONNECT=0a STALL=0b FAILALLOC=0c BIG=0d TICK=0e
+
+n=0
+# seed NAME CFG0 CFG1 HEXBYTES...
+seed() {
+    local name=$1 hex
+    shift
+    hex=$(printf '%s' "$*" | tr -d ' \n')
+    n=$((n + 1))
+    printf '%s' "$hex" | xxd -r -p > "$out/$name"
+}
+
+# The handshake under RESP3: HELLO answered, the handoff channel's
+# subscription confirmed.
+H3="$REPLY 00 00 $REPLY 00 00"
+# A try with SET NX PX and TIME, answered: taken; or busy (null).
+TAKEN="$REPLY 00 00 $REPLY 00 00"
+BUSY="$REPLY 02 00 $REPLY 00 00"
+
+seed try-release          21 40 "$H3 $ACQ 01 00 $TAKEN $ADV 20 $REL 00 $REPLY 00 00"
+seed try-busy             21 40 "$H3 $ACQ 01 00 $BUSY $ADV 05"
+seed try-split-replies    21 40 "$H3 $ACQ 02 00 $REPLY 00 03 $REPLY 00 07 $REL 00 $REPLY 00 02"
+seed try-timeout          01 40 "$H3 $ACQ 01 00 $ADV 40 $TICKDUE $TICKDUE"
+seed try-expired-reply    01 40 "$H3 $ACQ 00 00 $ADV c5 $REPLY 00 00 $REPLY 00 00"
+seed release-not-held     21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 01 00"
+seed release-other        21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 02 00"
+seed release-noscript     21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 05 00 $REPLY 00 00"
+seed release-timeout      21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $TICKDUE $TICKDUE"
+# waiting: busy, subscribed to the release channel, in line
+WAIT="$BUSY $REPLY 00 00 $REPLY 02 0a 00"
+seed wait-handoff         21 40 "$H3 $ACQ 12 00 $WAIT $HANDOFF 01 05 $REPLY 00 00 $ADV 10 $REL 00 $REPLY 00 00"
+seed wait-handoff-refused 21 40 "$H3 $ACQ 12 00 $WAIT $HANDOFF 01 05 $REPLY 01 00 $TICKDUE $REPLY 02 00 30"
+seed wait-handoff-other   21 40 "$H3 $ACQ 12 00 $WAIT $HANDOFF 02 05 $HANDOFF 00 07 $TICKDUE"
+seed wait-release-msg     21 40 "$H3 $ACQ 12 00 $WAIT $RELMSG 00 $REPLY 00 00 00 $REL 00 $REPLY 00 00"
+seed wait-recheck         25 44 "$H3 $ACQ 12 00 $WAIT $TICKDUE $REPLY 02 00 05 $TICKDUE $REPLY 01 00 00"
+seed wait-runs-out        21 40 "$H3 $ACQ 0a 00 $WAIT $TICKDUE $REPLY 02 00 05 $TICKDUE $REPLY 02 00 05 $TICKDUE $REPLY 02 00 05 $TICKDUE $TICKDUE"
+seed wait-noscript        21 40 "$H3 $ACQ 12 00 $BUSY $REPLY 00 00 $REPLY 05 00 $REPLY 00 00 04"
+seed wait-cancel          21 40 "$H3 $ACQ 12 00 $WAIT $REL 00 $REPLY 02 00 00 $TICKDUE"
+seed wait-cancel-taken    21 40 "$H3 $ACQ 12 00 $WAIT $REL 00 $REPLY 00 00 00 $REPLY 00 00"
+seed wait-forever         21 40 "$H3 $ACQ 16 00 $WAIT $TICKDUE $REPLY 02 00 05 $TICKDUE $REL 00 $REPLY 02 00 00"
+seed wait-close           21 40 "$H3 $ACQ 12 00 $WAIT $CLOSE $CONNECT $H3 $ACQ 12 00 $WAIT $TICKDUE"
+seed two-waiters          21 40 "$H3 $ACQ 12 00 $ACQ 52 00 $BUSY $BUSY $REPLY 00 00 $REPLY 00 00 $REPLY 02 00 05 $REPLY 02 00 05 $HANDOFF 05 01 $HANDOFF 01 01 $REPLY 00 00 $REPLY 00 00"
+# the watchdog: rounds of renewals, then a refusal
+seed watchdog-renew       21 40 "$H3 $ACQ 22 00 $TAKEN $TICKDUE $REPLY 00 00 00 00 $TICKDUE $REPLY 00 00 00 00 $TICKDUE $REPLY 03 00 ff ff $REL 00 $REPLY 00 00"
+seed watchdog-lost        a1 40 "$H3 $ACQ 20 00 $TAKEN $TICKDUE $REPLY 00 00 00 02 $TICKDUE $TICKDUE"
+seed watchdog-silent      21 40 "$H3 $ACQ 21 00 $TAKEN $TICKDUE $ADV ff $TICKDUE"
+seed watchdog-two         21 50 "$H3 $ACQ 23 00 $ACQ 63 00 $TAKEN $TAKEN $TICKDUE $REPLY 00 00 00 00 $REPLY 00 00 00 00 $TICKDUE"
+seed watchdog-reconnect   21 40 "$H3 $ACQ 23 00 $TAKEN $CLOSE $ADV 50 $CONNECT $H3 $TICKDUE $REPLY 00 00 00 00 $TICKDUE $REPLY 00 00 00 00"
+# the handshake's variants
+seed hello-auth-name-db   3d 40 "$REPLY 00 00 $REPLY 00 00 $REPLY 00 00 $ACQ 01 00 $TAKEN"
+seed hello-missing        1c 40 "$REPLY 01 00 $REPLY 00 00 $REPLY 00 00 $REPLY 00 00 $ACQ 12 00 $BUSY $TICKDUE $REPLY 02 00 00 $TICKDUE $REPLY 00 00 00"
+seed hello-wrongpass      25 40 "$REPLY 03 00 $ACQ 01 00"
+seed hello-noproto        21 40 "$REPLY 02 00 $REPLY 00 00 $ACQ 01 00 $TAKEN"
+seed resp2                22 40 "$REPLY 00 00 $REPLY 00 00 $ACQ 12 00 $BUSY $TICKDUE $REPLY 02 00 05 $TICKDUE $REPLY 00 00 00"
+seed resp2-auth-fails     26 40 "$REPLY 00 00 $REPLY 03 00"
+seed select-fails         31 40 "$REPLY 00 00 $REPLY 03 00"
+seed handshake-timeout    01 40 "$ACQ 01 00 $TICKDUE $TICKDUE"
+seed pending-acquire      21 00 "$ACQ 12 00 $ADV 20 $CONNECT $H3 $TAKEN $REL 00 $REPLY 00 00"
+seed pending-expires      01 00 "$ACQ 01 00 $ACQ 0d 00 $TICKDUE $TICKDUE $CONNECT"
+seed pending-release      21 00 "$ACQ 01 00 $REL 00 $CONNECT"
+# hostile bytes
+seed raw-garbage          21 40 "$H3 $ACQ 01 00 $RAW 05 40 78 0d 0a 00"
+seed raw-unsolicited      21 40 "$H3 $RAW 05 3a 31 0d 0a 00"
+seed raw-push             21 40 "$H3 $ACQ 12 00 $WAIT $RAW 14 3e 32 0d 0a 24 37 0d 0a 6d 65 73 73 61 67 65 0d 0a 3a 31 0d 0a"
+seed big-bulk             20 40 "$H3 $BIG 10 $ACQ 01 00"
+seed big-array            21 41 "$H3 $ACQ 01 00 $BIG 90"
+# a NOSCRIPT to a command that runs no script (TIME) is an error reply,
+# not a reason to send a release in EVAL form
+seed noscript-to-time     21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 0c 00 $REPLY 00 00"
+seed error-replies        21 40 "$H3 $ACQ 01 00 $REPLY 04 00 $REPLY 0c 00 $ACQ 01 00 $REPLY 06 00 $REPLY 07 00"
+seed stall-output         21 40 "$H3 $STALL 04 $ACQ 01 00 $ADV 10 $ADV 10 $ADV 10 $ADV 10 $TAKEN"
+seed fail-alloc           21 40 "$FAILALLOC 00 $H3 $FAILALLOC 03 $ACQ 12 00 $BUSY $FAILALLOC 01 $REPLY 00 00 $REPLY 02 00 05"
+seed reconnect-twice      21 40 "$CONNECT $H3 $CLOSE $CLOSE $CONNECT $REPLY 00 00 $TICK"
+
+echo "make-corpus-session.sh: $n files in fuzz/$out"
