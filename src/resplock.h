@@ -866,8 +866,9 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
  * freed.  An acquire still under way is called off: its wait ends now
  * (leaving the line), a lock it took after all is released, and
  * RLK_SEV_RELEASED comes instead of its result (RLK_LOCK_NOT_HELD when
- * it took none).  RLK_OK, or RLK_ERR_INVALID when a release is under way
- * already. */
+ * it took none).  RLK_OK; RLK_ERR_INVALID when a release is under way
+ * already; RLK_ERR_NOMEM when the request could not be queued (the
+ * session is then broken: close, as after a failed feed). */
 int rlk_session_release(rlk_session_lock *l, int64_t now);
 
 void *rlk_session_lock_user(const rlk_session_lock *l);
