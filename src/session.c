@@ -912,6 +912,10 @@ void rlk_session_closed(rlk_session *s, int64_t now)
         if (s->q[i].l) s->q[i].l->inflight--;
     }
     s->qhead = s->qtail = 0;
+    /* A round whose sending failed part way has requests that were never
+     * queued: it ends here too, or no round would follow. */
+    while (s->round_on)
+        if (rlk__round_apply_one(&s->leases, &s->round, NULL)) s->round_on = 0;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         l->subscribed = 0;
         l->handed = 0;
