@@ -750,7 +750,8 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * of script calls per round.
  *
  * Results come as events (rlk_session_config.cb), called from within
- * rlk_session_feed, _tick, _closed, _acquire and _release, never from
+ * rlk_session_feed, _tick, _closed, _connected (READY at once, under
+ * RESP2 with nothing to send), _acquire and _release, never from
  * anywhere else.  The callback may call
  * rlk_session_acquire, rlk_session_release and the handle's accessors
  * (not rlk_session_feed, _tick, _closed, _connected or _free).
@@ -790,7 +791,8 @@ typedef void (*rlk_session_cb)(void *ctx, rlk_session *s, rlk_session_event ev,
                                rlk_session_lock *l, int status);
 
 typedef struct rlk_session_config {
-    const char *username;   /* AUTH (in HELLO); NULL: "default"            */
+    const char *username;   /* AUTH (in HELLO); NULL: "default" in HELLO,
+                               the password alone in a RESP2 AUTH        */
     const char *password;   /* NULL: no AUTH                               */
     const char *client_name; /* CLIENT SETNAME (in HELLO); NULL: none       */
     int db;                 /* SELECT when > 0                             */

@@ -591,9 +591,11 @@ static int send_auth_select(rlk_session *s, int auth, int setname)
 {
     int r = RLK_OK;
     if (auth && s->cfg.password) {
-        const char *argv[3] = {"AUTH", s->cfg.username ? s->cfg.username : "default",
-                               s->cfg.password};
-        r = send_cmd(s, Q_AUTH, NULL, 0, 0, reply_deadline(s), 3, argv, NULL);
+        /* Without a user name, the one-argument form: a server without
+         * HELLO may predate ACL users (Redis 5). */
+        const char *argv[3] = {"AUTH", s->cfg.username, s->cfg.password};
+        if (!s->cfg.username) argv[1] = s->cfg.password;
+        r = send_cmd(s, Q_AUTH, NULL, 0, 0, reply_deadline(s), s->cfg.username ? 3 : 2, argv, NULL);
         s->hs_left++;
     }
     if (r == RLK_OK && setname && s->cfg.client_name) {

@@ -518,6 +518,37 @@ static void test_handoff_bytes(void)
     drv_free(&d);
 }
 
+/* A server without HELLO (Redis 5): RESP2, and AUTH in the form it
+ * knows, with the password alone when no user is named. */
+static void test_no_hello_auth(void)
+{
+    for (int user = 0; user < 2; user++) {
+        drv d;
+        drv_init(&d, 0, 0);
+        rlk_session_free(d.s);
+        rlk_session_config cfg;
+        rlk_session_config_init(&cfg);
+        cfg.password = "secret";
+        cfg.username = user ? "app" : NULL;
+        cfg.cb = on_event;
+        cfg.ctx = &d;
+        d.s = rlk_session_new(&cfg);
+        CHECK_EQ_INT(rlk_session_connected(d.s, 100), RLK_OK);
+        CHECK(out_has(&d, user ? "AUTH\r\n$3\r\napp\r\n$6\r\nsecret" : "AUTH\r\n$7\r\ndefault\r\n$6\r\nsecret"));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, "-ERR unknown command 'HELLO'\r\n", 101);
+        CHECK(out_has(&d, user ? "*3\r\n$4\r\nAUTH\r\n$3\r\napp\r\n$6\r\nsecret\r\n"
+                               : "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n"));
+        CHECK(!rlk_session_ready(d.s));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, "+OK\r\n", 102);
+        CHECK(rlk_session_ready(d.s));
+        /* RESP2: no subscription to the handoff channel. */
+        CHECK(!out_has(&d, "SUBSCRIBE"));
+        drv_free(&d);
+    }
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -538,6 +569,7 @@ int main(int argc, char **argv)
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
+    tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();
