@@ -361,6 +361,23 @@ static int load_error(rlk__transport *t, const char *what, const char *file)
     return RLK_ERR_TLS;
 }
 
+/* Whether the PEM file at path holds an encrypted key.  OpenSSL's answer
+ * for one, without a passphrase, depends on the key's random salt: the
+ * padding of the wrong decryption is usually bad ("bad decrypt"), but
+ * about once in 256 keys it passes and the garbage fails to decode
+ * instead.  The file's own header says it plainly. */
+static int pem_is_encrypted(const char *path)
+{
+    char buf[8192];
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, "-----BEGIN ENCRYPTED PRIVATE KEY-----") != NULL ||
+           strstr(buf, "Proc-Type: 4,ENCRYPTED") != NULL;
+}
+
 /* Builds the per-connection context; loads every file before any
  * network traffic. */
 static int make_ctx(rlk__transport *t, const rlk_tls_config *cfg, SSL_CTX **out)
@@ -427,8 +444,17 @@ static int make_ctx(rlk__transport *t, const rlk_tls_config *cfg, SSL_CTX **out)
         if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert_file) != 1)
             return load_error(t, "client certificate", cfg->cert_file);
         if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-            if (ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH)
+            if (ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
+                if (pem_is_encrypted(key)) {
+                    ERR_clear_error();
+                    rlk__transport_seterr(t,
+                                          "TLS: cannot load private key %s: it is encrypted "
+                                          "(encrypted keys are not supported)",
+                                          key);
+                    return RLK_ERR_TLS;
+                }
                 return load_error(t, "private key", key);
+            }
             goto mismatch; /* found by loading already */
         }
         if (SSL_CTX_check_private_key(ctx) != 1) {
