@@ -451,6 +451,63 @@ static int sc_session(const char **msg)
 
 static void test_session(void) { CHECK(inject("session", NULL, sc_session, NULL) > 5); }
 
+/* 40 locks: the renewal round's request outgrows the output buffer, so
+ * sending the round can fail part way; a reconnect must still send the
+ * next round. */
+static int sc_session_round(const char **msg)
+{
+    enum { N = 40 };
+    sess_acquired = sess_released = 0;
+    *msg = sess_msg;
+    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
+    rlk_session_config c;
+    rlk_session_config_init(&c);
+    c.cb = sess_cb;
+    rlk_session *s = rlk_session_new(&c);
+    if (!s) return RLK_ERR_NOMEM;
+    int r = rlk_session_connected(s, 1000);
+    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 3000;
+    o.watchdog = 1;
+    /* One at a time: the output buffer stays the size of one acquire. */
+    for (int i = 0; i < N && r == RLK_OK; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "alloc:round:%02d", i);
+        if (!rlk_session_acquire(s, name, &o, NULL, 1000)) r = RLK_ERR_NOMEM;
+        if (r == RLK_OK) r = sess_feed(s, "+OK\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
+    }
+    if (r == RLK_OK && sess_acquired != N) r = RLK_ERR_PROTO;
+    int ticked = r == RLK_OK;
+    if (r == RLK_OK) r = rlk_session_tick(s, 2001); /* one round of N keys */
+    if (ticked && r == RLK_ERR_NOMEM && H.failed) {
+        int was = r;
+        const char *out;
+        rlk_session_closed(s, 2001);
+        r = rlk_session_connected(s, 2001);
+        if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 2001);
+        if (r == RLK_OK) r = rlk_session_tick(s, 2002);
+        size_t n = rlk_session_output(s, &out);
+        CHECK_MSG(r == RLK_OK && memmem(out, n, "EVALSHA", 7) != NULL,
+                  "40 locks: no renewal round after a reconnect (status %d)", r);
+        r = was;
+    } else if (r == RLK_OK) {
+        char reply[8 + 4 * N + 1];
+        int k = snprintf(reply, sizeof reply, "*%d\r\n", N);
+        for (int i = 0; i < N; i++) k += snprintf(reply + k, sizeof reply - (size_t)k, ":1\r\n");
+        r = sess_feed(s, reply, 2002);
+    }
+    if (r != RLK_OK) snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+    rlk_session_free(s);
+    return r;
+}
+
+static void test_session_round(void)
+{
+    CHECK(inject("session, 40 locks", NULL, sc_session_round, NULL) > 40);
+}
+
 int main(int argc, char **argv)
 {
     rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
@@ -475,6 +532,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_acquire_release);
     RUN_TEST(test_watchdog_round);
     RUN_TEST(test_session);
+    RUN_TEST(test_session_round);
     RUN_TEST(test_idle_client_heap);
     rlk_conn_free(admin);
     ts_stop(srv);
