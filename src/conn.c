@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "url.h"
 #include "conn_internal.h"
+#include "retry.h"
 #include "script.h"
 #include "internal.h"
 
@@ -63,7 +64,7 @@ struct rlk_conn {
     uint64_t nsubs;           /* channels subscribed (RESP2 matters) */
     int pipelining;           /* replies must outlive buffer moves */
     int64_t last_io_ms;       /* when the last call started */
-    uint64_t rng;
+    rlk__backoff backoff;
     /* Replies still owed to requests sent with rlk__conn_send_deferred,
      * handed to their callbacks as they come, ahead of later replies:
      * deferred in all, in runs of one callback each, oldest first. */
@@ -117,31 +118,36 @@ static const char *copy_str(char **dst, const char *s)
     return r;
 }
 
+int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings)
+{
+    const rlk_conn_config s = *cfg;
+    size_t need = str_size(s.url) + str_size(s.client_name) +
+                  str_size(s.tls.ca_file) + str_size(s.tls.ca_dir) +
+                  str_size(s.tls.cert_file) + str_size(s.tls.key_file) +
+                  str_size(s.tls.server_name);
+    *strings = NULL;
+    if (!need) return RLK_OK;
+    char *p = *strings = rlk__malloc(need);
+    if (!p) return RLK_ERR_NOMEM;
+    cfg->url = copy_str(&p, s.url);
+    cfg->client_name = copy_str(&p, s.client_name);
+    cfg->tls.ca_file = copy_str(&p, s.tls.ca_file);
+    cfg->tls.ca_dir = copy_str(&p, s.tls.ca_dir);
+    cfg->tls.cert_file = copy_str(&p, s.tls.cert_file);
+    cfg->tls.key_file = copy_str(&p, s.tls.key_file);
+    cfg->tls.server_name = copy_str(&p, s.tls.server_name);
+    return RLK_OK;
+}
+
 rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
 {
     rlk_conn *c = rlk__malloc(sizeof *c);
     if (!c) return NULL;
     memset(c, 0, offsetof(rlk_conn, arena_inline));
     if (cfg) c->cfg = *cfg;
-    const rlk_conn_config *s = &c->cfg;
-    size_t need = str_size(s->url) + str_size(s->client_name) +
-                  str_size(s->tls.ca_file) + str_size(s->tls.ca_dir) +
-                  str_size(s->tls.cert_file) + str_size(s->tls.key_file) +
-                  str_size(s->tls.server_name);
-    if (need) {
-        c->strings = rlk__malloc(need);
-        if (!c->strings) {
-            rlk__free(c);
-            return NULL;
-        }
-        char *p = c->strings;
-        c->cfg.url = copy_str(&p, s->url);
-        c->cfg.client_name = copy_str(&p, s->client_name);
-        c->cfg.tls.ca_file = copy_str(&p, s->tls.ca_file);
-        c->cfg.tls.ca_dir = copy_str(&p, s->tls.ca_dir);
-        c->cfg.tls.cert_file = copy_str(&p, s->tls.cert_file);
-        c->cfg.tls.key_file = copy_str(&p, s->tls.key_file);
-        c->cfg.tls.server_name = copy_str(&p, s->tls.server_name);
+    if (rlk__conn_config_copy(&c->cfg, &c->strings) != RLK_OK) {
+        rlk__free(c);
+        return NULL;
     }
     if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
     if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = DEFAULT_COMMAND_MS;
@@ -173,7 +179,7 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)rlk__now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)c;
-    c->rng = seed | 1;
+    rlk__backoff_init(&c->backoff, c->cfg.backoff_initial_ms, c->cfg.backoff_max_ms, seed);
 
     c->url_status = rlk__url_parse(&c->url, c->cfg.url, c->err, sizeof c->err);
     return c;
@@ -670,18 +676,7 @@ static int connect_once(rlk_conn *c)
     memset(&c->info, 0, sizeof c->info);
     c->info.client_id = -1;
     int64_t deadline = deadline_after(c, c->cfg.connect_timeout_ms);
-    int r;
-    switch (c->url.kind) {
-    case RLK__URL_UNIX:
-        r = rlk__unix_connect(&c->t, c->url.path, deadline);
-        break;
-    case RLK__URL_TLS:
-        r = rlk__tls_connect(&c->t, c->url.host, c->url.port, &c->cfg.tls, deadline);
-        break;
-    default:
-        r = rlk__tcp_connect(&c->t, c->url.host, c->url.port, deadline);
-        break;
-    }
+    int r = rlk__connect_url(&c->t, &c->url, &c->cfg.tls, deadline);
     if (r != RLK_OK) {
         set_err(c, r, "%s", c->t.err[0] ? c->t.err : rlk_strerror(r));
         return broken(c, r);
@@ -714,15 +709,6 @@ int rlk__transient(int status)
            status == RLK_ERR_IO || status == RLK_ERR_CLOSED;
 }
 
-static uint64_t next_rand(rlk_conn *c)
-{
-    /* xorshift64*: jitter only, not security. */
-    c->rng ^= c->rng >> 12;
-    c->rng ^= c->rng << 25;
-    c->rng ^= c->rng >> 27;
-    return c->rng * 0x2545F4914F6CDD1DULL;
-}
-
 void rlk__pause_ms(int64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -733,17 +719,14 @@ void rlk__pause_ms(int64_t ms)
 int rlk_conn_reconnect(rlk_conn *c)
 {
     int attempts = c->cfg.reconnect_attempts > 0 ? c->cfg.reconnect_attempts : 1;
-    int64_t pause = c->cfg.backoff_initial_ms;
     int r = RLK_ERR_CLOSED;
+    rlk__backoff_reset(&c->backoff);
     for (int i = 0; i < attempts; i++) {
         if (i > 0) {
-            /* Half fixed, half random: spreads out clients that lost the
-             * same server at the same moment. */
-            int64_t p = pause / 2 + (int64_t)(next_rand(c) % (uint64_t)(pause / 2 + 1));
+            int64_t p = rlk__backoff_next(&c->backoff);
             int left = rlk__ms_left(c->cap);
             if (left >= 0 && p > left) p = left;
             rlk__pause_ms(p);
-            pause = pause * 2 > c->cfg.backoff_max_ms ? c->cfg.backoff_max_ms : pause * 2;
         }
         if (i > 0 && expired(c->cap)) {
             char last[sizeof c->err];

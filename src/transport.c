@@ -6,6 +6,7 @@
 #endif
 
 #include "transport.h"
+#include "url.h"
 #include "clock.h"
 
 #include <errno.h>
@@ -439,4 +440,17 @@ int rlk__transport_wait_readable(rlk__transport *t, int64_t deadline)
     if (w >= 0) return w;
     rlk__transport_seterr(t, "wait %s: poll: %s", t->peer, strerror(errno));
     return RLK_ERR_IO;
+}
+
+int rlk__connect_url(rlk__transport *t, const rlk__url *u, const rlk_tls_config *tls,
+                     int64_t deadline)
+{
+    switch (u->kind) {
+    case RLK__URL_UNIX:
+        return rlk__unix_connect(t, u->path, deadline);
+    case RLK__URL_TLS:
+        return rlk__tls_connect(t, u->host, u->port, tls, deadline);
+    default:
+        return rlk__tcp_connect(t, u->host, u->port, deadline);
+    }
 }

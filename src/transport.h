@@ -89,6 +89,13 @@ int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline);
 int rlk__tls_connect(rlk__transport *t, const char *host, int port,
                      const rlk_tls_config *cfg, int64_t deadline);
 
+/* Connects to what a parsed URL (url.h) names: its Unix socket, or its
+ * host and port in TCP, or in TLS with tls (NULL: the system's CAs).
+ * Statuses as the functions above. */
+struct rlk__url;
+int rlk__connect_url(rlk__transport *t, const struct rlk__url *u, const rlk_tls_config *tls,
+                     int64_t deadline);
+
 /* TLS protocol version and cipher names of a TLS transport, or NULL. */
 const char *rlk__tls_version(const rlk__transport *t);
 const char *rlk__tls_cipher(const rlk__transport *t);

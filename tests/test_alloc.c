@@ -24,6 +24,7 @@
 #include "server.h"
 
 #include "resplock.h"
+#include "driver.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -383,6 +384,76 @@ static void test_idle_client_heap(void)
 /* The sans-I/O session: handshake, acquire, a renewal round, release,  */
 /* all on made-up bytes (no server: the session does no I/O).           */
 
+/* ------------------------------------------------------------------ */
+/* The session's driver over a real server                              */
+
+static int drv_acquired, drv_done, drv_status;
+static char drv_msg[600];
+
+static void drv_cb(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session_lock *l,
+                   int status)
+{
+    (void)ctx, (void)s, (void)l;
+    if (ev == RLK_SEV_ACQUIRED) drv_acquired = 1;
+    if (ev == RLK_SEV_NOT_ACQUIRED || ev == RLK_SEV_RELEASED) {
+        drv_done = 1;
+        drv_status = status;
+    }
+}
+
+static int drv_done_yet(void *ctx)
+{
+    (void)ctx;
+    return drv_acquired || drv_done;
+}
+
+static int drv_released(void *ctx)
+{
+    (void)ctx;
+    return drv_done;
+}
+
+/* Connect, handshake, acquire, release through rlk__driver: a failed
+ * allocation anywhere ends in a clear status (the driver's or the
+ * session's reason), never a crash or a leak; a lock left behind by a
+ * release that could not be sent runs out by its TTL (deleted here). */
+static int sc_driver(const char **msg)
+{
+    drv_acquired = drv_done = 0;
+    drv_status = RLK_OK;
+    *msg = drv_msg;
+    rlk_conn_config cc;
+    rlk_conn_config_init(&cc);
+    cc.url = url;
+    cc.client_name = "alloc-driver";
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    sc.cb = drv_cb;
+    rlk__driver d;
+    int r = rlk__driver_init(&d, &cc, &sc);
+    rlk_session_lock *l = NULL;
+    if (r == RLK_OK) {
+        rlk_lock_options o;
+        rlk_lock_options_init(&o);
+        o.ttl_ms = 10000;
+        l = rlk_session_acquire(d.s, "alloc:drv", &o, NULL, ts_now_ms());
+        if (!l) r = RLK_ERR_NOMEM;
+    }
+    if (r == RLK_OK) r = rlk__driver_run(&d, drv_done_yet, NULL, ts_now_ms() + 5000);
+    if (r == RLK_OK && drv_done) r = drv_status;
+    if (r == RLK_OK) {
+        r = rlk_session_release(l, ts_now_ms());
+        if (r == RLK_OK) r = rlk__driver_run(&d, drv_released, NULL, ts_now_ms() + 5000);
+        if (r == RLK_OK) r = drv_status;
+    }
+    snprintf(drv_msg, sizeof drv_msg, "%s", d.err[0] ? d.err : d.s ? rlk_session_errmsg(d.s) : "");
+    rlk__driver_destroy(&d);
+    admin_del("alloc:drv");
+    return r;
+}
+
+static void test_driver(void) { CHECK(inject("driver", NULL, sc_driver, NULL) > 5); }
+
 static int sess_acquired, sess_released;
 static char sess_msg[300];
 
@@ -531,6 +602,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_connect);
     RUN_TEST(test_acquire_release);
     RUN_TEST(test_watchdog_round);
+    RUN_TEST(test_driver);
     RUN_TEST(test_session);
     RUN_TEST(test_session_round);
     RUN_TEST(test_idle_client_heap);

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The session's driver (see driver.h): one connection under one session,
+ * with poll(), the library's transports and its reconnect pacing.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "driver.h"
+#include "clock.h"
+#include "conn_internal.h"
+#include "internal.h"
+#include "keys.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_CONNECT_MS 5000
+#define READ_CHUNK 16384
+/* Reads per turn: a server that never stops sending cannot keep a turn
+ * from ticking the session. */
+#define READS_PER_TURN 16
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int set_err(rlk__driver *d, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_session_config *sc)
+{
+    memset(d, 0, sizeof *d);
+    rlk__transport_init(&d->t);
+    if (conn) d->cfg = *conn;
+    else rlk_conn_config_init(&d->cfg);
+    if (rlk__conn_config_copy(&d->cfg, &d->strings) != RLK_OK)
+        return set_err(d, RLK_ERR_NOMEM, "out of memory");
+    if (d->cfg.connect_timeout_ms <= 0) d->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    uint64_t seed = 0;
+    rlk__random_bytes((unsigned char *)&seed, sizeof seed); /* jitter only: 0 will do */
+    rlk__backoff_init(&d->backoff, d->cfg.backoff_initial_ms, d->cfg.backoff_max_ms, seed);
+    d->url_status = rlk__url_parse(&d->url, d->cfg.url, d->err, sizeof d->err);
+    if (d->url_status == RLK_ERR_NOMEM) return set_err(d, RLK_ERR_NOMEM, "out of memory");
+    if (d->url_status != RLK_OK) return d->url_status;
+
+    rlk_session_config s;
+    if (sc) s = *sc;
+    else rlk_session_config_init(&s);
+    s.username = d->url.user;
+    s.password = d->url.password;
+    s.db = d->url.db;
+    s.client_name = d->cfg.client_name;
+    s.protocol = d->cfg.protocol;
+    s.command_timeout_ms = d->cfg.command_timeout_ms;
+    d->s = rlk_session_new(&s);
+    if (!d->s) return set_err(d, RLK_ERR_NOMEM, "out of memory (or no random bytes)");
+    return RLK_OK;
+}
+
+void rlk__driver_destroy(rlk__driver *d)
+{
+    rlk__transport_close(&d->t);
+    rlk_session_free(d->s);
+    d->s = NULL;
+    rlk__url_free(&d->url);
+    rlk__free(d->strings);
+    d->strings = NULL;
+}
+
+int rlk__driver_fd(const rlk__driver *d) { return d->up ? d->t.fd : -1; }
+
+/* Failures of a connect or a handshake that another try would meet
+ * again. */
+static int lasting(int status)
+{
+    return status == RLK_ERR_URL || status == RLK_ERR_TLS || status == RLK_ERR_AUTH ||
+           status == RLK_ERR_SERVER || status == RLK_ERR_INVALID;
+}
+
+/* The connection is gone (status: why, the reason in d->err).  The next
+ * try comes at once after a connection that served, else after the
+ * backoff's pause. */
+static int drop(rlk__driver *d, int status)
+{
+    int served = rlk_session_ready(d->s);
+    rlk__transport_close(&d->t);
+    int64_t now = rlk__now_ms();
+    if (d->up) {
+        d->up = 0;
+        rlk_session_closed(d->s, now);
+    }
+    if (served) {
+        rlk__backoff_reset(&d->backoff);
+        d->fails = 0;
+        d->retry_at = now;
+    } else {
+        d->fails++;
+        d->retry_at = now + rlk__backoff_next(&d->backoff);
+        if (lasting(status)) d->fatal = status;
+    }
+    return status;
+}
+
+void rlk__driver_close(rlk__driver *d)
+{
+    if (d->t.fd >= 0 || d->up) drop(d, RLK_ERR_CLOSED);
+}
+
+static int session_failed(rlk__driver *d, int status)
+{
+    set_err(d, status, "%s", rlk_session_errmsg(d->s));
+    return drop(d, status);
+}
+
+static int connect_now(rlk__driver *d, int64_t until)
+{
+    int64_t deadline = rlk__now_ms() + d->cfg.connect_timeout_ms;
+    if (until >= 0 && until < deadline) deadline = until;
+    int r = rlk__connect_url(&d->t, &d->url, &d->cfg.tls, deadline);
+    if (r != RLK_OK) {
+        set_err(d, r, "%s", d->t.err[0] ? d->t.err : rlk_strerror(r));
+        return drop(d, r);
+    }
+    d->up = 1;
+    d->connects++;
+    d->allow_once = 0;
+    r = rlk_session_connected(d->s, rlk__now_ms());
+    return r == RLK_OK ? r : session_failed(d, r);
+}
+
+/* Writes what the session has to send, as far as the socket takes it. */
+static int flush(rlk__driver *d)
+{
+    const char *buf;
+    size_t n;
+    while (d->up && (n = rlk_session_output(d->s, &buf)) > 0) {
+        ssize_t w = d->t.ops->write(&d->t, buf, n);
+        if (w == RLK__WANT_READ || w == RLK__WANT_WRITE) break;
+        if (w <= 0) {
+            set_err(d, RLK_ERR_IO, "write to %s: %s", d->t.peer, d->t.err[0] ? d->t.err : "failed");
+            return drop(d, w < 0 ? (int)w : RLK_ERR_IO);
+        }
+        rlk_session_consume(d->s, (size_t)w);
+    }
+    return RLK_OK;
+}
+
+static int read_some(rlk__driver *d)
+{
+    char buf[READ_CHUNK];
+    for (int i = 0; i < READS_PER_TURN && d->up; i++) {
+        ssize_t n = d->t.ops->read(&d->t, buf, sizeof buf);
+        if (n == RLK__WANT_READ || n == RLK__WANT_WRITE) break;
+        if (n == 0) {
+            set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
+            return drop(d, RLK_ERR_CLOSED);
+        }
+        if (n < 0) {
+            set_err(d, (int)n, "read from %s: %s", d->t.peer, d->t.err);
+            return drop(d, (int)n);
+        }
+        int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
+        if (r != RLK_OK) return session_failed(d, r);
+        if (d->fails && rlk_session_ready(d->s)) { /* the handshake is done */
+            d->fails = 0;
+            rlk__backoff_reset(&d->backoff);
+        }
+    }
+    return RLK_OK;
+}
+
+/* The sooner of two deadlines, -1 being none. */
+static int64_t sooner(int64_t a, int64_t b)
+{
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return a < b ? a : b;
+}
+
+static int tick_if_due(rlk__driver *d)
+{
+    int64_t due = rlk_session_deadline(d->s), now = rlk__now_ms();
+    if (due < 0 || due > now) return RLK_OK;
+    int r = rlk_session_tick(d->s, now);
+    if (r != RLK_OK && d->up) return session_failed(d, r);
+    return RLK_OK;
+}
+
+/* Waits without a connection: for the next connect try, the session's
+ * deadline (a loss to report, an acquire that gives up) or until. */
+static void idle(int64_t until)
+{
+    int ms = rlk__ms_left(until);
+    if (ms != 0) poll(NULL, 0, ms);
+}
+
+static int reconnect_allowed(const rlk__driver *d)
+{
+    return d->connects == 0 || d->allow_once || d->cfg.reconnect_attempts >= 0;
+}
+
+int rlk__driver_step(rlk__driver *d, int64_t until)
+{
+    if (d->url_status != RLK_OK) return d->url_status;
+    if (d->fatal) return d->fatal;
+    int r;
+    if (!d->up) {
+        int64_t now = rlk__now_ms();
+        if (!reconnect_allowed(d)) {
+            int64_t due = rlk_session_deadline(d->s);
+            if (due >= 0 && due <= now) rlk_session_tick(d->s, now);
+            return set_err(d, RLK_ERR_CLOSED, "not connected, and reconnecting is off");
+        }
+        if (now < d->retry_at) {
+            idle(sooner(sooner(d->retry_at, rlk_session_deadline(d->s)), until));
+            return tick_if_due(d);
+        }
+        r = connect_now(d, until);
+        if (r != RLK_OK) {
+            tick_if_due(d);
+            return r;
+        }
+    }
+    if ((r = flush(d)) != RLK_OK) return r;
+    int64_t wait_until = sooner(rlk_session_deadline(d->s), until);
+    const char *out;
+    int want_out = rlk_session_output(d->s, &out) > 0;
+    int ready = d->t.ops->pending && d->t.ops->pending(&d->t) > 0;
+    if (!ready) {
+        ready = rlk__wait_fd(d->t.fd, (short)(POLLIN | (want_out ? POLLOUT : 0)), wait_until);
+        if (ready < 0) {
+            set_err(d, RLK_ERR_IO, "poll: %s", strerror(errno));
+            return drop(d, RLK_ERR_IO);
+        }
+    }
+    if (ready && (r = read_some(d)) != RLK_OK) {
+        tick_if_due(d);
+        return r;
+    }
+    if ((r = tick_if_due(d)) != RLK_OK) return r;
+    return flush(d);
+}
+
+int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t until)
+{
+    for (;;) {
+        if (done(ctx)) return RLK_OK;
+        if (until >= 0 && rlk__now_ms() >= until) {
+            if (!d->err[0]) set_err(d, RLK_ERR_TIMEOUT, "timed out");
+            return RLK_ERR_TIMEOUT;
+        }
+        int r = rlk__driver_step(d, until);
+        if (r == RLK_OK) continue;
+        if (d->fatal || r == RLK_ERR_URL || (!d->up && !reconnect_allowed(d))) return r;
+    }
+}
+
+static int is_ready(void *ctx) { return rlk_session_ready(ctx); }
+
+int rlk__driver_reconnect(rlk__driver *d)
+{
+    rlk__driver_close(d);
+    d->fatal = 0;
+    d->allow_once = 1;
+    rlk__backoff_reset(&d->backoff);
+    d->retry_at = 0;
+    d->err[0] = '\0';
+    int r = rlk__driver_run(d, is_ready, d->s, rlk__now_ms() + d->cfg.connect_timeout_ms);
+    if (r == RLK_ERR_TIMEOUT && d->fails) r = RLK_ERR_CONNECT;
+    return r;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The session's driver (driver.c): the I/O half of the client core.
+ *
+ * A session (session.c) is the lock protocol without I/O; a driver gives
+ * it one server's connection: it connects (TCP, Unix socket or TLS, from
+ * the same URL and settings as rlk_conn), writes what the session asks
+ * to send, feeds it what arrives, ticks it at its deadlines, and after a
+ * connection fails or closes connects again, paced by the one backoff of
+ * retry.h.  The blocking calls wait through it; the session does the
+ * rest.  Internal (rlk__ prefix, not installed).
+ *
+ * Reconnecting: a driver with work (a lock held, an acquire under way)
+ * connects again when its connection goes: the first try at once, later
+ * ones after growing, jittered pauses (backoff_initial_ms doubling up to
+ * backoff_max_ms).  reconnect_attempts -1: only the first connect is made
+ * by itself; after a loss every step fails with RLK_ERR_CLOSED until
+ * rlk__driver_reconnect.  A failure that another try cannot mend (a bad
+ * URL, TLS verification, a refused password) is returned at once and
+ * not tried again by itself.
+ */
+#ifndef RESPLOCK_DRIVER_H
+#define RESPLOCK_DRIVER_H
+
+#include <stdint.h>
+
+#include "resplock.h"
+#include "retry.h"
+#include "transport.h"
+#include "url.h"
+
+typedef struct rlk__driver {
+    rlk_conn_config cfg;   /* url and TLS strings point into strings */
+    char *strings;
+    rlk__url url;
+    int url_status;
+    rlk__transport t;
+    rlk_session *s;
+    int up;                /* connected, and the session told so */
+    int fatal;             /* a failure no retry mends (returned again) */
+    uint64_t connects;     /* connections made so far */
+    int fails;             /* connect tries failed in a row */
+    int allow_once;        /* rlk__driver_reconnect: connect though off */
+    int64_t retry_at;      /* no connect try before (monotonic ms) */
+    rlk__backoff backoff;
+    char err[512];
+} rlk__driver;
+
+/* Sets up d for conn (NULL: the defaults; url as rlk_conn_config's, the
+ * user, password and db come from it) and a new session with sc's
+ * callback, context, timing and input bound (sc NULL: none of them).
+ * Nothing is connected yet.  RLK_OK; RLK_ERR_NOMEM; RLK_ERR_URL (the
+ * reason in d->err).  rlk__driver_destroy in every case. */
+int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_session_config *sc);
+void rlk__driver_destroy(rlk__driver *d);
+
+/* One turn, blocking until something happened or until (monotonic ms;
+ * -1: no bound besides the session's own deadlines): connect when due,
+ * send, wait for bytes, feed them, tick.  RLK_OK; or the failure of this
+ * turn (a connect try, the connection closing, the session failing: the
+ * reason in d->err), after which the next turn reconnects when allowed;
+ * RLK_ERR_URL, RLK_ERR_TLS, RLK_ERR_AUTH and the like are returned by
+ * every turn from then on. */
+int rlk__driver_step(rlk__driver *d, int64_t until);
+
+/* Turns until done(ctx) is non-zero (RLK_OK), until passes
+ * (RLK_ERR_TIMEOUT), or a failure no retry mends (that status).  done
+ * is asked before the first turn. */
+int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t until);
+
+/* Connects again now (the backoff starts over), whatever
+ * reconnect_attempts says, and waits for the handshake until the
+ * connect timeout.  RLK_OK or the failure. */
+int rlk__driver_reconnect(rlk__driver *d);
+
+/* Closes the connection (the session learns it); the next turn
+ * reconnects when allowed. */
+void rlk__driver_close(rlk__driver *d);
+
+/* The socket, or -1 while not connected. */
+int rlk__driver_fd(const rlk__driver *d);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Reconnect pacing (see retry.h). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "retry.h"
+
+#define DEFAULT_BACKOFF_MS 50
+#define DEFAULT_BACKOFF_MAX_MS 2000
+
+void rlk__backoff_init(rlk__backoff *b, int initial, int max, uint64_t seed)
+{
+    b->initial = initial > 0 ? initial : DEFAULT_BACKOFF_MS;
+    b->max = max > 0 ? max : DEFAULT_BACKOFF_MAX_MS;
+    if (b->max < b->initial) b->max = b->initial;
+    b->pause = b->initial;
+    /* xorshift64* must not start at 0. */
+    b->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
+}
+
+static uint64_t next_rand(rlk__backoff *b)
+{
+    b->rng ^= b->rng >> 12;
+    b->rng ^= b->rng << 25;
+    b->rng ^= b->rng >> 27;
+    return b->rng * 0x2545F4914F6CDD1DULL;
+}
+
+int64_t rlk__backoff_next(rlk__backoff *b)
+{
+    int64_t p = b->pause / 2 + (int64_t)(next_rand(b) % (uint64_t)(b->pause / 2 + 1));
+    b->pause = b->pause * 2 > b->max ? b->max : b->pause * 2;
+    return p;
+}
+
+void rlk__backoff_reset(rlk__backoff *b) { b->pause = b->initial; }

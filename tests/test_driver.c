@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The session's driver (src/driver.c): a session over the library's own
+ * transports (TCP, Unix socket, TLS) against real redis-server
+ * processes, through what a connection meets: a server that closes it,
+ * restarts empty, goes away, freezes, or refuses the password.
+ */
+#include "config.h"
+
+#define TESTLIB_MAIN
+#include "testlib.h"
+#include "server.h"
+#include "conntest.h"
+#include "resplock.h"
+#include "driver.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* CHECK_EQ_INT as an expression, for a check that guards what follows. */
+#define EQ(a, b) eq_((long long)(a), (long long)(b), #a, __LINE__)
+static int eq_(long long a, long long b, const char *what, int line)
+{
+    return tl_ok(a == b, __FILE__, line, "%s: %lld, expected %lld", what, a, b);
+}
+
+static ts_server *srv;
+static char url[128];
+static rlk_conn *adm;
+
+/* ------------------------------------------------------------------ */
+/* A driver and its events                                              */
+
+#define MAXEV 32
+typedef struct dt {
+    rlk__driver d;
+    struct {
+        rlk_session_event ev;
+        rlk_session_lock *l;
+        int status;
+        int64_t at;      /* ts_now_ms() when it came */
+    } evs[MAXEV];
+    int nev;
+    rlk_client_config timing;
+} dt;
+
+static void on_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_session_lock *l,
+                     int status)
+{
+    dt *t = ctx;
+    (void)s;
+    if (t->nev >= MAXEV) return;
+    t->evs[t->nev].ev = e;
+    t->evs[t->nev].l = l;
+    t->evs[t->nev].status = status;
+    t->evs[t->nev].at = ts_now_ms();
+    t->nev++;
+}
+
+static int count(const dt *t, rlk_session_event e)
+{
+    int n = 0;
+    for (int i = 0; i < t->nev; i++) n += t->evs[i].ev == e;
+    return n;
+}
+
+static int dt_init(dt *t, const rlk_conn_config *conn)
+{
+    memset(t, 0, sizeof *t);
+    rlk_client_config_init(&t->timing);
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    sc.cb = on_event;
+    sc.ctx = t;
+    sc.timing = &t->timing;
+    return rlk__driver_init(&t->d, conn, &sc);
+}
+
+static void conn_cfg(rlk_conn_config *c, const char *u)
+{
+    rlk_conn_config_init(c);
+    c->url = u;
+    c->client_name = "driver-test";
+    c->command_timeout_ms = 2000;
+}
+
+static int dt_new(dt *t, const char *u)
+{
+    rlk_conn_config c;
+    conn_cfg(&c, u);
+    return dt_init(t, &c);
+}
+
+typedef struct want {
+    dt *t;
+    rlk_session_event ev;
+    int n;
+} want;
+
+static int has_events(void *ctx)
+{
+    want *w = ctx;
+    return count(w->t, w->ev) >= w->n;
+}
+
+/* Runs t until it has seen n events of kind ev, for at most ms. */
+static int run_until(dt *t, rlk_session_event ev, int n, int ms)
+{
+    want w = {t, ev, n};
+    return rlk__driver_run(&t->d, has_events, &w, ts_now_ms() + ms);
+}
+
+static int never(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* Runs t for ms: its renewals, its reconnects. */
+static void run_for(dt *t, int ms)
+{
+    rlk__driver_run(&t->d, never, NULL, ts_now_ms() + ms);
+}
+
+static rlk_session_lock *acq(dt *t, const char *name, int64_t ttl, int64_t wait, int watchdog)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    o.wait_ms = wait;
+    o.watchdog = watchdog;
+    return rlk_session_acquire(t->d.s, name, &o, NULL, ts_now_ms());
+}
+
+/* The token the server holds at key (rlk_conn adm), "" when none. */
+static const char *held_token(rlk_conn *c, const char *key)
+{
+    static char tok[64];
+    if (CMD_STR(c, tok, "GET", key) < 0) tok[0] = '\0';
+    return tok;
+}
+
+/* Kills the driver's connection from the server's side, found by its
+ * client name. */
+static int kill_driver_conn(rlk_conn *c)
+{
+    rlk_resp_value *v = CMD(c, "CLIENT", "LIST");
+    if (!v || !v->str) return 0;
+    const char *p = strstr(v->str, "name=driver-test");
+    if (!p) return 0;
+    const char *line = p;
+    while (line > v->str && line[-1] != '\n') line--;
+    const char *id = strstr(line, "id=");
+    if (!id || id > p) return 0;
+    char num[24];
+    snprintf(num, sizeof num, "%lld", strtoll(id + 3, NULL, 10));
+    return CMD_INT(c, "CLIENT", "KILL", "ID", num) == 1;
+}
+
+/* A server of the test's own (restarted, halted or frozen), its URL in u. */
+static ts_server *own_server(char *u, size_t n)
+{
+    ts_server *s = ts_start(NULL);
+    if (CHECK(s != NULL)) url_of(u, n, s);
+    return s;
+}
+
+/* A lock taken at once (NULL, a test failure, when it was not). */
+static rlk_session_lock *take(dt *t, const char *name, int64_t ttl, int watchdog)
+{
+    rlk_session_lock *l = acq(t, name, ttl, 0, watchdog);
+    CHECK_EQ_INT(run_until(t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_OK);
+    return EQ(count(t, RLK_SEV_ACQUIRED), 1) ? l : NULL;
+}
+
+/* An acquire and its release over the driver, checked on the server. */
+static void acquire_release(dt *t, rlk_conn *c, const char *name)
+{
+    rlk_session_lock *l = acq(t, name, 30000, 0, 0);
+    if (!CHECK(l != NULL)) return;
+    CHECK_EQ_INT(run_until(t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_OK);
+    if (!EQ(count(t, RLK_SEV_ACQUIRED), 1)) return;
+    CHECK_EQ_STR(held_token(c, name), rlk_session_lock_token(l));
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(run_until(t, RLK_SEV_RELEASED, 1, LONG_MS), RLK_OK);
+    CHECK_EQ_INT(t->evs[t->nev - 1].status, RLK_OK);
+    CHECK_EQ_INT(CMD_INT(c, "EXISTS", name), 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_tcp(void)
+{
+    dt t;
+    if (!EQ(dt_new(&t, url), RLK_OK)) goto out;
+    CHECK_EQ_INT(rlk__driver_fd(&t.d), -1);
+    acquire_release(&t, adm, "drv:tcp");
+    CHECK_EQ_U64(t.d.connects, 1);
+    CHECK(rlk__driver_fd(&t.d) >= 0);
+out:
+    rlk__driver_destroy(&t.d);
+}
+
+static void test_unix(void)
+{
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    o.unix_socket = 1;
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char u[400], tcp[128];
+    snprintf(u, sizeof u, "unix://%s", s->unix_path);
+    url_of(tcp, sizeof tcp, s);
+    rlk_conn *c = CONNECT(tcp);
+    dt t;
+    if (CHECK(c != NULL) && EQ(dt_new(&t, u), RLK_OK))
+        acquire_release(&t, c, "drv:unix");
+    rlk__driver_destroy(&t.d);
+    rlk_conn_free(c);
+    ts_stop(s);
+}
+
+static void test_tls(void)
+{
+#ifdef RLK_HAVE_OPENSSL
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    if (!CHECK(ts_certs_dir() != NULL)) return;
+    o.tls_cert = ts_cert("server.crt");
+    o.tls_key = ts_cert("server.key");
+    o.tls_ca = ts_cert("ca.crt");
+    o.tls_client_cert = ts_cert("client.crt");
+    o.tls_client_key = ts_cert("client.key");
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char u[128];
+    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", s->port);
+    rlk_conn_config cc;
+    cfg_init(&cc, u);
+    cc.tls.ca_file = ts_cert("ca.crt");
+    rlk_conn *c = rlk_conn_new(&cc);
+    CHECK(c != NULL && rlk_conn_connect(c) == RLK_OK);
+    dt t;
+    conn_cfg(&cc, u);
+    cc.tls.ca_file = ts_cert("ca.crt");
+    if (EQ(dt_init(&t, &cc), RLK_OK)) acquire_release(&t, c, "drv:tls");
+    rlk__driver_destroy(&t.d);
+
+    /* Without the CA the server is not trusted: a failure no retry
+     * mends, returned at once and again, with one try made. */
+    conn_cfg(&cc, u);
+    cc.tls.ca_file = ts_cert("other-ca.crt");
+    if (EQ(dt_init(&t, &cc), RLK_OK)) {
+        CHECK(acq(&t, "drv:tls2", 30000, 5000, 0) != NULL);
+        int64_t t0 = ts_now_ms();
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_ERR_TLS);
+        CHECK_MSG(ts_contains(t.d.err, "verif"), "err: %s", t.d.err);
+        CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
+        CHECK_EQ_INT(t.d.fails, 1);
+        CHECK_MSG(ts_now_ms() - t0 < LONG_MS / 2, "gave up after %lld ms",
+                  (long long)(ts_now_ms() - t0));
+    }
+    rlk__driver_destroy(&t.d);
+    rlk_conn_free(c);
+    ts_stop(s);
+#else
+    /* Built without OpenSSL: a TLS URL fails clearly, once. */
+    char u[128];
+    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", srv->port);
+    dt t;
+    if (EQ(dt_new(&t, u), RLK_OK)) {
+        CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
+        CHECK_MSG(ts_contains(t.d.err, "not compiled"), "err: %s", t.d.err);
+    }
+    rlk__driver_destroy(&t.d);
+#endif
+}
+
+/* The server kills the connection under a lock with the watchdog: the
+ * driver connects again at once and the renewals go on. */
+static void test_killed_connection(void)
+{
+    dt t;
+    if (!EQ(dt_new(&t, url), RLK_OK)) goto out;
+    rlk_session_lock *l = take(&t, "drv:kill", 600, 1);
+    if (!l) goto out;
+    for (int i = 0; i < 3; i++) {
+        CHECK(kill_driver_conn(adm));
+        run_for(&t, 400);
+    }
+    run_for(&t, 1200); /* two TTLs more */
+    CHECK_EQ_INT(count(&t, RLK_SEV_LOST), 0);
+    CHECK_MSG(t.d.connects >= 4, "connects %llu", (unsigned long long)t.d.connects);
+    CHECK_EQ_STR(held_token(adm, "drv:kill"), rlk_session_lock_token(l));
+    CHECK(rlk_session_lock_remaining_ms(l, ts_now_ms()) > 0);
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(run_until(&t, RLK_SEV_RELEASED, 1, LONG_MS), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "drv:kill"), 0);
+out:
+    rlk__driver_destroy(&t.d);
+}
+
+/* The server restarts empty: the lock is gone, and the first renewal on
+ * the new connection finds it so, before its validity ends. */
+static void test_restart_loses_lock(void)
+{
+    char u[128];
+    ts_server *s = own_server(u, sizeof u);
+    if (!s) return;
+    dt t;
+    if (!EQ(dt_new(&t, u), RLK_OK)) goto out;
+    rlk_session_lock *l = take(&t, "drv:restart", 3000, 1);
+    if (!l) goto out;
+    int64_t valid_end = ts_now_ms() + rlk_session_lock_remaining_ms(l, ts_now_ms());
+    CHECK_EQ_INT(ts_restart(s), 0);
+    CHECK_EQ_INT(run_until(&t, RLK_SEV_LOST, 1, LONG_MS), RLK_OK);
+    if (EQ(count(&t, RLK_SEV_LOST), 1)) {
+        int64_t at = t.evs[t.nev - 1].at;
+        CHECK_MSG(at <= valid_end, "lost reported %lld ms after the validity ended",
+                  (long long)(at - valid_end));
+    }
+    CHECK(t.d.connects >= 2);
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(run_until(&t, RLK_SEV_RELEASED, 1, LONG_MS), RLK_OK);
+    /* And the new server serves the next acquire. */
+    rlk_conn *c = CONNECT(u);
+    t.nev = 0;
+    if (c) acquire_release(&t, c, "drv:restart");
+    rlk_conn_free(c);
+out:
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+
+/* The server is gone for a while: tries are paced by the backoff (a few
+ * per second, not a busy loop), and an acquire waiting for the
+ * connection is served when it comes back. */
+static void test_backoff(void)
+{
+    char u[128];
+    ts_server *s = own_server(u, sizeof u);
+    if (!s) return;
+    dt t;
+    if (!EQ(dt_new(&t, u), RLK_OK)) goto out;
+    CHECK_EQ_INT(ts_halt(s), 0);
+    rlk_session_lock *l = acq(&t, "drv:backoff", 30000, 60000, 0);
+    CHECK(l != NULL);
+    int64_t t0 = ts_now_ms();
+    run_for(&t, 1500);
+    int64_t spent = ts_now_ms() - t0;
+    /* 50 ms doubling up to 2 s, half of each pause random: 25+50+100+
+     * 200+400 ms make 775 ms at least, so within 1.5 s no more than 6
+     * pauses, 7 tries, can pass; a loop without pauses makes hundreds. */
+    CHECK_MSG(t.d.fails >= 3 && t.d.fails <= 7, "%d tries in %lld ms", t.d.fails,
+              (long long)spent);
+    CHECK_MSG(ts_contains(t.d.err, "refused"), "err: %s", t.d.err);
+    CHECK_EQ_INT(count(&t, RLK_SEV_NOT_ACQUIRED), 0);
+    CHECK_EQ_INT(ts_start_again(s), 0);
+    CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_OK);
+    CHECK_EQ_INT(count(&t, RLK_SEV_ACQUIRED), 1);
+    CHECK_EQ_INT(t.d.fails, 0);
+out:
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+
+/* A server frozen (SIGSTOP) under a watchdog lock: the loss is reported
+ * before the validity ends, and no call blocks past its bound. */
+static void test_frozen(void)
+{
+    char u[128];
+    ts_server *s = own_server(u, sizeof u);
+    if (!s) return;
+    dt t;
+    if (!EQ(dt_new(&t, u), RLK_OK)) goto out;
+    rlk_session_lock *l = take(&t, "drv:frozen", 1000, 1);
+    if (!l) goto out;
+    CHECK_EQ_INT(kill(s->pid, SIGSTOP), 0);
+    int64_t valid_end = ts_now_ms() + rlk_session_lock_remaining_ms(l, ts_now_ms());
+    int64_t longest = 0;
+    for (int64_t end = ts_now_ms() + LONG_MS; count(&t, RLK_SEV_LOST) == 0 && ts_now_ms() < end;) {
+        int64_t a = ts_now_ms();
+        rlk__driver_step(&t.d, a + 100);
+        if (ts_now_ms() - a > longest) longest = ts_now_ms() - a;
+    }
+    kill(s->pid, SIGCONT);
+    if (EQ(count(&t, RLK_SEV_LOST), 1))
+        CHECK_MSG(t.evs[t.nev - 1].at <= valid_end, "lost %lld ms late",
+                  (long long)(t.evs[t.nev - 1].at - valid_end));
+    /* A turn waits at most until its bound or the session's deadline;
+     * a connect try (the server accepts while frozen) at most until the
+     * turn's bound too.  Generous for valgrind. */
+    CHECK_MSG(longest <= 600, "a turn took %lld ms", (long long)longest);
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    run_until(&t, RLK_SEV_RELEASED, 1, LONG_MS);
+out:
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+
+/* A wrong password: RLK_ERR_AUTH from the handshake, not tried again. */
+static void test_wrong_password(void)
+{
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    o.password = "right";
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char u[160];
+    snprintf(u, sizeof u, "redis://:wrong@127.0.0.1:%d", s->port);
+    dt t;
+    if (EQ(dt_new(&t, u), RLK_OK)) {
+        CHECK(acq(&t, "drv:auth", 30000, 5000, 0) != NULL);
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_ERR_AUTH);
+        CHECK_MSG(ts_contains(t.d.err, "WRONGPASS"), "err: %s", t.d.err);
+        CHECK(!ts_contains(t.d.err, "wrong@"));
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, 1000), RLK_ERR_AUTH);
+        CHECK_EQ_INT(t.d.fails, 1);
+    }
+    rlk__driver_destroy(&t.d);
+    snprintf(u, sizeof u, "redis://:right@127.0.0.1:%d/2", s->port);
+    if (EQ(dt_new(&t, u), RLK_OK)) {
+        char plain[128];
+        snprintf(plain, sizeof plain, "redis://:right@127.0.0.1:%d/2", s->port);
+        rlk_conn *c = CONNECT(plain);
+        if (c) acquire_release(&t, c, "drv:auth"); /* in db 2, as the URL says */
+        rlk_conn_free(c);
+    }
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+
+/* Reconnecting off (reconnect_attempts -1): after the server closes the
+ * connection the driver stays closed until asked. */
+static void test_reconnect_off(void)
+{
+    dt t;
+    rlk_conn_config c;
+    conn_cfg(&c, url);
+    c.reconnect_attempts = -1;
+    if (!EQ(dt_init(&t, &c), RLK_OK)) goto out;
+    acquire_release(&t, adm, "drv:off");
+    CHECK(kill_driver_conn(adm));
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(run_until(&t, RLK_SEV_READY, 99, LONG_MS), RLK_ERR_CLOSED);
+    CHECK_MSG(ts_now_ms() - t0 < LONG_MS / 2, "closed after %lld ms", (long long)(ts_now_ms() - t0));
+    CHECK_EQ_U64(t.d.connects, 1);
+    CHECK_EQ_INT(rlk__driver_reconnect(&t.d), RLK_OK);
+    CHECK_EQ_U64(t.d.connects, 2);
+    t.nev = 0;
+    acquire_release(&t, adm, "drv:off");
+out:
+    rlk__driver_destroy(&t.d);
+}
+
+static void test_bad_url(void)
+{
+    dt t;
+    CHECK_EQ_INT(dt_new(&t, "redis://127.0.0.1:99999"), RLK_ERR_URL);
+    CHECK(t.d.err[0] != '\0');
+    CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 100), RLK_ERR_URL);
+    rlk__driver_destroy(&t.d);
+}
+
+int main(int argc, char **argv)
+{
+    tl_init(argc, argv);
+    srv = ts_start(NULL);
+    if (!srv) {
+        CHECK_MSG(0, "redis-server did not start");
+        return tl_finish();
+    }
+    url_of(url, sizeof url, srv);
+    adm = CONNECT(url);
+    tl_run("TCP: acquire and release", test_tcp);
+    tl_run("a Unix socket", test_unix);
+    tl_run("TLS, and a server not trusted", test_tls);
+    tl_run("a killed connection: renewals go on", test_killed_connection);
+    tl_run("a restart loses the lock: reported in time", test_restart_loses_lock);
+    tl_run("a server gone: paced tries, served on return", test_backoff);
+    tl_run("a frozen server: lost in time, turns bounded", test_frozen);
+    tl_run("a wrong password is not tried again", test_wrong_password);
+    tl_run("reconnecting off", test_reconnect_off);
+    tl_run("a bad URL", test_bad_url);
+    rlk_conn_free(adm);
+    ts_stop(srv);
+    return tl_finish();
+}
