@@ -196,59 +196,88 @@ static int tick_if_due(rlk__driver *d)
     return RLK_OK;
 }
 
-/* Waits without a connection: for the next connect try, the session's
- * deadline (a loss to report, an acquire that gives up) or until. */
-static void idle(int64_t until)
-{
-    int ms = rlk__ms_left(until);
-    if (ms != 0) poll(NULL, 0, ms);
-}
-
 static int reconnect_allowed(const rlk__driver *d)
 {
     return d->connects == 0 || d->allow_once || d->cfg.reconnect_attempts >= 0;
 }
 
-int rlk__driver_step(rlk__driver *d, int64_t until)
+int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake)
 {
-    if (d->url_status != RLK_OK) return d->url_status;
+    pfd->fd = -1;
+    pfd->events = pfd->revents = 0;
+    *wake = until;
+    if (!d->s) return d->url_status != RLK_OK ? d->url_status : RLK_ERR_NOMEM;
+    *wake = sooner(rlk_session_deadline(d->s), until);
     if (d->fatal) return d->fatal;
     int r;
     if (!d->up) {
         int64_t now = rlk__now_ms();
         if (!reconnect_allowed(d)) {
-            int64_t due = rlk_session_deadline(d->s);
-            if (due >= 0 && due <= now) rlk_session_tick(d->s, now);
+            tick_if_due(d);
             return set_err(d, RLK_ERR_CLOSED, "not connected, and reconnecting is off");
         }
         if (now < d->retry_at) {
-            idle(sooner(sooner(d->retry_at, rlk_session_deadline(d->s)), until));
-            return tick_if_due(d);
+            *wake = sooner(*wake, d->retry_at);
+            return RLK_OK;
         }
         r = connect_now(d, until);
         if (r != RLK_OK) {
             tick_if_due(d);
+            *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
             return r;
         }
     }
     if ((r = flush(d)) != RLK_OK) return r;
-    int64_t wait_until = sooner(rlk_session_deadline(d->s), until);
+    *wake = sooner(rlk_session_deadline(d->s), until);
     const char *out;
-    int want_out = rlk_session_output(d->s, &out) > 0;
-    int ready = d->t.ops->pending && d->t.ops->pending(&d->t) > 0;
-    if (!ready) {
-        ready = rlk__wait_fd(d->t.fd, (short)(POLLIN | (want_out ? POLLOUT : 0)), wait_until);
-        if (ready < 0) {
-            set_err(d, RLK_ERR_IO, "poll: %s", strerror(errno));
-            return drop(d, RLK_ERR_IO);
-        }
-    }
-    if (ready && (r = read_some(d)) != RLK_OK) {
+    pfd->fd = d->t.fd;
+    pfd->events = (short)(POLLIN | (rlk_session_output(d->s, &out) > 0 ? POLLOUT : 0));
+    /* Bytes the TLS layer holds already: poll would not see them. */
+    if (d->t.ops->pending && d->t.ops->pending(&d->t) > 0) *wake = rlk__now_ms();
+    return RLK_OK;
+}
+
+int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd)
+{
+    int r;
+    if (d->up && pfd->fd == d->t.fd &&
+        (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0)) &&
+        (r = read_some(d)) != RLK_OK) {
         tick_if_due(d);
         return r;
     }
     if ((r = tick_if_due(d)) != RLK_OK) return r;
     return flush(d);
+}
+
+/* poll() on n entries until wake; a signal ends the wait early, as any
+ * event would (the turn then finds nothing and the caller turns again). */
+int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake)
+{
+    int r = poll(p, (nfds_t)n, rlk__ms_left(wake));
+    if (r < 0 && errno == EINTR) {
+        for (size_t i = 0; i < n; i++) p[i].revents = 0;
+        return 0;
+    }
+    return r;
+}
+
+int rlk__driver_step(rlk__driver *d, int64_t until)
+{
+    struct pollfd p;
+    int64_t wake;
+    int r = rlk__driver_prepare(d, &p, until, &wake);
+    if (r != RLK_OK) return r;
+    if (rlk__poll_until(&p, 1, wake) < 0) {
+        set_err(d, RLK_ERR_IO, "poll: %s", strerror(errno));
+        return drop(d, RLK_ERR_IO);
+    }
+    return rlk__driver_after(d, &p);
+}
+
+int rlk__driver_can_go_on(const rlk__driver *d)
+{
+    return d->s && !d->fatal && (d->up || reconnect_allowed(d));
 }
 
 int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t until)
@@ -261,7 +290,7 @@ int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t u
         }
         int r = rlk__driver_step(d, until);
         if (r == RLK_OK) continue;
-        if (d->fatal || r == RLK_ERR_URL || (!d->up && !reconnect_allowed(d))) return r;
+        if (!rlk__driver_can_go_on(d)) return r;
     }
 }
 

@@ -63,6 +63,24 @@ void rlk__driver_destroy(rlk__driver *d);
  * every turn from then on. */
 int rlk__driver_step(rlk__driver *d, int64_t until);
 
+/* A turn in two halves, for a loop that polls several drivers at once
+ * (route.c).  prepare connects when due (the one blocking part: a
+ * connect and TLS handshake, bounded by until and the connect timeout),
+ * sends, fills *pfd (fd -1: nothing to watch yet) and *wake, the time
+ * the poll must end by (-1: none).  After the poll, after reads what
+ * came, ticks and sends.  Statuses as rlk__driver_step's. */
+struct pollfd;
+int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake);
+int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
+
+/* poll() until wake (monotonic ms; -1: none); a signal counts as an
+ * early end with nothing ready.  poll's result. */
+int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake);
+
+/* 0 when no turn can do anything any more: a failure no retry mends,
+ * or closed with reconnecting off (until rlk__driver_reconnect). */
+int rlk__driver_can_go_on(const rlk__driver *d);
+
 /* Turns until done(ctx) is non-zero (RLK_OK), until passes
  * (RLK_ERR_TIMEOUT), or a failure no retry mends (that status).  done
  * is asked before the first turn. */

@@ -13,6 +13,7 @@
 #include "conntest.h"
 #include "resplock.h"
 #include "driver.h"
+#include "route.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -455,6 +456,111 @@ out:
     rlk__driver_destroy(&t.d);
 }
 
+/* ------------------------------------------------------------------ */
+/* A route over two servers (a SET, Redlock's ground)                   */
+
+typedef struct rt {
+    rlk__route r;
+    struct {
+        rlk_session *s;
+        rlk_session_event ev;
+        int64_t at;
+    } evs[MAXEV];
+    int nev;
+} rt;
+
+static void rt_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_session_lock *l,
+                     int status)
+{
+    rt *t = ctx;
+    (void)l, (void)status;
+    if (t->nev >= MAXEV) return;
+    t->evs[t->nev].s = s;
+    t->evs[t->nev].ev = e;
+    t->evs[t->nev].at = ts_now_ms();
+    t->nev++;
+}
+
+static int rt_count(const rt *t, const rlk_session *s, rlk_session_event e)
+{
+    int n = 0;
+    for (int i = 0; i < t->nev; i++) n += t->evs[i].ev == e && (!s || t->evs[i].s == s);
+    return n;
+}
+
+typedef struct rt_want {
+    rt *t;
+    rlk_session_event ev;
+    int n;
+} rt_want;
+
+static int rt_has(void *ctx)
+{
+    rt_want *w = ctx;
+    return rt_count(w->t, NULL, w->ev) >= w->n;
+}
+
+/* Server A frozen: its lock is reported lost in time while B's is still
+ * renewed, and no turn of the route waits on A. */
+static void test_route_set(void)
+{
+    char ua[128], ub[128];
+    ts_server *a = own_server(ua, sizeof ua), *b = own_server(ub, sizeof ub);
+    rlk_conn *cb = b ? CONNECT(ub) : NULL;
+    rt t;
+    memset(&t, 0, sizeof t);
+    rlk_conn_config cc[2];
+    conn_cfg(&cc[0], ua);
+    conn_cfg(&cc[1], ub);
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    sc.cb = rt_event;
+    sc.ctx = &t;
+    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_ONE, 2, cc, &sc), RLK_ERR_INVALID);
+    rlk__route_destroy(&t.r);
+    if (!a || !b || !cb || !EQ(rlk__route_init(&t.r, RLK__ROUTE_SET, 2, cc, &sc), RLK_OK)) goto out;
+    rlk__driver *d[4];
+    if (!EQ(rlk__route_servers(&t.r, "rt:job", d, 4), 2)) goto out;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 800;
+    o.watchdog = 1;
+    rlk_session_lock *la = rlk_session_acquire(d[0]->s, "rt:job", &o, NULL, ts_now_ms());
+    rlk_session_lock *lb = rlk_session_acquire(d[1]->s, "rt:job", &o, NULL, ts_now_ms());
+    rt_want w = {&t, RLK_SEV_ACQUIRED, 2};
+    CHECK_EQ_INT(rlk__route_run(&t.r, rt_has, &w, ts_now_ms() + LONG_MS), RLK_OK);
+    if (!EQ(rt_count(&t, NULL, RLK_SEV_ACQUIRED), 2)) goto out;
+    CHECK_EQ_INT(kill(a->pid, SIGSTOP), 0);
+    int64_t valid_end = ts_now_ms() + rlk_session_lock_remaining_ms(la, ts_now_ms());
+    int64_t longest = 0, end = ts_now_ms() + 2400; /* three TTLs */
+    while (ts_now_ms() < end) {
+        int64_t t0 = ts_now_ms();
+        rlk__route_step(&t.r, end);
+        if (ts_now_ms() - t0 > longest) longest = ts_now_ms() - t0;
+    }
+    kill(a->pid, SIGCONT);
+    if (EQ(rt_count(&t, d[0]->s, RLK_SEV_LOST), 1)) {
+        int64_t at = 0;
+        for (int i = 0; i < t.nev; i++)
+            if (t.evs[i].ev == RLK_SEV_LOST) at = t.evs[i].at;
+        CHECK_MSG(at <= valid_end, "A's loss reported %lld ms late", (long long)(at - valid_end));
+    }
+    CHECK_EQ_INT(rt_count(&t, d[1]->s, RLK_SEV_LOST), 0);
+    CHECK_EQ_STR(held_token(cb, "rt:job"), rlk_session_lock_token(lb));
+    CHECK(rlk_session_lock_remaining_ms(lb, ts_now_ms()) > 0);
+    CHECK_MSG(longest <= 600, "a turn of the route took %lld ms", (long long)longest);
+    CHECK_EQ_INT(rlk_session_release(lb, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(rlk_session_release(la, ts_now_ms()), RLK_OK);
+    rt_want rel = {&t, RLK_SEV_RELEASED, 2};
+    CHECK_EQ_INT(rlk__route_run(&t.r, rt_has, &rel, ts_now_ms() + LONG_MS), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(cb, "EXISTS", "rt:job"), 0);
+out:
+    rlk__route_destroy(&t.r);
+    rlk_conn_free(cb);
+    ts_stop(a);
+    ts_stop(b);
+}
+
 static void test_bad_url(void)
 {
     dt t;
@@ -484,6 +590,7 @@ int main(int argc, char **argv)
     tl_run("a wrong password is not tried again", test_wrong_password);
     tl_run("reconnecting off", test_reconnect_off);
     tl_run("a bad URL", test_bad_url);
+    tl_run("a route over two servers, one frozen", test_route_set);
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();
