@@ -515,7 +515,12 @@ typedef struct rlk_lock_options {
      * this long before its validity ends, for a holder that needs time to
      * stop its work; 0: a tenth of the TTL, at least 5 ms. */
     int64_t lost_margin_ms;
-    void *reserved_[8];   /* zero: room for later fields                  */
+    /* A reentrant lock's holder in a session (rlk_session_acquire): the
+     * hash field whose holds it counts.  NULL: a holder of the handle's
+     * own.  Ignored for simple locks, and by rlk_lock_acquire (whose
+     * holder is the client's id and thread). */
+    const char *holder;
+    void *reserved_[7];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).
@@ -782,9 +787,14 @@ typedef enum rlk_session_event {
                                handle is freed when the callback returns   */
     RLK_SEV_LOST,           /* a held lock was found lost, before its
                                validity ends; release the handle          */
-    RLK_SEV_RELEASED        /* status RLK_OK, RLK_LOCK_NOT_HELD,
+    RLK_SEV_RELEASED,       /* status RLK_OK, RLK_LOCK_NOT_HELD,
                                RLK_LOCK_NOT_OWNER, or a failure; the
                                handle is freed when the callback returns   */
+    RLK_SEV_EXTENDED        /* rlk_session_extend's result: RLK_OK,
+                               RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER (both
+                               also report the lock LOST), RLK_LOCK_LOST,
+                               RLK_ERR_TIMEOUT, RLK_ERR_SERVER,
+                               RLK_ERR_PROTO, RLK_ERR_CLOSED               */
 } rlk_session_event;
 
 typedef void (*rlk_session_cb)(void *ctx, rlk_session *s, rlk_session_event ev,
@@ -873,10 +883,31 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
  * session is then broken: close, as after a failed feed). */
 int rlk_session_release(rlk_session_lock *l, int64_t now);
 
+/* Extends a held lock on the server (the extend script, as
+ * rlk_lock_extend: how RLK_EXTEND_ADD adds ms to the time it has left,
+ * RLK_EXTEND_SET makes that ms, and then ms becomes the TTL its renewals
+ * set; a reentrant lock's expiry never shortens).  One RLK_SEV_EXTENDED
+ * event follows with the result; on RLK_OK the lock is valid for the TTL
+ * the server set, from when this call queued the request, less the
+ * drift.  A reply that comes after that validity is over reports
+ * RLK_ERR_TIMEOUT and the lock lost; RLK_LOCK_NOT_HELD (expired) and
+ * RLK_LOCK_NOT_OWNER (someone else holds it) report it lost too
+ * (RLK_SEV_LOST after the EXTENDED event).  The request is never re-sent
+ * after a lost reply: closing reports RLK_ERR_CLOSED, and the lock stays
+ * held while its validity lasts.  Returns RLK_OK (the event comes later,
+ * never from this call); RLK_LOCK_LOST (found lost earlier);
+ * RLK_ERR_INVALID (ms < 1, an unknown how, a lock not held or being
+ * released, or an extend of it under way); RLK_ERR_CLOSED (not ready);
+ * RLK_ERR_NOMEM (the session is then broken, as after a failed feed). */
+int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now);
+
 void *rlk_session_lock_user(const rlk_session_lock *l);
 const char *rlk_session_lock_name(const rlk_session_lock *l);
 const char *rlk_session_lock_token(const rlk_session_lock *l);
 uint64_t rlk_session_lock_fence(const rlk_session_lock *l);
+/* A reentrant lock's holds by its holder, as the acquire saw them (1 for
+ * a simple lock; 0 before it is held). */
+int64_t rlk_session_lock_holds(const rlk_session_lock *l);
 /* Milliseconds the lock is known held from now (0: not held, lost, or
  * not acquired yet). */
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now);

@@ -40,6 +40,7 @@ enum {
     Q_ACQ,                                /* the acquire script */
     Q_CONFIRM,                            /* a handoff's confirmation */
     Q_RELEASE,
+    Q_EXTEND,                             /* rlk_session_extend's */
     Q_RENEW,                              /* one request of the round */
     Q_IGNORE                              /* a release nobody waits for */
 };
@@ -86,6 +87,10 @@ struct rlk_session_lock {
     uint64_t handed_fence;
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
+    int ext_on;           /* an extend in flight: */
+    int ext_how;
+    int64_t ext_ms;
+    int64_t ext_start;    /* ... queued then */
     uint64_t fence;
     rlk__lease lease;
 };
@@ -353,6 +358,15 @@ static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
     return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
 }
 
+static int send_extend(rlk_session *s, rlk_session_lock *l, int eval)
+{
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)l->ext_ms);
+    const char *argv[5] = {l->keys, l->token, ms, l->ext_how == RLK_EXTEND_ADD ? "add" : "set",
+                           "s"};
+    return send_script(s, SC_EXTEND, Q_EXTEND, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
+}
+
 /* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
 static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
 {
@@ -567,6 +581,30 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
 }
 
 /* ------------------------------------------------------------------ */
+/* Extending                                                            */
+
+int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
+{
+    rlk_session *s = l->s;
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (l->state != L_HELD || l->cancel)
+        return fail(s, RLK_ERR_INVALID, "extend: lock '%s' is not held", l->keys);
+    if (l->ext_on) return fail(s, RLK_ERR_INVALID, "extend: under way already");
+    if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED))
+        return fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
+    enter(s, now);
+    l->ext_on = 1;
+    l->ext_ms = ms;
+    l->ext_how = how;
+    l->ext_start = s->now;
+    int r = send_extend(s, l, 0);
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
 static int handshake_step(rlk_session *s)
@@ -701,6 +739,41 @@ static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value 
     return RLK_OK;
 }
 
+/* The extend script's reply: RLK_OK with the TTL set in *after, or a
+ * status. */
+static int extend_status(rlk_session *s, const rlk_resp_value *v, const char *name, int64_t *after)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "extend: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER)
+        return fail(s, RLK_ERR_PROTO, "extend: unexpected reply from the server");
+    if (v->integer == -1) return fail(s, RLK_LOCK_NOT_HELD, "extend: lock '%s' is not held (expired)", name);
+    if (v->integer < 0) return fail(s, RLK_LOCK_NOT_OWNER, "extend: lock '%s' is held by someone else", name);
+    *after = v->integer;
+    return RLK_OK;
+}
+
+static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    int64_t after = 0;
+    int st = extend_status(s, v, l->keys, &after);
+    rlk__lease *e = &l->lease;
+    l->ext_on = 0;
+    if (e->lost) {
+        st = fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    } else if (st == RLK_OK) {
+        /* A set TTL becomes the lock's TTL; an added time is a one-off
+         * and renewals go on with the TTL the lock had. */
+        if (l->ext_how == RLK_EXTEND_SET) e->ttl = l->ext_ms;
+        rlk__lease_set_validity(&s->leases, e, l->ext_start, after);
+        if (e->valid_until <= s->now)
+            st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
+    }
+    if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
+        rlk__lease_mark_lost(&s->leases, e);
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l, st);
+    return RLK_OK;
+}
+
 /* A push (RESP3): a handoff to one of the handles, or a release that
  * wakes those waiting for the lock. */
 static int on_push(rlk_session *s, const rlk_resp_value *v)
@@ -739,7 +812,8 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
         return RLK_OK;
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
-    if (noscript && !q.eval && (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE)) {
+    if (noscript && !q.eval &&
+        (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE || q.kind == Q_EXTEND)) {
         /* The script cache was flushed: the same request again as EVAL,
          * which loads it too. */
         if (q.kind == Q_ACQ) {
@@ -747,9 +821,11 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
             return send_try(s, l, 1);
         }
         if (q.kind == Q_CONFIRM) return send_confirm(s, l, 1);
+        if (q.kind == Q_EXTEND) return send_extend(s, l, 1);
         return send_release(s, l, Q_RELEASE, 1);
     }
     if (q.kind == Q_RELEASE) return on_release(s, l, v);
+    if (q.kind == Q_EXTEND) return on_extend(s, l, v);
     return on_try(s, &q, l, v);
 }
 
@@ -921,6 +997,15 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         l->subscribed = 0;
         l->handed = 0;
+        if (l->ext_on) {
+            /* Its reply will not come: the lock stays as valid as it
+             * was.  Before a release's result, as it was sent before. */
+            l->ext_on = 0;
+            if (s->cfg.cb)
+                s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l,
+                          fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
+            if (l->state == L_DONE) continue;
+        }
         if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM)
             not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
         else if (l->state == L_RELEASING)

@@ -352,6 +352,70 @@ static void test_frozen_server(void)
     ts_stop(f);
 }
 
+/* Extend: a set TTL and an added time reach the server and the lock's
+ * validity; the script comes back by EVAL after a flush; a lock expired
+ * is not held, a lock taken by someone else is not ours (both lost). */
+static void test_extend(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_session_lock *l = acq(&d, "sess:x", 1000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED) > 0, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK(rlk_session_lock_remaining_ms(l, ts_now_ms()) <= 1000);
+    CMD(adm, "SCRIPT", "FLUSH");
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_session_extend(l, 20000, RLK_EXTEND_SET, t0), RLK_OK);
+    /* One at a time. */
+    CHECK_EQ_INT(rlk_session_extend(l, 20000, RLK_EXTEND_SET, t0), RLK_ERR_INVALID);
+    CHECK_EQ_INT(count(&d, RLK_SEV_EXTENDED), 0);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 0, 5000, &d);
+    const ev *e = find(&d, RLK_SEV_EXTENDED, l);
+    CHECK(e && e->status == RLK_OK);
+    CHECK(CMD_INT(adm, "PTTL", "sess:x") > 15000);
+    /* Valid for the new TTL from the call, less the drift. */
+    int64_t left = rlk_session_lock_remaining_ms(l, t0);
+    CHECK_MSG(left > 19000 && left <= 20000, "remaining %lld ms after extending to 20 s",
+              (long long)left);
+    t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_session_extend(l, 10000, RLK_EXTEND_ADD, t0), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 1, 5000, &d);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_OK);
+    CHECK(CMD_INT(adm, "PTTL", "sess:x") > 25000);
+    CHECK(rlk_session_lock_remaining_ms(l, t0) > 25000);
+    CHECK_EQ_INT(rlk_session_extend(l, 0, RLK_EXTEND_ADD, t0), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_session_extend(l, 10, 7, t0), RLK_ERR_INVALID);
+    /* Someone else's now. */
+    CMD(adm, "SET", "sess:x", "someone", "PX", "60000");
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_SET, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 2, 5000, &d);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST);
+    CHECK(d.nev >= 2 && d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED &&
+          d.evs[d.nev - 2].status == RLK_LOCK_NOT_OWNER);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, ts_now_ms()), 0);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_SET, ts_now_ms()), RLK_LOCK_LOST);
+    char v[64];
+    CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:x"), 1);
+    CHECK_EQ_STR(v, "someone");
+    rlk_session_release(l, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    CMD(adm, "DEL", "sess:x");
+    /* Expired: not held. */
+    int n = d.nev;
+    l = acq(&d, "sess:x2", 200, 0, 0);
+    RUN_UNTIL(d.nev > n, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    RUN_UNTIL(CMD_INT(adm, "EXISTS", "sess:x2") == 0, 5000, &d);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 3, 5000, &d);
+    CHECK(d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 2].l == l &&
+          d.evs[d.nev - 2].status == RLK_LOCK_NOT_HELD);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST && d.evs[d.nev - 1].l == l);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:x2"), 0);
+    drv_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
@@ -565,6 +629,7 @@ int main(int argc, char **argv)
     tl_run("RESP2: a waiter polls", test_resp2_wait);
     tl_run("watchdog renewals, NOSCRIPT", test_watchdog_and_noscript);
     tl_run("a frozen server: lost in time, never blocked", test_frozen_server);
+    tl_run("extend: set, add, not owner, not held", test_extend);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
