@@ -68,9 +68,12 @@ struct rlk_session_lock {
     rlk_session *s;
     rlk_session_lock *prev, *next; /* the session's handles */
     rlk_session_lock *znext;       /* on the zombie list */
-    char *keys;           /* rlk__make_keys' slots */
+    char *keys;           /* rlk__make_keys' slots, then token and tomb */
     size_t cap;
-    char token[33];
+    char *token;          /* simple: random hex; reentrant: the holder */
+    char *tomb;           /* reentrant: this handle's release's tombstone */
+    char kind;            /* the scripts' letter: 's' simple, 'r' reentrant */
+    int64_t holds;
     void *user;
     int state;
     int64_t ttl, wait_ms;
@@ -100,6 +103,8 @@ struct rlk_session {
     rlk_client_config timing;
     char *strings;        /* the config's strings, copied */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
+    char id[40];          /* "HEX:", the default reentrant holders' prefix */
+    uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
     int connected, ready, resp3, broken;
     int hs_left;          /* handshake replies still owed */
@@ -244,6 +249,7 @@ void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
 const char *rlk_session_lock_name(const rlk_session_lock *l) { return l->keys; }
 const char *rlk_session_lock_token(const rlk_session_lock *l) { return l->token; }
 uint64_t rlk_session_lock_fence(const rlk_session_lock *l) { return l->fence; }
+int64_t rlk_session_lock_holds(const rlk_session_lock *l) { return l->holds; }
 
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
 {
@@ -339,11 +345,11 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
     }
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
-    char ls[24], cs[24], m[2] = {l->mode, 0};
+    char ls[24], cs[24], m[2] = {l->mode, 0}, k[2] = {l->kind, 0};
     snprintf(ls, sizeof ls, "%lld", (long long)p.lease);
     snprintf(cs, sizeof cs, "%lld", (long long)p.claim);
     const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
-                            "s", m, ls, s->handoff, cs};
+                            k, m, ls, s->handoff, cs};
     return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, reply_deadline(s), 3, 10, argv,
                        NULL);
 }
@@ -352,7 +358,7 @@ static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
 {
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
-    const char *argv[5] = {l->keys, l->token, ms, "set", "s"};
+    const char *argv[5] = {l->keys, l->token, ms, "set", l->kind == 'r' ? "r" : "s"};
     l->try_start = s->now;
     l->state = L_CONFIRM;
     return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
@@ -363,17 +369,27 @@ static int send_extend(rlk_session *s, rlk_session_lock *l, int eval)
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ext_ms);
     const char *argv[5] = {l->keys, l->token, ms, l->ext_how == RLK_EXTEND_ADD ? "add" : "set",
-                           "s"};
+                           l->kind == 'r' ? "r" : "s"};
     return send_script(s, SC_EXTEND, Q_EXTEND, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
 }
 
 /* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
 static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
 {
-    const char *argv[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    /* A reentrant release names its tombstone, which holds its result
+     * for a while (see src/lua/release.lua): twice the command timeout,
+     * at least a second, a minute without a timeout, as the blocking
+     * client's. */
+    int64_t t = timeout_ms(s);
+    char life[24];
+    snprintf(life, sizeof life, "%lld", (long long)(t < 0 ? 60000 : t < 500 ? 1000 : 2 * t));
+    const char *simple[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    const char *reentrant[7] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life};
+    int r = l->kind == 'r';
     if (kind == Q_RELEASE) l->state = L_RELEASING;
     return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0,
-                       reply_deadline(s), 3, 4, argv, NULL);
+                       reply_deadline(s), r ? 4 : 3, r ? 7 : 4, r ? reentrant : simple, NULL);
 }
 
 /* RESP3: the release channel of a lock waited for (no reply is owed: the
@@ -397,12 +413,28 @@ static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 
 static int release_now(rlk_session *s, rlk_session_lock *l);
 
-/* The wait is over with the lock held, valid from l->try_start. */
-static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence)
+/* Another handle of this session holding the same reentrant lock for
+ * the same holder: a hold taken on top of it keeps its fence (the script
+ * gives the clock's time now), as the blocking client's does. */
+static const rlk_session_lock *held_before(const rlk_session *s, const rlk_session_lock *l)
+{
+    for (const rlk_session_lock *h = s->head; h; h = h->next)
+        if (h != l && h->kind == 'r' && (h->state == L_HELD || h->state == L_RELEASING) &&
+            h->leased && !h->lease.lost && strcmp(h->keys, l->keys) == 0 &&
+            strcmp(h->token, l->token) == 0)
+            return h;
+    return NULL;
+}
+
+/* The wait is over with the lock held (holds of it by its holder, as
+ * the server counted them), valid from l->try_start. */
+static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t holds)
 {
     int r = subscribe(s, l, 0);
     if (r != RLK_OK) return r;
-    l->fence = fence;
+    const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
+    l->fence = before ? before->fence : fence;
+    l->holds = holds;
     rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, l->ttl);
     if (l->lease.valid_until <= s->now) {
         /* The reply came after the validity it gave was over: no success
@@ -466,9 +498,11 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
 
 static void lost_cb(void *ctx, void *owner);
 
+/* A simple lock's first try is SET NX PX; a reentrant lock's, the
+ * script in mode '0', which counts another hold of its holder. */
 static int start(rlk_session *s, rlk_session_lock *l)
 {
-    l->mode = 0;
+    l->mode = l->kind == 'r' ? '0' : 0;
     return send_try(s, l, 0);
 }
 
@@ -484,15 +518,26 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
         fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
         return NULL;
     }
-    if (o->kind != RLK_LOCK_SIMPLE) {
-        fail(s, RLK_ERR_INVALID, "acquire: a session takes simple locks only");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT) {
+        fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
         return NULL;
     }
+    int reentrant = o->kind == RLK_LOCK_REENTRANT;
+    if (reentrant && o->holder && !*o->holder) {
+        fail(s, RLK_ERR_INVALID, "acquire: empty holder");
+        return NULL;
+    }
+    /* The token's room: 32 hex digits, a holder named, or the session's
+     * prefix and a counter's 20 digits.  A reentrant release's
+     * tombstone: its prefix, ':' and 32 hex digits. */
+    size_t cap = rlk__key_cap(name);
+    size_t tl = !reentrant ? 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 : 0);
     rlk_session_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->cap = rlk__key_cap(name);
-    l->keys = rlk__malloc(RLK__NKEYS * l->cap);
+    l->cap = cap;
+    l->keys = all >= keys ? rlk__malloc(all) : NULL;
     unsigned char rnd[16];
     if (!l->keys || rlk__random_bytes(rnd, sizeof rnd) != 0) {
         fail(s, RLK_ERR_NOMEM, "acquire: out of memory or random bytes");
@@ -501,7 +546,20 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     }
     enter(s, now);
     rlk__make_keys(name, l->keys, l->cap);
-    rlk__hex(rnd, sizeof rnd, l->token);
+    l->token = l->keys + keys;
+    l->kind = reentrant ? 'r' : 's';
+    if (!reentrant) {
+        rlk__hex(rnd, sizeof rnd, l->token);
+    } else {
+        if (o->holder) memcpy(l->token, o->holder, tl + 1);
+        else snprintf(l->token, tl + 1, "%s%llu", s->id, (unsigned long long)++s->holders);
+        /* One release per handle: its tombstone's id can be drawn now. */
+        l->tomb = l->token + tl + 1;
+        size_t pl = strlen(key(l, RLK__K_TOMB));
+        memcpy(l->tomb, key(l, RLK__K_TOMB), pl);
+        l->tomb[pl] = ':';
+        rlk__hex(rnd, sizeof rnd, l->tomb + pl + 1);
+    }
     l->s = s;
     l->user = user;
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
@@ -512,7 +570,7 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     rlk__lease *e = &l->lease;
     e->key = l->keys;
     e->token = l->token;
-    e->kind = 's';
+    e->kind = l->kind;
     e->slot = rlk__keyslot(name, strlen(name));
     e->ttl = l->ttl;
     e->watchdog = o->watchdog;
@@ -566,7 +624,7 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     case L_WAIT:
         l->cancel = 1;
         l->final = 1;
-        if (l->mode) l->mode = 'q';
+        if (l->mode == 'w') l->mode = 'q';
         r = send_try(s, l, 0);
         break;
     case L_TRY:
@@ -701,7 +759,7 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
             send_release(s, l, Q_IGNORE, 1);
             return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
         }
-        if (l->set_result == 1) return acquired(s, l, fence);
+        if (l->set_result == 1) return acquired(s, l, fence, 1);
         if (l->set_result < 0) return not_acquired(s, l, l->set_result);
         return busy(s, l, -1);
     }
@@ -709,20 +767,30 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
         if (v->type != RLK_RESP_INTEGER)
             return not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
                                            "acquire: unexpected reply to the confirmation"));
-        if (v->integer >= 0) return acquired(s, l, l->handed_fence);
+        if (v->integer >= 0) return acquired(s, l, l->handed_fence, 1);
         /* Read too late: someone else has it now. */
         l->mode = l->final ? 'q' : 'w';
         return l->final ? send_try(s, l, 0) : busy(s, l, -1);
     }
     /* Q_ACQ: {1, fence, holds, found} or {0, pttl}. */
-    int64_t ok, x;
+    int64_t ok, x, holds;
     if (rlk__is_error(v))
         return not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x))
         return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
     if (ok) {
         if (x <= 0) return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
-        return acquired(s, l, (uint64_t)x);
+        if (rlk__int_at(v, 2, &holds) || holds < 1) holds = 1;
+        int64_t found;
+        if (l->mode != '0' && l->kind == 'r' && !rlk__int_at(v, 3, &found) && found &&
+            held_before(s, l)) {
+            /* Found its holder's field, not counted: a hold of another
+             * handle (both waited in line under one holder), not a
+             * handoff to this one.  A try that counts a hold. */
+            l->mode = '0';
+            return send_try(s, l, 0);
+        }
+        return acquired(s, l, (uint64_t)x, holds);
     }
     return busy(s, l, x);
 }
@@ -732,7 +800,7 @@ static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value 
     int st;
     if (rlk__is_error(v)) st = fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
     else if (v->type != RLK_RESP_INTEGER) st = fail(s, RLK_ERR_PROTO, "release: unexpected reply");
-    else if (v->integer == 1) st = RLK_OK;
+    else if (v->integer == 1 || v->integer == 2) st = RLK_OK; /* 2: one hold of several */
     else if (v->integer == 0) st = fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", l->keys);
     else st = fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", l->keys);
     finish(s, l, RLK_SEV_RELEASED, st);
@@ -919,7 +987,7 @@ int rlk_session_tick(rlk_session *s, int64_t now)
         } else if (l->state == L_WAIT && s->now >= l->wake_at) {
             if (l->until >= 0 && s->now >= l->until) {
                 l->final = 1;
-                if (l->mode) l->mode = 'q';
+                if (l->mode == 'w') l->mode = 'q';
             }
             r = send_try(s, l, 0);
         }
@@ -1045,7 +1113,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     if (cfg->timing) s->timing = *cfg->timing;
     s->cfg.timing = &s->timing;
     size_t n = copy_len(cfg->username) + copy_len(cfg->password) + copy_len(cfg->client_name);
-    unsigned char rnd[12];
+    unsigned char rnd[12 + 16];
     if ((n && !(s->strings = rlk__malloc(n))) || rlk__random_bytes(rnd, sizeof rnd) != 0 ||
         rlk__leases_init(&s->leases, &s->timing) != 0) {
         rlk__free(s->strings);
@@ -1061,7 +1129,10 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
             p += k;
         }
     memcpy(s->handoff, "resplock:handoff:", 17);
-    rlk__hex(rnd, sizeof rnd, s->handoff + 17);
+    rlk__hex(rnd, 12, s->handoff + 17);
+    rlk__hex(rnd + 12, 16, s->id);
+    s->id[32] = ':';
+    s->id[33] = 0;
     s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
                                    rlk__lua_renew};

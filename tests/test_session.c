@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static ts_server *srv;
@@ -416,6 +417,192 @@ static void test_extend(void)
     drv_free(&d);
 }
 
+/* A reentrant lock's holds by one holder (-1: none). */
+static long hget(const char *key, const char *field)
+{
+    char v[32];
+    return CMD_STR(adm, v, "HGET", key, field) == 1 ? strtol(v, NULL, 10) : -1;
+}
+
+static rlk_session_lock *acq_r(drv *d, const char *name, const char *holder, int64_t ttl,
+                                int64_t wait)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    o.wait_ms = wait;
+    o.kind = RLK_LOCK_REENTRANT;
+    o.holder = holder;
+    d->now = ts_now_ms();
+    return rlk_session_acquire(d->s, name, &o, d, d->now);
+}
+
+/* The next result (ACQUIRED or NOT_ACQUIRED) of l, after event n. */
+static const ev *result_of(drv *d, int n, const rlk_session_lock *l)
+{
+    RUN_UNTIL(0, 0, d);
+    for (int64_t end = ts_now_ms() + 5000; ts_now_ms() < end; turn(d, 5))
+        for (int i = n; i < d->nev; i++)
+            if (d->evs[i].l == l &&
+                (d->evs[i].ev == RLK_SEV_ACQUIRED || d->evs[i].ev == RLK_SEV_NOT_ACQUIRED ||
+                 d->evs[i].ev == RLK_SEV_RELEASED))
+                return &d->evs[i];
+    return NULL;
+}
+
+/* Reentrant: a holder's second hold is counted on the server (the hash
+ * field's count, one field) and keeps the first hold's fence; the key's
+ * expiry is not shortened; each release takes one hold away; another
+ * holder is busy meanwhile, and gets the lock handed over after the
+ * last release. */
+static void test_reentrant(void)
+{
+    drv d, o;
+    drv_init(&d, 0, 0);
+    drv_init(&o, 0, 10000);
+    drv_connect(&d, srv);
+    drv_connect(&o, srv);
+    CMD(adm, "DEL", "sess:re");
+    rlk_session_lock *a = acq_r(&d, "sess:re", "app:1", 20000, 0);
+    const ev *ea = result_of(&d, 0, a);
+    CHECK(ea && ea->ev == RLK_SEV_ACQUIRED);
+    if (!ea || ea->ev != RLK_SEV_ACQUIRED) goto out;
+    CHECK_EQ_STR(rlk_session_lock_token(a), "app:1");
+    CHECK_EQ_INT(rlk_session_lock_holds(a), 1);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 1);
+    CMD(adm, "PEXPIRE", "sess:re", "30000");
+    int n = d.nev;
+    rlk_session_lock *b = acq_r(&d, "sess:re", "app:1", 5000, 0);
+    const ev *eb = result_of(&d, n, b);
+    CHECK(eb && eb->ev == RLK_SEV_ACQUIRED);
+    if (!eb || eb->ev != RLK_SEV_ACQUIRED) goto out;
+    CHECK_EQ_U64(eb->fence, ea->fence);
+    CHECK_EQ_INT(rlk_session_lock_holds(b), 2);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 2);
+    CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+    CHECK_MSG(CMD_INT(adm, "PTTL", "sess:re") > 25000, "the second hold shortened the expiry");
+    /* Another holder: busy at once, and in line with a wait. */
+    n = o.nev;
+    rlk_session_lock *x = acq_r(&o, "sess:re", "app:2", 5000, 0);
+    const ev *ex = result_of(&o, n, x);
+    CHECK(ex && ex->ev == RLK_SEV_NOT_ACQUIRED && ex->status == RLK_LOCK_BUSY);
+    /* The same session, no holder named: a holder of its own, busy too. */
+    n = d.nev;
+    rlk_session_lock *y = acq_r(&d, "sess:re", NULL, 5000, 0);
+    const ev *ey = result_of(&d, n, y);
+    CHECK(ey && ey->ev == RLK_SEV_NOT_ACQUIRED && ey->status == RLK_LOCK_BUSY);
+    n = o.nev;
+    rlk_session_lock *w = acq_r(&o, "sess:re", "app:2", 5000, 15000);
+    RUN_UNTIL(CMD_INT(adm, "LLEN", "{sess:re}:queue") == 1, 5000, &d, &o);
+    CHECK_EQ_INT(CMD_INT(adm, "LLEN", "{sess:re}:queue"), 1);
+    n = d.nev;
+    rlk_session_release(a, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d, &o);
+    CHECK(find(&d, RLK_SEV_RELEASED, a) && find(&d, RLK_SEV_RELEASED, a)->status == RLK_OK);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 1);
+    /* Its tombstone holds its result. */
+    CHECK_EQ_INT(CMD_INT(adm, "EVAL", "return #redis.call('keys', '{sess:re}:released:*')", "0"), 1);
+    CHECK_EQ_INT(count(&o, RLK_SEV_ACQUIRED), 0);
+    rlk_session_release(b, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 1 && count(&o, RLK_SEV_ACQUIRED) > 0, 5000, &d, &o);
+    CHECK(find(&d, RLK_SEV_RELEASED, b) && find(&d, RLK_SEV_RELEASED, b)->status == RLK_OK);
+    const ev *ew = find(&o, RLK_SEV_ACQUIRED, w);
+    CHECK(ew != NULL);
+    if (ew) {
+        CHECK(ew->fence > ea->fence);
+        CHECK_EQ_INT(hget("sess:re", "app:2"), 1);
+        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+        CHECK(CMD_INT(adm, "PTTL", "sess:re") > 4000);
+        rlk_session_release(w, ts_now_ms());
+        RUN_UNTIL(count(&o, RLK_SEV_RELEASED) > 0, 5000, &o);
+    }
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:re"), 0);
+out:
+    drv_free(&d);
+    drv_free(&o);
+}
+
+/* Sessions and blocking clients share locks, both ways: the blocking
+ * client's reentrant lock keeps a session out, unless the session names
+ * the same holder ("client-id:thread", whose hold it then counts); a
+ * session's locks are what rlk_lock_get_status reads and what the
+ * blocking client is kept out of. */
+static void test_interop(void)
+{
+    rlk_client_config cc;
+    rlk_client_config_init(&cc);
+    cc.conn.url = url;
+    cc.client_id = "blk";
+    rlk_client *cl = rlk_client_new(&cc);
+    CHECK(cl != NULL);
+    if (!cl) return;
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.kind = RLK_LOCK_REENTRANT;
+    o.ttl_ms = 20000;
+    rlk_lock *bl = NULL;
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io", &o, &bl), RLK_OK);
+    if (!bl) goto out;
+    int n = d.nev;
+    rlk_session_lock *x = acq_r(&d, "sess:io", "app:9", 5000, 0);
+    const ev *e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_NOT_ACQUIRED && e->status == RLK_LOCK_BUSY);
+    n = d.nev;
+    x = acq(&d, "sess:io", 5000, 0, 0);
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_NOT_ACQUIRED && e->status == RLK_LOCK_BUSY);
+    char holder[64];
+    snprintf(holder, sizeof holder, "blk:%ld", (long)syscall(SYS_gettid));
+    CHECK_EQ_STR(rlk_lock_token(bl), holder);
+    n = d.nev;
+    x = acq_r(&d, "sess:io", holder, 5000, 0);
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_ACQUIRED);
+    CHECK_EQ_INT(hget("sess:io", holder), 2);
+    CHECK_EQ_INT(rlk_session_lock_holds(x), 2);
+    n = d.nev;
+    rlk_session_release(x, ts_now_ms());
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_RELEASED && e->status == RLK_OK);
+    CHECK_EQ_INT(hget("sess:io", holder), 1);
+    CHECK_EQ_INT(rlk_lock_release(bl), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:io"), 0);
+    /* The other way. */
+    n = d.nev;
+    rlk_session_lock *sl = acq(&d, "sess:io2", 20000, 0, 0);
+    e = result_of(&d, n, sl);
+    CHECK(e && e->ev == RLK_SEV_ACQUIRED);
+    rlk_lock_status st;
+    CHECK_EQ_INT(rlk_lock_get_status(cl, "sess:io2", &st), RLK_OK);
+    CHECK(st.held && st.kind == RLK_LOCK_SIMPLE && st.ttl_ms > 15000);
+    rlk_lock_options_init(&o);
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io2", &o, &bl), RLK_LOCK_BUSY);
+    n = d.nev;
+    rlk_session_lock *r1 = acq_r(&d, "sess:io3", "app:3", 20000, 0);
+    rlk_session_lock *r2 = acq_r(&d, "sess:io3", "app:3", 20000, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) >= 3, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, r1) && find(&d, RLK_SEV_ACQUIRED, r2));
+    CHECK_EQ_INT(rlk_lock_get_status(cl, "sess:io3", &st), RLK_OK);
+    CHECK(st.held && st.kind == RLK_LOCK_REENTRANT && st.holds == 2);
+    o.kind = RLK_LOCK_REENTRANT;
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io3", &o, &bl), RLK_LOCK_BUSY);
+    /* Released by its token from the blocking client: the session's
+     * extend then finds it not held. */
+    CHECK_EQ_INT(rlk_release_token(cl, "sess:io2", rlk_session_lock_token(sl)), RLK_OK);
+    n = d.nev;
+    CHECK_EQ_INT(rlk_session_extend(sl, 1000, RLK_EXTEND_ADD, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 0, 5000, &d);
+    e = find(&d, RLK_SEV_EXTENDED, sl);
+    CHECK(e && e->status == RLK_LOCK_NOT_HELD);
+    CMD(adm, "DEL", "sess:io3");
+out:
+    drv_free(&d);
+    rlk_client_free(cl);
+}
+
 /* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
@@ -630,6 +817,8 @@ int main(int argc, char **argv)
     tl_run("watchdog renewals, NOSCRIPT", test_watchdog_and_noscript);
     tl_run("a frozen server: lost in time, never blocked", test_frozen_server);
     tl_run("extend: set, add, not owner, not held", test_extend);
+    tl_run("reentrant: holds counted, one fence, released one by one", test_reentrant);
+    tl_run("sessions and blocking clients share locks", test_interop);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
