@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "lua.h"
+#include "session_internal.h"
 #include "waiter.h"
 
 #include <stdarg.h>
@@ -31,7 +32,7 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define DEFAULT_MAX_INPUT (1u << 20)
 
-enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_COUNT };
+enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
 
 /* What a reply in the queue answers. */
 enum {
@@ -41,6 +42,7 @@ enum {
     Q_CONFIRM,                            /* a handoff's confirmation */
     Q_RELEASE,
     Q_EXTEND,                             /* rlk_session_extend's */
+    Q_CALL,                               /* a call without a handle */
     Q_RENEW,                              /* one request of the round */
     Q_IGNORE                              /* a release nobody waits for */
 };
@@ -56,11 +58,26 @@ enum {
     L_DONE       /* its terminal event was given */
 };
 
+/* A call without a handle (session_internal.h), owned by its place in
+ * the queue. */
+typedef struct scall {
+    struct scall *next;  /* closing's list */
+    int which;           /* SC_STATUS, SC_RELEASE or SC_EXTEND */
+    int how;
+    int64_t ms;
+    rlk__session_call_cb cb;
+    void *ctx;
+    size_t cap;
+    char *token;         /* after the keys */
+    char keys[];         /* rlk__make_keys' slots */
+} scall;
+
 typedef struct sreq {
     unsigned char kind;
     unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
     char mode;           /* Q_ACQ's */
     rlk_session_lock *l;
+    scall *call;         /* Q_CALL's */
     int64_t deadline;    /* -1: none */
 } sreq;
 
@@ -282,6 +299,7 @@ static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadl
     r->eval = (unsigned char)eval;
     r->mode = mode;
     r->l = l;
+    r->call = NULL;
     r->deadline = deadline;
     if (l) l->inflight++;
     return RLK_OK;
@@ -795,15 +813,19 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
     return busy(s, l, x);
 }
 
+/* The release script's reply, as a status. */
+static int release_status(rlk_session *s, const rlk_resp_value *v, const char *name)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
+    if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
+    if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", name);
+    return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
+}
+
 static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
 {
-    int st;
-    if (rlk__is_error(v)) st = fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
-    else if (v->type != RLK_RESP_INTEGER) st = fail(s, RLK_ERR_PROTO, "release: unexpected reply");
-    else if (v->integer == 1 || v->integer == 2) st = RLK_OK; /* 2: one hold of several */
-    else if (v->integer == 0) st = fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", l->keys);
-    else st = fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", l->keys);
-    finish(s, l, RLK_SEV_RELEASED, st);
+    finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys));
     return RLK_OK;
 }
 
@@ -840,6 +862,112 @@ static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *
         rlk__lease_mark_lost(&s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l, st);
     return RLK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls without a handle                                               */
+
+static int send_call(rlk_session *s, scall *c, int eval)
+{
+    const char *ks[4] = {c->keys, c->keys + RLK__K_QUEUE * c->cap,
+                         c->keys + RLK__K_WAITERS * c->cap, c->token};
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)c->ms);
+    const char *ext[5] = {c->keys, c->token, ms, c->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
+    int ext_call = c->which == SC_EXTEND;
+    int r = send_script(s, c->which, Q_CALL, NULL, eval, 0, reply_deadline(s), ext_call ? 1 : 3,
+                        ext_call ? 5 : c->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks, NULL);
+    if (r == RLK_OK) s->q[s->qtail - 1].call = c;
+    return r;
+}
+
+static void call_done(rlk_session *s, scall *c, rlk__session_result *res)
+{
+    if (c->cb) c->cb(c->ctx, s, res);
+    rlk__free(c);
+}
+
+/* The status script's reply: {held, type, pttl, holds, waiters}. */
+static int read_status(rlk_session *s, const rlk_resp_value *v, rlk_lock_status *st)
+{
+    int64_t held, ttl, holds, w;
+    const rlk_resp_value *t = rlk_resp_value_at(v, 1);
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
+        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || !t)
+        return fail(s, RLK_ERR_PROTO, "status: unexpected reply from the server");
+    st->held = held != 0;
+    st->kind = rlk__str_is(t, "hash", 4) ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
+    st->ttl_ms = held ? ttl : 0;
+    st->holds = holds;
+    st->waiters = w;
+    return RLK_OK;
+}
+
+static int on_call(rlk_session *s, const sreq *q, const rlk_resp_value *v, int noscript)
+{
+    scall *c = q->call;
+    rlk__session_result res;
+    memset(&res, 0, sizeof res);
+    if (noscript && !q->eval) {
+        /* The script cache was flushed: again as EVAL. */
+        int r = send_call(s, c, 1);
+        if (r == RLK_OK) return RLK_OK;
+        res.status = r;
+        call_done(s, c, &res);
+        return r;
+    }
+    if (c->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
+    else if (c->which == SC_RELEASE) res.status = release_status(s, v, c->keys);
+    else res.status = extend_status(s, v, c->keys, &res.ttl_ms_after);
+    call_done(s, c, &res);
+    return RLK_OK;
+}
+
+static int call(rlk_session *s, int which, const char *name, const char *token, int64_t ms,
+                int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    if (!name || !*name || (which != SC_STATUS && (!token || !*token)))
+        return fail(s, RLK_ERR_INVALID, "empty lock name or token");
+    if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "not connected");
+    size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
+    scall *c = rlk__malloc(sizeof *c + RLK__NKEYS * cap + tl);
+    if (!c) return fail(s, RLK_ERR_NOMEM, "out of memory");
+    memset(c, 0, sizeof *c);
+    c->which = which;
+    c->how = how;
+    c->ms = ms;
+    c->cb = cb;
+    c->ctx = ctx;
+    c->cap = cap;
+    rlk__make_keys(name, c->keys, cap);
+    c->token = c->keys + RLK__NKEYS * cap;
+    if (token) memcpy(c->token, token, tl);
+    enter(s, now);
+    int r = send_call(s, c, 0);
+    if (r != RLK_OK) rlk__free(c);
+    leave(s);
+    return r;
+}
+
+int rlk__session_status(rlk_session *s, const char *name, rlk__session_call_cb cb, void *ctx,
+                        int64_t now)
+{
+    return call(s, SC_STATUS, name, NULL, 0, 0, cb, ctx, now);
+}
+
+int rlk__session_release_token(rlk_session *s, const char *name, const char *token,
+                               rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_RELEASE, name, token, 0, 0, cb, ctx, now);
+}
+
+int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
+                              int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_EXTEND, name, token, ms, how, cb, ctx, now);
 }
 
 /* A push (RESP3): a handoff to one of the handles, or a release that
@@ -880,6 +1008,7 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
         return RLK_OK;
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
+    if (q.kind == Q_CALL) return on_call(s, &q, v, noscript);
     if (noscript && !q.eval &&
         (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE || q.kind == Q_EXTEND)) {
         /* The script cache was flushed: the same request again as EVAL,
@@ -1051,13 +1180,26 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     rlk_resp_arena_reset(&s->arena);
     /* The replies owed will not come: the round's leases are tried again
      * on the next connection, while validity lasts. */
+    scall *calls = NULL, **tail = &calls;
     for (size_t i = s->qhead; i < s->qtail; i++) {
         if (s->q[i].kind == Q_RENEW && s->round_on &&
             rlk__round_apply_one(&s->leases, &s->round, NULL))
             s->round_on = 0;
         if (s->q[i].l) s->q[i].l->inflight--;
+        if (s->q[i].call) {
+            *tail = s->q[i].call;
+            tail = &s->q[i].call->next;
+        }
     }
     s->qhead = s->qtail = 0;
+    while (calls) {
+        scall *c = calls;
+        calls = c->next;
+        rlk__session_result res;
+        memset(&res, 0, sizeof res);
+        res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
+        call_done(s, c, &res);
+    }
     /* A round whose sending failed part way has requests that were never
      * queued: it ends here too, or no round would follow. */
     while (s->round_on)
@@ -1135,7 +1277,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     s->id[33] = 0;
     s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
-                                   rlk__lua_renew};
+                                   rlk__lua_renew, rlk__lua_status};
     for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
     rlk_resp_limits lim;
     rlk_resp_limits_default(&lim);
@@ -1173,6 +1315,7 @@ void rlk_session_free(rlk_session *s)
         s->zombies = l->znext;
         free_handle(l);
     }
+    for (size_t i = s->qhead; i < s->qtail; i++) rlk__free(s->q[i].call);
     rlk__leases_destroy(&s->leases);
     rlk_resp_reader_free(&s->reader);
     rlk_resp_arena_free(&s->arena);

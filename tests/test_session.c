@@ -13,6 +13,7 @@
 #include "server.h"
 #include "conntest.h"
 #include "resplock.h"
+#include "session_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -603,6 +604,101 @@ out:
     rlk_client_free(cl);
 }
 
+/* The calls without a handle (session_internal.h). */
+typedef struct callres {
+    int n;
+    rlk__session_result r;
+} callres;
+
+static void on_call(void *ctx, rlk_session *s, const rlk__session_result *res)
+{
+    callres *c = ctx;
+    (void)s;
+    c->n++;
+    c->r = *res;
+}
+
+/* Status, release and extend by token, against the server, with the
+ * statuses of their blocking counterparts; the scripts come back by EVAL
+ * after a flush; closing ends a call under way; a call's reply has the
+ * command timeout. */
+static void test_calls(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    callres c = {0};
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_ERR_CLOSED);
+    drv_connect(&d, srv);
+    RUN_UNTIL(rlk_session_ready(d.s), 5000, &d);
+    CHECK_EQ_INT(rlk__session_status(d.s, "", on_call, &c, ts_now_ms()), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "", on_call, &c, ts_now_ms()),
+                 RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "t", 0, RLK_EXTEND_SET, on_call, &c,
+                                           ts_now_ms()), RLK_ERR_INVALID);
+    CHECK_EQ_INT(c.n, 0);
+    CMD(adm, "DEL", "sess:c");
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(c.n, 0);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && !c.r.lock.held && c.r.lock.ttl_ms == 0);
+    /* A reentrant lock with two holds and a waiter in line. */
+    CMD(adm, "HSET", "sess:c", "h1", "2");
+    CMD(adm, "PEXPIRE", "sess:c", "30000");
+    CMD(adm, "EVAL",
+        "local tm = redis.call('time'); redis.call('hset', KEYS[1], 'w1', string.format('%d 1 1 s x', tm[1] * 1000 + 60000)); return 1",
+        "1", "{sess:c}:waiters");
+    CMD(adm, "SCRIPT", "FLUSH");
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && c.r.lock.held && c.r.lock.kind == RLK_LOCK_REENTRANT);
+    CHECK_EQ_INT(c.r.lock.holds, 2);
+    CHECK_EQ_INT(c.r.lock.waiters, 1);
+    CHECK(c.r.lock.ttl_ms > 25000 && c.r.lock.ttl_ms <= 30000);
+    CMD(adm, "DEL", "sess:c", "{sess:c}:waiters");
+    /* By token: extend (set, then add), then not owner, release, not held. */
+    CMD(adm, "SET", "sess:c", "tok", "PX", "1000");
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 20000, RLK_EXTEND_SET, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && c.r.ttl_ms_after == 20000);
+    CHECK(CMD_INT(adm, "PTTL", "sess:c") > 15000);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 5000, RLK_EXTEND_ADD, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.r.status == RLK_OK && c.r.ttl_ms_after > 20000 && c.r.ttl_ms_after <= 25000);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "other", 5000, RLK_EXTEND_ADD, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "other", on_call, &c, ts_now_ms()),
+                 RLK_OK);
+    RUN_UNTIL(c.n > 1, 5000, &d);
+    CHECK(c.n == 2 && c.r.status == RLK_LOCK_NOT_OWNER);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:c"), 1);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "tok", on_call, &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.r.status == RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:c"), 0);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "tok", on_call, &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 10, RLK_EXTEND_SET, on_call, &c,
+                                           ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 1, 5000, &d);
+    CHECK(c.n == 2 && c.r.status == RLK_LOCK_NOT_HELD);
+    /* Closing ends a call under way; its reply has the command timeout
+     * (2000 ms here). */
+    c.n = 0;
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, t0), RLK_OK);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), t0 + 2000);
+    drv_close(&d);
+    CHECK(c.n == 1 && c.r.status == RLK_ERR_CLOSED);
+    drv_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
@@ -819,6 +915,7 @@ int main(int argc, char **argv)
     tl_run("extend: set, add, not owner, not held", test_extend);
     tl_run("reentrant: holds counted, one fence, released one by one", test_reentrant);
     tl_run("sessions and blocking clients share locks", test_interop);
+    tl_run("status, release and extend by token", test_calls);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
