@@ -746,7 +746,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * AUTH and SETNAME, RESP2 with AUTH where HELLO is missing, SELECT), the
  * same scripts (src/lua/, EVALSHA, EVAL once after NOSCRIPT), the same
  * keys, tokens, fences, lines of waiters and handoffs, so sessions and
- * blocking clients share locks.  Locks are simple (not reentrant).  A
+ * blocking clients share locks.  Locks are simple or reentrant (see
+ * rlk_session_acquire), and held ones can be extended
+ * (rlk_session_extend).  A
  * waiter wakes on the release message and takes a handoff under RESP3;
  * under RESP2 (one connection cannot both subscribe and send) it tries
  * again every recheck_ms (and when the holder's TTL runs out), and a
@@ -758,8 +760,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * rlk_session_feed, _tick, _closed, _connected (READY at once, under
  * RESP2 with nothing to send), _acquire and _release, never from
  * anywhere else.  The callback may call
- * rlk_session_acquire, rlk_session_release and the handle's accessors
- * (not rlk_session_feed, _tick, _closed, _connected or _free).
+ * rlk_session_acquire, rlk_session_release, rlk_session_extend and the
+ * handle's accessors (not rlk_session_feed, _tick, _closed, _connected
+ * or _free).
  *
  * Deadlines: every request sent has the command timeout for its reply; a
  * wait ends at its wait_ms; an acquire queued before the handshake ends
@@ -770,9 +773,11 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
  * the acquires under way end (RLK_ERR_CLOSED; a try whose reply was lost
- * may have taken the lock, which then runs out by its TTL), releases
- * under way report RLK_ERR_CLOSED (the lock runs out by its TTL), held
- * locks stay held while their validity lasts.  After a reconnect
+ * may have taken the lock, which then runs out by its TTL; no request
+ * is sent again after a lost reply, so a reentrant hold is never
+ * counted twice), extends and releases under way report RLK_ERR_CLOSED
+ * (a release's lock runs out by its TTL), held locks stay held while
+ * their validity lasts.  After a reconnect
  * (rlk_session_connected again) the first renewal round re-checks every
  * held lock; a lock that cannot be renewed in time is reported lost.
  */
@@ -864,12 +869,22 @@ int rlk_session_ready(const rlk_session *s);
 /* The reason of the last failure ("" if none). */
 const char *rlk_session_errmsg(const rlk_session *s);
 
-/* Starts taking the lock NAME with o (NULL: the defaults; kind must be
- * RLK_LOCK_SIMPLE; on_lost is not used: RLK_SEV_LOST is).  Before the
- * handshake is done the acquire waits for it.  The handle is returned,
- * and reported by one RLK_SEV_ACQUIRED or RLK_SEV_NOT_ACQUIRED event;
- * user is handed back by rlk_session_lock_user.  NULL (no event) for an
- * empty name, a reentrant kind, or no memory. */
+/* Starts taking the lock NAME with o (NULL: the defaults; on_lost is not
+ * used: RLK_SEV_LOST is).  Before the handshake is done the acquire waits
+ * for it.  The handle is returned, and reported by one RLK_SEV_ACQUIRED
+ * or RLK_SEV_NOT_ACQUIRED event; user is handed back by
+ * rlk_session_lock_user.  A reentrant lock (kind RLK_LOCK_REENTRANT) is
+ * the blocking client's: a hash whose field, the holder, counts its
+ * holds.  The session has no threads, so o->holder names the holder
+ * (copied; rlk_session_lock_token returns it); NULL: a holder of this
+ * handle's own, the session's random id, ':' and a counter, so that
+ * handles acquired without one exclude each other.  Acquiring a lock its
+ * holder holds already takes another hold (rlk_session_lock_holds);
+ * when another handle of this session holds it for the same holder, the
+ * new hold has that hold's fence.  Each release takes one hold away; the
+ * last frees the lock (or hands it over).  A holder named as a blocking
+ * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  NULL (no
+ * event) for an empty name or holder, an unknown kind, or no memory. */
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now);
 
