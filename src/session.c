@@ -676,6 +676,7 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
     l->ext_how = how;
     l->ext_start = s->now;
     int r = send_extend(s, l, 0);
+    if (r != RLK_OK) l->ext_on = 0; /* not queued: no event will come */
     leave(s);
     return r;
 }

@@ -23,8 +23,9 @@
 typedef struct rlk__session_result {
     /* rlk_lock_get_status's, rlk_release_token's or rlk_extend_token's
      * statuses: RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER,
-     * RLK_ERR_SERVER, RLK_ERR_PROTO, RLK_ERR_CLOSED (the message in
-     * rlk_session_errmsg). */
+     * RLK_ERR_SERVER, RLK_ERR_PROTO, RLK_ERR_CLOSED, RLK_ERR_NOMEM (a
+     * NOSCRIPT's EVAL could not be queued: the session is broken); the
+     * message in rlk_session_errmsg. */
     int status;
     rlk_lock_status lock;    /* rlk__session_status's, on RLK_OK */
     int64_t ttl_ms_after;    /* rlk__session_extend_token's, on RLK_OK */

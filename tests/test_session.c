@@ -441,7 +441,6 @@ static rlk_session_lock *acq_r(drv *d, const char *name, const char *holder, int
 /* The next result (ACQUIRED or NOT_ACQUIRED) of l, after event n. */
 static const ev *result_of(drv *d, int n, const rlk_session_lock *l)
 {
-    RUN_UNTIL(0, 0, d);
     for (int64_t end = ts_now_ms() + 5000; ts_now_ms() < end; turn(d, 5))
         for (int i = n; i < d->nev; i++)
             if (d->evs[i].l == l &&
