@@ -864,6 +864,100 @@ static void test_handoff_bytes(void)
     drv_free(&d);
 }
 
+/* Extend on made-up bytes: the validity counts from when the request
+ * was queued, not from its reply; a NOSCRIPT is answered by the same
+ * request as EVAL; a reply after the validity it gives is over is no
+ * success, and the lock is then lost. */
+static void test_extend_bytes(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 100;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "ext", &o, NULL, 1000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 1001);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_extend(l, 5000, RLK_EXTEND_SET, 1010), RLK_OK);
+    CHECK(out_has(&d, "EVALSHA") && out_has(&d, "$4\r\n5000\r\n$3\r\nset\r\n$1\r\ns\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "-NOSCRIPT No matching script. Please use EVAL.\r\n", 1020);
+    CHECK(out_has(&d, "*8\r\n$4\r\nEVAL\r\n") && out_has(&d, "$3\r\nset\r\n"));
+    CHECK_EQ_INT(count(&d, RLK_SEV_EXTENDED), 0);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":5000\r\n", 1500);
+    const ev *e = find(&d, RLK_SEV_EXTENDED, l);
+    CHECK(e && e->status == RLK_OK);
+    rlk_client_config timing;
+    rlk_client_config_init(&timing);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1500), 1010 + rlk_plan_valid_ms(&timing, 5000) - 1500);
+    /* Added time, answered after it ran out. */
+    CHECK_EQ_INT(rlk_session_extend(l, 1, RLK_EXTEND_ADD, 1600), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":1\r\n", 1700);
+    CHECK(d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 2].status == RLK_ERR_TIMEOUT);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1700), 0);
+    drv_free(&d);
+}
+
+/* Two acquires of one reentrant holder waiting in line share its place:
+ * the handoff goes to one; the other, finding the holder's field when it
+ * tries again, takes a hold of its own (a try in mode '0', counted) with
+ * the first one's fence, not a hold that is not counted. */
+static void test_reentrant_same_line(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    o.wait_ms = 5000;
+    o.kind = RLK_LOCK_REENTRANT;
+    o.holder = "app:7";
+    rlk_session_lock *a = rlk_session_acquire(d.s, "rl", &o, NULL, 1000);
+    rlk_session_lock *b = rlk_session_acquire(d.s, "rl", &o, NULL, 1000);
+    /* First tries: the script in mode '0' (no SET for a reentrant lock). */
+    CHECK(!out_has(&d, "SET\r\n") && out_has(&d, "$5\r\napp:7\r\n$5\r\n10000\r\n$1\r\nr\r\n$1\r\n0\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n*2\r\n:0\r\n:9000\r\n", 1001);
+    CHECK(out_has(&d, "$1\r\nr\r\n$1\r\nw\r\n"));
+    const char *o2;
+    size_t n = rlk_session_output(d.s, &o2);
+    char chan[64] = "";
+    const char *at = memmem(o2, n, "resplock:handoff:", 17);
+    if (at) snprintf(chan, sizeof chan, "%.41s", at);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n*2\r\n:0\r\n:9000\r\n", 1002);
+    char push[256], pl[64] = "1700000000000111 app:7";
+    snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
+             chan, strlen(pl), pl);
+    feed_str(&d, push, 1003);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 1004); /* the confirmation */
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 1);
+    if (find(&d, RLK_SEV_ACQUIRED, b)) { /* the handoff went to b: swap */
+        rlk_session_lock *t = a;
+        a = b;
+        b = t;
+    }
+    CHECK(find(&d, RLK_SEV_ACQUIRED, a) != NULL);
+    CHECK_EQ_U64(rlk_session_lock_fence(a), 1700000000000111ull);
+    /* b's next look finds app:7's field, uncounted: */
+    CHECK_EQ_INT(rlk_session_tick(d.s, 2500), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000000222\r\n:1\r\n:1\r\n", 2501);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, b) == NULL);
+    CHECK(out_has(&d, "$1\r\nr\r\n$1\r\n0\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000000333\r\n:2\r\n:0\r\n", 2502);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, b) != NULL);
+    CHECK_EQ_INT(rlk_session_lock_holds(b), 2);
+    CHECK_EQ_U64(rlk_session_lock_fence(b), 1700000000000111ull);
+    drv_free(&d);
+}
+
 /* A server without HELLO (Redis 5): RESP2, and AUTH in the form it
  * knows, with the password alone when no user is named. */
 static void test_no_hello_auth(void)
@@ -920,6 +1014,8 @@ int main(int argc, char **argv)
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
+    tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
+    tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();
