@@ -452,6 +452,21 @@ static int sc_session(const char **msg)
 
 static void test_session(void) { CHECK(inject("session", NULL, sc_session, NULL) > 5); }
 
+/* A session with cb, connected, its handshake answered (*r: the status;
+ * NULL when memory ran out first). */
+static rlk_session *sess_ready(rlk_session_cb cb, int *r)
+{
+    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
+    rlk_session_config c;
+    rlk_session_config_init(&c);
+    c.cb = cb;
+    rlk_session *s = rlk_session_new(&c);
+    if (!s) return NULL;
+    *r = rlk_session_connected(s, 1000);
+    if (*r == RLK_OK) *r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    return s;
+}
+
 /* 40 locks: the renewal round's request outgrows the output buffer, so
  * sending the round can fail part way; a reconnect must still send the
  * next round. */
@@ -460,14 +475,9 @@ static int sc_session_round(const char **msg)
     enum { N = 40 };
     sess_acquired = sess_released = 0;
     *msg = sess_msg;
-    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
-    rlk_session_config c;
-    rlk_session_config_init(&c);
-    c.cb = sess_cb;
-    rlk_session *s = rlk_session_new(&c);
+    int r;
+    rlk_session *s = sess_ready(sess_cb, &r);
     if (!s) return RLK_ERR_NOMEM;
-    int r = rlk_session_connected(s, 1000);
-    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 3000;
@@ -534,14 +544,9 @@ static int sc_session_requests(const char **msg)
 {
     sess_acquired = sess_released = sess_extended = sess_calls = 0;
     *msg = sess_msg;
-    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
-    rlk_session_config c;
-    rlk_session_config_init(&c);
-    c.cb = sess_cb2;
-    rlk_session *s = rlk_session_new(&c);
+    int r;
+    rlk_session *s = sess_ready(sess_cb2, &r);
     if (!s) return RLK_ERR_NOMEM;
-    int r = rlk_session_connected(s, 1000);
-    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 3000;
