@@ -909,7 +909,9 @@ int rlk_session_release(rlk_session_lock *l, int64_t now);
  * RLK_LOCK_NOT_OWNER (someone else holds it) report it lost too
  * (RLK_SEV_LOST after the EXTENDED event).  The request is never re-sent
  * after a lost reply: closing reports RLK_ERR_CLOSED, and the lock stays
- * held while its validity lasts.  Returns RLK_OK (the event comes later,
+ * held while its validity lasts.  Answered NOSCRIPT, it goes again as
+ * EVAL, unless the lock's release is queued behind it: then it reports
+ * RLK_ERR_SERVER (an EXTENDED event always comes before RELEASED).  Returns RLK_OK (the event comes later,
  * never from this call); RLK_LOCK_LOST (found lost earlier);
  * RLK_ERR_INVALID (ms < 1, an unknown how, a lock not held or being
  * released, or an extend of it under way); RLK_ERR_CLOSED (not ready);

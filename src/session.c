@@ -1010,8 +1010,12 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
     if (q.kind == Q_CALL) return on_call(s, &q, v, noscript);
+    /* An extend of a lock whose release is queued behind it is not sent
+     * again: its result must come before the release's (which ends the
+     * handle), so the NOSCRIPT is its result. */
     if (noscript && !q.eval &&
-        (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE || q.kind == Q_EXTEND)) {
+        (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE ||
+         (q.kind == Q_EXTEND && l->state == L_HELD))) {
         /* The script cache was flushed: the same request again as EVAL,
          * which loads it too. */
         if (q.kind == Q_ACQ) {

@@ -899,6 +899,21 @@ static void test_extend_bytes(void)
     CHECK(d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 2].status == RLK_ERR_TIMEOUT);
     CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST);
     CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1700), 0);
+    /* Released behind an extend answered NOSCRIPT: the extend is not
+     * sent again (its result would come after the release's, which ends
+     * the handle): the NOSCRIPT is its result, before the release's. */
+    l = rlk_session_acquire(d.s, "ext2", &o, NULL, 2000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 2001);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, 2002), RLK_OK);
+    CHECK_EQ_INT(rlk_session_release(l, 2002), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "-NOSCRIPT No matching script. Please use EVAL.\r\n", 2003);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_ERR_SERVER);
+    CHECK(!out_has(&d, "add"));
+    feed_str(&d, ":1\r\n", 2004);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_RELEASED && d.evs[d.nev - 1].status == RLK_OK);
     drv_free(&d);
 }
 
