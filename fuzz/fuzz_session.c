@@ -354,7 +354,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
             /* A made-up server may count holds that do not add up: the
              * fence is then one of the other holds', any of them (also
              * one whose validity ran out unreported: no watchdog). */
-            int others = 0, same = 0;
+            int others = 0, sure = 0, same = 0;
             for (int i = 0; i < MAX_HANDLES; i++) {
                 const hnd *o = &H.h[i];
                 /* Releasing: once held (a fence), not an acquire called
@@ -365,9 +365,12 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
                     strcmp(o->token, h->token) != 0)
                     continue;
                 others++;
+                /* Time left: not lost (a lock being released is found
+                 * lost without an event). */
+                sure += rlk_session_lock_remaining_ms(o->l, now) > 0;
                 same += rlk_session_lock_fence(l) == rlk_session_lock_fence(o->l);
             }
-            CHECK(!others || same, "another hold of %s has fence %llu, none of the %d held ones'",
+            CHECK(!sure || same, "another hold of %s has fence %llu, none of the %d held ones'",
                   h->token, (unsigned long long)rlk_session_lock_fence(l), others);
         }
         h->state = H_HELD;
