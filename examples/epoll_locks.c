@@ -192,6 +192,8 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev,
         sv->lock = NULL;
         sv->phase = P_DONE;
         break;
+    case RLK_SEV_EXTENDED:  /* this program never calls rlk_session_extend */
+        break;
     }
 }
 

@@ -18,17 +18,22 @@
  *           bits 2-3  recheck_ms      0 (1000), 50, 200, 1000
  *           bits 4-5  renew_divisor   0 (3), 2, 3, 5
  *           bit  6    connect before the first step
- *   rest    steps: an opcode byte (its value modulo OP_COUNT) and its
+ *   rest    steps: an opcode byte (its value modulo OP_COUNT, but for
+ *           0xf0-0xf3, the steps added later: see enum op2) and its
  *           operands (see enum op below); a missing byte reads as 0.
  *
  * The properties checked, each an abort() when violated:
- *   (a) no success for a lock whose validity is over: on ACQUIRED the
- *       lock has time left, and at every step no held lock is counted
- *       valid past the TTL from the last time a request naming its token
- *       left the session (was consumed from rlk_session_output);
+ *   (a) no success for a lock whose validity is over: on ACQUIRED and on
+ *       an EXTENDED with RLK_OK the lock has time left, and at every step
+ *       no held lock is counted valid past the TTL (or the longest an
+ *       extend asked for or was answered) from the last time a request
+ *       naming its token left the session (was consumed from
+ *       rlk_session_output); another hold of a reentrant lock the
+ *       session holds for the same holder keeps that hold's fence;
  *   (b) every deadline ends the call: an acquire ends by its start plus
- *       its wait and a few command timeouts, a release by its start plus
- *       a few command timeouts, once the session has been ticked at that
+ *       its wait and a few command timeouts, a release, an extend and a
+ *       call without a handle by its start plus a few command timeouts,
+ *       once the session has been ticked at that
  *       time; after rlk_session_tick(now) the next deadline is -1 or later
  *       than now; a held lock with a watchdog whose validity is over has
  *       been reported lost; rlk_session_closed ends every call under way;
@@ -44,6 +49,7 @@
  * persistent mode when compiled by afl-clang-fast.
  */
 #include "resplock.h"
+#include "session_internal.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -221,15 +227,28 @@ typedef struct hnd {
     int sent;                    /* one did                               */
     int64_t seen_at;             /* -1, or when a request naming it was
                                     first seen in output not yet taken    */
+    int64_t max_ttl;             /* the TTL, or more after an extend       */
+    int reentrant;
+    int lost;                    /* reported LOST                          */
+    int ext_on;                  /* an extend under way, since ext_t0      */
+    int64_t ext_t0, ext_late0;
     char token[96];
 } hnd;
+
+/* A call without a handle under way. */
+#define MAX_CALLS 8
+typedef struct hcall {
+    int on;
+    int which;                   /* 0 status, 1 release, 2 extend by token */
+    int64_t t0, late0;
+} hcall;
 
 static const char *const names[] = {"job", "a{b}c", "order:42"};
 #define NNAMES (sizeof names / sizeof names[0])
 
 enum cmd {
     C_OTHER, C_HELLO, C_AUTH, C_SELECT, C_CLIENT, C_PING, C_INFO, C_SUBSCRIBE,
-    C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT
+    C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT, C_STATUS
 };
 
 typedef struct pending {
@@ -237,6 +256,7 @@ typedef struct pending {
     int hello3;                  /* HELLO 3 (not HELLO 2)                 */
     int n;                       /* RENEW: keys; SUBSCRIBE: channels      */
     int64_t ttl;                 /* EXTEND: the ttl asked for             */
+    int reentrant;               /* ACQUIRE: kind 'r'                     */
     char chan[2][96];            /* SUBSCRIBE: the first channels         */
 } pending;
 
@@ -250,6 +270,7 @@ static struct {
     int64_t closed_at;           /* -1: never closed                      */
     int64_t late;                /* ms ticks came after the deadline      */
     hnd h[MAX_HANDLES];
+    hcall calls[MAX_CALLS];
     rlk_session_lock *new_lock;  /* the handle being returned by acquire  */
     int new_slot;
     int stall;                   /* steps left without sending output     */
@@ -262,6 +283,8 @@ static struct {
     size_t phead, pcount;
     char handoff_chan[96];
     uint64_t fence;
+    char feed_tail[24];          /* the last bytes fed (note_integers)     */
+    size_t feed_tn;
 } H;
 
 static hnd *find(const rlk_session_lock *l)
@@ -280,9 +303,10 @@ static void check_validity(const hnd *h, const char *when)
     if (rem == 0) return;
     CHECK(h->sent, "%s: lock %s counted held (%lld ms) though no request with its token"
           " was sent", when, h->token, (long long)rem);
-    CHECK(now + rem <= h->last_sent + h->ttl,
+    int64_t ttl = h->max_ttl > h->ttl ? h->max_ttl : h->ttl;
+    CHECK(now + rem <= h->last_sent + ttl,
           "%s: lock %s valid until %lld, past its TTL %lld from its last request at %lld",
-          when, h->token, (long long)(now + rem), (long long)h->ttl, (long long)h->last_sent);
+          when, h->token, (long long)(now + rem), (long long)ttl, (long long)h->last_sent);
 }
 
 /* rlk_session_release: RLK_OK, or a failure that broke the session
@@ -326,6 +350,29 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         CHECK(rlk_session_lock_remaining_ms(l, now) > 0,
               "ACQUIRED lock %s whose validity is over", h->token);
         check_validity(h, "ACQUIRED");
+        if (h->reentrant && rlk_session_lock_holds(l) > 1) {
+            /* A made-up server may count holds that do not add up: the
+             * fence is then one of the other holds', any of them (also
+             * one whose validity ran out unreported: no watchdog). */
+            int others = 0, sure = 0, same = 0;
+            for (int i = 0; i < MAX_HANDLES; i++) {
+                const hnd *o = &H.h[i];
+                /* Releasing: once held (a fence), not an acquire called
+                 * off before it took the lock; never one found lost. */
+                if (o == h || !o->reentrant || o->name != h->name || o->lost ||
+                    (o->state != H_HELD &&
+                     (o->state != H_RELEASING || !rlk_session_lock_fence(o->l))) ||
+                    strcmp(o->token, h->token) != 0)
+                    continue;
+                others++;
+                /* Time left: not lost (a lock being released is found
+                 * lost without an event). */
+                sure += rlk_session_lock_remaining_ms(o->l, now) > 0;
+                same += rlk_session_lock_fence(l) == rlk_session_lock_fence(o->l);
+            }
+            CHECK(!sure || same, "another hold of %s has fence %llu, none of the %d held ones'",
+                  h->token, (unsigned long long)rlk_session_lock_fence(l), others);
+        }
         h->state = H_HELD;
         break;
     case RLK_SEV_NOT_ACQUIRED:
@@ -338,6 +385,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         CHECK(rlk_session_lock_remaining_ms(l, now) == 0,
               "a lost lock still has %lld ms", (long long)rlk_session_lock_remaining_ms(l, now));
         h->state = H_LOST;
+        h->lost = 1;
         if (H.release_on_lost) {
             h->rel_t0 = now;
             h->late0 = H.late;
@@ -348,7 +396,22 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         break;
     case RLK_SEV_RELEASED:
         CHECK(h->state == H_RELEASING, "RELEASED in state %d", (int)h->state);
+        CHECK(!h->ext_on, "RELEASED before the extend under way reported");
         h->state = H_FREE;
+        break;
+    case RLK_SEV_EXTENDED:
+        CHECK(h->ext_on, "EXTENDED with no extend under way");
+        CHECK(h->state == H_HELD || h->state == H_LOST || h->state == H_RELEASING,
+              "EXTENDED in state %d", (int)h->state);
+        CHECK(status == RLK_OK || status == RLK_LOCK_NOT_HELD || status == RLK_LOCK_NOT_OWNER ||
+              status == RLK_LOCK_LOST || status == RLK_ERR_TIMEOUT || status == RLK_ERR_SERVER ||
+              status == RLK_ERR_PROTO || status == RLK_ERR_CLOSED, "EXTENDED with status %d",
+              status);
+        if (status == RLK_OK)
+            CHECK(rlk_session_lock_remaining_ms(l, now) > 0,
+                  "EXTENDED lock %s whose validity is over", h->token);
+        if (status == RLK_OK) check_validity(h, "EXTENDED");
+        h->ext_on = 0;
         break;
     default:
         violated("unknown event %d", (int)ev);
@@ -396,7 +459,11 @@ static enum cmd script_kind(const rlk_resp_value *argv[], size_t argc, pending *
     if (nk < 0 || (size_t)nk > argc - 3) return C_SCRIPT;
     const rlk_resp_value **args = argv + 3 + nk;
     size_t na = argc - 3 - (size_t)nk;
-    if (nk == 3 && na == 7) return C_ACQUIRE;
+    if (nk == 3 && na == 7) {
+        p->reentrant = arg_is(args[2], "R");
+        return C_ACQUIRE;
+    }
+    if (nk == 3 && na == 0) return C_STATUS;
     if ((nk == 3 || nk == 4) && na >= 1 && na <= 3) return C_RELEASE;
     if (nk == 1 && na == 4) {
         p->ttl = arg_int(args[1]);
@@ -553,6 +620,8 @@ static void do_closed(void)
 {
     int was[MAX_HANDLES];
     for (int i = 0; i < MAX_HANDLES; i++) was[i] = H.h[i].state == H_RELEASING;
+    int calls = 0;
+    for (int i = 0; i < MAX_CALLS; i++) calls += H.calls[i].on;
     H.in_call++;
     trace("closed");
     rlk_session_closed(H.s, now);
@@ -564,6 +633,11 @@ static void do_closed(void)
         CHECK(!was[i] || (H.h[i].state != H_ACQUIRING && H.h[i].state != H_RELEASING),
               "a call under way (handle %d, state %d) survived rlk_session_closed", i,
               (int)H.h[i].state);
+    for (int i = 0; i < MAX_HANDLES; i++)
+        CHECK(!H.h[i].ext_on, "an extend under way (handle %d) survived rlk_session_closed", i);
+    for (int i = 0; i < MAX_CALLS; i++)
+        CHECK(!H.calls[i].on, "a call without a handle (%d of %d) survived rlk_session_closed", i,
+              calls);
 }
 
 /* A status the header says ends the session: close, as a caller would. */
@@ -594,8 +668,44 @@ static void do_connect(void)
     if (r != RLK_OK) do_closed();
 }
 
+/* The TTL an extend's success may count is the server's number, which
+ * the harness cannot always tie to its request (raw bytes, replies out
+ * of step): any integer fed while an extend is under way may be it, and
+ * raises the bound of (a) for every lock being extended.  The last bytes
+ * of the previous feed are scanned again: a number may be split. */
+static void note_integers(const char *buf, size_t len)
+{
+    char *tail = H.feed_tail;
+    size_t tn = H.feed_tn;
+    int any = 0;
+    for (int i = 0; i < MAX_HANDLES; i++) any |= H.h[i].state != H_FREE && H.h[i].ext_on;
+    if (!any) {
+        H.feed_tn = 0;
+        return;
+    }
+    char *all = malloc(tn + len + 1);
+    if (!all) abort();
+    memcpy(all, tail, tn);
+    memcpy(all + tn, buf, len);
+    size_t n = tn + len;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i] != ':') continue;
+        int64_t v = 0;
+        for (size_t k = i + 1; k < n && k < i + 19 && all[k] >= '0' && all[k] <= '9'; k++)
+            v = v * 10 + (all[k] - '0');
+        for (int j = 0; j < MAX_HANDLES; j++) {
+            hnd *h = &H.h[j];
+            if (h->state != H_FREE && h->ext_on && v > h->max_ttl) h->max_ttl = v;
+        }
+    }
+    H.feed_tn = n < sizeof H.feed_tail ? n : sizeof H.feed_tail;
+    memcpy(tail, all + n - H.feed_tn, H.feed_tn);
+    free(all);
+}
+
 static void do_feed(const char *buf, size_t len)
 {
+    note_integers(buf, len);
     if (!H.connected) {
         H.in_call++;
         int r = rlk_session_feed(H.s, buf, len, now);
@@ -633,10 +743,26 @@ static void check_deadlines(void)
             CHECK(now < end, "a release (from %lld) still under way at %lld",
                   (long long)h->rel_t0, (long long)now);
         }
+        if (h->ext_on) {
+            int64_t end = h->ext_t0 + 4 * H.ct + (H.late - h->ext_late0) + SLACK_MS;
+            CHECK(now < end, "an extend (from %lld) still under way at %lld",
+                  (long long)h->ext_t0, (long long)now);
+        }
         if (h->state == H_HELD && h->watchdog)
             CHECK(rlk_session_lock_remaining_ms(h->l, now) > 0,
                   "a watchdog lock %s whose validity is over was not reported lost",
                   h->token);
+    }
+}
+
+static void check_call_deadlines(void)
+{
+    for (int i = 0; i < MAX_CALLS; i++) {
+        const hcall *c = &H.calls[i];
+        if (!c->on) continue;
+        int64_t end = c->t0 + 4 * H.ct + (H.late - c->late0) + SLACK_MS;
+        CHECK(now < end, "a call without a handle (from %lld) still under way at %lld",
+              (long long)c->t0, (long long)now);
     }
 }
 
@@ -648,8 +774,12 @@ static void do_tick(void)
     int r = rlk_session_tick(H.s, now);
     H.in_call--;
     trace("tick: %d %s", r, r ? rlk_session_errmsg(H.s) : "");
-    if (r == RLK_OK) check_deadlines();
-    else after_status(r, "rlk_session_tick");
+    if (r == RLK_OK) {
+        check_deadlines();
+        check_call_deadlines();
+    } else {
+        after_status(r, "rlk_session_tick");
+    }
 }
 
 static void advance(int64_t ms)
@@ -662,7 +792,10 @@ static void advance(int64_t ms)
 static const int64_t ttls[] = {100, 250, 1000, 2000};
 static const int64_t waits[] = {0, 0, 100, 400, 1500, RLK_WAIT_FOREVER};
 
-static void do_acquire(unsigned a, unsigned b)
+static const char *const holders[] = {NULL, "h1", "h2", "h1"};
+
+/* reentrant: 1 + which holder (holders[]), 0 a simple lock. */
+static void do_acquire(unsigned a, unsigned b, int reentrant)
 {
     int slot = -1;
     for (int i = 0; i < MAX_HANDLES && slot < 0; i++)
@@ -674,6 +807,10 @@ static void do_acquire(unsigned a, unsigned b)
     o.wait_ms = waits[(a >> 2) % 6];
     o.watchdog = (a >> 5) & 1;
     if (b & 0x80) o.lost_margin_ms = b & 0x7f;
+    if (reentrant) {
+        o.kind = RLK_LOCK_REENTRANT;
+        o.holder = holders[(reentrant - 1) & 3];
+    }
     hnd *h = &H.h[slot];
     memset(h, 0, sizeof *h);
     h->t0 = now;
@@ -682,6 +819,7 @@ static void do_acquire(unsigned a, unsigned b)
     h->ttl = o.ttl_ms;
     h->wait = o.wait_ms;
     h->watchdog = o.watchdog;
+    h->reentrant = reentrant != 0;
     h->name = (int)((a >> 6) % NNAMES);
     H.new_lock = NULL;
     H.new_slot = slot;
@@ -746,6 +884,88 @@ static void do_release(unsigned b)
         return;
     }
     release_status(r, "release");
+}
+
+static const int64_t ext_ms[] = {1, 100, 1000, 3000};
+
+/* b: bits 0-1 the duration, bit 2 RLK_EXTEND_SET, bit 3 an unknown how,
+ * the rest picks the handle (a held one, or any). */
+static void do_extend(unsigned b)
+{
+    hnd *h = pick(b >> 5, (b & 16) ? 0 : 1);
+    if (!h) return;
+    int64_t ms = ext_ms[b & 3];
+    int how = (b & 8) ? 7 : (b & 4) ? RLK_EXTEND_SET : RLK_EXTEND_ADD;
+    H.in_call++;
+    int r = rlk_session_extend(h->l, ms, how, now);
+    H.in_call--;
+    trace("extend %p %lld %d: %d", (void *)h->l, (long long)ms, how, r);
+    if (r == RLK_OK) {
+        CHECK(h->state == H_HELD && !h->ext_on && how != 7, "an extend queued in state %d",
+              (int)h->state);
+        h->ext_on = 1;
+        h->ext_t0 = now;
+        h->ext_late0 = H.late;
+        /* A set TTL is what renewals set from now on. */
+        if (how == RLK_EXTEND_SET && ms > h->max_ttl) h->max_ttl = ms;
+        return;
+    }
+    CHECK(r == RLK_ERR_INVALID || r == RLK_LOCK_LOST || r == RLK_ERR_CLOSED || r == RLK_ERR_NOMEM,
+          "extend returned %d", r);
+    CHECK(r != RLK_ERR_INVALID || h->state != H_HELD || h->ext_on || how == 7,
+          "extend of a held lock refused as invalid");
+    CHECK(r != RLK_LOCK_LOST || rlk_session_lock_remaining_ms(h->l, now) == 0,
+          "extend refused as lost with time left");
+    if (r == RLK_ERR_NOMEM) H.must_close = 1;
+}
+
+static void on_call(void *ctx, rlk_session *s, const rlk__session_result *res)
+{
+    hcall *c = ctx;
+    trace("call %d result %d", c->which, res->status);
+    CHECK(H.in_call, "a call's result outside any call of the session");
+    CHECK(s == H.s, "a call's result for another session");
+    CHECK(c->on, "a call's result twice");
+    int st = res->status;
+    CHECK(st == RLK_OK || st == RLK_ERR_SERVER || st == RLK_ERR_PROTO || st == RLK_ERR_CLOSED ||
+          st == RLK_ERR_NOMEM ||
+          (c->which != 0 && (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER)),
+          "call %d with status %d", c->which, st);
+    if (st == RLK_OK && c->which == 2) CHECK(res->ttl_ms_after >= 0, "extended to %lld ms",
+                                              (long long)res->ttl_ms_after);
+    c->on = 0;
+}
+
+/* b: bits 0-1 which call (status, release, extend by token), bits 2-3
+ * the name, bit 4 a handle's token (else one nobody holds). */
+static void do_call(unsigned b)
+{
+    hcall *c = NULL;
+    for (int i = 0; i < MAX_CALLS && !c; i++)
+        if (!H.calls[i].on) c = &H.calls[i];
+    if (!c) return;
+    int which = (int)(b & 3) % 3;
+    const char *name = names[((b >> 2) & 3) % NNAMES];
+    hnd *h = (b & 16) ? pick(b >> 5, 0) : NULL;
+    const char *tok = h ? h->token : "nobody";
+    c->which = which;
+    c->t0 = now;
+    c->late0 = H.late;
+    c->on = 1;
+    H.in_call++;
+    int r = which == 0   ? rlk__session_status(H.s, name, on_call, c, now)
+            : which == 1 ? rlk__session_release_token(H.s, name, tok, on_call, c, now)
+                         : rlk__session_extend_token(H.s, name, tok, ext_ms[(b >> 6) & 3],
+                                                     RLK_EXTEND_SET, on_call, c, now);
+    H.in_call--;
+    trace("call %d %s: %d", which, name, r);
+    if (r != RLK_OK) {
+        CHECK(c->on, "a call that failed (%d) reported a result", r);
+        c->on = 0;
+        CHECK(r == RLK_ERR_CLOSED || r == RLK_ERR_NOMEM, "a call returned %d", r);
+        CHECK(r != RLK_ERR_CLOSED || !rlk_session_ready(H.s), "a call refused while ready");
+        if (r == RLK_ERR_NOMEM) H.must_close = 1;
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -873,7 +1093,8 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
         unsigned x = u8();
         H.fence += 1 + x;
         if (v < 2)
-            put(w, "*4\r\n:1\r\n:%llu\r\n:1\r\n:%u\r\n", (unsigned long long)H.fence, v);
+            put(w, "*4\r\n:1\r\n:%llu\r\n:%u\r\n:%u\r\n", (unsigned long long)H.fence,
+                p->reentrant ? 1 + (x & 1) : 1, v);
         else
             put(w, "*2\r\n:0\r\n:%u\r\n", v == 2 ? x * 10 : x % 4);
         return;
@@ -883,6 +1104,10 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
         return;
     case C_EXTEND:
         put(w, ":%lld\r\n", v == 0 ? (long long)p->ttl : v == 1 ? -1LL : v == 2 ? -2LL : 0LL);
+        return;
+    case C_STATUS:
+        put(w, "*5\r\n:%d\r\n+%s\r\n:%d\r\n:%u\r\n:%u\r\n", v != 0, v == 2 ? "hash" : "string",
+            v ? 900 : -2, v == 2 ? 2u : 0u, v);
         return;
     case C_RENEW: {
         unsigned bits = u16();
@@ -998,10 +1223,31 @@ enum op {
     OP_TICK, OP_COUNT
 };
 
+/* The steps added later, at opcode bytes 0xf0 on, so that the inputs
+ * written before read as they did:
+ *   EXTEND B     rlk_session_extend (see do_extend)
+ *   ACQ_R A B C  a reentrant acquire: A and B as ACQ's, C's bits 0-1 the
+ *                holder (NULL, "h1", "h2", "h1")
+ *   CALL B       a call without a handle (see do_call) */
+enum op2 { OP2_EXTEND = 0xf0, OP2_ACQ_R, OP2_CALL, OP2_END };
+
 static void step(void)
 {
-    unsigned op = u8() % OP_COUNT;
+    unsigned byte = u8(), op = byte % OP_COUNT;
+    if (byte >= OP2_EXTEND && byte < OP2_END) {
+        if (byte == OP2_EXTEND) {
+            do_extend(u8());
+        } else if (byte == OP2_ACQ_R) {
+            unsigned a = u8(), b = u8();
+            do_acquire(a, b, 1 + (int)(u8() & 3));
+        } else {
+            do_call(u8());
+        }
+        op = OP_COUNT; /* done */
+    }
     switch (op) {
+    case OP_COUNT:
+        break;
     case OP_ADVANCE: {
         unsigned b = u8();
         advance(b < 128 ? b : b < 192 ? (b - 128) * 20 : (int64_t)(b - 192) * 100);
@@ -1021,7 +1267,7 @@ static void step(void)
         break;
     case OP_ACQUIRE: {
         unsigned a = u8(), b = u8();
-        do_acquire(a, b);
+        do_acquire(a, b, 0);
         break;
     }
     case OP_RELEASE:

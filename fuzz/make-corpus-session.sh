@@ -21,6 +21,14 @@
 #              a lock server's answers, 4-7 errors and wrong shapes); S
 #              splits it; acquire replies read one more byte (fence step
 #              or PTTL), renewals two (each key's result)
+#   EXTEND B   rlk_session_extend: B's bits 0-1 the ms (1, 100, 1000,
+#              3000), 04 RLK_EXTEND_SET, 08 an unknown how, 10 any
+#              handle (else a held one), bits 5-7 which
+#   ACQR A B C a reentrant acquire, A and B as ACQ's; C's bits 0-1 the
+#              holder (none, h1, h2, h1); its first try is the script
+#   CALL B     a call without a handle: B's bits 0-1 status, release or
+#              extend by token; bits 2-3 the name; 10 a handle's token;
+#              bits 6-7 an extend's ms
 set -eu
 cd "$(dirname "$0")"
 out=corpus-session
@@ -29,6 +37,7 @@ find "$out" -type f ! -name 'regress-*' -delete
 
 ADV=00 TICKDUE=01 REPLY=02 ACQ=04 REL=05 HANDOFF=06 RELMSG=07 RAW=08
 CLOSE=09 CONNECT=0a STALL=0b FAILALLOC=0c BIG=0d TICK=0e
+EXTEND=f0 ACQR=f1 CALL=f2
 
 n=0
 # seed NAME CFG0 CFG1 HEXBYTES...
@@ -101,5 +110,41 @@ seed error-replies        21 40 "$H3 $ACQ 01 00 $REPLY 04 00 $REPLY 0c 00 $ACQ 0
 seed stall-output         21 40 "$H3 $STALL 04 $ACQ 01 00 $ADV 10 $ADV 10 $ADV 10 $ADV 10 $TAKEN"
 seed fail-alloc           21 40 "$FAILALLOC 00 $H3 $FAILALLOC 03 $ACQ 12 00 $BUSY $FAILALLOC 01 $REPLY 00 00 $REPLY 02 00 05"
 seed reconnect-twice      21 40 "$CONNECT $H3 $CLOSE $CLOSE $CONNECT $REPLY 00 00 $TICK"
+
+# extend: added, set (then renewed with the new TTL), refused, lost,
+# flushed scripts, a reply after the validity it gives, closing
+seed extend-add           21 40 "$H3 $ACQ 01 00 $TAKEN $ADV 20 $EXTEND 02 $REPLY 00 00 $ADV 40 $REL 00 $REPLY 00 00"
+seed extend-set-renew     21 40 "$H3 $ACQ 21 00 $TAKEN $EXTEND 07 $REPLY 00 00 $TICKDUE $REPLY 00 00 00 00 $TICKDUE $REPLY 00 00 00 00 $REL 00 $REPLY 00 00"
+seed extend-not-held      a1 40 "$H3 $ACQ 01 00 $TAKEN $EXTEND 02 $REPLY 01 00 $TICKDUE"
+seed extend-not-owner     21 40 "$H3 $ACQ 21 00 $TAKEN $EXTEND 06 $REPLY 02 00 $EXTEND 02 $REL 00 $REPLY 02 00"
+seed extend-noscript      21 40 "$H3 $ACQ 01 00 $TAKEN $EXTEND 01 $REPLY 05 00 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed extend-slow-reply    21 40 "$H3 $ACQ 01 00 $TAKEN $EXTEND 02 $ADV 40 $REPLY 00 00 $ADV 40 $EXTEND 06 $ADV 50 $REPLY 00 00"
+seed extend-noscript-released 21 40 "$H3 $ACQ 01 00 $TAKEN $EXTEND 02 $REL 00 $REPLY 05 00 $REPLY 00 00 $ACQ 01 00 $TAKEN"
+seed extend-late          21 40 "$H3 $ACQ 00 00 $TAKEN $ADV 10 $EXTEND 00 $ADV 20 $REPLY 00 00 $TICKDUE"
+seed extend-wrong-replies 21 40 "$H3 $ACQ 02 00 $TAKEN $EXTEND 02 $REPLY 04 00 $EXTEND 02 $REPLY 07 00 $EXTEND 02 $REPLY 3f 00 $EXTEND 02 $REPLY 06 00"
+seed extend-close         21 40 "$H3 $ACQ 22 00 $TAKEN $EXTEND 02 $REL 00 $CLOSE $CONNECT $H3 $TICKDUE"
+seed extend-then-release  21 40 "$H3 $ACQ 02 00 $TAKEN $EXTEND 06 $EXTEND 06 $REL 00 $REPLY 00 00 $REPLY 00 00"
+seed extend-refused       21 40 "$H3 $EXTEND 02 $ACQ 12 00 $EXTEND 12 $EXTEND 18 $BUSY $CLOSE $EXTEND 12"
+seed extend-timeout       21 40 "$H3 $ACQ 02 00 $TAKEN $EXTEND 02 $TICKDUE $TICKDUE"
+# reentrant: two holds of one holder (one fence), released one by one;
+# a holder of the handle's own; another holder waits and is handed the
+# lock; two waiters of one holder
+seed reentrant-two-holds  21 40 "$H3 $ACQR 02 00 01 $REPLY 00 00 00 $ACQR 02 00 01 $REPLY 00 00 01 $REL 00 $REPLY 03 00 $REL 00 $REPLY 00 00"
+seed reentrant-own-holder 21 40 "$H3 $ACQR 01 00 00 $REPLY 00 00 00 $ACQR 01 00 00 $REPLY 02 00 05 $REL 00 $REPLY 00 00"
+seed reentrant-watchdog   21 40 "$H3 $ACQR 22 00 02 $REPLY 00 00 00 $TICKDUE $REPLY 00 00 00 00 $EXTEND 07 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed reentrant-wait       21 40 "$H3 $ACQR 12 00 02 $REPLY 02 00 05 $REPLY 00 00 $REPLY 02 0a 00 $HANDOFF 01 05 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed reentrant-same-line  21 40 "$H3 $ACQR 12 00 01 $ACQR 12 00 01 $REPLY 02 00 05 $REPLY 02 00 05 $REPLY 00 00 $REPLY 02 00 05 $REPLY 00 00 $REPLY 02 00 05 $HANDOFF 01 05 $REPLY 00 00 $TICKDUE $REPLY 01 00 00 $REPLY 00 00 01"
+seed reentrant-resp2      22 44 "$REPLY 00 00 $REPLY 00 00 $ACQR 12 00 01 $REPLY 02 00 05 $TICKDUE $REPLY 00 00 00 $REL 00 $REPLY 03 00"
+seed reentrant-noscript   21 40 "$H3 $ACQR 01 00 01 $REPLY 05 00 $REPLY 00 00 00 $REL 00 $REPLY 05 00 $REPLY 00 00"
+seed reentrant-late       21 40 "$H3 $ACQR 00 00 03 $ADV c5 $REPLY 00 00 00 $REPLY 00 00"
+# calls without a handle: status (free, a simple lock, a hash), release
+# and extend by token, NOSCRIPT, errors, closing, the timeout
+seed call-status          21 40 "$H3 $CALL 00 $REPLY 00 00 $CALL 04 $REPLY 01 00 $CALL 08 $REPLY 02 00 $CALL 03 $REPLY 03 00 $CALL 00 $REPLY 04 00"
+seed call-release-token   21 40 "$H3 $ACQ 01 00 $TAKEN $CALL 11 $REPLY 00 00 $CALL 01 $REPLY 01 00 $CALL 01 $REPLY 02 00 $CALL 01 $REPLY 07 00"
+seed call-extend-token    21 40 "$H3 $ACQ 01 00 $TAKEN $CALL 52 $REPLY 00 00 $CALL 02 $REPLY 01 00 $CALL c2 $REPLY 02 00 $CALL 02 $REPLY 06 00"
+seed call-noscript        21 40 "$H3 $CALL 00 $REPLY 05 00 $REPLY 00 00 $CALL 01 $REPLY 05 00 $REPLY 00 00 $CALL 02 $REPLY 05 00 $REPLY 00 00"
+seed call-close           21 40 "$H3 $CALL 00 $CALL 01 $CALL 02 $CLOSE $CALL 00 $CONNECT $CALL 00"
+seed call-timeout         21 40 "$H3 $CALL 00 $ADV 10 $CALL 02 $TICKDUE $TICKDUE"
+seed call-fail-alloc      21 40 "$H3 $FAILALLOC 00 $CALL 00 $CONNECT $H3 $FAILALLOC 01 $CALL 01 $FAILALLOC 00 $EXTEND 02 $ACQ 01 00 $TAKEN $FAILALLOC 01 $EXTEND 02"
 
 echo "make-corpus-session.sh: $n files in fuzz/$out"

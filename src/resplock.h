@@ -515,7 +515,12 @@ typedef struct rlk_lock_options {
      * this long before its validity ends, for a holder that needs time to
      * stop its work; 0: a tenth of the TTL, at least 5 ms. */
     int64_t lost_margin_ms;
-    void *reserved_[8];   /* zero: room for later fields                  */
+    /* A reentrant lock's holder in a session (rlk_session_acquire): the
+     * hash field whose holds it counts.  NULL: a holder of the handle's
+     * own.  Ignored for simple locks, and by rlk_lock_acquire (whose
+     * holder is the client's id and thread). */
+    const char *holder;
+    void *reserved_[7];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).
@@ -741,7 +746,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * AUTH and SETNAME, RESP2 with AUTH where HELLO is missing, SELECT), the
  * same scripts (src/lua/, EVALSHA, EVAL once after NOSCRIPT), the same
  * keys, tokens, fences, lines of waiters and handoffs, so sessions and
- * blocking clients share locks.  Locks are simple (not reentrant).  A
+ * blocking clients share locks.  Locks are simple or reentrant (see
+ * rlk_session_acquire), and held ones can be extended
+ * (rlk_session_extend).  A
  * waiter wakes on the release message and takes a handoff under RESP3;
  * under RESP2 (one connection cannot both subscribe and send) it tries
  * again every recheck_ms (and when the holder's TTL runs out), and a
@@ -753,8 +760,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * rlk_session_feed, _tick, _closed, _connected (READY at once, under
  * RESP2 with nothing to send), _acquire and _release, never from
  * anywhere else.  The callback may call
- * rlk_session_acquire, rlk_session_release and the handle's accessors
- * (not rlk_session_feed, _tick, _closed, _connected or _free).
+ * rlk_session_acquire, rlk_session_release, rlk_session_extend and the
+ * handle's accessors (not rlk_session_feed, _tick, _closed, _connected
+ * or _free).
  *
  * Deadlines: every request sent has the command timeout for its reply; a
  * wait ends at its wait_ms; an acquire queued before the handshake ends
@@ -765,9 +773,11 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
  * the acquires under way end (RLK_ERR_CLOSED; a try whose reply was lost
- * may have taken the lock, which then runs out by its TTL), releases
- * under way report RLK_ERR_CLOSED (the lock runs out by its TTL), held
- * locks stay held while their validity lasts.  After a reconnect
+ * may have taken the lock, which then runs out by its TTL; no request
+ * is sent again after a lost reply, so a reentrant hold is never
+ * counted twice), extends and releases under way report RLK_ERR_CLOSED
+ * (a release's lock runs out by its TTL), held locks stay held while
+ * their validity lasts.  After a reconnect
  * (rlk_session_connected again) the first renewal round re-checks every
  * held lock; a lock that cannot be renewed in time is reported lost.
  */
@@ -782,9 +792,14 @@ typedef enum rlk_session_event {
                                handle is freed when the callback returns   */
     RLK_SEV_LOST,           /* a held lock was found lost, before its
                                validity ends; release the handle          */
-    RLK_SEV_RELEASED        /* status RLK_OK, RLK_LOCK_NOT_HELD,
+    RLK_SEV_RELEASED,       /* status RLK_OK, RLK_LOCK_NOT_HELD,
                                RLK_LOCK_NOT_OWNER, or a failure; the
                                handle is freed when the callback returns   */
+    RLK_SEV_EXTENDED        /* rlk_session_extend's result: RLK_OK,
+                               RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER (both
+                               also report the lock LOST), RLK_LOCK_LOST,
+                               RLK_ERR_TIMEOUT, RLK_ERR_SERVER,
+                               RLK_ERR_PROTO, RLK_ERR_CLOSED               */
 } rlk_session_event;
 
 typedef void (*rlk_session_cb)(void *ctx, rlk_session *s, rlk_session_event ev,
@@ -854,12 +869,22 @@ int rlk_session_ready(const rlk_session *s);
 /* The reason of the last failure ("" if none). */
 const char *rlk_session_errmsg(const rlk_session *s);
 
-/* Starts taking the lock NAME with o (NULL: the defaults; kind must be
- * RLK_LOCK_SIMPLE; on_lost is not used: RLK_SEV_LOST is).  Before the
- * handshake is done the acquire waits for it.  The handle is returned,
- * and reported by one RLK_SEV_ACQUIRED or RLK_SEV_NOT_ACQUIRED event;
- * user is handed back by rlk_session_lock_user.  NULL (no event) for an
- * empty name, a reentrant kind, or no memory. */
+/* Starts taking the lock NAME with o (NULL: the defaults; on_lost is not
+ * used: RLK_SEV_LOST is).  Before the handshake is done the acquire waits
+ * for it.  The handle is returned, and reported by one RLK_SEV_ACQUIRED
+ * or RLK_SEV_NOT_ACQUIRED event; user is handed back by
+ * rlk_session_lock_user.  A reentrant lock (kind RLK_LOCK_REENTRANT) is
+ * the blocking client's: a hash whose field, the holder, counts its
+ * holds.  The session has no threads, so o->holder names the holder
+ * (copied; rlk_session_lock_token returns it); NULL: a holder of this
+ * handle's own, the session's random id, ':' and a counter, so that
+ * handles acquired without one exclude each other.  Acquiring a lock its
+ * holder holds already takes another hold (rlk_session_lock_holds);
+ * when another handle of this session holds it for the same holder, the
+ * new hold has that hold's fence.  Each release takes one hold away; the
+ * last frees the lock (or hands it over).  A holder named as a blocking
+ * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  NULL (no
+ * event) for an empty name or holder, an unknown kind, or no memory. */
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now);
 
@@ -873,10 +898,33 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
  * session is then broken: close, as after a failed feed). */
 int rlk_session_release(rlk_session_lock *l, int64_t now);
 
+/* Extends a held lock on the server (the extend script, as
+ * rlk_lock_extend: how RLK_EXTEND_ADD adds ms to the time it has left,
+ * RLK_EXTEND_SET makes that ms, and then ms becomes the TTL its renewals
+ * set; a reentrant lock's expiry never shortens).  One RLK_SEV_EXTENDED
+ * event follows with the result; on RLK_OK the lock is valid for the TTL
+ * the server set, from when this call queued the request, less the
+ * drift.  A reply that comes after that validity is over reports
+ * RLK_ERR_TIMEOUT and the lock lost; RLK_LOCK_NOT_HELD (expired) and
+ * RLK_LOCK_NOT_OWNER (someone else holds it) report it lost too
+ * (RLK_SEV_LOST after the EXTENDED event).  The request is never re-sent
+ * after a lost reply: closing reports RLK_ERR_CLOSED, and the lock stays
+ * held while its validity lasts.  Answered NOSCRIPT, it goes again as
+ * EVAL, unless the lock's release is queued behind it: then it reports
+ * RLK_ERR_SERVER (an EXTENDED event always comes before RELEASED).  Returns RLK_OK (the event comes later,
+ * never from this call); RLK_LOCK_LOST (found lost earlier);
+ * RLK_ERR_INVALID (ms < 1, an unknown how, a lock not held or being
+ * released, or an extend of it under way); RLK_ERR_CLOSED (not ready);
+ * RLK_ERR_NOMEM (the session is then broken, as after a failed feed). */
+int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now);
+
 void *rlk_session_lock_user(const rlk_session_lock *l);
 const char *rlk_session_lock_name(const rlk_session_lock *l);
 const char *rlk_session_lock_token(const rlk_session_lock *l);
 uint64_t rlk_session_lock_fence(const rlk_session_lock *l);
+/* A reentrant lock's holds by its holder, as the acquire saw them (1 for
+ * a simple lock; 0 before it is held). */
+int64_t rlk_session_lock_holds(const rlk_session_lock *l);
 /* Milliseconds the lock is known held from now (0: not held, lost, or
  * not acquired yet). */
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now);

@@ -22,6 +22,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "lua.h"
+#include "session_internal.h"
 #include "waiter.h"
 
 #include <stdarg.h>
@@ -31,7 +32,7 @@
 #define DEFAULT_TIMEOUT_MS 5000
 #define DEFAULT_MAX_INPUT (1u << 20)
 
-enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_COUNT };
+enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
 
 /* What a reply in the queue answers. */
 enum {
@@ -40,6 +41,8 @@ enum {
     Q_ACQ,                                /* the acquire script */
     Q_CONFIRM,                            /* a handoff's confirmation */
     Q_RELEASE,
+    Q_EXTEND,                             /* rlk_session_extend's */
+    Q_CALL,                               /* a call without a handle */
     Q_RENEW,                              /* one request of the round */
     Q_IGNORE                              /* a release nobody waits for */
 };
@@ -55,11 +58,26 @@ enum {
     L_DONE       /* its terminal event was given */
 };
 
+/* A call without a handle (session_internal.h), owned by its place in
+ * the queue. */
+typedef struct scall {
+    struct scall *next;  /* closing's list */
+    int which;           /* SC_STATUS, SC_RELEASE or SC_EXTEND */
+    int how;
+    int64_t ms;
+    rlk__session_call_cb cb;
+    void *ctx;
+    size_t cap;
+    char *token;         /* after the keys */
+    char keys[];         /* rlk__make_keys' slots */
+} scall;
+
 typedef struct sreq {
     unsigned char kind;
     unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
     char mode;           /* Q_ACQ's */
     rlk_session_lock *l;
+    scall *call;         /* Q_CALL's */
     int64_t deadline;    /* -1: none */
 } sreq;
 
@@ -67,9 +85,12 @@ struct rlk_session_lock {
     rlk_session *s;
     rlk_session_lock *prev, *next; /* the session's handles */
     rlk_session_lock *znext;       /* on the zombie list */
-    char *keys;           /* rlk__make_keys' slots */
+    char *keys;           /* rlk__make_keys' slots, then token and tomb */
     size_t cap;
-    char token[33];
+    char *token;          /* simple: random hex; reentrant: the holder */
+    char *tomb;           /* reentrant: this handle's release's tombstone */
+    char kind;            /* the scripts' letter: 's' simple, 'r' reentrant */
+    int64_t holds;
     void *user;
     int state;
     int64_t ttl, wait_ms;
@@ -86,6 +107,10 @@ struct rlk_session_lock {
     uint64_t handed_fence;
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
+    int ext_on;           /* an extend in flight: */
+    int ext_how;
+    int64_t ext_ms;
+    int64_t ext_start;    /* ... queued then */
     uint64_t fence;
     rlk__lease lease;
 };
@@ -95,6 +120,8 @@ struct rlk_session {
     rlk_client_config timing;
     char *strings;        /* the config's strings, copied */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
+    char id[40];          /* "HEX:", the default reentrant holders' prefix */
+    uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
     int connected, ready, resp3, broken;
     int hs_left;          /* handshake replies still owed */
@@ -239,6 +266,7 @@ void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
 const char *rlk_session_lock_name(const rlk_session_lock *l) { return l->keys; }
 const char *rlk_session_lock_token(const rlk_session_lock *l) { return l->token; }
 uint64_t rlk_session_lock_fence(const rlk_session_lock *l) { return l->fence; }
+int64_t rlk_session_lock_holds(const rlk_session_lock *l) { return l->holds; }
 
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
 {
@@ -271,6 +299,7 @@ static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadl
     r->eval = (unsigned char)eval;
     r->mode = mode;
     r->l = l;
+    r->call = NULL;
     r->deadline = deadline;
     if (l) l->inflight++;
     return RLK_OK;
@@ -334,11 +363,11 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
     }
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
-    char ls[24], cs[24], m[2] = {l->mode, 0};
+    char ls[24], cs[24], m[2] = {l->mode, 0}, k[2] = {l->kind, 0};
     snprintf(ls, sizeof ls, "%lld", (long long)p.lease);
     snprintf(cs, sizeof cs, "%lld", (long long)p.claim);
     const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
-                            "s", m, ls, s->handoff, cs};
+                            k, m, ls, s->handoff, cs};
     return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, reply_deadline(s), 3, 10, argv,
                        NULL);
 }
@@ -347,19 +376,38 @@ static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
 {
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
-    const char *argv[5] = {l->keys, l->token, ms, "set", "s"};
+    const char *argv[5] = {l->keys, l->token, ms, "set", l->kind == 'r' ? "r" : "s"};
     l->try_start = s->now;
     l->state = L_CONFIRM;
     return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
 }
 
+static int send_extend(rlk_session *s, rlk_session_lock *l, int eval)
+{
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)l->ext_ms);
+    const char *argv[5] = {l->keys, l->token, ms, l->ext_how == RLK_EXTEND_ADD ? "add" : "set",
+                           l->kind == 'r' ? "r" : "s"};
+    return send_script(s, SC_EXTEND, Q_EXTEND, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
+}
+
 /* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
 static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
 {
-    const char *argv[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    /* A reentrant release names its tombstone, which holds its result
+     * for a while (see src/lua/release.lua): twice the command timeout,
+     * at least a second, a minute without a timeout, as the blocking
+     * client's. */
+    int64_t t = timeout_ms(s);
+    char life[24];
+    snprintf(life, sizeof life, "%lld", (long long)(t < 0 ? 60000 : t < 500 ? 1000 : 2 * t));
+    const char *simple[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    const char *reentrant[7] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life};
+    int r = l->kind == 'r';
     if (kind == Q_RELEASE) l->state = L_RELEASING;
     return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0,
-                       reply_deadline(s), 3, 4, argv, NULL);
+                       reply_deadline(s), r ? 4 : 3, r ? 7 : 4, r ? reentrant : simple, NULL);
 }
 
 /* RESP3: the release channel of a lock waited for (no reply is owed: the
@@ -383,12 +431,28 @@ static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 
 static int release_now(rlk_session *s, rlk_session_lock *l);
 
-/* The wait is over with the lock held, valid from l->try_start. */
-static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence)
+/* Another handle of this session holding the same reentrant lock for
+ * the same holder: a hold taken on top of it keeps its fence (the script
+ * gives the clock's time now), as the blocking client's does. */
+static const rlk_session_lock *held_before(const rlk_session *s, const rlk_session_lock *l)
+{
+    for (const rlk_session_lock *h = s->head; h; h = h->next)
+        if (h != l && h->kind == 'r' && (h->state == L_HELD || h->state == L_RELEASING) &&
+            h->leased && !h->lease.lost && strcmp(h->keys, l->keys) == 0 &&
+            strcmp(h->token, l->token) == 0)
+            return h;
+    return NULL;
+}
+
+/* The wait is over with the lock held (holds of it by its holder, as
+ * the server counted them), valid from l->try_start. */
+static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t holds)
 {
     int r = subscribe(s, l, 0);
     if (r != RLK_OK) return r;
-    l->fence = fence;
+    const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
+    l->fence = before ? before->fence : fence;
+    l->holds = holds;
     rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, l->ttl);
     if (l->lease.valid_until <= s->now) {
         /* The reply came after the validity it gave was over: no success
@@ -452,9 +516,11 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
 
 static void lost_cb(void *ctx, void *owner);
 
+/* A simple lock's first try is SET NX PX; a reentrant lock's, the
+ * script in mode '0', which counts another hold of its holder. */
 static int start(rlk_session *s, rlk_session_lock *l)
 {
-    l->mode = 0;
+    l->mode = l->kind == 'r' ? '0' : 0;
     return send_try(s, l, 0);
 }
 
@@ -470,15 +536,26 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
         fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
         return NULL;
     }
-    if (o->kind != RLK_LOCK_SIMPLE) {
-        fail(s, RLK_ERR_INVALID, "acquire: a session takes simple locks only");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT) {
+        fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
         return NULL;
     }
+    int reentrant = o->kind == RLK_LOCK_REENTRANT;
+    if (reentrant && o->holder && !*o->holder) {
+        fail(s, RLK_ERR_INVALID, "acquire: empty holder");
+        return NULL;
+    }
+    /* The token's room: 32 hex digits, a holder named, or the session's
+     * prefix and a counter's 20 digits.  A reentrant release's
+     * tombstone: its prefix, ':' and 32 hex digits. */
+    size_t cap = rlk__key_cap(name);
+    size_t tl = !reentrant ? 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 : 0);
     rlk_session_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
-    l->cap = rlk__key_cap(name);
-    l->keys = rlk__malloc(RLK__NKEYS * l->cap);
+    l->cap = cap;
+    l->keys = all >= keys ? rlk__malloc(all) : NULL;
     unsigned char rnd[16];
     if (!l->keys || rlk__random_bytes(rnd, sizeof rnd) != 0) {
         fail(s, RLK_ERR_NOMEM, "acquire: out of memory or random bytes");
@@ -487,7 +564,20 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     }
     enter(s, now);
     rlk__make_keys(name, l->keys, l->cap);
-    rlk__hex(rnd, sizeof rnd, l->token);
+    l->token = l->keys + keys;
+    l->kind = reentrant ? 'r' : 's';
+    if (!reentrant) {
+        rlk__hex(rnd, sizeof rnd, l->token);
+    } else {
+        if (o->holder) memcpy(l->token, o->holder, tl + 1);
+        else snprintf(l->token, tl + 1, "%s%llu", s->id, (unsigned long long)++s->holders);
+        /* One release per handle: its tombstone's id can be drawn now. */
+        l->tomb = l->token + tl + 1;
+        size_t pl = strlen(key(l, RLK__K_TOMB));
+        memcpy(l->tomb, key(l, RLK__K_TOMB), pl);
+        l->tomb[pl] = ':';
+        rlk__hex(rnd, sizeof rnd, l->tomb + pl + 1);
+    }
     l->s = s;
     l->user = user;
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
@@ -498,7 +588,7 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     rlk__lease *e = &l->lease;
     e->key = l->keys;
     e->token = l->token;
-    e->kind = 's';
+    e->kind = l->kind;
     e->slot = rlk__keyslot(name, strlen(name));
     e->ttl = l->ttl;
     e->watchdog = o->watchdog;
@@ -552,7 +642,7 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     case L_WAIT:
         l->cancel = 1;
         l->final = 1;
-        if (l->mode) l->mode = 'q';
+        if (l->mode == 'w') l->mode = 'q';
         r = send_try(s, l, 0);
         break;
     case L_TRY:
@@ -562,6 +652,31 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     default:
         r = release_now(s, l);
     }
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Extending                                                            */
+
+int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
+{
+    rlk_session *s = l->s;
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (l->state != L_HELD || l->cancel)
+        return fail(s, RLK_ERR_INVALID, "extend: lock '%s' is not held", l->keys);
+    if (l->ext_on) return fail(s, RLK_ERR_INVALID, "extend: under way already");
+    if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED))
+        return fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
+    enter(s, now);
+    l->ext_on = 1;
+    l->ext_ms = ms;
+    l->ext_how = how;
+    l->ext_start = s->now;
+    int r = send_extend(s, l, 0);
+    if (r != RLK_OK) l->ext_on = 0; /* not queued: no event will come */
     leave(s);
     return r;
 }
@@ -663,7 +778,7 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
             send_release(s, l, Q_IGNORE, 1);
             return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
         }
-        if (l->set_result == 1) return acquired(s, l, fence);
+        if (l->set_result == 1) return acquired(s, l, fence, 1);
         if (l->set_result < 0) return not_acquired(s, l, l->set_result);
         return busy(s, l, -1);
     }
@@ -671,34 +786,189 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
         if (v->type != RLK_RESP_INTEGER)
             return not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
                                            "acquire: unexpected reply to the confirmation"));
-        if (v->integer >= 0) return acquired(s, l, l->handed_fence);
+        if (v->integer >= 0) return acquired(s, l, l->handed_fence, 1);
         /* Read too late: someone else has it now. */
         l->mode = l->final ? 'q' : 'w';
         return l->final ? send_try(s, l, 0) : busy(s, l, -1);
     }
     /* Q_ACQ: {1, fence, holds, found} or {0, pttl}. */
-    int64_t ok, x;
+    int64_t ok, x, holds;
     if (rlk__is_error(v))
         return not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x))
         return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
     if (ok) {
         if (x <= 0) return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
-        return acquired(s, l, (uint64_t)x);
+        if (rlk__int_at(v, 2, &holds) || holds < 1) holds = 1;
+        int64_t found;
+        if (l->mode != '0' && l->kind == 'r' && !rlk__int_at(v, 3, &found) && found &&
+            held_before(s, l)) {
+            /* Found its holder's field, not counted: a hold of another
+             * handle (both waited in line under one holder), not a
+             * handoff to this one.  A try that counts a hold. */
+            l->mode = '0';
+            return send_try(s, l, 0);
+        }
+        return acquired(s, l, (uint64_t)x, holds);
     }
     return busy(s, l, x);
 }
 
+/* The release script's reply, as a status. */
+static int release_status(rlk_session *s, const rlk_resp_value *v, const char *name)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
+    if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
+    if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", name);
+    return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
+}
+
 static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
 {
-    int st;
-    if (rlk__is_error(v)) st = fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
-    else if (v->type != RLK_RESP_INTEGER) st = fail(s, RLK_ERR_PROTO, "release: unexpected reply");
-    else if (v->integer == 1) st = RLK_OK;
-    else if (v->integer == 0) st = fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", l->keys);
-    else st = fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", l->keys);
-    finish(s, l, RLK_SEV_RELEASED, st);
+    finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys));
     return RLK_OK;
+}
+
+/* The extend script's reply: RLK_OK with the TTL set in *after, or a
+ * status. */
+static int extend_status(rlk_session *s, const rlk_resp_value *v, const char *name, int64_t *after)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "extend: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER)
+        return fail(s, RLK_ERR_PROTO, "extend: unexpected reply from the server");
+    if (v->integer == -1) return fail(s, RLK_LOCK_NOT_HELD, "extend: lock '%s' is not held (expired)", name);
+    if (v->integer < 0) return fail(s, RLK_LOCK_NOT_OWNER, "extend: lock '%s' is held by someone else", name);
+    *after = v->integer;
+    return RLK_OK;
+}
+
+static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    int64_t after = 0;
+    int st = extend_status(s, v, l->keys, &after);
+    rlk__lease *e = &l->lease;
+    l->ext_on = 0;
+    if (e->lost) {
+        st = fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    } else if (st == RLK_OK) {
+        /* A set TTL becomes the lock's TTL; an added time is a one-off
+         * and renewals go on with the TTL the lock had. */
+        if (l->ext_how == RLK_EXTEND_SET) e->ttl = l->ext_ms;
+        rlk__lease_set_validity(&s->leases, e, l->ext_start, after);
+        if (e->valid_until <= s->now)
+            st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
+    }
+    if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
+        rlk__lease_mark_lost(&s->leases, e);
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l, st);
+    return RLK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls without a handle                                               */
+
+static int send_call(rlk_session *s, scall *c, int eval)
+{
+    const char *ks[4] = {c->keys, c->keys + RLK__K_QUEUE * c->cap,
+                         c->keys + RLK__K_WAITERS * c->cap, c->token};
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)c->ms);
+    const char *ext[5] = {c->keys, c->token, ms, c->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
+    int ext_call = c->which == SC_EXTEND;
+    int r = send_script(s, c->which, Q_CALL, NULL, eval, 0, reply_deadline(s), ext_call ? 1 : 3,
+                        ext_call ? 5 : c->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks, NULL);
+    if (r == RLK_OK) s->q[s->qtail - 1].call = c;
+    return r;
+}
+
+static void call_done(rlk_session *s, scall *c, rlk__session_result *res)
+{
+    if (c->cb) c->cb(c->ctx, s, res);
+    rlk__free(c);
+}
+
+/* The status script's reply: {held, type, pttl, holds, waiters}. */
+static int read_status(rlk_session *s, const rlk_resp_value *v, rlk_lock_status *st)
+{
+    int64_t held, ttl, holds, w;
+    const rlk_resp_value *t = rlk_resp_value_at(v, 1);
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
+        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || !t)
+        return fail(s, RLK_ERR_PROTO, "status: unexpected reply from the server");
+    st->held = held != 0;
+    st->kind = rlk__str_is(t, "hash", 4) ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
+    st->ttl_ms = held ? ttl : 0;
+    st->holds = holds;
+    st->waiters = w;
+    return RLK_OK;
+}
+
+static int on_call(rlk_session *s, const sreq *q, const rlk_resp_value *v, int noscript)
+{
+    scall *c = q->call;
+    rlk__session_result res;
+    memset(&res, 0, sizeof res);
+    if (noscript && !q->eval) {
+        /* The script cache was flushed: again as EVAL. */
+        int r = send_call(s, c, 1);
+        if (r == RLK_OK) return RLK_OK;
+        res.status = r;
+        call_done(s, c, &res);
+        return r;
+    }
+    if (c->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
+    else if (c->which == SC_RELEASE) res.status = release_status(s, v, c->keys);
+    else res.status = extend_status(s, v, c->keys, &res.ttl_ms_after);
+    call_done(s, c, &res);
+    return RLK_OK;
+}
+
+static int call(rlk_session *s, int which, const char *name, const char *token, int64_t ms,
+                int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    if (!name || !*name || (which != SC_STATUS && (!token || !*token)))
+        return fail(s, RLK_ERR_INVALID, "empty lock name or token");
+    if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "not connected");
+    size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
+    scall *c = rlk__malloc(sizeof *c + RLK__NKEYS * cap + tl);
+    if (!c) return fail(s, RLK_ERR_NOMEM, "out of memory");
+    memset(c, 0, sizeof *c);
+    c->which = which;
+    c->how = how;
+    c->ms = ms;
+    c->cb = cb;
+    c->ctx = ctx;
+    c->cap = cap;
+    rlk__make_keys(name, c->keys, cap);
+    c->token = c->keys + RLK__NKEYS * cap;
+    if (token) memcpy(c->token, token, tl);
+    enter(s, now);
+    int r = send_call(s, c, 0);
+    if (r != RLK_OK) rlk__free(c);
+    leave(s);
+    return r;
+}
+
+int rlk__session_status(rlk_session *s, const char *name, rlk__session_call_cb cb, void *ctx,
+                        int64_t now)
+{
+    return call(s, SC_STATUS, name, NULL, 0, 0, cb, ctx, now);
+}
+
+int rlk__session_release_token(rlk_session *s, const char *name, const char *token,
+                               rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_RELEASE, name, token, 0, 0, cb, ctx, now);
+}
+
+int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
+                              int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_EXTEND, name, token, ms, how, cb, ctx, now);
 }
 
 /* A push (RESP3): a handoff to one of the handles, or a release that
@@ -739,7 +1009,13 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
         return RLK_OK;
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
-    if (noscript && !q.eval && (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE)) {
+    if (q.kind == Q_CALL) return on_call(s, &q, v, noscript);
+    /* An extend of a lock whose release is queued behind it is not sent
+     * again: its result must come before the release's (which ends the
+     * handle), so the NOSCRIPT is its result. */
+    if (noscript && !q.eval &&
+        (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE ||
+         (q.kind == Q_EXTEND && l->state == L_HELD))) {
         /* The script cache was flushed: the same request again as EVAL,
          * which loads it too. */
         if (q.kind == Q_ACQ) {
@@ -747,9 +1023,11 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
             return send_try(s, l, 1);
         }
         if (q.kind == Q_CONFIRM) return send_confirm(s, l, 1);
+        if (q.kind == Q_EXTEND) return send_extend(s, l, 1);
         return send_release(s, l, Q_RELEASE, 1);
     }
     if (q.kind == Q_RELEASE) return on_release(s, l, v);
+    if (q.kind == Q_EXTEND) return on_extend(s, l, v);
     return on_try(s, &q, l, v);
 }
 
@@ -843,7 +1121,7 @@ int rlk_session_tick(rlk_session *s, int64_t now)
         } else if (l->state == L_WAIT && s->now >= l->wake_at) {
             if (l->until >= 0 && s->now >= l->until) {
                 l->final = 1;
-                if (l->mode) l->mode = 'q';
+                if (l->mode == 'w') l->mode = 'q';
             }
             r = send_try(s, l, 0);
         }
@@ -907,13 +1185,26 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     rlk_resp_arena_reset(&s->arena);
     /* The replies owed will not come: the round's leases are tried again
      * on the next connection, while validity lasts. */
+    scall *calls = NULL, **tail = &calls;
     for (size_t i = s->qhead; i < s->qtail; i++) {
         if (s->q[i].kind == Q_RENEW && s->round_on &&
             rlk__round_apply_one(&s->leases, &s->round, NULL))
             s->round_on = 0;
         if (s->q[i].l) s->q[i].l->inflight--;
+        if (s->q[i].call) {
+            *tail = s->q[i].call;
+            tail = &s->q[i].call->next;
+        }
     }
     s->qhead = s->qtail = 0;
+    while (calls) {
+        scall *c = calls;
+        calls = c->next;
+        rlk__session_result res;
+        memset(&res, 0, sizeof res);
+        res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
+        call_done(s, c, &res);
+    }
     /* A round whose sending failed part way has requests that were never
      * queued: it ends here too, or no round would follow. */
     while (s->round_on)
@@ -921,6 +1212,15 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         l->subscribed = 0;
         l->handed = 0;
+        if (l->ext_on) {
+            /* Its reply will not come: the lock stays as valid as it
+             * was.  Before a release's result, as it was sent before. */
+            l->ext_on = 0;
+            if (s->cfg.cb)
+                s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l,
+                          fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
+            if (l->state == L_DONE) continue;
+        }
         if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM)
             not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
         else if (l->state == L_RELEASING)
@@ -960,7 +1260,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     if (cfg->timing) s->timing = *cfg->timing;
     s->cfg.timing = &s->timing;
     size_t n = copy_len(cfg->username) + copy_len(cfg->password) + copy_len(cfg->client_name);
-    unsigned char rnd[12];
+    unsigned char rnd[12 + 16];
     if ((n && !(s->strings = rlk__malloc(n))) || rlk__random_bytes(rnd, sizeof rnd) != 0 ||
         rlk__leases_init(&s->leases, &s->timing) != 0) {
         rlk__free(s->strings);
@@ -976,10 +1276,13 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
             p += k;
         }
     memcpy(s->handoff, "resplock:handoff:", 17);
-    rlk__hex(rnd, sizeof rnd, s->handoff + 17);
+    rlk__hex(rnd, 12, s->handoff + 17);
+    rlk__hex(rnd + 12, 16, s->id);
+    s->id[32] = ':';
+    s->id[33] = 0;
     s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
-                                   rlk__lua_renew};
+                                   rlk__lua_renew, rlk__lua_status};
     for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
     rlk_resp_limits lim;
     rlk_resp_limits_default(&lim);
@@ -1017,6 +1320,7 @@ void rlk_session_free(rlk_session *s)
         s->zombies = l->znext;
         free_handle(l);
     }
+    for (size_t i = s->qhead; i < s->qtail; i++) rlk__free(s->q[i].call);
     rlk__leases_destroy(&s->leases);
     rlk_resp_reader_free(&s->reader);
     rlk_resp_arena_free(&s->arena);

@@ -11,7 +11,7 @@
  * caller holds a handle for, or one that expires by itself.
  *
  * Scenarios: parsing and tree building, connect and handshake, acquire
- * and release, a watchdog round.  Also measured through the hook: the
+ * and release, a watchdog round, the session's requests.  Also measured through the hook: the
  * heap of an idle client (connected, one lock held, watchdog in tick
  * mode), which must stay within 32 KB.
  *
@@ -25,6 +25,7 @@
 
 #include "resplock.h"
 #include "driver.h"
+#include "session_internal.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -522,6 +523,21 @@ static int sc_session(const char **msg)
 
 static void test_session(void) { CHECK(inject("session", NULL, sc_session, NULL) > 5); }
 
+/* A session with cb, connected, its handshake answered (*r: the status;
+ * NULL when memory ran out first). */
+static rlk_session *sess_ready(rlk_session_cb cb, int *r)
+{
+    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
+    rlk_session_config c;
+    rlk_session_config_init(&c);
+    c.cb = cb;
+    rlk_session *s = rlk_session_new(&c);
+    if (!s) return NULL;
+    *r = rlk_session_connected(s, 1000);
+    if (*r == RLK_OK) *r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    return s;
+}
+
 /* 40 locks: the renewal round's request outgrows the output buffer, so
  * sending the round can fail part way; a reconnect must still send the
  * next round. */
@@ -530,14 +546,9 @@ static int sc_session_round(const char **msg)
     enum { N = 40 };
     sess_acquired = sess_released = 0;
     *msg = sess_msg;
-    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
-    rlk_session_config c;
-    rlk_session_config_init(&c);
-    c.cb = sess_cb;
-    rlk_session *s = rlk_session_new(&c);
+    int r;
+    rlk_session *s = sess_ready(sess_cb, &r);
     if (!s) return RLK_ERR_NOMEM;
-    int r = rlk_session_connected(s, 1000);
-    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 3000;
@@ -579,6 +590,76 @@ static void test_session_round(void)
     CHECK(inject("session, 40 locks", NULL, sc_session_round, NULL) > 40);
 }
 
+/* The session's later requests: a reentrant lock held twice by one
+ * holder, an extend (answered NOSCRIPT, then sent again as EVAL), the
+ * calls without a handle, the releases.  A run that fails closes the
+ * session with requests under way, and frees it with calls queued. */
+static int sess_extended, sess_calls;
+
+static void sess_cb2(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session_lock *l,
+                     int status)
+{
+    sess_cb(ctx, s, ev, l, status);
+    if (ev == RLK_SEV_EXTENDED && status == RLK_OK) sess_extended++;
+}
+
+static void sess_call_cb(void *ctx, rlk_session *s, const rlk__session_result *res)
+{
+    (void)ctx, (void)s;
+    if (res->status == RLK_OK) sess_calls++;
+}
+
+#define ACQ_REPLY(fence, holds) "*4\r\n:1\r\n:" fence "\r\n:" holds "\r\n:0\r\n"
+
+static int sc_session_requests(const char **msg)
+{
+    sess_acquired = sess_released = sess_extended = sess_calls = 0;
+    *msg = sess_msg;
+    int r;
+    rlk_session *s = sess_ready(sess_cb2, &r);
+    if (!s) return RLK_ERR_NOMEM;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 3000;
+    o.kind = RLK_LOCK_REENTRANT;
+    rlk_session_lock *a = NULL, *b = NULL;
+    if (r == RLK_OK && !(a = rlk_session_acquire(s, "alloc:r", &o, NULL, 1000))) r = RLK_ERR_NOMEM;
+    if (r == RLK_OK) r = sess_feed(s, ACQ_REPLY("7", "1"), 1001);
+    o.holder = a ? rlk_session_lock_token(a) : NULL;
+    if (r == RLK_OK && !(b = rlk_session_acquire(s, "alloc:r", &o, NULL, 1002))) r = RLK_ERR_NOMEM;
+    if (r == RLK_OK) r = sess_feed(s, ACQ_REPLY("9", "2"), 1003);
+    if (r == RLK_OK && (sess_acquired != 2 || rlk_session_lock_fence(b) != 7)) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_extend(a, 5000, RLK_EXTEND_SET, 1004);
+    if (r == RLK_OK) r = sess_feed(s, "-NOSCRIPT No matching script.\r\n", 1005);
+    if (r == RLK_OK) r = sess_feed(s, ":5000\r\n", 1006);
+    if (r == RLK_OK && sess_extended != 1) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk__session_status(s, "alloc:r", sess_call_cb, NULL, 1007);
+    if (r == RLK_OK) r = rlk__session_release_token(s, "alloc:t", "tok", sess_call_cb, NULL, 1007);
+    if (r == RLK_OK)
+        r = rlk__session_extend_token(s, "alloc:t", "tok", 100, RLK_EXTEND_ADD, sess_call_cb, NULL,
+                                      1007);
+    if (r == RLK_OK) r = sess_feed(s, "*5\r\n:1\r\n+hash\r\n:4000\r\n:2\r\n:0\r\n", 1008);
+    if (r == RLK_OK) r = sess_feed(s, "-NOSCRIPT No matching script.\r\n", 1008);
+    if (r == RLK_OK) r = sess_feed(s, ":900\r\n:1\r\n", 1009); /* the EVAL comes last */
+    if (r == RLK_OK && sess_calls != 3) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_release(a, 1010);
+    if (r == RLK_OK) r = rlk_session_release(b, 1010);
+    if (r == RLK_OK) r = sess_feed(s, ":2\r\n:1\r\n", 1011);
+    if (r == RLK_OK && sess_released != 2) r = RLK_ERR_PROTO;
+    if (r != RLK_OK) {
+        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+        /* The calls under way end here, or with the session. */
+        if (H.calls % 2) rlk_session_closed(s, 1012);
+    }
+    rlk_session_free(s);
+    return r;
+}
+
+static void test_session_requests(void)
+{
+    CHECK(inject("session requests", NULL, sc_session_requests, NULL) > 10);
+}
+
 int main(int argc, char **argv)
 {
     rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
@@ -605,6 +686,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_driver);
     RUN_TEST(test_session);
     RUN_TEST(test_session_round);
+    RUN_TEST(test_session_requests);
     RUN_TEST(test_idle_client_heap);
     rlk_conn_free(admin);
     ts_stop(srv);

@@ -13,6 +13,7 @@
 #include "server.h"
 #include "conntest.h"
 #include "resplock.h"
+#include "session_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static ts_server *srv;
@@ -352,6 +354,350 @@ static void test_frozen_server(void)
     ts_stop(f);
 }
 
+/* Extend: a set TTL and an added time reach the server and the lock's
+ * validity; the script comes back by EVAL after a flush; a lock expired
+ * is not held, a lock taken by someone else is not ours (both lost). */
+static void test_extend(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_session_lock *l = acq(&d, "sess:x", 1000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED) > 0, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK(rlk_session_lock_remaining_ms(l, ts_now_ms()) <= 1000);
+    CMD(adm, "SCRIPT", "FLUSH");
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_session_extend(l, 20000, RLK_EXTEND_SET, t0), RLK_OK);
+    /* One at a time. */
+    CHECK_EQ_INT(rlk_session_extend(l, 20000, RLK_EXTEND_SET, t0), RLK_ERR_INVALID);
+    CHECK_EQ_INT(count(&d, RLK_SEV_EXTENDED), 0);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 0, 5000, &d);
+    const ev *e = find(&d, RLK_SEV_EXTENDED, l);
+    CHECK(e && e->status == RLK_OK);
+    CHECK(CMD_INT(adm, "PTTL", "sess:x") > 15000);
+    /* Valid for the new TTL from the call, less the drift. */
+    int64_t left = rlk_session_lock_remaining_ms(l, t0);
+    CHECK_MSG(left > 19000 && left <= 20000, "remaining %lld ms after extending to 20 s",
+              (long long)left);
+    t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_session_extend(l, 10000, RLK_EXTEND_ADD, t0), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 1, 5000, &d);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_OK);
+    CHECK(CMD_INT(adm, "PTTL", "sess:x") > 25000);
+    CHECK(rlk_session_lock_remaining_ms(l, t0) > 25000);
+    CHECK_EQ_INT(rlk_session_extend(l, 0, RLK_EXTEND_ADD, t0), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_session_extend(l, 10, 7, t0), RLK_ERR_INVALID);
+    /* Someone else's now. */
+    CMD(adm, "SET", "sess:x", "someone", "PX", "60000");
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_SET, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 2, 5000, &d);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST);
+    CHECK(d.nev >= 2 && d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED &&
+          d.evs[d.nev - 2].status == RLK_LOCK_NOT_OWNER);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, ts_now_ms()), 0);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_SET, ts_now_ms()), RLK_LOCK_LOST);
+    char v[64];
+    CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:x"), 1);
+    CHECK_EQ_STR(v, "someone");
+    rlk_session_release(l, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    CMD(adm, "DEL", "sess:x");
+    /* Expired: not held. */
+    int n = d.nev;
+    l = acq(&d, "sess:x2", 200, 0, 0);
+    RUN_UNTIL(d.nev > n, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    RUN_UNTIL(CMD_INT(adm, "EXISTS", "sess:x2") == 0, 5000, &d);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 3, 5000, &d);
+    CHECK(d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 2].l == l &&
+          d.evs[d.nev - 2].status == RLK_LOCK_NOT_HELD);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST && d.evs[d.nev - 1].l == l);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:x2"), 0);
+    drv_free(&d);
+}
+
+/* A reentrant lock's holds by one holder (-1: none). */
+static long hget(const char *key, const char *field)
+{
+    char v[32];
+    return CMD_STR(adm, v, "HGET", key, field) == 1 ? strtol(v, NULL, 10) : -1;
+}
+
+static rlk_session_lock *acq_r(drv *d, const char *name, const char *holder, int64_t ttl,
+                                int64_t wait)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = ttl;
+    o.wait_ms = wait;
+    o.kind = RLK_LOCK_REENTRANT;
+    o.holder = holder;
+    d->now = ts_now_ms();
+    return rlk_session_acquire(d->s, name, &o, d, d->now);
+}
+
+/* The next result (ACQUIRED or NOT_ACQUIRED) of l, after event n. */
+static const ev *result_of(drv *d, int n, const rlk_session_lock *l)
+{
+    for (int64_t end = ts_now_ms() + 5000; ts_now_ms() < end; turn(d, 5))
+        for (int i = n; i < d->nev; i++)
+            if (d->evs[i].l == l &&
+                (d->evs[i].ev == RLK_SEV_ACQUIRED || d->evs[i].ev == RLK_SEV_NOT_ACQUIRED ||
+                 d->evs[i].ev == RLK_SEV_RELEASED))
+                return &d->evs[i];
+    return NULL;
+}
+
+/* Reentrant: a holder's second hold is counted on the server (the hash
+ * field's count, one field) and keeps the first hold's fence; the key's
+ * expiry is not shortened; each release takes one hold away; another
+ * holder is busy meanwhile, and gets the lock handed over after the
+ * last release. */
+static void test_reentrant(void)
+{
+    drv d, o;
+    drv_init(&d, 0, 0);
+    drv_init(&o, 0, 10000);
+    drv_connect(&d, srv);
+    drv_connect(&o, srv);
+    CMD(adm, "DEL", "sess:re");
+    rlk_session_lock *a = acq_r(&d, "sess:re", "app:1", 20000, 0);
+    const ev *ea = result_of(&d, 0, a);
+    CHECK(ea && ea->ev == RLK_SEV_ACQUIRED);
+    if (!ea || ea->ev != RLK_SEV_ACQUIRED) goto out;
+    CHECK_EQ_STR(rlk_session_lock_token(a), "app:1");
+    CHECK_EQ_INT(rlk_session_lock_holds(a), 1);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 1);
+    CMD(adm, "PEXPIRE", "sess:re", "30000");
+    int n = d.nev;
+    rlk_session_lock *b = acq_r(&d, "sess:re", "app:1", 5000, 0);
+    const ev *eb = result_of(&d, n, b);
+    CHECK(eb && eb->ev == RLK_SEV_ACQUIRED);
+    if (!eb || eb->ev != RLK_SEV_ACQUIRED) goto out;
+    CHECK_EQ_U64(eb->fence, ea->fence);
+    CHECK_EQ_INT(rlk_session_lock_holds(b), 2);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 2);
+    CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+    CHECK_MSG(CMD_INT(adm, "PTTL", "sess:re") > 25000, "the second hold shortened the expiry");
+    /* Another holder: busy at once, and in line with a wait. */
+    n = o.nev;
+    rlk_session_lock *x = acq_r(&o, "sess:re", "app:2", 5000, 0);
+    const ev *ex = result_of(&o, n, x);
+    CHECK(ex && ex->ev == RLK_SEV_NOT_ACQUIRED && ex->status == RLK_LOCK_BUSY);
+    /* The same session, no holder named: a holder of its own, busy too. */
+    n = d.nev;
+    rlk_session_lock *y = acq_r(&d, "sess:re", NULL, 5000, 0);
+    const ev *ey = result_of(&d, n, y);
+    CHECK(ey && ey->ev == RLK_SEV_NOT_ACQUIRED && ey->status == RLK_LOCK_BUSY);
+    n = o.nev;
+    rlk_session_lock *w = acq_r(&o, "sess:re", "app:2", 5000, 15000);
+    RUN_UNTIL(CMD_INT(adm, "LLEN", "{sess:re}:queue") == 1, 5000, &d, &o);
+    CHECK_EQ_INT(CMD_INT(adm, "LLEN", "{sess:re}:queue"), 1);
+    n = d.nev;
+    rlk_session_release(a, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d, &o);
+    CHECK(find(&d, RLK_SEV_RELEASED, a) && find(&d, RLK_SEV_RELEASED, a)->status == RLK_OK);
+    CHECK_EQ_INT(hget("sess:re", "app:1"), 1);
+    /* Its tombstone holds its result. */
+    CHECK_EQ_INT(CMD_INT(adm, "EVAL", "return #redis.call('keys', '{sess:re}:released:*')", "0"), 1);
+    CHECK_EQ_INT(count(&o, RLK_SEV_ACQUIRED), 0);
+    rlk_session_release(b, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 1 && count(&o, RLK_SEV_ACQUIRED) > 0, 5000, &d, &o);
+    CHECK(find(&d, RLK_SEV_RELEASED, b) && find(&d, RLK_SEV_RELEASED, b)->status == RLK_OK);
+    const ev *ew = find(&o, RLK_SEV_ACQUIRED, w);
+    CHECK(ew != NULL);
+    if (ew) {
+        CHECK(ew->fence > ea->fence);
+        CHECK_EQ_INT(hget("sess:re", "app:2"), 1);
+        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+        CHECK(CMD_INT(adm, "PTTL", "sess:re") > 4000);
+        rlk_session_release(w, ts_now_ms());
+        RUN_UNTIL(count(&o, RLK_SEV_RELEASED) > 0, 5000, &o);
+    }
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:re"), 0);
+out:
+    drv_free(&d);
+    drv_free(&o);
+}
+
+/* Sessions and blocking clients share locks, both ways: the blocking
+ * client's reentrant lock keeps a session out, unless the session names
+ * the same holder ("client-id:thread", whose hold it then counts); a
+ * session's locks are what rlk_lock_get_status reads and what the
+ * blocking client is kept out of. */
+static void test_interop(void)
+{
+    rlk_client_config cc;
+    rlk_client_config_init(&cc);
+    cc.conn.url = url;
+    cc.client_id = "blk";
+    rlk_client *cl = rlk_client_new(&cc);
+    CHECK(cl != NULL);
+    if (!cl) return;
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.kind = RLK_LOCK_REENTRANT;
+    o.ttl_ms = 20000;
+    rlk_lock *bl = NULL;
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io", &o, &bl), RLK_OK);
+    if (!bl) goto out;
+    int n = d.nev;
+    rlk_session_lock *x = acq_r(&d, "sess:io", "app:9", 5000, 0);
+    const ev *e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_NOT_ACQUIRED && e->status == RLK_LOCK_BUSY);
+    n = d.nev;
+    x = acq(&d, "sess:io", 5000, 0, 0);
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_NOT_ACQUIRED && e->status == RLK_LOCK_BUSY);
+    char holder[64];
+    snprintf(holder, sizeof holder, "blk:%ld", (long)syscall(SYS_gettid));
+    CHECK_EQ_STR(rlk_lock_token(bl), holder);
+    n = d.nev;
+    x = acq_r(&d, "sess:io", holder, 5000, 0);
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_ACQUIRED);
+    CHECK_EQ_INT(hget("sess:io", holder), 2);
+    CHECK_EQ_INT(rlk_session_lock_holds(x), 2);
+    n = d.nev;
+    rlk_session_release(x, ts_now_ms());
+    e = result_of(&d, n, x);
+    CHECK(e && e->ev == RLK_SEV_RELEASED && e->status == RLK_OK);
+    CHECK_EQ_INT(hget("sess:io", holder), 1);
+    CHECK_EQ_INT(rlk_lock_release(bl), RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:io"), 0);
+    /* The other way. */
+    n = d.nev;
+    rlk_session_lock *sl = acq(&d, "sess:io2", 20000, 0, 0);
+    e = result_of(&d, n, sl);
+    CHECK(e && e->ev == RLK_SEV_ACQUIRED);
+    rlk_lock_status st;
+    CHECK_EQ_INT(rlk_lock_get_status(cl, "sess:io2", &st), RLK_OK);
+    CHECK(st.held && st.kind == RLK_LOCK_SIMPLE && st.ttl_ms > 15000);
+    rlk_lock_options_init(&o);
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io2", &o, &bl), RLK_LOCK_BUSY);
+    n = d.nev;
+    rlk_session_lock *r1 = acq_r(&d, "sess:io3", "app:3", 20000, 0);
+    rlk_session_lock *r2 = acq_r(&d, "sess:io3", "app:3", 20000, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) >= 3, 5000, &d);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, r1) && find(&d, RLK_SEV_ACQUIRED, r2));
+    CHECK_EQ_INT(rlk_lock_get_status(cl, "sess:io3", &st), RLK_OK);
+    CHECK(st.held && st.kind == RLK_LOCK_REENTRANT && st.holds == 2);
+    o.kind = RLK_LOCK_REENTRANT;
+    CHECK_EQ_INT(rlk_lock_acquire(cl, "sess:io3", &o, &bl), RLK_LOCK_BUSY);
+    /* Released by its token from the blocking client: the session's
+     * extend then finds it not held. */
+    CHECK_EQ_INT(rlk_release_token(cl, "sess:io2", rlk_session_lock_token(sl)), RLK_OK);
+    n = d.nev;
+    CHECK_EQ_INT(rlk_session_extend(sl, 1000, RLK_EXTEND_ADD, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 0, 5000, &d);
+    e = find(&d, RLK_SEV_EXTENDED, sl);
+    CHECK(e && e->status == RLK_LOCK_NOT_HELD);
+    CMD(adm, "DEL", "sess:io3");
+out:
+    drv_free(&d);
+    rlk_client_free(cl);
+}
+
+/* The calls without a handle (session_internal.h). */
+typedef struct callres {
+    int n;
+    rlk__session_result r;
+} callres;
+
+static void on_call(void *ctx, rlk_session *s, const rlk__session_result *res)
+{
+    callres *c = ctx;
+    (void)s;
+    c->n++;
+    c->r = *res;
+}
+
+/* Status, release and extend by token, against the server, with the
+ * statuses of their blocking counterparts; the scripts come back by EVAL
+ * after a flush; closing ends a call under way; a call's reply has the
+ * command timeout. */
+static void test_calls(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    callres c = {0};
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_ERR_CLOSED);
+    drv_connect(&d, srv);
+    RUN_UNTIL(rlk_session_ready(d.s), 5000, &d);
+    CHECK_EQ_INT(rlk__session_status(d.s, "", on_call, &c, ts_now_ms()), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "", on_call, &c, ts_now_ms()),
+                 RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "t", 0, RLK_EXTEND_SET, on_call, &c,
+                                           ts_now_ms()), RLK_ERR_INVALID);
+    CHECK_EQ_INT(c.n, 0);
+    CMD(adm, "DEL", "sess:c");
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(c.n, 0);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && !c.r.lock.held && c.r.lock.ttl_ms == 0);
+    /* A reentrant lock with two holds and a waiter in line. */
+    CMD(adm, "HSET", "sess:c", "h1", "2");
+    CMD(adm, "PEXPIRE", "sess:c", "30000");
+    CMD(adm, "EVAL",
+        "local tm = redis.call('time'); redis.call('hset', KEYS[1], 'w1', string.format('%d 1 1 s x', tm[1] * 1000 + 60000)); return 1",
+        "1", "{sess:c}:waiters");
+    CMD(adm, "SCRIPT", "FLUSH");
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && c.r.lock.held && c.r.lock.kind == RLK_LOCK_REENTRANT);
+    CHECK_EQ_INT(c.r.lock.holds, 2);
+    CHECK_EQ_INT(c.r.lock.waiters, 1);
+    CHECK(c.r.lock.ttl_ms > 25000 && c.r.lock.ttl_ms <= 30000);
+    CMD(adm, "DEL", "sess:c", "{sess:c}:waiters");
+    /* By token: extend (set, then add), then not owner, release, not held. */
+    CMD(adm, "SET", "sess:c", "tok", "PX", "1000");
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 20000, RLK_EXTEND_SET, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && c.r.ttl_ms_after == 20000);
+    CHECK(CMD_INT(adm, "PTTL", "sess:c") > 15000);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 5000, RLK_EXTEND_ADD, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.r.status == RLK_OK && c.r.ttl_ms_after > 20000 && c.r.ttl_ms_after <= 25000);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "other", 5000, RLK_EXTEND_ADD, on_call,
+                                           &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "other", on_call, &c, ts_now_ms()),
+                 RLK_OK);
+    RUN_UNTIL(c.n > 1, 5000, &d);
+    CHECK(c.n == 2 && c.r.status == RLK_LOCK_NOT_OWNER);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:c"), 1);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "tok", on_call, &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.r.status == RLK_OK);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:c"), 0);
+    c.n = 0;
+    CHECK_EQ_INT(rlk__session_release_token(d.s, "sess:c", "tok", on_call, &c, ts_now_ms()), RLK_OK);
+    CHECK_EQ_INT(rlk__session_extend_token(d.s, "sess:c", "tok", 10, RLK_EXTEND_SET, on_call, &c,
+                                           ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 1, 5000, &d);
+    CHECK(c.n == 2 && c.r.status == RLK_LOCK_NOT_HELD);
+    /* Closing ends a call under way; its reply has the command timeout
+     * (2000 ms here). */
+    c.n = 0;
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:c", on_call, &c, t0), RLK_OK);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), t0 + 2000);
+    drv_close(&d);
+    CHECK(c.n == 1 && c.r.status == RLK_ERR_CLOSED);
+    drv_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
@@ -518,6 +864,115 @@ static void test_handoff_bytes(void)
     drv_free(&d);
 }
 
+/* Extend on made-up bytes: the validity counts from when the request
+ * was queued, not from its reply; a NOSCRIPT is answered by the same
+ * request as EVAL; a reply after the validity it gives is over is no
+ * success, and the lock is then lost. */
+static void test_extend_bytes(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 100;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "ext", &o, NULL, 1000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 1001);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_extend(l, 5000, RLK_EXTEND_SET, 1010), RLK_OK);
+    CHECK(out_has(&d, "EVALSHA") && out_has(&d, "$4\r\n5000\r\n$3\r\nset\r\n$1\r\ns\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "-NOSCRIPT No matching script. Please use EVAL.\r\n", 1020);
+    CHECK(out_has(&d, "*8\r\n$4\r\nEVAL\r\n") && out_has(&d, "$3\r\nset\r\n"));
+    CHECK_EQ_INT(count(&d, RLK_SEV_EXTENDED), 0);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":5000\r\n", 1500);
+    const ev *e = find(&d, RLK_SEV_EXTENDED, l);
+    CHECK(e && e->status == RLK_OK);
+    rlk_client_config timing;
+    rlk_client_config_init(&timing);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1500), 1010 + rlk_plan_valid_ms(&timing, 5000) - 1500);
+    /* Added time, answered after it ran out. */
+    CHECK_EQ_INT(rlk_session_extend(l, 1, RLK_EXTEND_ADD, 1600), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":1\r\n", 1700);
+    CHECK(d.evs[d.nev - 2].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 2].status == RLK_ERR_TIMEOUT);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_LOST);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1700), 0);
+    /* Released behind an extend answered NOSCRIPT: the extend is not
+     * sent again (its result would come after the release's, which ends
+     * the handle): the NOSCRIPT is its result, before the release's. */
+    l = rlk_session_acquire(d.s, "ext2", &o, NULL, 2000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 2001);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, 2002), RLK_OK);
+    CHECK_EQ_INT(rlk_session_release(l, 2002), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "-NOSCRIPT No matching script. Please use EVAL.\r\n", 2003);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_ERR_SERVER);
+    CHECK(!out_has(&d, "add"));
+    feed_str(&d, ":1\r\n", 2004);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_RELEASED && d.evs[d.nev - 1].status == RLK_OK);
+    drv_free(&d);
+}
+
+/* Two acquires of one reentrant holder waiting in line share its place:
+ * the handoff goes to one; the other, finding the holder's field when it
+ * tries again, takes a hold of its own (a try in mode '0', counted) with
+ * the first one's fence, not a hold that is not counted. */
+static void test_reentrant_same_line(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    o.wait_ms = 5000;
+    o.kind = RLK_LOCK_REENTRANT;
+    o.holder = "app:7";
+    rlk_session_lock *a = rlk_session_acquire(d.s, "rl", &o, NULL, 1000);
+    rlk_session_lock *b = rlk_session_acquire(d.s, "rl", &o, NULL, 1000);
+    /* First tries: the script in mode '0' (no SET for a reentrant lock). */
+    CHECK(!out_has(&d, "SET\r\n") && out_has(&d, "$5\r\napp:7\r\n$5\r\n10000\r\n$1\r\nr\r\n$1\r\n0\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n*2\r\n:0\r\n:9000\r\n", 1001);
+    CHECK(out_has(&d, "$1\r\nr\r\n$1\r\nw\r\n"));
+    const char *o2;
+    size_t n = rlk_session_output(d.s, &o2);
+    char chan[64] = "";
+    const char *at = memmem(o2, n, "resplock:handoff:", 17);
+    if (at) snprintf(chan, sizeof chan, "%.41s", at);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n*2\r\n:0\r\n:9000\r\n", 1002);
+    char push[256], pl[64] = "1700000000000111 app:7";
+    snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
+             chan, strlen(pl), pl);
+    feed_str(&d, push, 1003);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 1004); /* the confirmation */
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 1);
+    if (find(&d, RLK_SEV_ACQUIRED, b)) { /* the handoff went to b: swap */
+        rlk_session_lock *t = a;
+        a = b;
+        b = t;
+    }
+    CHECK(find(&d, RLK_SEV_ACQUIRED, a) != NULL);
+    CHECK_EQ_U64(rlk_session_lock_fence(a), 1700000000000111ull);
+    /* b's next look finds app:7's field, uncounted: */
+    CHECK_EQ_INT(rlk_session_tick(d.s, 2500), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000000222\r\n:1\r\n:1\r\n", 2501);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, b) == NULL);
+    CHECK(out_has(&d, "$1\r\nr\r\n$1\r\n0\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000000333\r\n:2\r\n:0\r\n", 2502);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, b) != NULL);
+    CHECK_EQ_INT(rlk_session_lock_holds(b), 2);
+    CHECK_EQ_U64(rlk_session_lock_fence(b), 1700000000000111ull);
+    drv_free(&d);
+}
+
 /* A server without HELLO (Redis 5): RESP2, and AUTH in the form it
  * knows, with the password alone when no user is named. */
 static void test_no_hello_auth(void)
@@ -565,11 +1020,17 @@ int main(int argc, char **argv)
     tl_run("RESP2: a waiter polls", test_resp2_wait);
     tl_run("watchdog renewals, NOSCRIPT", test_watchdog_and_noscript);
     tl_run("a frozen server: lost in time, never blocked", test_frozen_server);
+    tl_run("extend: set, add, not owner, not held", test_extend);
+    tl_run("reentrant: holds counted, one fence, released one by one", test_reentrant);
+    tl_run("sessions and blocking clients share locks", test_interop);
+    tl_run("status, release and extend by token", test_calls);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
+    tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
+    tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();

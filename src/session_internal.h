@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The session's calls that need no handle (session.c), for the blocking
+ * API's wrappers: a lock's status, and a release or an extend by token.
+ * Each queues one script call (EVALSHA, EVAL once after NOSCRIPT) with
+ * the command timeout for its reply, and reports its result once, by
+ * cb, from rlk_session_feed (the reply) or rlk_session_closed
+ * (RLK_ERR_CLOSED: the reply will not come), never from the call
+ * itself; rlk_session_free drops the calls under way without a word.
+ * cb may call the session as an event callback may.  Each returns
+ * RLK_OK (the call is queued), RLK_ERR_INVALID (an empty name or token,
+ * ms < 1, an unknown how), RLK_ERR_CLOSED (the session is not ready), or
+ * RLK_ERR_NOMEM (when the request could not be queued the session is
+ * broken, as after a failed feed).
+ */
+#ifndef RESPLOCK_SESSION_INTERNAL_H
+#define RESPLOCK_SESSION_INTERNAL_H
+
+#include <stdint.h>
+
+#include "resplock.h"
+
+typedef struct rlk__session_result {
+    /* rlk_lock_get_status's, rlk_release_token's or rlk_extend_token's
+     * statuses: RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER,
+     * RLK_ERR_SERVER, RLK_ERR_PROTO, RLK_ERR_CLOSED, RLK_ERR_NOMEM (a
+     * NOSCRIPT's EVAL could not be queued: the session is broken); the
+     * message in rlk_session_errmsg. */
+    int status;
+    rlk_lock_status lock;    /* rlk__session_status's, on RLK_OK */
+    int64_t ttl_ms_after;    /* rlk__session_extend_token's, on RLK_OK */
+} rlk__session_result;
+
+typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__session_result *res);
+
+/* What the server holds at NAME (as rlk_lock_get_status). */
+int rlk__session_status(rlk_session *s, const char *name, rlk__session_call_cb cb, void *ctx,
+                        int64_t now);
+
+/* Releases the simple lock NAME if it holds token (as rlk_release_token:
+ * a release that knows no validity). */
+int rlk__session_release_token(rlk_session *s, const char *name, const char *token,
+                               rlk__session_call_cb cb, void *ctx, int64_t now);
+
+/* Extends the simple lock NAME if it holds token (as rlk_extend_token,
+ * how RLK_EXTEND_ADD or RLK_EXTEND_SET). */
+int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
+                              int how, rlk__session_call_cb cb, void *ctx, int64_t now);
+
+#endif
