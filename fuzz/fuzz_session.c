@@ -36,7 +36,8 @@
  *       once the session has been ticked at that
  *       time; after rlk_session_tick(now) the next deadline is -1 or later
  *       than now; a held lock with a watchdog whose validity is over has
- *       been reported lost; rlk_session_closed ends every call under way;
+ *       been reported lost; rlk_session_closed ends every extend and
+ *       call without a handle under way, and a release at its second;
  *   (c) memory stays bounded (the session's live heap and its output),
  *       and everything is freed by rlk_session_free;
  *   (d) events are well formed: only from within calls, only for handles
@@ -222,6 +223,7 @@ typedef struct hnd {
     int watchdog, name;
     int64_t t0, wait, ttl;       /* the acquire: start, wait_ms, ttl_ms   */
     int64_t rel_t0;              /* the release's start                   */
+    int rel_closes;              /* closes while it was under way          */
     int64_t late0;               /* H.late when the call started          */
     int64_t last_sent;           /* a request naming the token last left  */
     int sent;                    /* one did                               */
@@ -388,6 +390,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         h->lost = 1;
         if (H.release_on_lost) {
             h->rel_t0 = now;
+            h->rel_closes = 0;
             h->late0 = H.late;
             h->state = H_RELEASING;
             int r = rlk_session_release(l, now);
@@ -614,12 +617,14 @@ static void forget_connection(void)
 /* ------------------------------------------------------------------ */
 /* Calling the session                                                   */
 
-/* Acquires queued before the handshake outlive a close (they end at
- * their own deadline); every other call under way ends. */
+/* Acquires outlive a close (tried again after the next handshake, they
+ * end by their own deadline), and a release outlives its first (sent
+ * again once); every other call under way ends. */
 static void do_closed(void)
 {
     int was[MAX_HANDLES];
-    for (int i = 0; i < MAX_HANDLES; i++) was[i] = H.h[i].state == H_RELEASING;
+    for (int i = 0; i < MAX_HANDLES; i++)
+        was[i] = H.h[i].state == H_RELEASING && ++H.h[i].rel_closes > 1;
     int calls = 0;
     for (int i = 0; i < MAX_CALLS; i++) calls += H.calls[i].on;
     H.in_call++;
@@ -871,6 +876,7 @@ static void do_release(unsigned b)
     if (was != H_RELEASING) {
         h->state = H_RELEASING;
         h->rel_t0 = now;
+        h->rel_closes = 0;
         h->late0 = H.late;
     }
     H.in_call++;

@@ -147,4 +147,19 @@ seed call-close           21 40 "$H3 $CALL 00 $CALL 01 $CALL 02 $CLOSE $CALL 00 
 seed call-timeout         21 40 "$H3 $CALL 00 $ADV 10 $CALL 02 $TICKDUE $TICKDUE"
 seed call-fail-alloc      21 40 "$H3 $FAILALLOC 00 $CALL 00 $CONNECT $H3 $FAILALLOC 01 $CALL 01 $FAILALLOC 00 $EXTEND 02 $ACQ 01 00 $TAKEN $FAILALLOC 01 $EXTEND 02"
 
+# re-sends after a lost reply: an acquire tried again after the next
+# handshake (found taken, busy, past its deadline, closed again), a
+# release sent again once (then a second close ends it), a waiter in
+# line, another reentrant hold (never re-sent)
+seed resend-acquire       21 40 "$H3 $ACQ 01 00 $CLOSE $CONNECT $H3 $REPLY 00 00 01 $REL 00 $REPLY 00 00"
+seed resend-acquire-busy  21 40 "$H3 $ACQ 09 00 $CLOSE $CONNECT $H3 $REPLY 02 00 05 $ADV 08 $TICKDUE $REPLY 00 00 00"
+seed resend-acquire-late  21 40 "$H3 $ACQ 01 00 $CLOSE $ADV 40 $TICKDUE $CONNECT $H3"
+seed resend-acquire-twice 21 40 "$H3 $ACQ 0d 00 $CLOSE $CONNECT $H3 $CLOSE $CONNECT $H3 $REPLY 00 00 01"
+seed resend-release       21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $CLOSE $CONNECT $H3 $REPLY 00 00"
+seed resend-release-twice 21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $CLOSE $CONNECT $H3 $CLOSE $CONNECT $H3 $TICKDUE"
+seed resend-release-late  21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $CLOSE $ADV 40 $TICKDUE $CONNECT $H3"
+seed resend-waiter        21 44 "$H3 $ACQ 0d 00 $BUSY $REPLY 00 00 $REPLY 02 00 05 $CLOSE $CONNECT $H3 $REPLY 00 00 01"
+seed resend-reentrant     21 40 "$H3 $ACQR 01 00 01 $REPLY 00 00 00 $ACQR 01 00 01 $CLOSE $CONNECT $H3 $ACQR 01 00 02 $CLOSE $CONNECT $H3 $REPLY 00 00 00"
+seed resend-watchdog      21 40 "$H3 $ACQ 23 00 $TAKEN $ADV 20 $TICKDUE $CLOSE $CONNECT $H3 $REPLY 00 00 00 $REL 00 $CLOSE $CONNECT $H3 $REPLY 00 00"
+
 echo "make-corpus-session.sh: $n files in fuzz/$out"

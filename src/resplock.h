@@ -772,12 +772,23 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
  * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
- * the acquires under way end (RLK_ERR_CLOSED; a try whose reply was lost
- * may have taken the lock, which then runs out by its TTL; no request
- * is sent again after a lost reply, so a reentrant hold is never
- * counted twice), extends and releases under way report RLK_ERR_CLOSED
- * (a release's lock runs out by its TTL), held locks stay held while
- * their validity lasts.  After a reconnect
+ * an acquire under way is tried again after the next handshake, as the
+ * blocking client does, while its own deadline allows (wait_ms plus one
+ * command timeout from the acquire; the re-sent try's reply is due by
+ * then too), in the script's form that finds a lock its lost try took
+ * (same token; validity from the re-sent try), else it ends
+ * (RLK_ERR_TIMEOUT when no handshake came in time); another hold of a
+ * reentrant lock this session holds for the same holder is not tried
+ * again (a hold the lost try counted could not be told from the earlier
+ * ones): it ends RLK_ERR_CLOSED.  A release under way is sent again once
+ * after the next handshake, within one command timeout of its first
+ * sending (a simple lock's flagged as a re-send while its validity
+ * lasts, a reentrant one's told by its tombstone, see release.lua: a
+ * lock the lost attempt freed is reported RLK_OK); a second close, or
+ * no handshake in that time, ends it (RLK_ERR_CLOSED, RLK_ERR_TIMEOUT;
+ * the lock runs out by its TTL).  Extends under way report
+ * RLK_ERR_CLOSED, held locks stay held while their validity lasts.
+ * After a reconnect
  * (rlk_session_connected again) the first renewal round re-checks every
  * held lock; a lock that cannot be renewed in time is reported lost.
  */

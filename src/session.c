@@ -55,6 +55,8 @@ enum {
     L_CONFIRM,   /* a handoff's confirmation in flight */
     L_HELD,
     L_RELEASING,
+    L_REL_PENDING, /* a release whose reply was lost, sent again after the
+                      next handshake */
     L_DONE       /* its terminal event was given */
 };
 
@@ -103,6 +105,12 @@ struct rlk_session_lock {
     char mode;            /* of the next try: 0 (SET+TIME), 'w', 'q' */
     int final;            /* the try in flight is the last */
     int cancel;           /* released while acquiring */
+    int resend;           /* a try's reply was lost: try again, in the form
+                             that finds a lock that try took ('q') */
+    int resent;           /* the try in flight is that re-send */
+    int rel_resend;       /* the release is (to be) sent a second time */
+    int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
+    int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
     int handed;           /* a handoff came during a try in flight */
     uint64_t handed_fence;
     int subscribed;       /* to its release channel (RESP3) */
@@ -355,11 +363,16 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
     snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
     l->try_start = s->now;
     l->state = L_TRY;
+    int64_t dl = reply_deadline(s);
+    /* A re-sent try keeps to the acquire's own deadline, as the first
+     * try did: the blocking client's one deadline per call. */
+    if (l->resent && l->pending_until >= 0 && (dl < 0 || l->pending_until < dl))
+        dl = l->pending_until;
     if (!l->mode) {
         const char *set[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
         const char *time[1] = {"TIME"};
-        int r = send_cmd(s, Q_SET, l, 0, 0, reply_deadline(s), 6, set, NULL);
-        return r != RLK_OK ? r : send_cmd(s, Q_TIME, l, 0, 0, reply_deadline(s), 1, time, NULL);
+        int r = send_cmd(s, Q_SET, l, 0, 0, dl, 6, set, NULL);
+        return r != RLK_OK ? r : send_cmd(s, Q_TIME, l, 0, 0, dl, 1, time, NULL);
     }
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
@@ -368,7 +381,7 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
     snprintf(cs, sizeof cs, "%lld", (long long)p.claim);
     const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
                             k, m, ls, s->handoff, cs};
-    return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, reply_deadline(s), 3, 10, argv,
+    return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, dl, 3, 10, argv,
                        NULL);
 }
 
@@ -401,13 +414,29 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
     int64_t t = timeout_ms(s);
     char life[24];
     snprintf(life, sizeof life, "%lld", (long long)(t < 0 ? 60000 : t < 500 ? 1000 : 2 * t));
-    const char *simple[4] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token};
+    /* A simple lock's re-send within the validity says so ("1"): a lock
+     * gone or held by another was then released by the first attempt
+     * (see release.lua).  A reentrant one learns it from its tombstone. */
+    const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
     const char *reentrant[7] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
                                 l->token, "0", life};
     int r = l->kind == 'r';
-    if (kind == Q_RELEASE) l->state = L_RELEASING;
-    return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0,
-                       reply_deadline(s), r ? 4 : 3, r ? 7 : 4, r ? reentrant : simple, NULL);
+    int64_t dl = reply_deadline(s);
+    int flag = 0;
+    if (kind == Q_RELEASE) {
+        if (l->state != L_RELEASING && l->state != L_REL_PENDING) {
+            /* The first sending: a re-send must come within one command
+             * timeout of it, while a reentrant tombstone still tells. */
+            l->rel_until = t < 0 ? -1 : s->now + t;
+            l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
+        } else if (l->rel_resend) {
+            flag = l->rel_valid >= 0 && s->now < l->rel_valid;
+            if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
+        }
+        l->state = L_RELEASING;
+    }
+    return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0, dl,
+                       r ? 4 : 3, r ? 7 : 4 + flag, r ? reentrant : simple, NULL);
 }
 
 /* RESP3: the release channel of a lock waited for (no reply is owed: the
@@ -437,7 +466,7 @@ static int release_now(rlk_session *s, rlk_session_lock *l);
 static const rlk_session_lock *held_before(const rlk_session *s, const rlk_session_lock *l)
 {
     for (const rlk_session_lock *h = s->head; h; h = h->next)
-        if (h != l && h->kind == 'r' && (h->state == L_HELD || h->state == L_RELEASING) &&
+        if (h != l && h->kind == 'r' && (h->state == L_HELD || h->state == L_RELEASING || h->state == L_REL_PENDING) &&
             h->leased && !h->lease.lost && strcmp(h->keys, l->keys) == 0 &&
             strcmp(h->token, l->token) == 0)
             return h;
@@ -520,7 +549,15 @@ static void lost_cb(void *ctx, void *owner);
  * script in mode '0', which counts another hold of its holder. */
 static int start(rlk_session *s, rlk_session_lock *l)
 {
-    l->mode = l->kind == 'r' ? '0' : 0;
+    l->resent = l->resend;
+    if (l->resend) {
+        l->resend = 0;
+        l->mode = 'q';
+        if (l->pending_until >= 0 && s->now >= l->pending_until)
+            return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+    } else {
+        l->mode = l->kind == 'r' ? '0' : 0;
+    }
     return send_try(s, l, 0);
 }
 
@@ -631,7 +668,7 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
 {
     rlk_session *s = l->s;
     int r = RLK_OK;
-    if (l->state == L_RELEASING || l->state == L_DONE || l->cancel)
+    if (l->state == L_RELEASING || l->state == L_REL_PENDING || l->state == L_DONE || l->cancel)
         return fail(s, RLK_ERR_INVALID, "release: under way already");
     enter(s, now);
     switch (l->state) {
@@ -695,8 +732,8 @@ static int handshake_step(rlk_session *s)
     s->ready = 1;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_READY, NULL, RLK_OK);
     for (rlk_session_lock *l = s->head; l && s->ready && !s->broken; l = l->next)
-        if (l->state == L_PENDING) {
-            int r = start(s, l);
+        if (l->state == L_PENDING || l->state == L_REL_PENDING) {
+            int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, Q_RELEASE, 0);
             if (r != RLK_OK) return r;
         }
     return RLK_OK;
@@ -978,7 +1015,9 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
     const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
     if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
-        if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING) continue;
+        if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING ||
+            l->state == L_REL_PENDING)
+            continue;
         uint64_t fence;
         if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
             l->handed_fence = fence;
@@ -1092,6 +1131,7 @@ int64_t rlk_session_deadline(const rlk_session *s)
     for (size_t i = s->qhead; i < s->qtail; i++) AT(s->q[i].deadline);
     for (const rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_PENDING) AT(l->pending_until);
+        else if (l->state == L_REL_PENDING) AT(l->rel_until);
         else if (l->state == L_WAIT) AT(l->wake_at);
     }
     /* A renewal is due when a round can be sent (connected, none in
@@ -1118,6 +1158,8 @@ int rlk_session_tick(rlk_session *s, int64_t now)
     for (rlk_session_lock *l = s->head; r == RLK_OK && l; l = l->next) {
         if (l->state == L_PENDING && l->pending_until >= 0 && s->now >= l->pending_until) {
             not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+        } else if (l->state == L_REL_PENDING && l->rel_until >= 0 && s->now >= l->rel_until) {
+            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_TIMEOUT, "release: not connected in time"));
         } else if (l->state == L_WAIT && s->now >= l->wake_at) {
             if (l->until >= 0 && s->now >= l->until) {
                 l->final = 1;
@@ -1221,10 +1263,28 @@ void rlk_session_closed(rlk_session *s, int64_t now)
                           fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
             if (l->state == L_DONE) continue;
         }
-        if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM)
-            not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
-        else if (l->state == L_RELEASING)
-            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
+        if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM) {
+            /* Tried again after the next handshake, within the acquire's
+             * deadline: the lost try may have taken the lock, which the
+             * 'q' form finds.  Not another hold of a reentrant lock held
+             * already: a hold the lost try counted could not be told
+             * from the earlier ones. */
+            if (!l->cancel && (l->pending_until < 0 || s->now < l->pending_until) &&
+                !(l->kind == 'r' && held_before(s, l))) {
+                l->state = L_PENDING;
+                l->resend = 1;
+            } else {
+                not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
+            }
+        } else if (l->state == L_RELEASING) {
+            /* Sent again once, within a command timeout of the first. */
+            if (!l->rel_resend && (l->rel_until < 0 || s->now < l->rel_until)) {
+                l->state = L_REL_PENDING;
+                l->rel_resend = 1;
+            } else {
+                finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
+            }
+        }
     }
     rlk__leases_notify_lost(&s->leases, 0);
     leave(s);

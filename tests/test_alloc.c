@@ -660,6 +660,41 @@ static void test_session_requests(void)
     CHECK(inject("session requests", NULL, sc_session_requests, NULL) > 10);
 }
 
+/* Re-sends: an acquire and a release whose replies were lost, sent
+ * again after a reconnect. */
+static int sc_session_resend(const char **msg)
+{
+    sess_acquired = sess_released = 0;
+    *msg = sess_msg;
+    int r = RLK_ERR_NOMEM;
+    rlk_session *s = sess_ready(sess_cb, &r);
+    if (!s) return RLK_ERR_NOMEM;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 3000;
+    rlk_session_lock *l = NULL;
+    if (r == RLK_OK && !(l = rlk_session_acquire(s, "alloc:r", &o, NULL, 1000))) r = RLK_ERR_NOMEM;
+    for (int round = 0; r == RLK_OK && round < 2; round++) {
+        /* round 0: the try's reply is lost; round 1: the release's. */
+        if (round == 1) r = rlk_session_release(l, 1100);
+        rlk_session_consume(s, (size_t)-1);
+        rlk_session_closed(s, 1100);
+        if (r == RLK_OK) r = rlk_session_connected(s, 1200);
+        if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1200);
+        if (r == RLK_OK)
+            r = sess_feed(s, round == 0 ? "*4\r\n:1\r\n:1700000000000005\r\n:1\r\n:1\r\n" : ":1\r\n", 1210);
+        if (r == RLK_OK && (round == 0 ? sess_acquired : sess_released) != 1) r = RLK_ERR_PROTO;
+    }
+    if (r != RLK_OK) snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+    rlk_session_free(s);
+    return r;
+}
+
+static void test_session_resend(void)
+{
+    CHECK(inject("session re-sends", NULL, sc_session_resend, NULL) > 5);
+}
+
 int main(int argc, char **argv)
 {
     rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
@@ -687,6 +722,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_session);
     RUN_TEST(test_session_round);
     RUN_TEST(test_session_requests);
+    RUN_TEST(test_session_resend);
     RUN_TEST(test_idle_client_heap);
     rlk_conn_free(admin);
     ts_stop(srv);

@@ -1004,6 +1004,160 @@ static void test_no_hello_auth(void)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Re-sends after a lost reply                                          */
+
+/* Writes what the session has to send, without reading a reply. */
+static void send_only(drv *d)
+{
+    const char *out;
+    size_t n;
+    while (d->fd >= 0 && (n = rlk_session_output(d->s, &out)) > 0) {
+        ssize_t w = send(d->fd, out, n, MSG_NOSIGNAL);
+        if (!CHECK(w > 0)) return;
+        rlk_session_consume(d->s, (size_t)w);
+    }
+}
+
+/* Waits (with a deadline) until the server says key exists (want 1) or
+ * not (want 0). */
+static int key_is(const char *key, long long want)
+{
+    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end; ts_pause_ms(2))
+        if (CMD_INT(adm, "EXISTS", key) == want) return 1;
+    return 0;
+}
+
+/* The try's reply is lost: the server took the lock for the token, and
+ * the connection closed before the reply was read.  After the next
+ * handshake the session tries again in the form that finds it, and the
+ * lock is held with the same token: not left to run out by its TTL. */
+static void test_resend_acquire(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    RUN_UNTIL(rlk_session_ready(d.s), 5000, &d);
+    rlk_session_lock *l = acq(&d, "sess:resend", 30000, 0, 0);
+    if (!CHECK(l != NULL)) goto out;
+    send_only(&d);
+    CHECK(key_is("sess:resend", 1));
+    drv_close(&d); /* the reply is never read */
+    CHECK_EQ_INT(count(&d, RLK_SEV_NOT_ACQUIRED), 0);
+    drv_connect(&d, srv);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED) > 0, 5000, &d);
+    const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
+    if (CHECK(a != NULL)) {
+        char v[64];
+        CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:resend"), 1);
+        CHECK_EQ_STR(v, a->token);
+        CHECK(a->remaining > 25000);
+        CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+        RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    }
+    CHECK(key_is("sess:resend", 0));
+out:
+    drv_free(&d);
+}
+
+/* The release's reply is lost: sent again once after the next
+ * handshake, flagged as a re-send within the lock's validity, it finds
+ * the lock gone and reports it released. */
+static void test_resend_release(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_session_lock *l = acq(&d, "sess:resend-rel", 30000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    send_only(&d);
+    CHECK(key_is("sess:resend-rel", 0));
+    drv_close(&d);
+    CHECK_EQ_INT(count(&d, RLK_SEV_RELEASED), 0);
+    drv_connect(&d, srv);
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    const ev *r = find(&d, RLK_SEV_RELEASED, l);
+    CHECK(r != NULL && r->status == RLK_OK);
+    /* Sent twice, the release is not sent a third time: a second close
+     * ends it. */
+    l = acq(&d, "sess:resend-rel", 30000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 1, 5000, &d);
+    d.nev = 0;
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    drv_close(&d);
+    drv_connect(&d, srv);
+    RUN_UNTIL(rlk_session_ready(d.s), 5000, &d);
+    send_only(&d); /* the re-sent release */
+    drv_close(&d);
+    r = find(&d, RLK_SEV_RELEASED, l);
+    CHECK(r != NULL && r->status == RLK_ERR_CLOSED);
+out:
+    CMD(adm, "DEL", "sess:resend-rel");
+    drv_free(&d);
+}
+
+/* Made up: the re-sent try is the 'q' form with the same token, within
+ * the acquire's deadline; another hold of a reentrant lock held already
+ * is not re-sent (a hold the lost try counted would be counted twice);
+ * an acquire whose deadline passed while closed ends. */
+static void test_resend_rules(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    rlk_session_lock *l = rlk_session_acquire(d.s, "rs", &o, NULL, 1000);
+    char tok[40];
+    snprintf(tok, sizeof tok, "%s", rlk_session_lock_token(l));
+    rlk_session_consume(d.s, 1 << 20);
+    rlk_session_closed(d.s, 1100);
+    CHECK_EQ_INT(d.nev, 1); /* READY only */
+    CHECK_EQ_INT(rlk_session_connected(d.s, 1200), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1200);
+    CHECK(out_has(&d, "EVALSHA") && out_has(&d, tok) && out_has(&d, "\r\n$1\r\nq\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000123456\r\n:1\r\n:1\r\n", 1250);
+    const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
+    CHECK(a != NULL && strcmp(a->token, tok) == 0);
+    /* Valid from the re-send (1200), not from the first try. */
+    CHECK(rlk_session_lock_remaining_ms(l, 1250) > 9800 && rlk_session_lock_remaining_ms(l, 1250) <= 9950);
+
+    /* A reentrant lock held by holder H, then another hold of it whose
+     * reply is lost: NOT_ACQUIRED(CLOSED), not re-sent. */
+    o.kind = RLK_LOCK_REENTRANT;
+    o.holder = "H";
+    rlk_session_lock *h1 = rlk_session_acquire(d.s, "rr", &o, NULL, 1300);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*4\r\n:1\r\n:1700000000200000\r\n:1\r\n:0\r\n", 1310);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, h1) != NULL);
+    rlk_session_lock *h2 = rlk_session_acquire(d.s, "rr", &o, NULL, 1320);
+    rlk_session_consume(d.s, 1 << 20);
+    rlk_session_closed(d.s, 1330);
+    const ev *n = find(&d, RLK_SEV_NOT_ACQUIRED, h2);
+    CHECK(n != NULL && n->status == RLK_ERR_CLOSED);
+
+    /* Closed past the acquire's deadline (wait 0: one command timeout,
+     * 2000 ms here): it ends at that deadline, never re-sent. */
+    o.kind = RLK_LOCK_SIMPLE;
+    o.holder = NULL;
+    CHECK_EQ_INT(rlk_session_connected(d.s, 1400), RLK_OK);
+    feed_str(&d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1400);
+    rlk_session_consume(d.s, 1 << 20);
+    d.nev = 0; /* l3 may reuse the address of a handle gone */
+    rlk_session_lock *l3 = rlk_session_acquire(d.s, "rs3", &o, NULL, 1500);
+    rlk_session_consume(d.s, 1 << 20);
+    rlk_session_closed(d.s, 1600);
+    CHECK_EQ_INT(rlk_session_deadline(d.s) <= 3500, 1);
+    CHECK_EQ_INT(rlk_session_tick(d.s, 3500), RLK_OK);
+    n = find(&d, RLK_SEV_NOT_ACQUIRED, l3);
+    CHECK(n != NULL && n->status == RLK_ERR_TIMEOUT);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -1031,6 +1185,9 @@ int main(int argc, char **argv)
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
     tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
+    tl_run("a lost try's reply: tried again, the lock kept", test_resend_acquire);
+    tl_run("a lost release reply: sent again once", test_resend_release);
+    tl_run("re-send rules, made up", test_resend_rules);
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();
