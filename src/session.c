@@ -107,7 +107,7 @@ struct rlk_session_lock {
     int cancel;           /* released while acquiring */
     int resend;           /* a try's reply was lost: try again, in the form
                              that finds a lock that try took ('q') */
-    int resent;           /* the try in flight is that re-send */
+    int resent;           /* the next try sent is that re-send */
     int rel_resend;       /* the release is (to be) sent a second time */
     int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
     int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
@@ -368,6 +368,7 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
      * try did: the blocking client's one deadline per call. */
     if (l->resent && l->pending_until >= 0 && (dl < 0 || l->pending_until < dl))
         dl = l->pending_until;
+    l->resent = 0; /* the tries after it are the acquire's own */
     if (!l->mode) {
         const char *set[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
         const char *time[1] = {"TIME"};
@@ -1284,6 +1285,9 @@ void rlk_session_closed(rlk_session *s, int64_t now)
             } else {
                 finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
             }
+        } else if (l->state == L_REL_PENDING) {
+            /* Closed again before the re-send went: it ends. */
+            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
         }
     }
     rlk__leases_notify_lost(&s->leases, 0);
