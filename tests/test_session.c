@@ -894,18 +894,22 @@ static int out_has(drv *d, const char *needle)
     return r;
 }
 
-static void manual_ready(drv *d)
+/* Ready after HELLO answered with hello (a server that tells no version
+ * by default: scripts by EVALSHA). */
+static void manual_ready_as(drv *d, const char *hello)
 {
     drv_init(d, 0, 0);
     d->manual = 1;
     CHECK_EQ_INT(rlk_session_connected(d->s, 1000), RLK_OK);
     CHECK(out_has(d, "HELLO"));
     rlk_session_consume(d->s, 1 << 20);
-    feed_str(d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
+    feed_str(d, hello ? hello : "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
     CHECK(rlk_session_ready(d->s));
     CHECK(out_has(d, "SUBSCRIBE"));
     rlk_session_consume(d->s, 1 << 20);
 }
+
+static void manual_ready(drv *d) { manual_ready_as(d, NULL); }
 
 #define TIME_REPLY "*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"
 
@@ -1092,6 +1096,89 @@ static void test_extend_bytes(void)
     drv_free(&d);
 }
 
+#define HELLO_AS(version)                                                           \
+    "%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" version "\r\n"
+#define NOT_FOUND "-ERR Function not found\r\n"
+#define ACQ_REPLY "*4\r\n:1\r\n:5\r\n:1\r\n:0\r\n"
+
+/* A reentrant acquire (its first try is the script) at now. */
+static rlk_session_lock *acq_bytes(drv *d, const char *name, int64_t now)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.kind = RLK_LOCK_REENTRANT;
+    o.ttl_ms = 5000;
+    return rlk_session_acquire(d->s, name, &o, NULL, now);
+}
+
+/* The server from HELLO: Redis 6.2 gets EVALSHA, Redis 7 FCALL of the
+ * library's function.  FCALL's failures, made up: "Function not found"
+ * loads the library and sends the call again once, as EVAL; a refused
+ * load, an unknown FCALL or one an ACL refuses: EVALSHA from then on.
+ * An extend whose release is queued behind it is not sent again. */
+static void test_fcall_bytes(void)
+{
+    char fn[96];
+    snprintf(fn, sizeof fn, "%s_acquire\r\n", rlk__lua_library_name);
+    drv d;
+    manual_ready_as(&d, HELLO_AS("6\r\n6.2.14"));
+    acq_bytes(&d, "f62", 1100);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+    drv_free(&d);
+
+    manual_ready_as(&d, HELLO_AS("6\r\n7.0.15"));
+    rlk_session_lock *l = acq_bytes(&d, "f70", 1100);
+    CHECK(out_has(&d, "*13\r\n$5\r\nFCALL\r\n") && out_has(&d, fn) && !out_has(&d, "EVAL"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOT_FOUND, 1101);
+    CHECK(out_has(&d, "*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"));
+    CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "$21\r\nresplock_0123456789ab\r\n" ACQ_REPLY, 1102);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    /* Loaded: FCALL again.  An extend answered "not found" with the
+     * release behind it: its error is its result, before RELEASED. */
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, 1103), RLK_OK);
+    CHECK(out_has(&d, "FCALL"));
+    CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOT_FOUND, 1104);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_ERR_SERVER);
+    CHECK(!out_has(&d, "*8\r\n$4\r\nEVAL\r\n") && out_has(&d, "FUNCTION"));
+    rlk_session_consume(d.s, 1 << 20);
+    /* The release's FCALL found nothing either: again as EVAL, the load
+     * already under way.  The load is refused: EVALSHA from now. */
+    feed_str(&d, NOT_FOUND, 1105);
+    CHECK(out_has(&d, "$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED);
+    feed_str(&d, "-NOPERM this user has no permissions to run the 'function|load' command\r\n",
+             1106);
+    feed_str(&d, ":1\r\n", 1107);
+    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_RELEASED && d.evs[d.nev - 1].status == RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    l = acq_bytes(&d, "f70b", 1108);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+    drv_free(&d);
+
+    /* FCALL unknown (or refused by an ACL): again as EVAL, then EVALSHA. */
+    const char *refusals[] = {"-ERR unknown command 'FCALL', with args beginning with: \r\n",
+                              "-NOPERM this user has no permissions to run the 'fcall' command\r\n"};
+    for (int i = 0; i < 2; i++) {
+        manual_ready_as(&d, HELLO_AS("5\r\n7.2.6"));
+        l = acq_bytes(&d, "f72", 1100);
+        CHECK(out_has(&d, "FCALL"));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, refusals[i], 1101);
+        CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, ACQ_REPLY, 1102);
+        CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+        CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
+        CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+        drv_free(&d);
+    }
+}
+
 /* Two acquires of one reentrant holder waiting in line share its place:
  * the handoff goes to one; the other, finding the holder's field when it
  * tries again, takes a hold of its own (a try in mode '0', counted) with
@@ -1207,6 +1294,7 @@ int main(int argc, char **argv)
     tl_run("handoff messages, made up", test_handoff_bytes);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
+    tl_run("FCALL, made up: Redis 6.2 and 7, not found, refused", test_fcall_bytes);
     tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
     rlk_conn_free(adm);
     ts_stop(srv);
