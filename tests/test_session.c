@@ -1143,18 +1143,18 @@ static void test_fcall_bytes(void)
     CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
     rlk_session_consume(d.s, 1 << 20);
     feed_str(&d, NOT_FOUND, 1104);
-    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED && d.evs[d.nev - 1].status == RLK_ERR_SERVER);
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_EXTENDED && d.evs[d.nev > 0 ? d.nev - 1 : 0].status == RLK_ERR_SERVER);
     CHECK(!out_has(&d, "*8\r\n$4\r\nEVAL\r\n") && out_has(&d, "FUNCTION"));
     rlk_session_consume(d.s, 1 << 20);
     /* The release's FCALL found nothing either: again as EVAL, the load
      * already under way.  The load is refused: EVALSHA from now. */
     feed_str(&d, NOT_FOUND, 1105);
     CHECK(out_has(&d, "$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
-    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_EXTENDED);
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_EXTENDED);
     feed_str(&d, "-NOPERM this user has no permissions to run the 'function|load' command\r\n",
              1106);
     feed_str(&d, ":1\r\n", 1107);
-    CHECK(d.evs[d.nev - 1].ev == RLK_SEV_RELEASED && d.evs[d.nev - 1].status == RLK_OK);
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_RELEASED && d.evs[d.nev > 0 ? d.nev - 1 : 0].status == RLK_OK);
     rlk_session_consume(d.s, 1 << 20);
     l = acq_bytes(&d, "f70b", 1108);
     CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
