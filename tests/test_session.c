@@ -1135,7 +1135,7 @@ static void test_fcall_bytes(void)
     CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n"));
     rlk_session_consume(d.s, 1 << 20);
     feed_str(&d, "$21\r\nresplock_0123456789ab\r\n" ACQ_REPLY, 1102);
-    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
     /* Loaded: FCALL again.  An extend answered "not found" with the
      * release behind it: its error is its result, before RELEASED. */
     CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, 1103), RLK_OK);
@@ -1172,11 +1172,14 @@ static void test_fcall_bytes(void)
         CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
         rlk_session_consume(d.s, 1 << 20);
         feed_str(&d, ACQ_REPLY, 1102);
-        CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+        if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
         CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
         CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
         drv_free(&d);
     }
+    return;
+out:
+    drv_free(&d);
 }
 
 /* Two acquires of one reentrant holder waiting in line share its place:
