@@ -611,6 +611,20 @@ static void sess_call_cb(void *ctx, rlk_session *s, const rlk__session_result *r
 
 #define ACQ_REPLY(fence, holds) "*4\r\n:1\r\n:" fence "\r\n:" holds "\r\n:0\r\n"
 
+/* The end of a run with status r: a run that failed closes the session
+ * with requests under way (or not, in turn), and frees it with calls
+ * queued. */
+static int sess_done(rlk_session *s, int r, int64_t now)
+{
+    if (r != RLK_OK) {
+        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+        /* The calls under way end here, or with the session. */
+        if (H.calls % 2) rlk_session_closed(s, now);
+    }
+    rlk_session_free(s);
+    return r;
+}
+
 static int sc_session_requests(const char **msg)
 {
     sess_acquired = sess_released = sess_extended = sess_calls = 0;
@@ -646,13 +660,7 @@ static int sc_session_requests(const char **msg)
     if (r == RLK_OK) r = rlk_session_release(b, 1010);
     if (r == RLK_OK) r = sess_feed(s, ":2\r\n:1\r\n", 1011);
     if (r == RLK_OK && sess_released != 2) r = RLK_ERR_PROTO;
-    if (r != RLK_OK) {
-        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
-        /* The calls under way end here, or with the session. */
-        if (H.calls % 2) rlk_session_closed(s, 1012);
-    }
-    rlk_session_free(s);
-    return r;
+    return sess_done(s, r, 1012);
 }
 
 static void test_session_requests(void)
@@ -703,12 +711,7 @@ static int sc_session_fcall(const char **msg)
     if (r == RLK_OK) r = rlk_session_release(a, 2008);
     if (r == RLK_OK) r = sess_feed(s, ":1\r\n", 2009);
     if (r == RLK_OK && sess_released != 1) r = RLK_ERR_PROTO;
-    if (r != RLK_OK) {
-        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
-        if (H.calls % 2) rlk_session_closed(s, 2010);
-    }
-    rlk_session_free(s);
-    return r;
+    return sess_done(s, r, 2010);
 }
 
 static void test_session_fcall(void)
