@@ -1065,12 +1065,12 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
     if (q.kind == Q_CALL) return on_call(s, &q, v, again);
     /* An extend of a lock whose release is queued behind it is not sent
      * again: its result must come before the release's (which ends the
-     * handle), so the NOSCRIPT is its result. */
+     * handle), so the NOSCRIPT (or FCALL's error) is its result. */
     if (again && !q.eval &&
         (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE ||
          (q.kind == Q_EXTEND && l->state == L_HELD))) {
-        /* The script cache was flushed: the same request again as EVAL,
-         * which loads it too. */
+        /* The script cache was flushed (or FCALL did not run): the same
+         * request again as EVAL, which loads the script too. */
         if (q.kind == Q_ACQ) {
             l->mode = q.mode;
             return send_try(s, l, 1);
