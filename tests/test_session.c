@@ -799,9 +799,12 @@ static void test_fcall(void)
     CMD(adm, "FUNCTION", "FLUSH");
     reset_stats(adm);
     if (fcall_cycle(NULL, NULL)) {
+        /* Loaded by the first session that met no function (both, when
+         * the holder's renewal went before the waiter's load). */
         CHECK(has_library());
-        CHECK_EQ_INT(stat_calls(adm, "function|load"), 1);
-        CHECK_EQ_INT(stat_calls(adm, "eval"), 1);
+        long long loads = stat_calls(adm, "function|load");
+        CHECK_MSG(loads >= 1 && loads <= 2, "%lld FUNCTION LOAD", loads);
+        CHECK(stat_calls(adm, "eval") >= 1);
     }
     reset_stats(adm);
     if (fcall_cycle(NULL, NULL)) {
