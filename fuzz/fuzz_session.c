@@ -18,6 +18,8 @@
  *           bits 2-3  recheck_ms      0 (1000), 50, 200, 1000
  *           bits 4-5  renew_divisor   0 (3), 2, 3, 5
  *           bit  6    connect before the first step
+ *   (a HELLO answered with variant bit 3 tells Redis 7.0, whose script
+ *   calls go as FCALL; else Redis 6.2: EVALSHA)
  *   rest    steps: an opcode byte (its value modulo OP_COUNT, but for
  *           0xf0-0xf3, the steps added later: see enum op2) and its
  *           operands (see enum op below); a missing byte reads as 0.
@@ -250,12 +252,14 @@ static const char *const names[] = {"job", "a{b}c", "order:42"};
 
 enum cmd {
     C_OTHER, C_HELLO, C_AUTH, C_SELECT, C_CLIENT, C_PING, C_INFO, C_SUBSCRIBE,
-    C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT, C_STATUS
+    C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT, C_STATUS,
+    C_FUNCTION
 };
 
 typedef struct pending {
     enum cmd cmd;
     int hello3;                  /* HELLO 3 (not HELLO 2)                 */
+    int fcall;                   /* a script call sent as FCALL           */
     int n;                       /* RENEW: keys; SUBSCRIBE: channels      */
     int64_t ttl;                 /* EXTEND: the ttl asked for             */
     int reentrant;               /* ACQUIRE: kind 'r'                     */
@@ -517,6 +521,7 @@ static void sent_command(const rlk_resp_value *v)
     else if (arg_is(argv[0], "CLIENT")) p.cmd = C_CLIENT;
     else if (arg_is(argv[0], "PING")) p.cmd = C_PING;
     else if (arg_is(argv[0], "INFO")) p.cmd = C_INFO;
+    else if (arg_is(argv[0], "FUNCTION")) p.cmd = C_FUNCTION;
     else if (arg_is(argv[0], "SET")) p.cmd = C_SET;
     else if (arg_is(argv[0], "TIME")) p.cmd = C_TIME;
     else if (arg_is(argv[0], "SUBSCRIBE") || arg_is(argv[0], "UNSUBSCRIBE")) {
@@ -530,6 +535,7 @@ static void sent_command(const rlk_resp_value *v)
     } else if (arg_is(argv[0], "EVALSHA") || arg_is(argv[0], "EVAL") ||
                arg_is(argv[0], "FCALL")) {
         p.cmd = script_kind(argv, argc, &p);
+        p.fcall = arg_is(argv[0], "FCALL");
         if (p.cmd == C_ACQUIRE && argc == 13 && !H.handoff_chan[0])
             copy_arg(H.handoff_chan, sizeof H.handoff_chan, argv[11]);
     }
@@ -1010,14 +1016,16 @@ static void put_push_head(wbuf *w, int n)
     put(w, "%c%d\r\n", H.resp3 ? '>' : '*', n);
 }
 
-static void put_hello(wbuf *w, int proto)
+/* HELLO's reply: Redis 6.2 (scripts by EVALSHA), or with fn 7.0 (by
+ * FCALL, the library loaded when missing). */
+static void put_hello(wbuf *w, int proto, int fn)
 {
     if (proto == 3) put(w, "%%7\r\n");
     else put(w, "*14\r\n");
     put_bulk(w, "server");
     put_bulk(w, "redis");
     put_bulk(w, "version");
-    put_bulk(w, "7.0.15");
+    put_bulk(w, fn ? "7.0.15" : "6.2.14");
     put_bulk(w, "proto");
     put(w, ":%d\r\n", proto);
     put_bulk(w, "id");
@@ -1049,7 +1057,11 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
     if ((c & 7) >= 4 && p->cmd != C_SUBSCRIBE && p->cmd != C_UNSUBSCRIBE) {
         switch (c & 7) {
         case 4: put(w, "%s", errors[(c >> 3) & 7]); return;
-        case 5: put(w, "%s", p->cmd >= C_ACQUIRE ? errors[1] : errors[0]); return;
+        case 5:
+            /* the script (or its library) missing */
+            put(w, "%s", p->fcall ? "-ERR Function not found\r\n"
+                         : p->cmd >= C_ACQUIRE && p->cmd != C_FUNCTION ? errors[1] : errors[0]);
+            return;
         case 6: put_null(w); return;
         default: put(w, ":%d\r\n", (int)(c >> 3) - 8); return;
         }
@@ -1057,7 +1069,7 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
     switch (p->cmd) {
     case C_HELLO:
         if (v == 0) {
-            put_hello(w, p->hello3 ? 3 : 2);
+            put_hello(w, p->hello3 ? 3 : 2, (c >> 3) & 1);
             if (p->hello3) H.resp3 = 1;
         } else if (v == 1) put(w, "-ERR unknown command 'HELLO'\r\n");
         else if (v == 2) put(w, "-NOPROTO unsupported protocol version\r\n");
@@ -1089,6 +1101,13 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
         put_bulk(w, us);
         return;
     }
+    case C_FUNCTION:         /* LOAD: loaded, there already, refused twice */
+        if (v == 0) put_bulk(w, "resplock_0123456789ab");
+        else if (v == 1) put(w, "-ERR Library 'resplock_0123456789ab' already exists\r\n");
+        else if (v == 2)
+            put(w, "-NOPERM this user has no permissions to run the 'function|load' command\r\n");
+        else put(w, "-ERR unknown command 'FUNCTION'\r\n");
+        return;
     case C_INFO:
         put_bulk(w, "# Server\r\nredis_version:7.0.15\r\n");
         return;

@@ -20,7 +20,11 @@
 #   REPLY C S  the reply to the oldest request: C's bits 0-2 pick it (0-3
 #              a lock server's answers, 4-7 errors and wrong shapes); S
 #              splits it; acquire replies read one more byte (fence step
-#              or PTTL), renewals two (each key's result)
+#              or PTTL), renewals two (each key's result); HELLO's
+#              C 08 answers as Redis 7.0 (script calls as FCALL), 00 as
+#              6.2 (EVALSHA); C 05 to an FCALL is "Function not found";
+#              FUNCTION LOAD's C 0-3: loaded, there already, NOPERM,
+#              unknown command
 #   EXTEND B   rlk_session_extend: B's bits 0-1 the ms (1, 100, 1000,
 #              3000), 04 RLK_EXTEND_SET, 08 an unknown how, 10 any
 #              handle (else a held one), bits 5-7 which
@@ -161,5 +165,24 @@ seed resend-release-late  21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $CLOSE $ADV 40 $T
 seed resend-waiter        21 44 "$H3 $ACQ 0d 00 $BUSY $REPLY 00 00 $REPLY 02 00 05 $CLOSE $CONNECT $H3 $REPLY 00 00 01"
 seed resend-reentrant     21 40 "$H3 $ACQR 01 00 01 $REPLY 00 00 00 $ACQR 01 00 01 $CLOSE $CONNECT $H3 $ACQR 01 00 02 $CLOSE $CONNECT $H3 $REPLY 00 00 00"
 seed resend-watchdog      21 40 "$H3 $ACQ 23 00 $TAKEN $ADV 20 $TICKDUE $CLOSE $CONNECT $H3 $REPLY 00 00 00 $REL 00 $CLOSE $CONNECT $H3 $REPLY 00 00"
+# FUNCTIONs (HELLO of Redis 7.0): script calls as FCALL; "Function not
+# found" loads the library and sends the call again as EVAL; the load
+# there already, or refused (EVALSHA from then on); FCALL unknown, or
+# refused by an ACL or for maxmemory (again as EVAL); an extend with its
+# release behind it is not sent again; renewals and calls without a
+# handle alike
+H3F="$REPLY 08 00 $REPLY 00 00"
+seed fcall-cycle          21 40 "$H3F $ACQR 01 00 01 $REPLY 00 00 00 $EXTEND 02 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed fcall-not-found      21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $REPLY 00 00 $REPLY 00 00 00 $REL 00 $REPLY 00 00"
+seed fcall-load-exists    21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $REPLY 01 00 $REPLY 00 00 00 $REL 00 $REPLY 00 00"
+seed fcall-load-refused   21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $REPLY 02 00 $REPLY 00 00 00 $REL 00 $REPLY 05 00 $REPLY 00 00"
+seed fcall-load-unknown   21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $REPLY 03 00 $REPLY 00 00 00 $ACQR 01 00 01 $REPLY 00 00 00"
+seed fcall-unknown        21 40 "$H3F $ACQR 01 00 01 $REPLY 04 00 $REPLY 00 00 00 $REL 00 $REPLY 00 00"
+seed fcall-noperm         21 40 "$H3F $ACQR 01 00 01 $REPLY 34 00 $REPLY 34 00 $ACQR 01 00 01 $REPLY 00 00 00 $REL 00 $REPLY 00 00"
+seed fcall-oom            21 40 "$H3F $ACQ 01 00 $TAKEN $REL 00 $REPLY 24 00 $REPLY 00 00"
+seed fcall-extend-released 21 40 "$H3F $ACQ 01 00 $TAKEN $EXTEND 02 $REL 00 $REPLY 05 00 $REPLY 05 00 $REPLY 01 00 $REPLY 00 00 $ACQ 01 00 $TAKEN"
+seed fcall-watchdog       21 40 "$H3F $ACQ 22 00 $TAKEN $TICKDUE $REPLY 05 00 $REPLY 00 00 $TICKDUE $REPLY 00 00 00 00 $TICKDUE $REPLY 00 00 00 00 $REL 00 $REPLY 00 00"
+seed fcall-calls          21 40 "$H3F $CALL 00 $REPLY 05 00 $REPLY 00 00 $REPLY 00 00 $CALL 01 $REPLY 05 00 $REPLY 00 00 $CALL 02 $REPLY 04 00 $REPLY 00 00"
+seed fcall-load-timeout   21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $TICKDUE $TICKDUE"
 
 echo "make-corpus-session.sh: $n files in fuzz/$out"

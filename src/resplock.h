@@ -744,7 +744,12 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  *
  * It speaks what the blocking client speaks: the handshake (HELLO 3 with
  * AUTH and SETNAME, RESP2 with AUTH where HELLO is missing, SELECT), the
- * same scripts (src/lua/, EVALSHA, EVAL once after NOSCRIPT), the same
+ * same scripts (src/lua/) called the same way: where HELLO tells a
+ * server with FUNCTIONs (Redis 7+, Valkey), FCALL of the library's
+ * functions, FUNCTION LOAD of the library on "Function not found";
+ * elsewhere, without HELLO, or once FCALL or FUNCTION LOAD was refused on
+ * the connection, EVALSHA; a call whose script or library was missing,
+ * or whose FCALL was refused, goes again once as EVAL.  The same
  * keys, tokens, fences, lines of waiters and handoffs, so sessions and
  * blocking clients share locks.  Locks are simple or reentrant (see
  * rlk_session_acquire), and held ones can be extended
@@ -920,8 +925,8 @@ int rlk_session_release(rlk_session_lock *l, int64_t now);
  * RLK_LOCK_NOT_OWNER (someone else holds it) report it lost too
  * (RLK_SEV_LOST after the EXTENDED event).  The request is never re-sent
  * after a lost reply: closing reports RLK_ERR_CLOSED, and the lock stays
- * held while its validity lasts.  Answered NOSCRIPT, it goes again as
- * EVAL, unless the lock's release is queued behind it: then it reports
+ * held while its validity lasts.  Answered NOSCRIPT (or "Function not
+ * found", or its FCALL refused), it goes again as EVAL, unless the lock's release is queued behind it: then it reports
  * RLK_ERR_SERVER (an EXTENDED event always comes before RELEASED).  Returns RLK_OK (the event comes later,
  * never from this call); RLK_LOCK_LOST (found lost earlier);
  * RLK_ERR_INVALID (ms < 1, an unknown how, a lock not held or being

@@ -70,6 +70,32 @@ static void as_evalsha(rlk__cmd *q, const rlk_request *r)
     set_head(q, 1, r->script->sha1, 40);
 }
 
+int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
+                     char *digits)
+{
+    const rlk__lua_function *f = how == RLK__CALL_FCALL ? function_of(s) : NULL;
+    if (f) {
+        w[0] = FCALL;
+        wl[0] = sizeof FCALL - 1;
+        w[1] = f->name;
+        wl[1] = strlen(f->name);
+    } else if (how == RLK__CALL_EVAL) {
+        w[0] = "EVAL";
+        wl[0] = 4;
+        w[1] = s->text;
+        wl[1] = s->len;
+    } else {
+        how = RLK__CALL_EVALSHA;
+        w[0] = "EVALSHA";
+        wl[0] = 7;
+        w[1] = s->sha1;
+        wl[1] = 40;
+    }
+    w[2] = digits;
+    wl[2] = rlk__utoa(digits, (unsigned)nkeys);
+    return how;
+}
+
 /* Request r as a command, its script as FCALL when fcall is set and it
  * has a function; a script call's key count is written to digits, which
  * must live as long as the command. */
@@ -77,15 +103,9 @@ static void as_command(rlk__cmd *q, const rlk_request *r, char *digits, int fcal
 {
     q->nhead = 0;
     if (r->script) {
-        const rlk__lua_function *f = fcall ? function_of(r->script) : NULL;
         q->nhead = 3;
-        if (f) {
-            set_head(q, 0, FCALL, sizeof FCALL - 1);
-            set_head(q, 1, f->name, strlen(f->name));
-        } else {
-            as_evalsha(q, r);
-        }
-        set_head(q, 2, digits, rlk__utoa(digits, (unsigned)r->nkeys));
+        rlk__script_head(r->script, fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA, r->nkeys,
+                         q->head, q->headlen, digits);
     }
     q->argc = r->argc;
     q->argv = r->argv;
@@ -116,7 +136,7 @@ static int mentions(const rlk_resp_value *v, const char *text)
 /* The errors with which a server refuses a write command before running
  * it for a state it is in, and which EVAL of the same script meets only
  * at its first write, if it makes one. */
-static int state_refused(const rlk_resp_value *v)
+int rlk__state_refused(const rlk_resp_value *v)
 {
     static const char *const codes[] = {"OOM ", "MISCONF ", "NOREPLICAS ", "READONLY ",
                                         "MASTERDOWN "};
@@ -130,7 +150,7 @@ static int state_refused(const rlk_resp_value *v)
  * which EVALSHA then meets too). */
 static int refused_before_run(const rlk_resp_value *v)
 {
-    return state_refused(v) || starts(v, "NOPERM ");
+    return rlk__state_refused(v) || starts(v, "NOPERM ");
 }
 
 /* Whether FCALL's reply v says this connection cannot use FCALL at all. */
@@ -139,10 +159,17 @@ static int fcall_unusable(const rlk_resp_value *v)
     return starts(v, "ERR unknown command") || (starts(v, "NOPERM ") && mentions(v, "'fcall'"));
 }
 
-/* Whether FUNCTION LOAD's reply v leaves the library loaded. */
-static int library_loaded(const rlk_resp_value *v)
+int rlk__library_loaded(const rlk_resp_value *v)
 {
     return !is_error(v) || (starts(v, "ERR ") && mentions(v, " already exists"));
+}
+
+int rlk__fcall_error(const rlk_resp_value *v)
+{
+    if (starts(v, "ERR Function not found")) return RLK__FCALL_MISSING;
+    if (fcall_unusable(v)) return RLK__FCALL_UNUSABLE;
+    if (refused_before_run(v)) return RLK__FCALL_REFUSED;
+    return 0;
 }
 
 /* What happens to a request between rounds. */
@@ -189,13 +216,14 @@ static size_t decide(struct call *k, rlk_resp_value *const *replies)
         *f &= (unsigned char)~R_PENDING;
         if (!r->script || !is_error(v)) continue;
         if (k->cmds[i].head[0] == FCALL) {
-            if (starts(v, "ERR Function not found")) {
+            int e = rlk__fcall_error(v);
+            if (e == RLK__FCALL_MISSING) {
                 /* Loaded once per call; not found after that (refused,
                  * or flushed again at once): as EVALSHA. */
                 if (k->library_tried || functions_refused(k->c, k->st)) as_evalsha(&k->cmds[i], r);
                 else k->load_library = 1;
-            } else if (fcall_unusable(v) || refused_before_run(v)) {
-                if (fcall_unusable(v)) refuse_functions(k);
+            } else if (e) {
+                if (e == RLK__FCALL_UNUSABLE) refuse_functions(k);
                 as_evalsha(&k->cmds[i], r);
             } else {
                 continue;
@@ -293,7 +321,7 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
         }
     /* A refused FUNCTION LOAD turns FCALL off for the connection, unless
      * the server merely could not write just now. */
-    if (r == RLK_OK && library && !library_loaded(out[0]) && !state_refused(out[0]))
+    if (r == RLK_OK && library && !rlk__library_loaded(out[0]) && !rlk__state_refused(out[0]))
         refuse_functions(k);
     for (j = (size_t)library; r == RLK_OK && j < loads; j++)
         if (is_error(out[j]))
@@ -413,19 +441,9 @@ void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int 
     int fcall = !whole && st->server.conn == c &&
                 st->server.generation == rlk_conn_generation(c) &&
                 (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
-    const rlk__lua_function *f = fcall ? function_of(s) : NULL;
     q->nhead = 3;
-    if (f) {
-        set_head(q, 0, FCALL, sizeof FCALL - 1);
-        set_head(q, 1, f->name, strlen(f->name));
-    } else if (whole) {
-        set_head(q, 0, "EVAL", 4);
-        set_head(q, 1, s->text, s->len);
-    } else {
-        set_head(q, 0, "EVALSHA", 7);
-        set_head(q, 1, s->sha1, 40);
-    }
-    set_head(q, 2, digits, rlk__utoa(digits, (unsigned)nkeys));
+    rlk__script_head(s, whole ? RLK__CALL_EVAL : fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
+                     nkeys, q->head, q->headlen, digits);
 }
 
 int rlk__script_missing(const rlk_resp_value *v)

@@ -41,4 +41,36 @@ void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int 
  * there (NOSCRIPT, "Function not found"). */
 int rlk__script_missing(const rlk_resp_value *v);
 
+/* How a call of a script goes. */
+enum { RLK__CALL_EVALSHA, RLK__CALL_EVAL, RLK__CALL_FCALL };
+
+/*
+ * The three head words of a call of script s with nkeys keys, into w and
+ * wl: how RLK__CALL_FCALL, FCALL of its function when s is one of the
+ * embedded scripts (lua.h), else EVALSHA; RLK__CALL_EVALSHA; or
+ * RLK__CALL_EVAL of its text.  digits (12 bytes) holds the key count and
+ * must live as long as the words.  Returns how the call goes.  For the
+ * script layer here and the session (session.c), which has no rlk_conn.
+ */
+int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
+                     char *digits);
+
+/* What an FCALL answered with error v calls for: 0, nothing (the error
+ * is the call's result); RLK__FCALL_MISSING, the library is not loaded
+ * ("Function not found"); RLK__FCALL_UNUSABLE, FCALL is refused to this
+ * connection (an unknown command, an ACL without it): EVALSHA from now;
+ * RLK__FCALL_REFUSED, refused before it ran (an ACL on a key, or writes
+ * stopped: maxmemory, a replica), which EVAL meets only at its first
+ * write, if it makes one. */
+enum { RLK__FCALL_MISSING = 1, RLK__FCALL_UNUSABLE, RLK__FCALL_REFUSED };
+int rlk__fcall_error(const rlk_resp_value *v);
+
+/* Whether FUNCTION LOAD's reply v leaves the library loaded (loaded, or
+ * there already). */
+int rlk__library_loaded(const rlk_resp_value *v);
+
+/* Whether error v refuses a write for a state the server is in (OOM,
+ * MISCONF, NOREPLICAS, READONLY, MASTERDOWN): it may pass later. */
+int rlk__state_refused(const rlk_resp_value *v);
+
 #endif

@@ -66,6 +66,34 @@ void rlk__server_facts(rlk__server *out, const char *name, const char *version)
     }
 }
 
+/* v's text NUL-terminated into out, cut to n - 1 bytes. */
+static void copy_str(char *out, size_t n, const rlk_resp_value *v)
+{
+    size_t m = v->len < n - 1 ? v->len : n - 1;
+    memcpy(out, v->str, m);
+    out[m] = '\0';
+}
+
+void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
+{
+    char name[32] = "", version[32] = "";
+    const rlk_resp_value *k = m && (m->type == RLK_RESP_MAP || m->type == RLK_RESP_ARRAY)
+                                  ? m->child
+                                  : NULL;
+    for (; k && k->next; k = k->next->next) {
+        const rlk_resp_value *v = k->next;
+        if ((k->type != RLK_RESP_BULK && k->type != RLK_RESP_SIMPLE) ||
+            (v->type != RLK_RESP_BULK && v->type != RLK_RESP_SIMPLE))
+            continue;
+        if (k->len == 6 && memcmp(k->str, "server", 6) == 0) copy_str(name, sizeof name, v);
+        else if (k->len == 7 && memcmp(k->str, "version", 7) == 0)
+            copy_str(version, sizeof version, v);
+    }
+    rlk__server_facts(out, name[0] ? name : NULL, version[0] ? version : NULL);
+    out->conn = NULL;
+    out->generation = 0;
+}
+
 /* The value of "key:" on a line of INFO's text, NUL-terminated into out;
  * 0 when no line has it. */
 static int info_field(const char *text, size_t len, const char *key, char *out, size_t n)

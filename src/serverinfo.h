@@ -59,6 +59,15 @@ typedef struct rlk__server {
 void rlk__server_facts(rlk__server *out, const char *name, const char *version);
 
 /*
+ * The facts HELLO's reply m (a map, or under RESP2 a flat array) gives:
+ * its "server" and "version" as rlk__server_facts reads them; unknown,
+ * with no capability, when it has neither.  Without INFO server, "redis"
+ * 7.2.4 stays Redis 7.2 (what a Valkey claiming it can do too).  For the
+ * session (session.c), which reads HELLO's reply itself.
+ */
+void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m);
+
+/*
  * The facts of the server c is connected to, connecting first if it is
  * not (as rlk_conn_command does).  *s is the caller's cache for c, zeroed
  * before the first call: while c stays on the same connection

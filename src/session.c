@@ -22,6 +22,8 @@
 #include "keys.h"
 #include "lease.h"
 #include "lua.h"
+#include "script.h"
+#include "serverinfo.h"
 #include "session_internal.h"
 #include "waiter.h"
 
@@ -44,7 +46,8 @@ enum {
     Q_EXTEND,                             /* rlk_session_extend's */
     Q_CALL,                               /* a call without a handle */
     Q_RENEW,                              /* one request of the round */
-    Q_IGNORE                              /* a release nobody waits for */
+    Q_IGNORE,                             /* a release nobody waits for */
+    Q_LOAD                                /* FUNCTION LOAD of the library */
 };
 
 /* A handle's states. */
@@ -77,6 +80,7 @@ typedef struct scall {
 typedef struct sreq {
     unsigned char kind;
     unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
+    unsigned char fcall; /* sent as FCALL */
     char mode;           /* Q_ACQ's */
     rlk_session_lock *l;
     scall *call;         /* Q_CALL's */
@@ -132,6 +136,9 @@ struct rlk_session {
     uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
     int connected, ready, resp3, broken;
+    /* Script calls go as FCALL (HELLO told a server with FUNCTIONs, and
+     * none was refused since); a FUNCTION LOAD is in flight. */
+    int fcall, loading;
     int hs_left;          /* handshake replies still owed */
     int64_t now;
     int depth;            /* public calls under way (callbacks call in) */
@@ -305,6 +312,7 @@ static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadl
     sreq *r = &s->q[s->qtail++];
     r->kind = (unsigned char)kind;
     r->eval = (unsigned char)eval;
+    r->fcall = 0;
     r->mode = mode;
     r->l = l;
     r->call = NULL;
@@ -328,8 +336,9 @@ static int send_cmd(rlk_session *s, int kind, rlk_session_lock *l, int eval, cha
     return RLK_OK;
 }
 
-/* A script call: EVALSHA, or EVAL (eval set: after a NOSCRIPT, or where
- * no retry could follow). */
+/* A script call: FCALL of its function where the server runs the
+ * library, else EVALSHA; or EVAL (eval set: after its script or library
+ * was missing or FCALL refused, or where no retry could follow). */
 static int send_script(rlk_session *s, int which, int kind, rlk_session_lock *l, int eval,
                        char mode, int64_t deadline, int nkeys, int argc,
                        const char *const *argv, const size_t *lens)
@@ -338,18 +347,52 @@ static int send_script(rlk_session *s, int which, int kind, rlk_session_lock *l,
     size_t al[sizeof av / sizeof av[0]];
     char nk[12];
     if (argc + 3 > (int)(sizeof av / sizeof av[0])) return broken(s, RLK_ERR_INVALID, "too many arguments");
-    const rlk_script *sc = &s->scripts[which];
-    av[0] = eval ? "EVAL" : "EVALSHA";
-    al[0] = strlen(av[0]);
-    av[1] = eval ? sc->text : sc->sha1;
-    al[1] = eval ? sc->len : 40;
-    al[2] = rlk__utoa(nk, (unsigned)nkeys);
-    av[2] = nk;
+    int how = rlk__script_head(&s->scripts[which],
+                               eval ? RLK__CALL_EVAL : s->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
+                               nkeys, av, al, nk);
     for (int i = 0; i < argc; i++) {
         av[3 + i] = argv[i];
         al[3 + i] = lens ? lens[i] : strlen(argv[i]);
     }
-    return send_cmd(s, kind, l, eval, mode, deadline, argc + 3, av, al);
+    int r = send_cmd(s, kind, l, eval, mode, deadline, argc + 3, av, al);
+    if (r == RLK_OK) s->q[s->qtail - 1].fcall = how == RLK__CALL_FCALL;
+    return r;
+}
+
+/* FUNCTION LOAD of the library, for the FCALLs after a "Function not
+ * found" (FUNCTION FLUSH, a fresh server); one at a time.  Without
+ * REPLACE, as the blocking client's: a library of the same name has the
+ * same code (its name hashes it). */
+static int send_load(rlk_session *s)
+{
+    if (s->loading) return RLK_OK;
+    size_t len = 0;
+    char *text = rlk__lua_library_text(&len);
+    if (!text) return broken(s, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
+    const char *av[3] = {"FUNCTION", "LOAD", text};
+    size_t al[3] = {8, 4, len};
+    int r = send_cmd(s, Q_LOAD, NULL, 0, 0, reply_deadline(s), 3, av, al);
+    rlk__free(text);
+    if (r == RLK_OK) s->loading = 1;
+    return r;
+}
+
+static int starts(const rlk_resp_value *v, const char *p);
+
+/* Whether script call q, answered v, goes again as EVAL (once): its
+ * script was not cached (NOSCRIPT to EVALSHA), or FCALL did not run (its
+ * library missing, loaded now for the calls after; FCALL refused to the
+ * connection, EVALSHA from now; refused for a state EVAL meets only at
+ * its first write).  A load that cannot be queued breaks the session,
+ * and the call goes on as if it had been: closing ends it. */
+static int script_again(rlk_session *s, const sreq *q, const rlk_resp_value *v)
+{
+    if (q->eval || !rlk__is_error(v)) return 0;
+    if (!q->fcall) return starts(v, "NOSCRIPT");
+    int e = rlk__fcall_error(v);
+    if (e == RLK__FCALL_UNUSABLE) s->fcall = 0;
+    if (e == RLK__FCALL_MISSING && s->fcall) send_load(s);
+    return e != 0;
 }
 
 static const char *key(const rlk_session_lock *l, int which)
@@ -794,6 +837,9 @@ static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
         if (v->type != RLK_RESP_MAP && v->type != RLK_RESP_ARRAY)
             return broken(s, RLK_ERR_PROTO, "handshake: unexpected reply to HELLO");
         s->resp3 = v->type == RLK_RESP_MAP;
+        rlk__server sv;
+        rlk__server_from_hello(&sv, v);
+        s->fcall = (sv.caps & RLK_CAP_FUNCTIONS) != 0;
         int r = send_auth_select(s, 0, 0);
         if (r != RLK_OK) return r;
     }
@@ -1042,22 +1088,29 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
     rlk_session_lock *l = q.l;
     if (l) l->inflight--;
     if (q.kind <= Q_SELECT) return on_handshake(s, &q, v);
-    int noscript = rlk__is_error(v) && starts(v, "NOSCRIPT");
+    if (q.kind == Q_LOAD) {
+        /* Refused (an ACL, a server that has no FUNCTION after all):
+         * EVALSHA for the rest of the connection. */
+        s->loading = 0;
+        if (!rlk__library_loaded(v) && !rlk__state_refused(v)) s->fcall = 0;
+        return RLK_OK;
+    }
+    int again = script_again(s, &q, v);
     if (q.kind == Q_RENEW) {
-        if (noscript) s->renew_eval = 1;
+        if (again) s->renew_eval = 1;
         if (rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
         return RLK_OK;
     }
     if (q.kind == Q_IGNORE) return RLK_OK;
-    if (q.kind == Q_CALL) return on_call(s, &q, v, noscript);
+    if (q.kind == Q_CALL) return on_call(s, &q, v, again);
     /* An extend of a lock whose release is queued behind it is not sent
      * again: its result must come before the release's (which ends the
-     * handle), so the NOSCRIPT is its result. */
-    if (noscript && !q.eval &&
+     * handle), so the NOSCRIPT (or FCALL's error) is its result. */
+    if (again && !q.eval &&
         (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE ||
          (q.kind == Q_EXTEND && l->state == L_HELD))) {
-        /* The script cache was flushed: the same request again as EVAL,
-         * which loads it too. */
+        /* The script cache was flushed (or FCALL did not run): the same
+         * request again as EVAL, which loads the script too. */
         if (q.kind == Q_ACQ) {
             l->mode = q.mode;
             return send_try(s, l, 1);
@@ -1188,6 +1241,7 @@ int rlk_session_connected(rlk_session *s, int64_t now)
     s->broken = 0;
     s->resp3 = 0;
     s->hs_left = 0;
+    s->fcall = s->loading = 0;
     if (s->leases.head) s->leases.recheck_all = 1;
     int r;
     if (s->cfg.protocol != 2) {
@@ -1220,6 +1274,7 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     if (!s->connected) return;
     enter(s, now);
     s->connected = s->ready = s->resp3 = 0;
+    s->fcall = s->loading = 0;
     s->broken = 0;
     s->hs_left = 0;
     rlk_buf_free(&s->in);

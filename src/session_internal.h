@@ -2,7 +2,8 @@
 /*
  * The session's calls that need no handle (session.c), for the blocking
  * API's wrappers: a lock's status, and a release or an extend by token.
- * Each queues one script call (EVALSHA, EVAL once after NOSCRIPT) with
+ * Each queues one script call (FCALL or EVALSHA as the session's others,
+ * EVAL once after NOSCRIPT, "Function not found" or a refused FCALL) with
  * the command timeout for its reply, and reports its result once, by
  * cb, from rlk_session_feed (the reply) or rlk_session_closed
  * (RLK_ERR_CLOSED: the reply will not come), never from the call

@@ -611,6 +611,20 @@ static void sess_call_cb(void *ctx, rlk_session *s, const rlk__session_result *r
 
 #define ACQ_REPLY(fence, holds) "*4\r\n:1\r\n:" fence "\r\n:" holds "\r\n:0\r\n"
 
+/* The end of a run with status r: a run that failed closes the session
+ * with requests under way (or not, in turn), and frees it with calls
+ * queued. */
+static int sess_done(rlk_session *s, int r, int64_t now)
+{
+    if (r != RLK_OK) {
+        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
+        /* The calls under way end here, or with the session. */
+        if (H.calls % 2) rlk_session_closed(s, now);
+    }
+    rlk_session_free(s);
+    return r;
+}
+
 static int sc_session_requests(const char **msg)
 {
     sess_acquired = sess_released = sess_extended = sess_calls = 0;
@@ -646,13 +660,7 @@ static int sc_session_requests(const char **msg)
     if (r == RLK_OK) r = rlk_session_release(b, 1010);
     if (r == RLK_OK) r = sess_feed(s, ":2\r\n:1\r\n", 1011);
     if (r == RLK_OK && sess_released != 2) r = RLK_ERR_PROTO;
-    if (r != RLK_OK) {
-        snprintf(sess_msg, sizeof sess_msg, "%s", rlk_session_errmsg(s));
-        /* The calls under way end here, or with the session. */
-        if (H.calls % 2) rlk_session_closed(s, 1012);
-    }
-    rlk_session_free(s);
-    return r;
+    return sess_done(s, r, 1012);
 }
 
 static void test_session_requests(void)
@@ -695,6 +703,57 @@ static void test_session_resend(void)
     CHECK(inject("session re-sends", NULL, sc_session_resend, NULL) > 5);
 }
 
+/* A session whose HELLO tells Redis 7: its requests as FCALL, the
+ * library's FUNCTION LOAD after "Function not found" (its text built in
+ * memory), the call again as EVAL, a renewal as FCALL, FCALL refused:
+ * EVALSHA for what follows. */
+static int sc_session_fcall(const char **msg)
+{
+    sess_acquired = sess_released = sess_extended = sess_calls = 0;
+    *msg = sess_msg;
+    snprintf(sess_msg, sizeof sess_msg, "rlk_session_new");
+    rlk_session_config c;
+    rlk_session_config_init(&c);
+    c.cb = sess_cb2;
+    rlk_session *s = rlk_session_new(&c);
+    if (!s) return RLK_ERR_NOMEM;
+    int r = rlk_session_connected(s, 1000);
+    if (r == RLK_OK)
+        r = sess_feed(s, "%2\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n"
+                         ">3\r\n+subscribe\r\n+x\r\n:1\r\n", 1000);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 3000;
+    o.kind = RLK_LOCK_REENTRANT;
+    o.watchdog = 1;
+    rlk_session_lock *a = NULL;
+    const char *out = NULL;
+    if (r == RLK_OK && !(a = rlk_session_acquire(s, "alloc:f", &o, NULL, 1000))) r = RLK_ERR_NOMEM;
+    if (r == RLK_OK && !memmem(out, rlk_session_output(s, &out), "FCALL", 5)) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = sess_feed(s, "-ERR Function not found\r\n", 1001);
+    if (r == RLK_OK) r = sess_feed(s, "+resplock_x\r\n" ACQ_REPLY("7", "1"), 1002);
+    if (r == RLK_OK && sess_acquired != 1) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_tick(s, 2001); /* the renewal is due */
+    if (r == RLK_OK) r = sess_feed(s, "*1\r\n:1\r\n", 2002);
+    if (r == RLK_OK) r = rlk_session_extend(a, 5000, RLK_EXTEND_SET, 2003);
+    if (r == RLK_OK) r = sess_feed(s, "-ERR unknown command 'FCALL'\r\n", 2004);
+    if (r == RLK_OK) r = sess_feed(s, ":5000\r\n", 2005);
+    if (r == RLK_OK && sess_extended != 1) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk__session_status(s, "alloc:f", sess_call_cb, NULL, 2006);
+    if (r == RLK_OK && !memmem(out, rlk_session_output(s, &out), "EVALSHA", 7)) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = sess_feed(s, "*5\r\n:1\r\n+hash\r\n:4000\r\n:1\r\n:0\r\n", 2007);
+    if (r == RLK_OK && sess_calls != 1) r = RLK_ERR_PROTO;
+    if (r == RLK_OK) r = rlk_session_release(a, 2008);
+    if (r == RLK_OK) r = sess_feed(s, ":1\r\n", 2009);
+    if (r == RLK_OK && sess_released != 1) r = RLK_ERR_PROTO;
+    return sess_done(s, r, 2010);
+}
+
+static void test_session_fcall(void)
+{
+    CHECK(inject("session, FCALL", NULL, sc_session_fcall, NULL) > 10);
+}
+
 int main(int argc, char **argv)
 {
     rlk_allocator a = {h_malloc, h_realloc, h_free, NULL};
@@ -723,6 +782,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_session_round);
     RUN_TEST(test_session_requests);
     RUN_TEST(test_session_resend);
+    RUN_TEST(test_session_fcall);
     RUN_TEST(test_idle_client_heap);
     rlk_conn_free(admin);
     ts_stop(srv);

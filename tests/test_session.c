@@ -12,6 +12,8 @@
 #include "testlib.h"
 #include "server.h"
 #include "conntest.h"
+#include "locktest.h"
+#include "lua.h"
 #include "resplock.h"
 #include "session_internal.h"
 
@@ -26,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static ts_server *srv;
+/* srv: locktest.h's */
 static char url[128];
 static rlk_conn *adm;
 
@@ -699,6 +701,182 @@ static void test_calls(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* FUNCTIONs (Redis 7)                                                  */
+
+/* The calls of cmd the server refused before running them (an ACL). */
+static long long rejected(const char *cmd)
+{
+    char key[64];
+    rlk_resp_value *v = CMD(adm, "INFO", "commandstats");
+    if (!v || !v->str) return -1;
+    char *text = malloc(v->len + 1);
+    if (!text) return -1;
+    memcpy(text, v->str, v->len);
+    text[v->len] = '\0';
+    snprintf(key, sizeof key, "cmdstat_%s:", cmd);
+    long long n = 0;
+    char *p = strstr(text, key), *end = p ? strchr(p, '\n') : NULL;
+    if (end) *end = '\0';
+    if (p && (p = strstr(p, "rejected_calls="))) n = strtoll(p + 15, NULL, 10);
+    free(text);
+    return n;
+}
+
+/* Whether the server has the library of the embedded scripts. */
+static int has_library(void)
+{
+    rlk_resp_value *v = CMD(adm, "FUNCTION", "LIST", "LIBRARYNAME", rlk__lua_library_name);
+    return v && v->type == RLK_RESP_ARRAY && v->len == 1;
+}
+
+/* A lock's life in one session, held with the watchdog: another's
+ * acquire waits in line (the acquire script) and is handed the lock
+ * (its confirmation: the extend script), an extend, renewals, a status
+ * call, releases.  1 when every step did as it should. */
+static int fcall_cycle(const char *user, const char *pass)
+{
+    drv d, w;
+    drv_init(&d, 0, 0);
+    drv_init(&w, 0, 0);
+    if (user) {
+        /* Both sessions as the user: their configs point at these. */
+        rlk_session_free(d.s);
+        rlk_session_free(w.s);
+        rlk_session_config cfg;
+        rlk_session_config_init(&cfg);
+        cfg.username = user;
+        cfg.password = pass;
+        cfg.command_timeout_ms = 2000;
+        cfg.cb = on_event;
+        cfg.ctx = &d;
+        d.s = rlk_session_new(&cfg);
+        cfg.ctx = &w;
+        w.s = rlk_session_new(&cfg);
+    }
+    int ok = 0;
+    drv_connect(&d, srv);
+    drv_connect(&w, srv);
+    CMD(adm, "DEL", "sess:fn");
+    rlk_session_lock *l = acq(&d, "sess:fn", 300, 0, 1);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
+    rlk_session_lock *m = acq(&w, "sess:fn", 5000, 10000, 0);
+    RUN_UNTIL(CMD_INT(adm, "LLEN", "{sess:fn}:queue") == 1, 5000, &d, &w);
+    CHECK_EQ_INT(rlk_session_extend(l, 400, RLK_EXTEND_SET, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > 0, 5000, &d, &w);
+    const ev *e = find(&d, RLK_SEV_EXTENDED, l);
+    if (!CHECK(e && e->status == RLK_OK)) goto out;
+    /* Renewed past its TTL. */
+    RUN_UNTIL(0, 900, &d, &w);
+    CHECK_EQ_INT(count(&d, RLK_SEV_LOST), 0);
+    callres c = {0};
+    CHECK_EQ_INT(rlk__session_status(d.s, "sess:fn", on_call, &c, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(c.n > 0, 5000, &d);
+    CHECK(c.n == 1 && c.r.status == RLK_OK && c.r.lock.held && c.r.lock.waiters == 1);
+    CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&w, RLK_SEV_ACQUIRED) > 0 && count(&d, RLK_SEV_RELEASED) > 0, 5000, &d, &w);
+    e = find(&d, RLK_SEV_RELEASED, l);
+    CHECK(e && e->status == RLK_OK);
+    if (!CHECK(find(&w, RLK_SEV_ACQUIRED, m) != NULL)) goto out;
+    CHECK_EQ_INT(rlk_session_release(m, ts_now_ms()), RLK_OK);
+    RUN_UNTIL(count(&w, RLK_SEV_RELEASED) > 0, 5000, &w);
+    e = find(&w, RLK_SEV_RELEASED, m);
+    ok = CHECK(e && e->status == RLK_OK) &
+         CHECK_MSG(CMD_INT(adm, "EXISTS", "sess:fn") == 0, "sess:fn is left");
+out:
+    drv_free(&d);
+    drv_free(&w);
+    return ok;
+}
+
+/* On Redis 7 every script call goes as FCALL of the library (no
+ * EVALSHA): the acquire that waits, its handoff's confirmation, an
+ * extend, renewals, a status call, releases.  After FUNCTION FLUSH the
+ * first call finds no function: the library is loaded, the call sent
+ * again (once, as EVAL), and the calls after it go as FCALL again. */
+static void test_fcall(void)
+{
+    CMD(adm, "FUNCTION", "FLUSH");
+    reset_stats(adm);
+    if (fcall_cycle(NULL, NULL)) {
+        /* Loaded by the first session that met no function (both, when
+         * the holder's renewal went before the waiter's load). */
+        CHECK(has_library());
+        long long loads = stat_calls(adm, "function|load");
+        CHECK_MSG(loads >= 1 && loads <= 2, "%lld FUNCTION LOAD", loads);
+        CHECK(stat_calls(adm, "eval") >= 1);
+    }
+    reset_stats(adm);
+    if (fcall_cycle(NULL, NULL)) {
+        CHECK_EQ_INT(stat_calls(adm, "evalsha"), 0);
+        CHECK_EQ_INT(stat_calls(adm, "eval"), 0);
+        CHECK_EQ_INT(stat_calls(adm, "function|load"), 0);
+        /* acquire, confirm, extend, status, 2 releases, renewals */
+        CHECK_MSG(stat_calls(adm, "fcall") >= 7, "%lld FCALL", stat_calls(adm, "fcall"));
+    }
+    /* Flushed while a lock is held: its extend meets no function. */
+    drv d;
+    drv_init(&d, 0, 0);
+    drv_connect(&d, srv);
+    rlk_session_lock *l = acq(&d, "sess:fn2", 5000, 0, 0);
+    RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) > 0, 5000, &d);
+    if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
+    CMD(adm, "FUNCTION", "FLUSH");
+    reset_stats(adm);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(rlk_session_extend(l, 8000, RLK_EXTEND_SET, ts_now_ms()), RLK_OK);
+        RUN_UNTIL(count(&d, RLK_SEV_EXTENDED) > i, 5000, &d);
+        const ev *e = &d.evs[d.nev - 1];
+        CHECK(e->ev == RLK_SEV_EXTENDED && e->status == RLK_OK);
+        CHECK(CMD_INT(adm, "PTTL", "sess:fn2") > 7000);
+    }
+    CHECK(has_library());
+    CHECK_EQ_INT(stat_calls(adm, "function|load"), 1);
+    CHECK_EQ_INT(stat_calls(adm, "eval"), 1);
+    CHECK_EQ_INT(stat_calls(adm, "fcall"), 2);
+    rlk_session_release(l, ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) > 0, 5000, &d);
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "sess:fn2"), 0);
+out:
+    drv_free(&d);
+}
+
+/* A user that may not call functions (-fcall), and one that may not
+ * load them (-function): their sessions try FCALL once per connection
+ * and go on with EVALSHA, and every step still works. */
+static void test_fcall_refused(void)
+{
+    static const struct {
+        const char *user, *rule1, *rule2;
+    } users[] = {{"sess-nofcall", "-fcall", "-function"}, {"sess-noload", "-function", "+fcall"}};
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
+        CMD(adm, "ACL", "SETUSER", users[i].user, "reset", "on", ">fnpw", "~*", "&*", "+@all",
+            users[i].rule1, users[i].rule2);
+        CMD(adm, "FUNCTION", "FLUSH");
+        CMD(adm, "SCRIPT", "FLUSH");
+        reset_stats(adm);
+        if (fcall_cycle(users[i].user, "fnpw")) {
+            CHECK(!has_library());
+            CHECK_MSG(stat_calls(adm, "evalsha") >= 5, "%lld EVALSHA", stat_calls(adm, "evalsha"));
+            /* Once on each of the two connections, or twice where a
+             * renewal went before the first answer came. */
+            if (i == 0) {
+                /* Refused before it ran. */
+                long long n = rejected("fcall");
+                CHECK_MSG(n >= 2 && n <= 4, "%lld FCALL refused", n);
+                CHECK_EQ_INT(stat_calls(adm, "fcall"), 0);
+            } else {
+                /* Not found, its load refused (one load at a time). */
+                long long n = stat_calls(adm, "fcall");
+                CHECK_MSG(n >= 2 && n <= 4, "%lld FCALL", n);
+                CHECK_EQ_INT(rejected("function|load"), 2);
+            }
+        }
+        CMD(adm, "ACL", "DELUSER", users[i].user);
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
 static void feed_str(drv *d, const char *s, int64_t now)
@@ -719,18 +897,22 @@ static int out_has(drv *d, const char *needle)
     return r;
 }
 
-static void manual_ready(drv *d)
+/* Ready after HELLO answered with hello (a server that tells no version
+ * by default: scripts by EVALSHA). */
+static void manual_ready_as(drv *d, const char *hello)
 {
     drv_init(d, 0, 0);
     d->manual = 1;
     CHECK_EQ_INT(rlk_session_connected(d->s, 1000), RLK_OK);
     CHECK(out_has(d, "HELLO"));
     rlk_session_consume(d->s, 1 << 20);
-    feed_str(d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
+    feed_str(d, hello ? hello : "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
     CHECK(rlk_session_ready(d->s));
     CHECK(out_has(d, "SUBSCRIBE"));
     rlk_session_consume(d->s, 1 << 20);
 }
+
+static void manual_ready(drv *d) { manual_ready_as(d, NULL); }
 
 #define TIME_REPLY "*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"
 
@@ -914,6 +1096,92 @@ static void test_extend_bytes(void)
     CHECK(!out_has(&d, "add"));
     feed_str(&d, ":1\r\n", 2004);
     CHECK(d.evs[d.nev - 1].ev == RLK_SEV_RELEASED && d.evs[d.nev - 1].status == RLK_OK);
+    drv_free(&d);
+}
+
+#define HELLO_AS(version)                                                           \
+    "%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" version "\r\n"
+#define NOT_FOUND "-ERR Function not found\r\n"
+#define ACQ_REPLY "*4\r\n:1\r\n:5\r\n:1\r\n:0\r\n"
+
+/* A reentrant acquire (its first try is the script) at now. */
+static rlk_session_lock *acq_bytes(drv *d, const char *name, int64_t now)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.kind = RLK_LOCK_REENTRANT;
+    o.ttl_ms = 5000;
+    return rlk_session_acquire(d->s, name, &o, NULL, now);
+}
+
+/* The server from HELLO: Redis 6.2 gets EVALSHA, Redis 7 FCALL of the
+ * library's function.  FCALL's failures, made up: "Function not found"
+ * loads the library and sends the call again once, as EVAL; a refused
+ * load, an unknown FCALL or one an ACL refuses: EVALSHA from then on.
+ * An extend whose release is queued behind it is not sent again. */
+static void test_fcall_bytes(void)
+{
+    char fn[96];
+    snprintf(fn, sizeof fn, "%s_acquire\r\n", rlk__lua_library_name);
+    drv d;
+    manual_ready_as(&d, HELLO_AS("6\r\n6.2.14"));
+    acq_bytes(&d, "f62", 1100);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+    drv_free(&d);
+
+    manual_ready_as(&d, HELLO_AS("6\r\n7.0.15"));
+    rlk_session_lock *l = acq_bytes(&d, "f70", 1100);
+    CHECK(out_has(&d, "*13\r\n$5\r\nFCALL\r\n") && out_has(&d, fn) && !out_has(&d, "EVAL"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOT_FOUND, 1101);
+    CHECK(out_has(&d, "*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"));
+    CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "$21\r\nresplock_0123456789ab\r\n" ACQ_REPLY, 1102);
+    if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
+    /* Loaded: FCALL again.  An extend answered "not found" with the
+     * release behind it: its error is its result, before RELEASED. */
+    CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_ADD, 1103), RLK_OK);
+    CHECK(out_has(&d, "FCALL"));
+    CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOT_FOUND, 1104);
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_EXTENDED && d.evs[d.nev > 0 ? d.nev - 1 : 0].status == RLK_ERR_SERVER);
+    CHECK(!out_has(&d, "*8\r\n$4\r\nEVAL\r\n") && out_has(&d, "FUNCTION"));
+    rlk_session_consume(d.s, 1 << 20);
+    /* The release's FCALL found nothing either: again as EVAL, the load
+     * already under way.  The load is refused: EVALSHA from now. */
+    feed_str(&d, NOT_FOUND, 1105);
+    CHECK(out_has(&d, "$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_EXTENDED);
+    feed_str(&d, "-NOPERM this user has no permissions to run the 'function|load' command\r\n",
+             1106);
+    feed_str(&d, ":1\r\n", 1107);
+    CHECK(d.evs[d.nev > 0 ? d.nev - 1 : 0].ev == RLK_SEV_RELEASED && d.evs[d.nev > 0 ? d.nev - 1 : 0].status == RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    l = acq_bytes(&d, "f70b", 1108);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+    drv_free(&d);
+
+    /* FCALL unknown (or refused by an ACL): again as EVAL, then EVALSHA. */
+    const char *refusals[] = {"-ERR unknown command 'FCALL', with args beginning with: \r\n",
+                              "-NOPERM this user has no permissions to run the 'fcall' command\r\n"};
+    for (int i = 0; i < 2; i++) {
+        manual_ready_as(&d, HELLO_AS("5\r\n7.2.6"));
+        l = acq_bytes(&d, "f72", 1100);
+        CHECK(out_has(&d, "FCALL"));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, refusals[i], 1101);
+        CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, ACQ_REPLY, 1102);
+        if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
+        CHECK_EQ_INT(rlk_session_release(l, 1103), RLK_OK);
+        CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "FCALL"));
+        drv_free(&d);
+    }
+    return;
+out:
     drv_free(&d);
 }
 
@@ -1178,12 +1446,15 @@ int main(int argc, char **argv)
     tl_run("reentrant: holds counted, one fence, released one by one", test_reentrant);
     tl_run("sessions and blocking clients share locks", test_interop);
     tl_run("status, release and extend by token", test_calls);
+    tl_run("Redis 7: FCALL, the library loaded after FUNCTION FLUSH", test_fcall);
+    tl_run("Redis 7: FCALL refused by an ACL, EVALSHA", test_fcall_refused);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
+    tl_run("FCALL, made up: Redis 6.2 and 7, not found, refused", test_fcall_bytes);
     tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
     tl_run("a lost try's reply: tried again, the lock kept", test_resend_acquire);
     tl_run("a lost release reply: sent again once", test_resend_release);
