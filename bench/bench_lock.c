@@ -1296,7 +1296,7 @@ static void run_regime(regime *g)
         fprintf(stderr, "bench_lock: redis-py did not start; its columns are left out\n");
         e.have_py = 0;
     }
-    const rlk_conn_info *info = rlk_conn_get_info(rlk_client_conn(e.cl));
+    const rlk_conn_info *info = rlk_client_info(e.cl);
     contender init[3] = {
         {.label = "raw socket (floor)", .protocol = "RESP2", .fn = unc_raw},
         {.label = "resplock acquire+release", .protocol = info->protocol == 3 ? "RESP3" : "RESP2",
@@ -1476,7 +1476,7 @@ int main(void)
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", server->port);
 
     rlk_client *probe = new_client(url);
-    const rlk_conn_info *info = rlk_conn_get_info(rlk_client_conn(probe));
+    const rlk_conn_info *info = rlk_client_info(probe);
     char srv[80], load0[64];
     snprintf(srv, sizeof srv, "%s %s", info->server[0] ? info->server : "redis", info->version);
     rlk_client_free(probe);

@@ -51,7 +51,9 @@ int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_sess
     rlk__backoff_init(&d->backoff, d->cfg.backoff_initial_ms, d->cfg.backoff_max_ms, seed);
     d->url_status = rlk__url_parse(&d->url, d->cfg.url, d->err, sizeof d->err);
     if (d->url_status == RLK_ERR_NOMEM) return set_err(d, RLK_ERR_NOMEM, "out of memory");
-    if (d->url_status != RLK_OK) return d->url_status;
+    /* A URL that does not parse: the session is made all the same (its
+     * calls then fail by the driver's status, every turn). */
+    if (d->url_status != RLK_OK) d->fatal = d->url_status;
 
     rlk_session_config s;
     if (sc) s = *sc;
@@ -64,7 +66,7 @@ int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_sess
     s.command_timeout_ms = d->cfg.command_timeout_ms;
     d->s = rlk_session_new(&s);
     if (!d->s) return set_err(d, RLK_ERR_NOMEM, "out of memory (or no random bytes)");
-    return RLK_OK;
+    return d->url_status;
 }
 
 void rlk__driver_destroy(rlk__driver *d)
@@ -93,6 +95,7 @@ static int lasting(int status)
 static int drop(rlk__driver *d, int status)
 {
     int served = rlk_session_ready(d->s);
+    d->last = status;
     rlk__transport_close(&d->t);
     int64_t now = rlk__now_ms();
     if (d->up) {

@@ -40,6 +40,7 @@ typedef struct rlk__driver {
     int fatal;             /* a failure no retry mends (returned again) */
     uint64_t connects;     /* connections made so far */
     int fails;             /* connect tries failed in a row */
+    int last;              /* the status of the last failure (0: none) */
     int allow_once;        /* rlk__driver_reconnect: connect though off */
     int64_t retry_at;      /* no connect try before (monotonic ms) */
     rlk__backoff backoff;

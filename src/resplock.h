@@ -482,10 +482,20 @@ void rlk_client_free(rlk_client *cl);
  * until the next call on the client.  The owner's thread. */
 const char *rlk_client_errmsg(const rlk_client *cl);
 
-/* The connection, for rlk_conn_get_info and friends; owned by the client
- * (the owner's thread).  Right after a handoff it may owe the reply of
- * the confirmation: the connection reads it ahead of the reply of the
- * next command sent on it, whoever sends that. */
+/* What the handshake of the client's lock connection learned (the
+ * server, its version, the protocol, the client id, the user, db, peer
+ * and TLS), or NULL while it is not connected; valid until the next
+ * call on the client.  The owner's thread. */
+const rlk_conn_info *rlk_client_info(rlk_client *cl);
+
+/* How many connections the client has made so far (0 before the first;
+ * one more after each reconnect).  The owner's thread. */
+uint64_t rlk_client_generation(rlk_client *cl);
+
+/* A connection of the caller's own, for commands of its own: made at the
+ * first call with the client's settings, owned and freed by the client,
+ * separate from the connection the locks use (whose protocol the client
+ * alone speaks).  NULL when memory runs out.  The owner's thread. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
 
 typedef enum rlk_lock_kind {

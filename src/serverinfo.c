@@ -2,6 +2,7 @@
 /* Which server a connection talks to, and what it can do (serverinfo.h). */
 #include "serverinfo.h"
 #include "conn_internal.h"
+#include "keys.h"
 
 #include <string.h>
 #include <strings.h>
@@ -92,6 +93,25 @@ void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
     rlk__server_facts(out, name[0] ? name : NULL, version[0] ? version : NULL);
     out->conn = NULL;
     out->generation = 0;
+}
+
+void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m)
+{
+    const rlk_resp_value *k = m && (m->type == RLK_RESP_MAP || m->type == RLK_RESP_ARRAY)
+                                  ? m->child
+                                  : NULL;
+    for (; k && k->next; k = k->next->next) {
+        const rlk_resp_value *v = k->next;
+        int text = v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE;
+        if (k->type != RLK_RESP_BULK && k->type != RLK_RESP_SIMPLE) continue;
+        if (rlk__str_is(k, "server", 6) && text) copy_str(info->server, sizeof info->server, v);
+        else if (rlk__str_is(k, "version", 7) && text)
+            copy_str(info->version, sizeof info->version, v);
+        else if (rlk__str_is(k, "id", 2) && v->type == RLK_RESP_INTEGER)
+            info->client_id = v->integer;
+        else if (rlk__str_is(k, "proto", 5) && v->type == RLK_RESP_INTEGER && proto)
+            *proto = (int)v->integer;
+    }
 }
 
 /* The value of "key:" on a line of INFO's text, NUL-terminated into out;

@@ -68,6 +68,14 @@ void rlk__server_facts(rlk__server *out, const char *name, const char *version);
 void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m);
 
 /*
+ * What HELLO's reply m tells of the connection, into *info: the server's
+ * name and version, the client id ("id"), and the protocol ("proto",
+ * into *proto when not NULL).  Fields m does not name are left as they
+ * are.  For conn.c and the session, which read HELLO's reply each.
+ */
+void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m);
+
+/*
  * The facts of the server c is connected to, connecting first if it is
  * not (as rlk_conn_command does).  *s is the caller's cache for c, zeroed
  * before the first call: while c stays on the same connection

@@ -152,6 +152,7 @@ struct rlk_session {
     rlk__leases leases;
     rlk__round round;
     int round_on, renew_eval;
+    rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
     char err[256];
 };
 
@@ -254,7 +255,7 @@ static void finish(rlk_session *s, rlk_session_lock *l, rlk_session_event ev, in
         l->leased = 0;
         mine = rlk__lease_unlink(&s->leases, &l->lease);
     }
-    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, ev, l, status);
+    if (s->cfg.cb && ev) s->cfg.cb(s->cfg.ctx, s, ev, l, status);
     if (mine) {
         l->znext = s->zombies;
         s->zombies = l;
@@ -737,6 +738,22 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     return r;
 }
 
+void rlk__session_forget(rlk_session_lock *l, int64_t now)
+{
+    rlk_session *s = l->s;
+    l->user = NULL;
+    if (l->state != L_HELD || l->inflight || l->cancel || l->ext_on) {
+        /* Busy: it goes on to its end unheard (user NULL), unrenewed. */
+        l->lease.watchdog = 0;
+        return;
+    }
+    enter(s, now);
+    finish(s, l, 0, RLK_OK);
+    leave(s);
+}
+
+const rlk_conn_info *rlk__session_info(const rlk_session *s) { return &s->info; }
+
 /* ------------------------------------------------------------------ */
 /* Extending                                                            */
 
@@ -774,6 +791,7 @@ static int handshake_step(rlk_session *s)
         if (r != RLK_OK) return r;
     }
     s->ready = 1;
+    s->info.protocol = s->resp3 ? 3 : 2;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_READY, NULL, RLK_OK);
     for (rlk_session_lock *l = s->head; l && s->ready && !s->broken; l = l->next)
         if (l->state == L_PENDING || l->state == L_REL_PENDING) {
@@ -837,6 +855,7 @@ static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
         if (v->type != RLK_RESP_MAP && v->type != RLK_RESP_ARRAY)
             return broken(s, RLK_ERR_PROTO, "handshake: unexpected reply to HELLO");
         s->resp3 = v->type == RLK_RESP_MAP;
+        rlk__hello_info(&s->info, NULL, v);
         rlk__server sv;
         rlk__server_from_hello(&sv, v);
         s->fcall = (sv.caps & RLK_CAP_FUNCTIONS) != 0;
@@ -1242,6 +1261,11 @@ int rlk_session_connected(rlk_session *s, int64_t now)
     s->resp3 = 0;
     s->hs_left = 0;
     s->fcall = s->loading = 0;
+    memset(&s->info, 0, sizeof s->info);
+    s->info.client_id = -1;
+    s->info.db = s->cfg.db;
+    snprintf(s->info.user, sizeof s->info.user, "%s",
+             s->cfg.password && s->cfg.username ? s->cfg.username : "default");
     if (s->leases.head) s->leases.recheck_all = 1;
     int r;
     if (s->cfg.protocol != 2) {

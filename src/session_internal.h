@@ -48,4 +48,16 @@ int rlk__session_release_token(rlk_session *s, const char *name, const char *tok
 int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
                               int how, rlk__session_call_cb cb, void *ctx, int64_t now);
 
+/* Lets a held lock go without releasing it (rlk_lock_forget): no event,
+ * no renewal any more; it runs out on the server by its TTL.  A handle
+ * with a request under way goes on to its end unheard instead (its
+ * events are not given: the callback sees user NULL). */
+void rlk__session_forget(rlk_session_lock *l, int64_t now);
+
+/* What the handshake of the current connection learned: the protocol
+ * (0 before it is done), the server, its version, the client id, the
+ * user and db.  peer and the TLS fields are left empty: the driver
+ * knows them. */
+const rlk_conn_info *rlk__session_info(const rlk_session *s);
+
 #endif

@@ -143,8 +143,8 @@ static void test_acquire_errors(void)
 }
 
 /* The client keeps its own copies of the configuration's strings: the
- * connections it opens later (the RESP2 waiting connection, the watchdog
- * thread's) must not read the caller's buffers. */
+ * connections it opens later (after a wait, with the watchdog thread, the
+ * caller's own of rlk_client_conn) must not read the caller's buffers. */
 static void test_config_strings_copied(void)
 {
     rlk_client_config cfg;
@@ -168,12 +168,18 @@ static void test_config_strings_copied(void)
     CHECK_EQ_INT(rlk_client_connect(cl), RLK_OK);
     h = ACQ(holder, "copied", 10000);
     opts(&o, 10000, 300, RLK_LOCK_SIMPLE, 0, NULL);
-    rc = rlk_lock_acquire(cl, "copied", &o, &l); /* opens the RESP2 waiting connection */
+    rc = rlk_lock_acquire(cl, "copied", &o, &l);
     CHECK_MSG(rc == RLK_LOCK_BUSY, "acquire: %d %s", rc, rlk_client_errmsg(cl));
-    rc = rlk_client_watchdog_start(cl); /* opens the thread's connection */
+    rc = rlk_client_watchdog_start(cl);
     CHECK_MSG(rc == RLK_OK, "watchdog: %d %s", rc, rlk_client_errmsg(cl));
+    {
+        const char *ping[1] = {"PING"};
+        rlk_resp_value *pv;
+        rlk_conn *own = rlk_client_conn(cl); /* the caller's own connection */
+        CHECK(own != NULL && rlk_conn_command(own, &pv, 1, ping, NULL) == RLK_OK);
+    }
     CHECK_EQ_INT(count_clients(admin, "clobbered"), 0);
-    CHECK(count_clients(admin, "copied-name") >= 2);
+    CHECK_EQ_INT(count_clients(admin, "copied-name"), 2);
     rlk_client_watchdog_stop(cl);
     rlk_client_free(cl);
     if (h) rlk_lock_release(h);
@@ -290,12 +296,12 @@ static void test_release_reply_lost(void)
 
     l = ACQ(a, "lost-rel", 10000);
     if (!l) goto out;
-    gen = rlk_conn_generation(rlk_client_conn(a));
+    gen = rlk_client_generation(a);
     __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
     rc = rlk_lock_release(l);
     CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
     CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 1);
-    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1); /* sent again */
+    CHECK_EQ_U64(rlk_client_generation(a), gen + 1); /* sent again */
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "lost-rel"), 0);
 
     /* A simple lock's acquisition whose reply was lost is sent again on a
@@ -305,13 +311,13 @@ static void test_release_reply_lost(void)
      * this token, valid for about the TTL from the call's start. */
     us_before = (uint64_t)server_time_ms() * 1000;
     opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
-    gen = rlk_conn_generation(rlk_client_conn(a));
+    gen = rlk_client_generation(a);
     __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
     l = NULL;
     rc = rlk_lock_acquire(a, "lost-acq", &o, &l);
     CHECK_MSG(rc == RLK_OK, "acquire: %d %s", rc, rlk_client_errmsg(a));
     CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 2);
-    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1); /* sent again */
+    CHECK_EQ_U64(rlk_client_generation(a), gen + 1); /* sent again */
     us_after = ((uint64_t)server_time_ms() + 1) * 1000;
     if (l) {
         char tok[96];

@@ -113,7 +113,7 @@ static void wake_on_release(int protocol)
     snprintf(cname, sizeof cname, "waiter-resp%d", protocol);
     w = CLIENT_EX(srv_url, protocol, 5000, cname);
     if (!a || !w) goto out;
-    CHECK_EQ_INT(rlk_conn_get_info(rlk_client_conn(w))->protocol, protocol);
+    CHECK_EQ_INT(rlk_client_info(w)->protocol, protocol);
     CMD(admin, "DEL", name);
     l = ACQ(a, name, 30000);
     if (!l) goto out;
@@ -796,7 +796,7 @@ static void wait_twice(int protocol)
     long long subs, tries, scripts;
     snprintf(name, sizeof name, "ho-again-%d", protocol);
     if (!a || !c) goto out;
-    CHECK_EQ_INT(rlk_conn_get_info(rlk_client_conn(c))->protocol, protocol);
+    CHECK_EQ_INT(rlk_client_info(c)->protocol, protocol);
     load_scripts(a);
     for (round = 0; round < 2; round++) {
         la = ACQ(a, name, 30000);
@@ -879,8 +879,8 @@ static void test_wait_after_reconnect_subscribes_again(void)
 
     /* The server drops the waiter's connection, and with it the
      * subscriptions. */
-    gen = rlk_conn_generation(rlk_client_conn(c));
-    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(c))->client_id);
+    gen = rlk_client_generation(c);
+    snprintf(id, sizeof id, "%lld", (long long)rlk_client_info(c)->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
 
     la = ACQ(a, name, 30000);
@@ -900,7 +900,7 @@ static void test_wait_after_reconnect_subscribes_again(void)
     pthread_join(w.th, NULL);
     joined = 1;
     if (!CHECK_MSG(w.rc == RLK_OK && w.l, "second wait: %d %s", w.rc, w.err)) goto out;
-    CHECK(rlk_conn_generation(rlk_client_conn(c)) > gen);
+    CHECK(rlk_client_generation(c) > gen);
     CHECK_FENCE_AFTER(rlk_lock_fence(w.l), fence);
     CHECK_MSG(w.done_at - t_rel < (slow ? 2500 : 1000),
               "acquired %lld ms after the release (re-check 5000)", (long long)(w.done_at - t_rel));

@@ -445,9 +445,9 @@ static void test_reconnect_rechecks(void)
 
     /* Killed while idle: the fd polls readable, the tick notices,
      * reconnects and renews (nothing was due for 10 s). */
-    gen = rlk_conn_generation(rlk_client_conn(a));
+    gen = rlk_client_generation(a);
     CMD(admin, "PEXPIRE", "reconn", "20000");
-    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    snprintf(id, sizeof id, "%lld", (long long)rlk_client_info(a)->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
     t_kill = ts_now_ms();
     t.ticks = 0;
@@ -459,22 +459,22 @@ static void test_reconnect_rechecks(void)
     }
     CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
     CHECK_MSG(t.ticks <= 20, "%d ticks: a busy loop on a closed connection", t.ticks);
-    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 1);
+    CHECK_EQ_U64(rlk_client_generation(a), gen + 1);
     CHECK_EQ_INT(lost_calls(&lr), 0);
 
     /* Reconnected by another call: the next tick renews at once. */
     CMD(admin, "PEXPIRE", "reconn", "20000");
-    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    snprintf(id, sizeof id, "%lld", (long long)rlk_client_info(a)->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
     CHECK_EQ_INT(rlk_lock_get_status(a, "something-else", &st), RLK_OK);
-    CHECK_EQ_U64(rlk_conn_generation(rlk_client_conn(a)), gen + 2);
+    CHECK_EQ_U64(rlk_client_generation(a), gen + 2);
     CHECK_EQ_INT(rlk_client_tick(a, &t.next), RLK_OK);
     pttl = CMD_INT(admin, "PTTL", "reconn");
     CHECK_MSG(pttl > 25000, "not renewed after the reconnect: PTTL %lld", pttl);
 
     /* The key vanished with the connection: lost at once. */
     CMD(admin, "DEL", "reconn");
-    snprintf(id, sizeof id, "%lld", (long long)rlk_conn_get_info(rlk_client_conn(a))->client_id);
+    snprintf(id, sizeof id, "%lld", (long long)rlk_client_info(a)->client_id);
     CHECK_EQ_INT(CMD_INT(admin, "CLIENT", "KILL", "ID", id), 1);
     t_kill = ts_now_ms();
     tick_for(&t, 2000, 1);

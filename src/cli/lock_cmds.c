@@ -155,7 +155,7 @@ static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *code)
         rlk_client_free(cl);
         return NULL;
     }
-    cli_connected(rlk_conn_get_info(rlk_client_conn(cl)));
+    cli_connected(rlk_client_info(cl));
     return cl;
 }
 
@@ -197,7 +197,7 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
     if (r == RLK_OK) {
-        if (a->wait_ms > 0) cli_connected(rlk_conn_get_info(rlk_client_conn(cl)));
+        if (a->wait_ms > 0) cli_connected(rlk_client_info(cl));
         cli_verbose("acquired '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", name,
                     rlk_lock_fence(*l), a->ttl_ms);
     }
@@ -611,14 +611,6 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
         rlk_client_free(cl);
         return code;
     }
-    /* A lock handed over by a release is confirmed by a reply still owed
-     * on the connection, which the next command reads ahead of its own:
-     * known held for its TTL before the token is handed out. */
-    {
-        const char *ping[1] = {"PING"};
-        rlk_resp_value *pv;
-        rlk_conn_command(rlk_client_conn(cl), &pv, 1, ping, NULL);
-    }
     if (rlk_lock_is_lost(l)) {
         cli_err("lock '%s' was lost right after it was handed over", pos[0]);
         rlk_lock_forget(l);
@@ -698,9 +690,8 @@ static int is_rlock_field(const rlk_resp_value *v)
  * tells a string from a hash. */
 static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
 {
-    /* A handoff's confirmation may still be unread on the connection. */
-    rlk_client_tick(cl, NULL);
     rlk_conn *c = rlk_client_conn(cl);
+    if (!c) return;
     rlk_resp_value *v;
     const char *type[] = {"TYPE", name};
     snprintf(out, n, "unknown (the server did not say)");

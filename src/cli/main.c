@@ -394,6 +394,7 @@ rlk_conn *cli_connect(cli_opts *o, int *code)
 
 void cli_connected(const rlk_conn_info *in)
 {
+    if (!in) return;
     cli_verbose("connected to %s, %s server %s, RESP%d, %s", in->peer,
                 in->server[0] ? in->server : "a", in->version[0] ? in->version : "(version unknown)",
                 in->protocol, in->tls_version ? in->tls_version : "no TLS");

@@ -1,0 +1,866 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The blocking client (rlk_client, rlk_lock in resplock.h): thin
+ * wrappers over the client core.
+ *
+ * A client is a route (route.h; today one server) whose driver gives a
+ * sans-I/O session (session.c) its connection.  Each call queues its
+ * request in the session and turns the route until the session reports
+ * the result by an event, or until the call's deadline.  The lock
+ * protocol (tries, the line of waiters and handoffs, renewal rounds,
+ * re-sends after a lost reply, the script calls) is the session's alone;
+ * what is left here is the handles, the holder of a reentrant lock (the
+ * client's id and the calling thread), one deadline per call, the pauses
+ * of a try the server refused for a while (LOADING, BUSY), and who turns
+ * the route.
+ *
+ * Who turns it: without the watchdog thread, the owner's calls, each
+ * while it waits (and rlk_client_tick, one turn that never waits for the
+ * server).  With the thread, the thread alone: it turns the route with
+ * the client's mutex released while it polls, and a call from the
+ * owner's thread queues its request under the mutex, wakes the thread
+ * (a pipe) and waits on a condition for the result.  on_lost is called
+ * by whoever turned the route when the loss was found: from the thread
+ * with the mutex held, from the owner's calls after the mutex is let go.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "resplock.h"
+#include "clock.h"
+#include "conn_internal.h"
+#include "driver.h"
+#include "internal.h"
+#include "lease.h"
+#include "keys.h"
+#include "route.h"
+#include "session_internal.h"
+#include "transport.h"
+#include "waiter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_CONNECT_MS 5000
+/* A try refused with LOADING or BUSY is tried again after these pauses,
+ * doubling. */
+#define BUSY_PAUSE_MIN_MS 100
+#define BUSY_PAUSE_MAX_MS 3200
+
+struct rlk_lock {
+    rlk_client *cl;
+    rlk_lock *prev, *next;    /* the client's handles */
+    rlk_session_lock *sl;     /* the session's handle; NULL once it ended */
+    char *name;
+    char token[128];          /* simple: random hex; reentrant: the holder */
+    rlk_lock_kind kind;
+    uint64_t fence;
+    int64_t holds;
+    int64_t ttl;              /* what renewals set (atomic: read by any thread) */
+    int lost;                 /* atomic */
+    int lost_due;             /* on_lost owed, called at the end of the call */
+    void (*on_lost)(void *ctx, rlk_lock *l);
+    void *ctx;
+    int done, status;         /* the result of the request under way */
+    int orphan;               /* given up by its call: freed at its end */
+};
+
+struct rlk_client {
+    rlk_client_config cfg;
+    char *strings;            /* cfg.conn's strings, copied */
+    char client_id[64];
+    rlk__route route;
+    rlk__driver *d;           /* the route's one driver */
+    rlk_lock *locks;
+    pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
+    pthread_cond_t cv;        /* a result came (thread mode) */
+    pthread_t thread;
+    int thread_on;
+    int stopping;
+    int wake_pipe[2];
+    int notify;               /* some handle's lost_due is set */
+    int64_t timeout;          /* the command timeout (-1: none) */
+    rlk_conn *own;            /* rlk_client_conn's */
+    rlk_conn_info info;
+    char err[600];
+};
+
+/* ------------------------------------------------------------------ */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int cl_fail(rlk_client *cl, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cl->err, sizeof cl->err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* The session's message for a failure it reported. */
+static int session_fail(rlk_client *cl, int status)
+{
+    return cl_fail(cl, status, "%s", rlk_session_errmsg(cl->d->s));
+}
+
+/* The driver's message for a failure of the connection. */
+static int driver_fail(rlk_client *cl, int status)
+{
+    return cl_fail(cl, status, "%s", cl->d->err[0] ? cl->d->err : rlk_strerror(status));
+}
+
+const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
+void rlk_client_config_init(rlk_client_config *cfg) { memset(cfg, 0, sizeof *cfg); }
+void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
+
+static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
+
+/* Lets the mutex go, then (on the owner's side) calls the on_lost owed:
+ * they may call the client's functions.  The list is walked again after
+ * each call, which may have released or forgotten handles. */
+static void leave(rlk_client *cl)
+{
+    while (!cl->thread_on && cl->notify) {
+        rlk_lock *l = cl->locks;
+        while (l && !l->lost_due) l = l->next;
+        if (!l) {
+            cl->notify = 0;
+            break;
+        }
+        l->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        l->on_lost(l->ctx, l);
+        pthread_mutex_lock(&cl->mu);
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+/* Makes the thread, if any, look at the session now. */
+static void wake_thread(rlk_client *cl)
+{
+    if (!cl->thread_on) return;
+    ssize_t w;
+    do {
+        w = write(cl->wake_pipe[1], "w", 1);
+    } while (w < 0 && errno == EINTR); /* a full pipe wakes it as well */
+}
+
+/* ------------------------------------------------------------------ */
+/* Handles                                                              */
+
+static rlk_lock *new_handle(rlk_client *cl, const char *name, const rlk_lock_options *o)
+{
+    rlk_lock *l = rlk__malloc(sizeof *l);
+    if (!l) return NULL;
+    memset(l, 0, sizeof *l);
+    size_t n = strlen(name) + 1;
+    l->name = rlk__malloc(n);
+    if (!l->name) {
+        rlk__free(l);
+        return NULL;
+    }
+    memcpy(l->name, name, n);
+    l->cl = cl;
+    l->kind = o->kind;
+    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    l->on_lost = o->on_lost;
+    l->ctx = o->ctx;
+    l->next = cl->locks;
+    if (cl->locks) cl->locks->prev = l;
+    cl->locks = l;
+    return l;
+}
+
+static void free_handle(rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    if (l->prev) l->prev->next = l->next;
+    else cl->locks = l->next;
+    if (l->next) l->next->prev = l->prev;
+    rlk__free(l->name);
+    rlk__free(l);
+}
+
+/* The session's events.  The handle's result is recorded for the call
+ * waiting for it; a handle its call gave up is freed at its end. */
+static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session_lock *sl,
+                     int status)
+{
+    rlk_client *cl = ctx;
+    rlk_lock *l = sl ? rlk_session_lock_user(sl) : NULL;
+    if (!l) return;
+    switch (ev) {
+    case RLK_SEV_ACQUIRED:
+        l->fence = rlk_session_lock_fence(sl);
+        l->holds = rlk_session_lock_holds(sl);
+        snprintf(l->token, sizeof l->token, "%s", rlk_session_lock_token(sl));
+        break;
+    case RLK_SEV_NOT_ACQUIRED:
+    case RLK_SEV_RELEASED:
+        l->sl = NULL;
+        break;
+    case RLK_SEV_LOST:
+        __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
+        if (!l->on_lost) return;
+        if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
+            l->on_lost(l->ctx, l);
+        } else {
+            l->lost_due = 1;
+            cl->notify = 1;
+        }
+        return;
+    default:
+        break;
+    }
+    if (status != RLK_OK) cl_fail(cl, status, "%s", rlk_session_errmsg(s));
+    l->done = 1;
+    l->status = status;
+    if (l->orphan && !l->sl) free_handle(l);
+    if (cl->thread_on) pthread_cond_broadcast(&cl->cv);
+}
+
+/* ------------------------------------------------------------------ */
+/* Turning the route                                                    */
+
+static int64_t sooner(int64_t a, int64_t b)
+{
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return a < b ? a : b;
+}
+
+/*
+ * Turns the route (or, while the thread runs, waits for it to) until
+ * done(ctx), or until (monotonic ms; -1: none).  With the mutex held.
+ * RLK_OK; RLK_ERR_TIMEOUT; or a failure no retry mends (RLK_ERR_URL,
+ * RLK_ERR_TLS, RLK_ERR_AUTH..., its reason in cl->err).
+ */
+typedef struct {
+    rlk_client *cl;
+    int (*done)(void *);
+    void *ctx;
+    int fails0, max_fails;
+} drive_goal;
+
+/* Done, or a call that gives up on connecting: its connect tries failed
+ * max_fails times in a row. */
+static int goal_met(void *arg)
+{
+    drive_goal *g = arg;
+    if (g->done(g->ctx)) return 1;
+    rlk__driver *d = g->cl->d;
+    return g->max_fails > 0 && !d->up && d->fails - g->fails0 >= g->max_fails;
+}
+
+/* The connect tries a call makes before it gives up (wait_ms 0, and the
+ * calls on a held lock): the connection's reconnect_attempts. */
+static int tries(const rlk_client *cl)
+{
+    int n = cl->cfg.conn.reconnect_attempts;
+    return n == 0 ? 5 : n < 0 ? 1 : n;
+}
+
+static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until, int max_fails)
+{
+    drive_goal g = {cl, done, ctx, cl->d->fails, max_fails};
+    int r;
+    if (!cl->thread_on) {
+        r = rlk__route_run(&cl->route, goal_met, &g, until);
+        if (r == RLK_OK && !done(ctx)) r = RLK_ERR_TIMEOUT;
+    } else {
+        wake_thread(cl);
+        r = RLK_OK;
+        while (!goal_met(&g)) {
+            if (!rlk__driver_can_go_on(cl->d)) {
+                r = cl->d->fatal ? cl->d->fatal : RLK_ERR_CLOSED;
+                break;
+            }
+            if (until < 0) {
+                pthread_cond_wait(&cl->cv, &cl->mu);
+                continue;
+            }
+            int64_t left = until - rlk__now_ms();
+            if (left <= 0) {
+                r = RLK_ERR_TIMEOUT;
+                break;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+        }
+        if (r == RLK_OK && !done(ctx)) r = RLK_ERR_TIMEOUT;
+    }
+    if (r != RLK_OK && r != RLK_ERR_TIMEOUT) driver_fail(cl, r);
+    return r;
+}
+
+static int drive(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until)
+{
+    return drive_for(cl, done, ctx, until, tries(cl));
+}
+
+static int handle_done(void *ctx) { return ((rlk_lock *)ctx)->done; }
+static int never(void *ctx) { (void)ctx; return 0; }
+static int is_ready(void *ctx) { return rlk_session_ready(ctx); }
+
+/* A call's deadline passed (or the connection cannot be had) without a
+ * ready session: the status to return, with the connection's own reason
+ * when a connect failed. */
+static int not_connected(rlk_client *cl, int r, const char *doing)
+{
+    if (r == RLK_ERR_TIMEOUT && cl->d->fails && cl->d->last) r = cl->d->last;
+    if (r == RLK_ERR_TIMEOUT || !cl->d->err[0]) return cl_fail(cl, r, "%s: %s", doing, rlk_strerror(r));
+    return cl_fail(cl, r, "%s: %s", doing, cl->d->err);
+}
+
+/* Connects (when not connected) and waits for the handshake, until. */
+static int ready_by(rlk_client *cl, int64_t until, const char *doing)
+{
+    if (rlk_session_ready(cl->d->s)) return RLK_OK;
+    int r = drive(cl, is_ready, cl->d->s, until);
+    if (r == RLK_OK) return RLK_OK;
+    return not_connected(cl, r, doing);
+}
+
+static int64_t after_ms(const rlk_client *cl, int64_t from, int64_t ms)
+{
+    (void)cl;
+    return ms < 0 ? -1 : from + ms;
+}
+
+/* ------------------------------------------------------------------ */
+/* The client                                                           */
+
+static void *thread_main(void *arg);
+
+rlk_client *rlk_client_new(const rlk_client_config *cfg)
+{
+    rlk_client *cl = rlk__malloc(sizeof *cl);
+    if (!cl) return NULL;
+    memset(cl, 0, sizeof *cl);
+    if (cfg) cl->cfg = *cfg;
+    cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
+    if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
+    if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
+    if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = RLK__DEFAULT_RECHECK_MS;
+    if (cl->cfg.client_id) {
+        snprintf(cl->client_id, sizeof cl->client_id, "%s", cl->cfg.client_id);
+    } else {
+        unsigned char u[16];
+        char h[33];
+        if (rlk__random_bytes(u, sizeof u) != 0) {
+            rlk__free(cl);
+            return NULL;
+        }
+        u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
+        u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+        rlk__hex(u, sizeof u, h);
+        snprintf(cl->client_id, sizeof cl->client_id, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
+                 h + 12, h + 16, h + 20);
+    }
+    cl->cfg.client_id = NULL;
+    int t = cl->cfg.conn.command_timeout_ms;
+    cl->timeout = t == 0 ? DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
+    if (cl->cfg.conn.connect_timeout_ms <= 0) cl->cfg.conn.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    if (rlk__conn_config_copy(&cl->cfg.conn, &cl->strings) != RLK_OK) {
+        rlk__free(cl);
+        return NULL;
+    }
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    sc.timing = &cl->cfg;
+    sc.cb = on_event;
+    sc.ctx = cl;
+    sc.max_input = cl->cfg.conn.max_reply_bytes;
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int ok = pthread_mutex_init(&cl->mu, &ma) == 0;
+    if (ok && pthread_cond_init(&cl->cv, &ca) != 0) {
+        pthread_mutex_destroy(&cl->mu);
+        ok = 0;
+    }
+    pthread_mutexattr_destroy(&ma);
+    pthread_condattr_destroy(&ca);
+    if (!ok) {
+        rlk__free(cl->strings);
+        rlk__free(cl);
+        return NULL;
+    }
+    /* A URL that does not parse is the first call's failure (as a
+     * connection's would be), not the constructor's. */
+    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &sc);
+    if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !cl->route.drivers[0].s) {
+        rlk__route_destroy(&cl->route);
+        pthread_cond_destroy(&cl->cv);
+        pthread_mutex_destroy(&cl->mu);
+        rlk__free(cl->strings);
+        rlk__free(cl);
+        return NULL;
+    }
+    cl->d = &cl->route.drivers[0];
+    return cl;
+}
+
+int rlk_client_connect(rlk_client *cl)
+{
+    enter(cl);
+    int r = ready_by(cl, rlk__now_ms() + cl->cfg.conn.connect_timeout_ms, "connect");
+    leave(cl);
+    return r;
+}
+
+void rlk_client_free(rlk_client *cl)
+{
+    if (!cl) return;
+    rlk_client_watchdog_stop(cl);
+    rlk__route_destroy(&cl->route); /* the session's handles go with it */
+    while (cl->locks) free_handle(cl->locks);
+    rlk_conn_free(cl->own);
+    pthread_cond_destroy(&cl->cv);
+    pthread_mutex_destroy(&cl->mu);
+    rlk__free(cl->strings);
+    rlk__free(cl);
+}
+
+rlk_conn *rlk_client_conn(rlk_client *cl)
+{
+    if (!cl->own) {
+        rlk_conn_config cc = cl->cfg.conn;
+        cc.on_push = NULL;
+        cc.on_connect = NULL;
+        cc.ctx = NULL;
+        cl->own = rlk_conn_new(&cc);
+        if (!cl->own) cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    }
+    return cl->own;
+}
+
+const rlk_conn_info *rlk_client_info(rlk_client *cl)
+{
+    enter(cl);
+    const rlk_conn_info *si = rlk__session_info(cl->d->s);
+    const rlk_conn_info *out = NULL;
+    if (cl->d->up && si->protocol) {
+        cl->info = *si;
+        snprintf(cl->info.peer, sizeof cl->info.peer, "%s", cl->d->t.peer);
+        cl->info.tls_version = rlk__tls_version(&cl->d->t);
+        cl->info.tls_cipher = rlk__tls_cipher(&cl->d->t);
+        out = &cl->info;
+    }
+    leave(cl);
+    return out;
+}
+
+uint64_t rlk_client_generation(rlk_client *cl)
+{
+    enter(cl);
+    uint64_t g = cl->d->connects;
+    leave(cl);
+    return g;
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquire                                                              */
+
+/* A refusal that passes by itself: the server loading its data, or busy
+ * with a long script. */
+static int refused_for_now(const char *msg)
+{
+    return strstr(msg, "LOADING") || strstr(msg, "BUSY");
+}
+
+int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                     rlk_lock **out)
+{
+    rlk_lock_options defaults;
+    *out = NULL;
+    if (!o) {
+        rlk_lock_options_init(&defaults);
+        o = &defaults;
+    }
+    if (!name || !*name) return cl_fail(cl, RLK_ERR_INVALID, "acquire: empty lock name");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
+        return cl_fail(cl, RLK_ERR_INVALID, "acquire: unknown lock kind");
+    enter(cl);
+    rlk_lock *l = new_handle(cl, name, o);
+    if (!l) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    }
+    rlk_lock_options so = *o;
+    char holder[128];
+    so.on_lost = NULL;
+    so.ctx = NULL;
+    so.holder = NULL;
+    if (o->kind == RLK_LOCK_REENTRANT) {
+        /* The client's id and the calling thread: Redisson's layout. */
+        snprintf(holder, sizeof holder, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
+        so.holder = holder;
+    }
+    /* One deadline for the whole call: the wait and one command timeout
+     * (the session ends the acquire by then itself; this bounds a
+     * connect that never comes).  A try refused for now goes again after
+     * a pause, while the wait lasts (without one: once). */
+    int64_t start = rlk__now_ms();
+    int64_t until = o->wait_ms < 0 ? -1 : after_ms(cl, start + o->wait_ms, cl->timeout);
+    int64_t pause = BUSY_PAUSE_MIN_MS;
+    int retries = 0, status;
+    for (;;) {
+        if (until >= 0 && so.wait_ms >= 0) {
+            int64_t left = until - rlk__now_ms() - (cl->timeout < 0 ? 0 : cl->timeout);
+            so.wait_ms = o->wait_ms == 0 || left < 0 ? 0 : left;
+        }
+        l->done = 0;
+        l->sl = rlk_session_acquire(cl->d->s, name, &so, l, rlk__now_ms());
+        if (!l->sl) {
+            status = session_fail(cl, RLK_ERR_NOMEM);
+            break;
+        }
+        wake_thread(cl);
+        int r = drive_for(cl, handle_done, l, until, o->wait_ms == 0 ? tries(cl) : 0);
+        if (!l->done) {
+            /* Out of time, or a connection that cannot be had: the
+             * acquire is called off (a lock it took after all is given
+             * back), and the handle goes at its end. */
+            status = not_connected(cl, r, "acquire");
+            l->orphan = 1;
+            rlk_lock *gone = l;
+            l = NULL;
+            rlk_session_release(gone->sl, rlk__now_ms());
+            break;
+        }
+        status = l->status;
+        if (status == RLK_ERR_TIMEOUT && !rlk_session_ready(cl->d->s))
+            status = not_connected(cl, status, "acquire");
+        if (status != RLK_ERR_SERVER || !refused_for_now(cl->err)) break;
+        int64_t now = rlk__now_ms(), next = now + pause;
+        if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;
+        retries++;
+        pause = pause * 2 > BUSY_PAUSE_MAX_MS ? BUSY_PAUSE_MAX_MS : pause * 2;
+        char err[sizeof cl->err];
+        memcpy(err, cl->err, sizeof err);
+        drive_for(cl, never, NULL, next, 0); /* other locks are renewed meanwhile */
+        memcpy(cl->err, err, sizeof err);
+    }
+    if (status == RLK_OK) {
+        *out = l;
+    } else if (l) {
+        free_handle(l);
+    }
+    leave(cl);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Release, extend, forget                                              */
+
+int rlk_lock_release(rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    enter(cl);
+    int64_t start = rlk__now_ms();
+    l->done = 0;
+    int status = rlk_session_release(l->sl, start);
+    if (status == RLK_OK) {
+        wake_thread(cl);
+        /* The session ends it within one command timeout of its sending,
+         * a re-send's included; this bounds a connect that never comes. */
+        int r = drive(cl, handle_done, l, after_ms(cl, start, cl->timeout < 0 ? -1 : 2 * cl->timeout));
+        if (l->done) {
+            status = l->status;
+        } else {
+            status = not_connected(cl, r, "release");
+            l->orphan = 1; /* freed when the session is done with it */
+            leave(cl);
+            return status;
+        }
+    } else {
+        session_fail(cl, status);
+        l->orphan = 1;
+        rlk__session_forget(l->sl, start);
+        l->sl = NULL;
+    }
+    free_handle(l);
+    leave(cl);
+    return status;
+}
+
+void rlk_lock_forget(rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    enter(cl);
+    if (l->sl) rlk__session_forget(l->sl, rlk__now_ms());
+    free_handle(l);
+    leave(cl);
+}
+
+int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
+{
+    rlk_client *cl = l->cl;
+    if (rlk_lock_is_lost(l))
+        return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
+    enter(cl);
+    int64_t start = rlk__now_ms(), until = after_ms(cl, start, cl->timeout);
+    int status, sent = 0;
+    for (;;) {
+        status = ready_by(cl, until, "extend");
+        if (status != RLK_OK) break;
+        l->done = 0;
+        status = rlk_session_extend(l->sl, ms, how, rlk__now_ms());
+        if (status != RLK_OK) {
+            session_fail(cl, status);
+            break;
+        }
+        sent++;
+        wake_thread(cl);
+        int r = drive(cl, handle_done, l, until < 0 ? -1 : until + cl->timeout);
+        if (!l->done) {
+            /* The session answers every extend by its reply's deadline:
+             * only a connection torn down on the way gets here. */
+            status = not_connected(cl, r, "extend");
+            break;
+        }
+        status = l->status;
+        /* A lost reply: a set TTL is sent once more (the same result
+         * either way), an added time is not (it could add twice). */
+        if (status != RLK_ERR_CLOSED || how != RLK_EXTEND_SET || sent > 1) break;
+    }
+    if (status == RLK_OK && how == RLK_EXTEND_SET) __atomic_store_n(&l->ttl, ms, __ATOMIC_RELAXED);
+    leave(cl);
+    return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls without a handle                                               */
+
+typedef struct {
+    int done;
+    rlk__session_result res;
+} call_result;
+
+static void call_cb(void *ctx, rlk_session *s, const rlk__session_result *res)
+{
+    (void)s;
+    call_result *c = ctx;
+    c->res = *res;
+    c->done = 1;
+}
+
+static int call_done(void *ctx) { return ((call_result *)ctx)->done; }
+
+enum { CALL_STATUS, CALL_RELEASE, CALL_EXTEND };
+
+/* One call of the session's (session_internal.h), waited for; re-sent
+ * once after a lost reply when resend says so. */
+static int call(rlk_client *cl, int which, const char *name, const char *token, int64_t ms,
+                int how, int resend, call_result *c)
+{
+    static const char *const what[] = {"status", "release", "extend"};
+    int64_t start = rlk__now_ms(), until = after_ms(cl, start, cl->timeout);
+    int status, sent = 0;
+    for (;;) {
+        status = ready_by(cl, until, what[which]);
+        if (status != RLK_OK) return status;
+        memset(c, 0, sizeof *c);
+        int64_t now = rlk__now_ms();
+        if (which == CALL_STATUS)
+            status = rlk__session_status(cl->d->s, name, call_cb, c, now);
+        else if (which == CALL_RELEASE)
+            status = rlk__session_release_token(cl->d->s, name, token, call_cb, c, now);
+        else
+            status = rlk__session_extend_token(cl->d->s, name, token, ms, how, call_cb, c, now);
+        if (status != RLK_OK) return session_fail(cl, status);
+        sent++;
+        wake_thread(cl);
+        int r = drive(cl, call_done, c, until < 0 ? -1 : until + cl->timeout);
+        if (!c->done) {
+            /* Given up: the session must not call back into this frame. */
+            rlk__driver_close(cl->d);
+            return not_connected(cl, r, what[which]);
+        }
+        status = c->res.status;
+        if (status != RLK_OK) session_fail(cl, status);
+        if (status != RLK_ERR_CLOSED || !resend || sent > 1) return status;
+    }
+}
+
+int rlk_release_token(rlk_client *cl, const char *name, const char *token)
+{
+    call_result c;
+    enter(cl);
+    int r = call(cl, CALL_RELEASE, name, token, 0, 0, 0, &c);
+    leave(cl);
+    return r;
+}
+
+int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms, int how,
+                     int64_t *ttl_ms_after)
+{
+    call_result c;
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
+    enter(cl);
+    int r = call(cl, CALL_EXTEND, name, token, ms, how, how == RLK_EXTEND_SET, &c);
+    if (r == RLK_OK && ttl_ms_after) *ttl_ms_after = c.res.ttl_ms_after;
+    leave(cl);
+    return r;
+}
+
+int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
+{
+    call_result c;
+    enter(cl);
+    int r = call(cl, CALL_STATUS, name, NULL, 0, 0, 1, &c);
+    if (r == RLK_OK) *st = c.res.lock;
+    leave(cl);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Accessors: any thread while the handle exists                       */
+
+int64_t rlk_lock_remaining_ms(const rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    pthread_mutex_lock(&cl->mu);
+    int64_t left = l->sl && !rlk_lock_is_lost(l) ? rlk_session_lock_remaining_ms(l->sl, rlk__now_ms()) : 0;
+    pthread_mutex_unlock(&cl->mu);
+    return left;
+}
+
+int rlk_lock_is_lost(const rlk_lock *l) { return __atomic_load_n(&l->lost, __ATOMIC_RELAXED); }
+uint64_t rlk_lock_fence(const rlk_lock *l) { return l->fence; }
+const char *rlk_lock_token(const rlk_lock *l) { return l->token; }
+const char *rlk_lock_name(const rlk_lock *l) { return l->name; }
+int64_t rlk_lock_ttl_ms(const rlk_lock *l) { return __atomic_load_n(&l->ttl, __ATOMIC_RELAXED); }
+int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
+
+/* ------------------------------------------------------------------ */
+/* Tick mode and the watchdog thread                                    */
+
+int rlk_client_fd(const rlk_client *cl) { return rlk__driver_fd(cl->d); }
+
+int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
+{
+    enter(cl);
+    if (cl->thread_on) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_INVALID, "tick: the watchdog thread runs");
+    }
+    /* One turn that waits for nothing but a connect: what came is read,
+     * what is due is sent. */
+    struct pollfd p;
+    int64_t wake;
+    int r = rlk__driver_prepare(cl->d, &p, -1, &wake);
+    if (p.fd >= 0 && poll(&p, 1, 0) < 0) p.revents = 0;
+    int r2 = rlk__driver_after(cl->d, &p);
+    if (r == RLK_OK) r = r2;
+    if (r != RLK_OK) driver_fail(cl, r);
+    if (next_ms) {
+        int64_t due = rlk_session_deadline(cl->d->s);
+        if (!cl->d->up && cl->locks) due = sooner(due, cl->d->retry_at);
+        if (due >= 0) {
+            due -= rlk__now_ms();
+            if (due < 0) due = 0;
+        }
+        *next_ms = due;
+    }
+    leave(cl);
+    return r;
+}
+
+static void *thread_main(void *arg)
+{
+    rlk_client *cl = arg;
+    pthread_mutex_lock(&cl->mu);
+    while (!cl->stopping) {
+        struct pollfd p[2];
+        int64_t wake;
+        rlk__driver_prepare(cl->d, &p[0], -1, &wake);
+        /* Looks at the session again at least every recheck_ms. */
+        wake = sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms);
+        p[1].fd = cl->wake_pipe[0];
+        p[1].events = POLLIN;
+        p[1].revents = 0;
+        pthread_mutex_unlock(&cl->mu);
+        rlk__poll_until(p, 2, wake);
+        if (p[1].revents) {
+            char drain[64];
+            while (read(cl->wake_pipe[0], drain, sizeof drain) > 0) {
+            }
+        }
+        pthread_mutex_lock(&cl->mu);
+        rlk__driver_after(cl->d, &p[0]);
+        pthread_cond_broadcast(&cl->cv);
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return NULL;
+}
+
+int rlk_client_watchdog_start(rlk_client *cl)
+{
+    enter(cl);
+    if (cl->thread_on) {
+        leave(cl);
+        return RLK_OK;
+    }
+    if (pipe2(cl->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_IO, "watchdog: pipe: %s", strerror(errno));
+    }
+    cl->stopping = 0;
+    cl->thread_on = 1;
+    if (pthread_create(&cl->thread, NULL, thread_main, cl) != 0) {
+        cl->thread_on = 0;
+        close(cl->wake_pipe[0]);
+        close(cl->wake_pipe[1]);
+        cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_IO, "watchdog: cannot start a thread");
+    }
+    leave(cl);
+    return RLK_OK;
+}
+
+void rlk_client_watchdog_stop(rlk_client *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    if (!cl->thread_on) {
+        pthread_mutex_unlock(&cl->mu);
+        return;
+    }
+    cl->stopping = 1;
+    wake_thread(cl);
+    pthread_mutex_unlock(&cl->mu);
+    pthread_join(cl->thread, NULL);
+    pthread_mutex_lock(&cl->mu);
+    cl->thread_on = 0;
+    close(cl->wake_pipe[0]);
+    close(cl->wake_pipe[1]);
+    cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
+    pthread_mutex_unlock(&cl->mu);
+}
