@@ -46,6 +46,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -582,7 +583,11 @@ int rlk_lock_release(rlk_lock *l)
     enter(cl);
     int64_t start = rlk__now_ms();
     l->done = 0;
-    int status = rlk_session_release(l->sl, start);
+    /* Connected first (the session would end a release at once without
+     * a connection); one that cannot be had leaves the lock to its TTL. */
+    int status = ready_by(cl, after_ms(cl, start, cl->timeout), "release");
+    if (status == RLK_OK && (status = rlk_session_release(l->sl, rlk__now_ms())) != RLK_OK)
+        session_fail(cl, status);
     if (status == RLK_OK) {
         wake_thread(cl);
         /* The session ends it within one command timeout of its sending,
@@ -597,8 +602,6 @@ int rlk_lock_release(rlk_lock *l)
             return status;
         }
     } else {
-        session_fail(cl, status);
-        l->orphan = 1;
         rlk__session_forget(l->sl, start);
         l->sl = NULL;
     }
@@ -780,6 +783,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     int r2 = rlk__driver_after(cl->d, &p);
     if (r == RLK_OK) r = r2;
     if (r != RLK_OK) driver_fail(cl, r);
+    if (getenv("RLK_DEBUG")) fprintf(stderr, "tick r=%d up=%d ready=%d fd=%d rev=%x dl=%lld now=%lld err=%s\n", r, cl->d->up, rlk_session_ready(cl->d->s), p.fd, p.revents, (long long)rlk_session_deadline(cl->d->s), (long long)rlk__now_ms(), cl->d->err);
     if (next_ms) {
         int64_t due = rlk_session_deadline(cl->d->s);
         if (!cl->d->up && cl->locks) due = sooner(due, cl->d->retry_at);

@@ -152,6 +152,7 @@ struct rlk_session {
     rlk__leases leases;
     rlk__round round;
     int round_on, renew_eval;
+    int rechecked;        /* a round went on this connection (see recheck_all) */
     rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
     char err[256];
 };
@@ -1189,6 +1190,7 @@ static int send_round(rlk_session *s)
     int eval = s->renew_eval;
     s->renew_eval = 0;
     s->round_on = 1;
+    s->rechecked = 1;
     for (size_t i = 0; i < nreq; i++) {
         r = send_script(s, SC_RENEW, Q_RENEW, NULL, eval, 0, dl, rd->reqs[i].nkeys,
                         rd->reqs[i].argc, rd->reqs[i].argv, rd->reqs[i].argvlen);
@@ -1210,9 +1212,13 @@ int64_t rlk_session_deadline(const rlk_session *s)
     /* A renewal is due when a round can be sent (connected, none in
      * flight); a loss to report, always. */
     int can_send = s->ready && !s->round_on && !s->broken;
+    /* After a reconnect every lock is checked at once (the server may
+     * have lost its keys), by the connection's first round. */
+    int now_all = can_send && !s->rechecked && s->leases.recheck_all;
     for (const rlk__lease *e = s->leases.head; e; e = e->next) {
         if (!e->watchdog || e->lost) continue;
-        AT(can_send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
+        AT(now_all ? s->now
+                   : can_send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
     }
 #undef AT
     return next;
@@ -1261,6 +1267,7 @@ int rlk_session_connected(rlk_session *s, int64_t now)
     s->resp3 = 0;
     s->hs_left = 0;
     s->fcall = s->loading = 0;
+    s->rechecked = 0;
     memset(&s->info, 0, sizeof s->info);
     s->info.client_id = -1;
     s->info.db = s->cfg.db;
