@@ -555,6 +555,8 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         status = l->status;
         if (status == RLK_ERR_TIMEOUT && !rlk_session_ready(cl->d->s))
             status = not_connected(cl, status, "acquire");
+        else if (status == RLK_ERR_CLOSED && cl->d->last && cl->d->last != RLK_ERR_CLOSED)
+            status = driver_fail(cl, cl->d->last); /* why it closed: a reply overdue... */
         if (status != RLK_ERR_SERVER || !refused_for_now(cl->err)) break;
         int64_t now = rlk__now_ms(), next = now + pause;
         if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;

@@ -153,6 +153,10 @@ struct rlk_session {
     rlk__round round;
     int round_on, renew_eval;
     int rechecked;        /* a round went on this connection (see recheck_all) */
+    /* RESP3: the release channel of the last lock waited for stays
+     * subscribed after its wait (NULL: none), so that waiting for it
+     * again starts in line (see start). */
+    char *kept;
     rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
     char err[256];
 };
@@ -490,14 +494,36 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
 static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 {
     if (!s->resp3 || l->subscribed == on) return RLK_OK;
+    const char *ch = key(l, RLK__K_CHANNEL);
+    if (s->kept && strcmp(s->kept, ch) == 0) {
+        l->subscribed = on; /* the session's kept subscription */
+        return RLK_OK;
+    }
     if (!on)
         for (rlk_session_lock *h = s->head; h; h = h->next)
             if (h != l && h->subscribed && strcmp(h->keys, l->keys) == 0) {
                 l->subscribed = 0; /* the other keeps it */
                 return RLK_OK;
             }
-    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", key(l, RLK__K_CHANNEL)};
     l->subscribed = on;
+    if (!on) {
+        /* Kept for the next wait instead of left; the one kept before
+         * is left now. */
+        size_t n = strlen(ch) + 1;
+        char *k = rlk__malloc(n);
+        if (k) {
+            int r = RLK_OK;
+            if (s->kept) {
+                const char *un[2] = {"UNSUBSCRIBE", s->kept};
+                r = send_cmd(s, -1, NULL, 0, 0, -1, 2, un, NULL);
+                rlk__free(s->kept);
+            }
+            memcpy(k, ch, n);
+            s->kept = k;
+            return r;
+        }
+    }
+    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", ch};
     return send_cmd(s, -1, NULL, 0, 0, -1, 2, argv, NULL);
 }
 
@@ -601,6 +627,13 @@ static int start(rlk_session *s, rlk_session_lock *l)
         l->mode = 'q';
         if (l->pending_until >= 0 && s->now >= l->pending_until)
             return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+    } else if (l->kind == 's' && l->wait_ms != 0 && s->kept &&
+               strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) {
+        /* Waited for before and still subscribed: in line at the first
+         * try (which a release that let the lock go to others for a
+         * while also keeps away from it, see release.lua). */
+        l->subscribed = 1;
+        l->mode = 'w';
     } else {
         l->mode = l->kind == 'r' ? '0' : 0;
     }
@@ -1338,6 +1371,8 @@ void rlk_session_closed(rlk_session *s, int64_t now)
      * queued: it ends here too, or no round would follow. */
     while (s->round_on)
         if (rlk__round_apply_one(&s->leases, &s->round, NULL)) s->round_on = 0;
+    rlk__free(s->kept);
+    s->kept = NULL;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         l->subscribed = 0;
         l->handed = 0;
@@ -1457,6 +1492,8 @@ void rlk_session_free(rlk_session *s)
         while (!rlk__round_apply_one(&s->leases, &s->round, NULL)) {
         }
     s->round_on = 0;
+    rlk__free(s->kept);
+    s->kept = NULL;
     s->leases.lost_head = NULL; /* no event from here */
     while (s->head) {
         rlk_session_lock *l = s->head;

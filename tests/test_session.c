@@ -1041,8 +1041,20 @@ static void test_handoff_bytes(void)
     CHECK_EQ_U64(rlk_session_lock_fence(l), 1700000000999999ull);
     /* Valid from the confirmation, the full TTL. */
     CHECK(rlk_session_lock_remaining_ms(l, 10005) > 9000);
-    /* The wait is over: its release channel is left. */
-    CHECK(out_has(&d, "UNSUBSCRIBE"));
+    /* The wait is over: its release channel stays subscribed, kept for
+     * the next wait for this lock, which starts in line (the waiting
+     * script, no SET, no SUBSCRIBE). */
+    CHECK(!out_has(&d, "UNSUBSCRIBE"));
+    rlk_session_consume(d.s, 1 << 20);
+    {
+        rlk_lock_options o;
+        rlk_lock_options_init(&o);
+        o.ttl_ms = 10000;
+        o.wait_ms = 5000;
+        rlk_session_lock *again = rlk_session_acquire(d.s, "hand", &o, NULL, 10006);
+        CHECK(again != NULL);
+        CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "$3\r\nSET\r\n"));
+    }
     drv_free(&d);
 }
 
