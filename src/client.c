@@ -785,7 +785,6 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     int r2 = rlk__driver_after(cl->d, &p);
     if (r == RLK_OK) r = r2;
     if (r != RLK_OK) driver_fail(cl, r);
-    if (getenv("RLK_DEBUG")) fprintf(stderr, "tick r=%d up=%d ready=%d fd=%d rev=%x dl=%lld now=%lld err=%s\n", r, cl->d->up, rlk_session_ready(cl->d->s), p.fd, p.revents, (long long)rlk_session_deadline(cl->d->s), (long long)rlk__now_ms(), cl->d->err);
     if (next_ms) {
         int64_t due = rlk_session_deadline(cl->d->s);
         if (!cl->d->up && cl->locks) due = sooner(due, cl->d->retry_at);

@@ -1114,6 +1114,10 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
 {
     const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
     if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
+    /* A message on the handoff channel that names no waiter's token (a
+     * handoff meant for an earlier wait, or a forgery) is no lock: the
+     * waiters look again at once. */
+    int handoff = rlk__str_is(ch, s->handoff, strlen(s->handoff));
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING ||
             l->state == L_REL_PENDING)
@@ -1125,7 +1129,8 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
             l->handed = 1; /* confirmed after the try in flight */
             return RLK_OK;
         }
-        if (l->state == L_WAIT && rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL)))) {
+        if (l->state == L_WAIT &&
+            (handoff || rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))) {
             int r = send_try(s, l, 0);
             if (r != RLK_OK) return r;
         }
