@@ -110,6 +110,19 @@ static int cl_fail(rlk_client *cl, int status, const char *fmt, ...)
     return status;
 }
 
+/* A connection status in words, for a failure with no message of its
+ * own (rlk_strerror knows the codec's statuses only). */
+static const char *status_text(int r)
+{
+    switch (r) {
+    case RLK_ERR_TIMEOUT: return "timed out: no reply from the server in time";
+    case RLK_ERR_CONNECT: return "cannot connect";
+    case RLK_ERR_CLOSED: return "the connection closed";
+    case RLK_ERR_IO: return "input/output error";
+    default: return rlk_strerror(r);
+    }
+}
+
 /* The session's message for a failure it reported. */
 static int session_fail(rlk_client *cl, int status)
 {
@@ -119,7 +132,7 @@ static int session_fail(rlk_client *cl, int status)
 /* The driver's message for a failure of the connection. */
 static int driver_fail(rlk_client *cl, int status)
 {
-    return cl_fail(cl, status, "%s", cl->d->err[0] ? cl->d->err : rlk_strerror(status));
+    return cl_fail(cl, status, "%s", cl->d->err[0] ? cl->d->err : status_text(status));
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
@@ -328,7 +341,7 @@ static int is_ready(void *ctx) { return rlk_session_ready(ctx); }
 static int not_connected(rlk_client *cl, int r, const char *doing)
 {
     if (r == RLK_ERR_TIMEOUT && cl->d->fails && cl->d->last) r = cl->d->last;
-    if (r == RLK_ERR_TIMEOUT || !cl->d->err[0]) return cl_fail(cl, r, "%s: %s", doing, rlk_strerror(r));
+    if (r == RLK_ERR_TIMEOUT || !cl->d->err[0]) return cl_fail(cl, r, "%s: %s", doing, status_text(r));
     return cl_fail(cl, r, "%s: %s", doing, cl->d->err);
 }
 
@@ -525,13 +538,14 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * connect that never comes).  A try refused for now goes again after
      * a pause, while the wait lasts (without one: once). */
     int64_t start = rlk__now_ms();
-    int64_t until = o->wait_ms < 0 ? -1 : after_ms(cl, start + o->wait_ms, cl->timeout);
+    int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
+    int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last;
     int64_t pause = BUSY_PAUSE_MIN_MS;
     int retries = 0, status;
     for (;;) {
-        if (until >= 0 && so.wait_ms >= 0) {
-            int64_t left = until - rlk__now_ms() - (cl->timeout < 0 ? 0 : cl->timeout);
-            so.wait_ms = o->wait_ms == 0 || left < 0 ? 0 : left;
+        if (o->wait_ms > 0) { /* what is left of the wait, after pauses */
+            int64_t left = start + o->wait_ms - rlk__now_ms();
+            so.wait_ms = left < 0 ? 0 : left;
         }
         l->done = 0;
         l->sl = rlk_session_acquire(cl->d->s, name, &so, l, rlk__now_ms());

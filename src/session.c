@@ -879,11 +879,13 @@ static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
             int r = send_auth_select(s, 1, 1);
             return r != RLK_OK ? r : handshake_step(s);
         }
-        return broken(s, starts(v, "WRONGPASS") || starts(v, "NOAUTH") ? RLK_ERR_AUTH : RLK_ERR_SERVER,
-                      "handshake: %.*s", errlen(v), v->str);
+        if (starts(v, "WRONGPASS") || starts(v, "NOAUTH"))
+            return broken(s, RLK_ERR_AUTH, "authentication failed: %.*s", errlen(v), v->str);
+        return broken(s, RLK_ERR_SERVER, "handshake: %.*s", errlen(v), v->str);
     }
     if (rlk__is_error(v))
-        return broken(s, q->kind == Q_AUTH ? RLK_ERR_AUTH : RLK_ERR_SERVER, "handshake: %.*s",
+        return broken(s, q->kind == Q_AUTH ? RLK_ERR_AUTH : RLK_ERR_SERVER,
+                      q->kind == Q_AUTH ? "authentication failed: %.*s" : "handshake: %.*s",
                       errlen(v), v->str);
     if (q->kind == Q_HELLO) {
         if (v->type != RLK_RESP_MAP && v->type != RLK_RESP_ARRAY)
@@ -957,7 +959,7 @@ static int release_status(rlk_session *s, const rlk_resp_value *v, const char *n
     if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
     if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
     if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
-    if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held", name);
+    if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
     return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
 }
 

@@ -1028,6 +1028,11 @@ static void test_handoff_bytes(void)
     snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
              chan, strlen(pl), pl);
     feed_str(&d, push, 10003);
+    /* ... but makes it look again at once: a try in line, no
+     * confirmation; busy, it waits on. */
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "set"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:5000\r\n", 10003);
     CHECK_EQ_INT(rlk_session_output(d.s, &o2), 0);
     snprintf(pl, sizeof pl, "1700000000999999 %s", rlk_session_lock_token(l));
     snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
