@@ -92,6 +92,12 @@ struct rlk_client {
     int notify;               /* some handle's lost_due is set */
     int64_t timeout;          /* the command timeout (-1: none) */
     rlk_conn *own;            /* rlk_client_conn's */
+    /* A RESP2 wait's listener: a connection of its own subscribed to the
+     * session's handoff channel and to side_channel (the release channel
+     * of the lock waited for), its messages relayed to the session.
+     * side_channel set: wanted (opened again after a failure). */
+    rlk_conn *side;
+    char *side_channel;
     rlk_conn_info info;
     char err[600];
 };
@@ -261,6 +267,103 @@ static int64_t sooner(int64_t a, int64_t b)
  * RLK_OK; RLK_ERR_TIMEOUT; or a failure no retry mends (RLK_ERR_URL,
  * RLK_ERR_TLS, RLK_ERR_AUTH..., its reason in cl->err).
  */
+/* ------------------------------------------------------------------ */
+/* The RESP2 listener                                                   */
+
+static void side_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
+{
+    (void)c;
+    rlk_client *cl = ctx;
+    /* A failure broke the session: the driver's next turn closes it. */
+    rlk__session_message(cl->d->s, msg, rlk__now_ms());
+}
+
+static void side_drop(rlk_client *cl)
+{
+    rlk_conn_free(cl->side);
+    cl->side = NULL;
+}
+
+/* Connects the listener and subscribes it (blocking, within the
+ * connect timeout): RLK_OK or the failure (no listener then). */
+static int side_open(rlk_client *cl)
+{
+    rlk_conn_config cc = cl->cfg.conn;
+    cc.protocol = 2;
+    cc.on_push = side_push;
+    cc.on_connect = NULL;
+    cc.ctx = cl;
+    cc.reconnect_attempts = 1;
+    cl->side = rlk_conn_new(&cc);
+    if (!cl->side) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    const char *h = rlk__session_handoff_channel(cl->d->s);
+    int r = rlk_conn_connect(cl->side);
+    if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, h, strlen(h));
+    if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, cl->side_channel, strlen(cl->side_channel));
+    if (r != RLK_OK) {
+        cl_fail(cl, r, "wait: subscribe: %s", rlk_conn_errmsg(cl->side));
+        side_drop(cl);
+    }
+    return r;
+}
+
+/* Reads what came on the listener; a failure drops it (opened again by
+ * the next turn). */
+static void side_read(rlk_client *cl)
+{
+    int r;
+    while (cl->side && (r = rlk_conn_wait_push(cl->side, 0)) == 1) {
+    }
+    if (cl->side && r < 0) side_drop(cl);
+}
+
+static void side_end(rlk_client *cl)
+{
+    side_drop(cl);
+    rlk__free(cl->side_channel);
+    cl->side_channel = NULL;
+    rlk__session_set_listener(cl->d->s, 0);
+}
+
+/*
+ * One turn: the driver (connect when due, send, poll, read, tick), the
+ * RESP2 listener when a wait has one, and wake_fd (the thread's pipe,
+ * or -1).  unlock: the mutex is let go while polling (the thread).  The
+ * driver's status.
+ */
+static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
+{
+    if (cl->side_channel && !cl->side) side_open(cl);
+    struct pollfd p[3];
+    int64_t wake;
+    size_t n = 2;
+    int r = rlk__driver_prepare(cl->d, &p[0], until, &wake);
+    p[1].fd = cl->side ? rlk_conn_fd(cl->side) : -1;
+    p[1].events = POLLIN;
+    p[1].revents = 0;
+    if (wake_fd >= 0) {
+        p[2].fd = wake_fd;
+        p[2].events = POLLIN;
+        p[2].revents = 0;
+        n = 3;
+        /* Looks at the session again at least every recheck_ms. */
+        wake = sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms);
+    } else if (r != RLK_OK && !rlk__driver_can_go_on(cl->d)) {
+        return r;
+    }
+    if (unlock) pthread_mutex_unlock(&cl->mu);
+    rlk__poll_until(p, n, wake);
+    if (n == 3 && p[2].revents) {
+        char drain[64];
+        while (read(wake_fd, drain, sizeof drain) > 0) {
+        }
+    }
+    if (unlock) pthread_mutex_lock(&cl->mu);
+    if (p[1].revents && cl->side) side_read(cl);
+    int r2 = rlk__driver_after(cl->d, &p[0]);
+    return r != RLK_OK ? r : r2;
+}
+
 typedef struct {
     rlk_client *cl;
     int (*done)(void *);
@@ -291,7 +394,16 @@ static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t unt
     drive_goal g = {cl, done, ctx, cl->d->fails, max_fails};
     int r;
     if (!cl->thread_on) {
-        r = rlk__route_run(&cl->route, goal_met, &g, until);
+        for (;;) {
+            r = RLK_OK;
+            if (goal_met(&g)) break;
+            if (until >= 0 && rlk__now_ms() >= until) {
+                r = RLK_ERR_TIMEOUT;
+                break;
+            }
+            r = turn(cl, until, -1, 0);
+            if (r != RLK_OK && !rlk__driver_can_go_on(cl->d)) break;
+        }
         if (r == RLK_OK && !done(ctx)) r = RLK_ERR_TIMEOUT;
     } else {
         wake_thread(cl);
@@ -452,6 +564,8 @@ void rlk_client_free(rlk_client *cl)
     rlk__route_destroy(&cl->route); /* the session's handles go with it */
     while (cl->locks) free_handle(cl->locks);
     rlk_conn_free(cl->own);
+    rlk_conn_free(cl->side);
+    rlk__free(cl->side_channel);
     pthread_cond_destroy(&cl->cv);
     pthread_mutex_destroy(&cl->mu);
     rlk__free(cl->strings);
@@ -541,12 +655,22 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
     int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last;
     int64_t pause = BUSY_PAUSE_MIN_MS;
-    int retries = 0, status;
+    int retries = 0, status, listened = 0;
+    /* RESP2 (asked for, or met already): one connection cannot both wait
+     * for messages and send, so a wait that the first try finds busy
+     * opens a listener of its own, as under RESP3 its subscriptions ride
+     * the connection, and waits in line (a first wait on a server that
+     * turns out RESP2 at its first connect polls instead). */
+    int resp2 = cl->cfg.conn.protocol == 2 ||
+                (rlk_session_ready(cl->d->s) && rlk__session_info(cl->d->s)->protocol == 2);
     for (;;) {
+        so.wait_ms = o->wait_ms;
         if (o->wait_ms > 0) { /* what is left of the wait, after pauses */
             int64_t left = start + o->wait_ms - rlk__now_ms();
             so.wait_ms = left < 0 ? 0 : left;
         }
+        int first = resp2 && !listened && so.wait_ms != 0;
+        if (first) so.wait_ms = 0;
         l->done = 0;
         l->sl = rlk_session_acquire(cl->d->s, name, &so, l, rlk__now_ms());
         if (!l->sl) {
@@ -571,6 +695,22 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             status = not_connected(cl, status, "acquire");
         else if (status == RLK_ERR_CLOSED && cl->d->last && cl->d->last != RLK_ERR_CLOSED)
             status = driver_fail(cl, cl->d->last); /* why it closed: a reply overdue... */
+        if (first && status == RLK_LOCK_BUSY &&
+            (o->wait_ms < 0 || rlk__now_ms() < start + o->wait_ms)) {
+            listened = 1;
+            size_t cap = rlk__key_cap(name);
+            char *keys = rlk__malloc(RLK__NKEYS * cap);
+            if (!keys) {
+                status = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+                break;
+            }
+            rlk__make_keys(name, keys, cap);
+            cl->side_channel = keys;
+            memmove(keys, keys + RLK__K_CHANNEL * cap, strlen(keys + RLK__K_CHANNEL * cap) + 1);
+            if (side_open(cl) == RLK_OK) rlk__session_set_listener(cl->d->s, 1);
+            else side_end(cl); /* polls instead */
+            continue;
+        }
         if (status != RLK_ERR_SERVER || !refused_for_now(cl->err)) break;
         int64_t now = rlk__now_ms(), next = now + pause;
         if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;
@@ -581,6 +721,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         drive_for(cl, never, NULL, next, 0); /* other locks are renewed meanwhile */
         memcpy(cl->err, err, sizeof err);
     }
+    if (cl->side_channel) side_end(cl); /* RESP2: the listener goes with the wait */
     if (status == RLK_OK) {
         *out = l;
     } else if (l) {
@@ -764,11 +905,10 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 
 int64_t rlk_lock_remaining_ms(const rlk_lock *l)
 {
-    rlk_client *cl = l->cl;
-    pthread_mutex_lock(&cl->mu);
-    int64_t left = l->sl && !rlk_lock_is_lost(l) ? rlk_session_lock_remaining_ms(l->sl, rlk__now_ms()) : 0;
-    pthread_mutex_unlock(&cl->mu);
-    return left;
+    /* Without the mutex (an owner's call may hold it across its wait):
+     * the validity is read atomically; l->sl changes only when the
+     * handle ends, by its owner. */
+    return l->sl && !rlk_lock_is_lost(l) ? rlk_session_lock_remaining_ms(l->sl, rlk__now_ms()) : 0;
 }
 
 int rlk_lock_is_lost(const rlk_lock *l) { return __atomic_load_n(&l->lost, __ATOMIC_RELAXED); }
@@ -817,23 +957,7 @@ static void *thread_main(void *arg)
     rlk_client *cl = arg;
     pthread_mutex_lock(&cl->mu);
     while (!cl->stopping) {
-        struct pollfd p[2];
-        int64_t wake;
-        rlk__driver_prepare(cl->d, &p[0], -1, &wake);
-        /* Looks at the session again at least every recheck_ms. */
-        wake = sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms);
-        p[1].fd = cl->wake_pipe[0];
-        p[1].events = POLLIN;
-        p[1].revents = 0;
-        pthread_mutex_unlock(&cl->mu);
-        rlk__poll_until(p, 2, wake);
-        if (p[1].revents) {
-            char drain[64];
-            while (read(cl->wake_pipe[0], drain, sizeof drain) > 0) {
-            }
-        }
-        pthread_mutex_lock(&cl->mu);
-        rlk__driver_after(cl->d, &p[0]);
+        turn(cl, -1, cl->wake_pipe[0], 1);
         pthread_cond_broadcast(&cl->cv);
     }
     pthread_mutex_unlock(&cl->mu);

@@ -157,6 +157,9 @@ struct rlk_session {
      * subscribed after its wait (NULL: none), so that waiting for it
      * again starts in line (see start). */
     char *kept;
+    /* RESP2: the caller relays this session's messages from a connection
+     * of its own (rlk__session_set_listener): waiters wait in line. */
+    int listener;
     rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
     char err[256];
 };
@@ -292,7 +295,7 @@ int64_t rlk_session_lock_holds(const rlk_session_lock *l) { return l->holds; }
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
 {
     if (!l->leased || __atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED)) return 0;
-    int64_t left = l->lease.valid_until - now;
+    int64_t left = __atomic_load_n(&l->lease.valid_until, __ATOMIC_RELAXED) - now;
     return left > 0 ? left : 0;
 }
 
@@ -493,7 +496,12 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
  * confirmation is a push).  Left when no other handle waits for it. */
 static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 {
-    if (!s->resp3 || l->subscribed == on) return RLK_OK;
+    if (!s->resp3) {
+        /* The listener's connection is subscribed by the caller. */
+        if (s->listener || !on) l->subscribed = on;
+        return RLK_OK;
+    }
+    if (l->subscribed == on) return RLK_OK;
     const char *ch = key(l, RLK__K_CHANNEL);
     if (s->kept && strcmp(s->kept, ch) == 0) {
         l->subscribed = on; /* the session's kept subscription */
@@ -597,7 +605,7 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
         l->mode = 'q';
         return send_try(s, l, 0);
     }
-    if (s->resp3 && !l->subscribed) {
+    if ((s->resp3 || s->listener) && !l->subscribed) {
         /* Subscribed first, then in line: a release in between is not
          * missed, and a handoff finds a listener. */
         int r = subscribe(s, l, 1);
@@ -627,8 +635,9 @@ static int start(rlk_session *s, rlk_session_lock *l)
         l->mode = 'q';
         if (l->pending_until >= 0 && s->now >= l->pending_until)
             return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
-    } else if (l->kind == 's' && l->wait_ms != 0 && s->kept &&
-               strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) {
+    } else if (l->kind == 's' && l->wait_ms != 0 &&
+               ((s->kept && strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) ||
+                (!s->resp3 && s->listener))) {
         /* Waited for before and still subscribed: in line at the first
          * try (which a release that let the lock go to others for a
          * while also keeps away from it, see release.lua). */
@@ -772,6 +781,8 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     return r;
 }
 
+static int on_push(rlk_session *s, const rlk_resp_value *v);
+
 void rlk__session_forget(rlk_session_lock *l, int64_t now)
 {
     rlk_session *s = l->s;
@@ -787,6 +798,18 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now)
 }
 
 const rlk_conn_info *rlk__session_info(const rlk_session *s) { return &s->info; }
+const char *rlk__session_handoff_channel(const rlk_session *s) { return s->handoff; }
+void rlk__session_set_listener(rlk_session *s, int on) { s->listener = on; }
+
+int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now)
+{
+    if (s->broken) return s->broken;
+    if (!s->connected) return RLK_OK;
+    enter(s, now);
+    int r = on_push(s, msg);
+    leave(s);
+    return r;
+}
 
 /* ------------------------------------------------------------------ */
 /* Extending                                                            */

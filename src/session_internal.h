@@ -60,4 +60,19 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now);
  * knows them. */
 const rlk_conn_info *rlk__session_info(const rlk_session *s);
 
+/*
+ * RESP2 waiting with a listener: one RESP2 connection cannot both
+ * subscribe and send, so a caller that wants waiters woken by releases
+ * and handed locks (as under RESP3) subscribes a connection of its own
+ * to the session's handoff channel and to the release channels of the
+ * locks waited for, turns the listener on, and relays each message it
+ * gets by rlk__session_message (which may queue requests, and give
+ * events as rlk_session_feed does: RLK_OK, or a failure of the session).
+ * While it is on, a simple lock's wait starts in line.  Off: RESP2
+ * waiters poll.  Under RESP3 it changes nothing.
+ */
+const char *rlk__session_handoff_channel(const rlk_session *s);
+void rlk__session_set_listener(rlk_session *s, int on);
+int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now);
+
 #endif
