@@ -233,7 +233,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         break;
     case RLK_SEV_LOST:
         __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
-        if (!l->on_lost) return;
+        if (!l->on_lost || l->orphan) return; /* an orphan's caller let it go */
         if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
             l->on_lost(l->ctx, l);
         } else {
@@ -244,7 +244,8 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
     default:
         break;
     }
-    if (status != RLK_OK) cl_fail(cl, status, "%s", rlk_session_errmsg(s));
+    /* An orphan's end is nobody's result: the message stays the call's. */
+    if (status != RLK_OK && !l->orphan) cl_fail(cl, status, "%s", rlk_session_errmsg(s));
     l->done = 1;
     l->status = status;
     if (l->orphan && !l->sl) free_handle(l);
@@ -659,8 +660,18 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     /* RESP2 (asked for, or met already): one connection cannot both wait
      * for messages and send, so a wait that the first try finds busy
      * opens a listener of its own, as under RESP3 its subscriptions ride
-     * the connection, and waits in line (a first wait on a server that
-     * turns out RESP2 at its first connect polls instead). */
+     * the connection, and waits in line.  A wait connects first to
+     * learn which. */
+    if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk_session_ready(cl->d->s)) {
+        /* Connected first, within the wait: the protocol decides how. */
+        int r = drive_for(cl, is_ready, cl->d->s, until, 0);
+        if (r != RLK_OK) {
+            status = not_connected(cl, r, "acquire");
+            free_handle(l);
+            leave(cl);
+            return status;
+        }
+    }
     int resp2 = cl->cfg.conn.protocol == 2 ||
                 (rlk_session_ready(cl->d->s) && rlk__session_info(cl->d->s)->protocol == 2);
     for (;;) {
@@ -711,6 +722,12 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             else side_end(cl); /* polls instead */
             continue;
         }
+        /* A try whose reply came too late (the server was paused), or
+         * whose connection could not be had again in time, while the
+         * wait lasts: the wait goes on. */
+        if (status == RLK_ERR_TIMEOUT && o->wait_ms != 0 &&
+            (o->wait_ms < 0 || rlk__now_ms() < start + o->wait_ms))
+            continue;
         if (status != RLK_ERR_SERVER || !refused_for_now(cl->err)) break;
         int64_t now = rlk__now_ms(), next = now + pause;
         if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;

@@ -374,12 +374,9 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * confirms (extends the lock to its TTL): a waiter that reads the message
  * late (it was paused, or starved of CPU) finds the claim gone and waits
  * on, and a waiter paused before it confirms holds the lock up for the
- * claim only.  A lock with a watchdog waits for the confirmation's reply
- * (one round trip).  A lock without one returns at once, so that a
- * handoff costs no more than the message: its confirmation's reply is
- * read at the client's next call on its connection (any lock call, or
- * rlk_client_tick), and until then rlk_lock_remaining_ms counts from the
- * claim, from the waiter's last try before the handoff.  Waiters are
+ * claim only.  The acquire returns once the confirmation's reply came
+ * (one round trip), the lock valid for its TTL from the confirmation's
+ * sending.  Waiters are
  * served first come, first served.  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
  * stopped), and a waiter whose channel has no subscriber is skipped.
@@ -471,9 +468,9 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg);
  * the first call that needs the server connects.  The owner's thread. */
 int rlk_client_connect(rlk_client *cl);
 
-/* Stops the watchdog thread if any, reads a handoff's pending
- * confirmation, frees every handle still held (without releasing: the
- * locks then expire on the server) and the client.  NULL is allowed.  The
+/* Stops the watchdog thread if any, frees every handle still held
+ * (without releasing: the locks then expire on the server) and the
+ * client.  NULL is allowed.  The
  * owner's thread; no other thread may use the client or its handles any
  * more. */
 void rlk_client_free(rlk_client *cl);
@@ -578,8 +575,9 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * ride the same connection and stay after the wait (the last lock waited
  * for, and the handoff channel): waiting again for the same lock joins
  * the queue in the first try, without subscribing again; their messages
- * outside a wait are dropped.  Under RESP2 a second connection is opened
- * for the wait and closed after it.  A reentrant lock acquired again by the same
+ * outside a wait are dropped.  Under RESP2, when the first try finds
+ * the lock busy, a second connection is opened for the wait (subscribed
+ * to both channels) and closed after it.  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
  * A try that fails with the connection (the server restarted, closed it
  * while idle, or the reply was lost) is sent again on a new connection,
@@ -643,8 +641,8 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how);
 
 /* Frees the handle without releasing: the lock stays held on the server
  * until its TTL runs out (for `resplock acquire`).  No network I/O (it
- * never waits for a renewal round), except to read a handoff's pending
- * confirmation for this lock.  Cannot fail.  The client's owner thread. */
+ * never waits for a renewal round); the lock is not renewed any more.
+ * Cannot fail.  The client's owner thread. */
 void rlk_lock_forget(rlk_lock *l);
 
 /* The accessors below cannot fail and may be called from any thread
@@ -701,15 +699,16 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 int rlk_client_fd(const rlk_client *cl);
 
 /*
- * Opt-in watchdog thread with its own connection: renews as
+ * Opt-in watchdog thread: from then on the thread alone does the
+ * client's I/O, on the client's one connection.  It renews as
  * rlk_client_tick does; on_lost is called from that thread.  While it
- * runs, the client's other calls may be made from one other thread.  The
- * thread holds the client's internal lock only to pick the locks due and
- * to apply the results, never across network I/O: calls that do no I/O
- * (rlk_lock_forget, the accessors) never wait for a frozen server.
- * Returns RLK_OK (also when already running), RLK_ERR_NOMEM, RLK_ERR_IO
- * (no pipe, or no thread), or a status of rlk_conn_connect for the
- * thread's connection.  rlk_client_watchdog_stop stops and joins it
+ * runs, the client's other calls may be made from one other thread: each
+ * hands its request to the thread and waits for the result (within the
+ * call's own deadline).  The thread holds the client's internal lock
+ * except while it polls; a connect it makes (after the connection
+ * closed) holds it up to the connect timeout.  The accessors never take
+ * that lock.  Returns RLK_OK (also when already running), RLK_ERR_IO (no
+ * pipe, or no thread).  rlk_client_watchdog_stop stops and joins it
  * (nothing when none runs).  Both from the client's owner thread.
  */
 int rlk_client_watchdog_start(rlk_client *cl);

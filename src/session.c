@@ -568,7 +568,8 @@ static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t
          * is reported for it; the lock is given back. */
         r = send_release(s, l, Q_IGNORE, 1);
         finish(s, l, l->cancel ? RLK_SEV_RELEASED : RLK_SEV_NOT_ACQUIRED,
-               l->cancel ? RLK_LOCK_NOT_HELD : RLK_ERR_TIMEOUT);
+               l->cancel ? RLK_LOCK_NOT_HELD
+                         : fail(s, RLK_ERR_TIMEOUT, "acquire: the reply came after the validity it gave"));
         return r;
     }
     rlk__lease_add(&s->leases, &l->lease);
