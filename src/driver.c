@@ -178,6 +178,9 @@ static int read_some(rlk__driver *d)
             d->fails = 0;
             rlk__backoff_reset(&d->backoff);
         }
+        /* A short read took what there was: no read that would only say
+         * so (a TLS layer's own buffer is asked by the turn). */
+        if ((size_t)n < sizeof buf) break;
     }
     return RLK_OK;
 }

@@ -161,6 +161,11 @@ struct rlk_session {
      * of its own (rlk__session_set_listener): waiters wait in line. */
     int listener;
     rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
+    /* rlk_session_deadline's last answer, while dl_valid: every call that
+     * may change it (enter, a request queued) clears dl_valid, so that a
+     * client holding many locks does not walk them at every turn. */
+    int64_t dl_cache;
+    int dl_valid;
     char err[256];
 };
 
@@ -272,6 +277,7 @@ static void finish(rlk_session *s, rlk_session_lock *l, rlk_session_event ev, in
 
 static void enter(rlk_session *s, int64_t now)
 {
+    s->dl_valid = 0;
     s->depth++;
     set_now(s, now);
 }
@@ -305,6 +311,7 @@ int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
 static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadline, int eval,
                     char mode)
 {
+    s->dl_valid = 0;
     if (s->qtail == s->qcap) {
         if (s->qhead > 0) {
             memmove(s->q, s->q + s->qhead, (s->qtail - s->qhead) * sizeof *s->q);
@@ -1263,7 +1270,21 @@ static int send_round(rlk_session *s)
     return RLK_OK;
 }
 
+static int64_t deadline_now(const rlk_session *s);
+
 int64_t rlk_session_deadline(const rlk_session *s)
+{
+    /* The cache is the session's own bookkeeping, not its state: the
+     * const of the caller's view stays true. */
+    rlk_session *m = (rlk_session *)s;
+    if (!m->dl_valid || m->depth > 0) {
+        m->dl_cache = deadline_now(s);
+        m->dl_valid = m->depth == 0;
+    }
+    return m->dl_cache;
+}
+
+static int64_t deadline_now(const rlk_session *s)
 {
     int64_t next = -1;
 #define AT(t) do { int64_t t_ = (t); if (t_ >= 0 && (next < 0 || t_ < next)) next = t_; } while (0)
