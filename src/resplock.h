@@ -775,7 +775,8 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * renewal's reply is due by the time its lock is to be reported lost:
  * then the lock is reported LOST and the connection given up): the
  * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
- * that are not RESP, and RLK_ERR_LIMIT past the input bound.  After a
+ * that are not RESP or that read as the reply of a request not yet
+ * consumed (sent) from the output, and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
  * an acquire under way is tried again after the next handshake, as the
  * blocking client does, while its own deadline allows (wait_ms plus one

@@ -85,6 +85,9 @@ typedef struct sreq {
     rlk_session_lock *l;
     scall *call;         /* Q_CALL's */
     int64_t deadline;    /* -1: none */
+    uint64_t out_end;    /* the request's last byte, counted over the
+                            connection's output: its reply can come only
+                            once that much was consumed (sent) */
 } sreq;
 
 struct rlk_session_lock {
@@ -143,6 +146,7 @@ struct rlk_session {
     int64_t now;
     int depth;            /* public calls under way (callbacks call in) */
     rlk_buf in, out;
+    uint64_t consumed;    /* output bytes sent on this connection */
     rlk_resp_arena arena;
     rlk_resp_reader reader;
     sreq *q;              /* the queue: q[qhead..qtail) */
@@ -333,6 +337,7 @@ static int send_cmd(rlk_session *s, int kind, rlk_session_lock *l, int eval, cha
         s->out.len = was;
         return broken(s, RLK_ERR_NOMEM, "out of memory");
     }
+    if (kind >= 0) s->q[s->qtail - 1].out_end = s->consumed + s->out.len;
     return RLK_OK;
 }
 
@@ -1084,6 +1089,10 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
 {
     if (v->type == RLK_RESP_PUSH) return on_push(s, v);
     if (s->qhead == s->qtail) return broken(s, RLK_ERR_PROTO, "a reply to no request");
+    /* A server answers what it received: bytes that read as the reply
+     * of a request still in the output are not its reply. */
+    if (s->q[s->qhead].out_end > s->consumed)
+        return broken(s, RLK_ERR_PROTO, "a reply to a request not sent yet");
     sreq q = s->q[s->qhead++];
     rlk_session_lock *l = q.l;
     if (l) l->inflight--;
@@ -1279,6 +1288,7 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     s->hs_left = 0;
     rlk_buf_free(&s->in);
     rlk_buf_free(&s->out);
+    s->consumed = 0;
     rlk_resp_reader_reset(&s->reader);
     rlk_resp_arena_reset(&s->arena);
     /* The replies owed will not come: the round's leases are tried again
@@ -1357,7 +1367,9 @@ size_t rlk_session_output(const rlk_session *s, const char **buf)
 
 void rlk_session_consume(rlk_session *s, size_t n)
 {
-    rlk_buf_consume(&s->out, n > s->out.len ? s->out.len : n);
+    if (n > s->out.len) n = s->out.len;
+    s->consumed += n;
+    rlk_buf_consume(&s->out, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1445,6 +1457,7 @@ void rlk_session_free(rlk_session *s)
     rlk_resp_arena_free(&s->arena);
     rlk_buf_free(&s->in);
     rlk_buf_free(&s->out);
+    s->consumed = 0;
     rlk__free(s->q);
     rlk__free(s->strings);
     rlk__free(s);

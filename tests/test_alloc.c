@@ -468,8 +468,9 @@ static void sess_cb(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session
 
 static int sess_feed(rlk_session *s, const char *bytes, int64_t now)
 {
+    rlk_session_consume(s, (size_t)-1); /* written, before any reply */
     int r = rlk_session_feed(s, bytes, strlen(bytes), now);
-    rlk_session_consume(s, (size_t)-1); /* as if written */
+    rlk_session_consume(s, (size_t)-1);
     return r;
 }
 
