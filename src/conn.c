@@ -20,6 +20,7 @@
 #include "conn_internal.h"
 #include "retry.h"
 #include "script.h"
+#include "serverinfo.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -538,28 +539,9 @@ static int exchange(rlk_conn *c, int64_t deadline, int confirm, rlk_resp_value *
 /* ------------------------------------------------------------------ */
 /* Handshake                                                            */
 
-static void copy_field(char *dst, size_t n, const rlk_resp_value *v)
-{
-    size_t len = v->len < n - 1 ? v->len : n - 1;
-    memcpy(dst, v->str, len);
-    dst[len] = '\0';
-}
-
 static void read_hello(rlk_conn *c, const rlk_resp_value *m)
 {
-    const rlk_resp_value *k = m->child;
-    while (k && k->next) {
-        const rlk_resp_value *v = k->next;
-        if (bulk_is(k, "server") && (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
-            copy_field(c->info.server, sizeof c->info.server, v);
-        else if (bulk_is(k, "version") && (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
-            copy_field(c->info.version, sizeof c->info.version, v);
-        else if (bulk_is(k, "id") && v->type == RLK_RESP_INTEGER)
-            c->info.client_id = v->integer;
-        else if (bulk_is(k, "proto") && v->type == RLK_RESP_INTEGER)
-            c->protocol = (int)v->integer;
-        k = v->next;
-    }
+    rlk__hello_info(&c->info, &c->protocol, m);
 }
 
 static int is_error(const rlk_resp_value *v)

@@ -182,30 +182,6 @@ static rlk_conn *new_conn(rlk_client *cl, int protocol)
     return rlk_conn_new(&cc);
 }
 
-/* The configuration's strings, copied: the connections opened later (the
- * RESP2 waiting one, the watchdog thread's) are made from them, long
- * after the caller's buffers may have gone. */
-static int copy_strings(rlk_client *cl)
-{
-    rlk_conn_config *c = &cl->cfg.conn;
-    const char **s[] = {&c->url, &c->client_name, &c->tls.ca_file, &c->tls.ca_dir,
-                        &c->tls.cert_file, &c->tls.key_file, &c->tls.server_name};
-    size_t need = 0, i, n = sizeof s / sizeof s[0];
-    for (i = 0; i < n; i++)
-        if (*s[i]) need += strlen(*s[i]) + 1;
-    if (!need) return 0;
-    char *p = cl->strings = rlk__malloc(need);
-    if (!p) return -1;
-    for (i = 0; i < n; i++) {
-        if (!*s[i]) continue;
-        size_t len = strlen(*s[i]) + 1;
-        memcpy(p, *s[i], len);
-        *s[i] = p;
-        p += len;
-    }
-    return 0;
-}
-
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
 {
     rlk_client *cl = rlk__malloc(sizeof *cl);
@@ -243,7 +219,10 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
         rlk__hex(u, sizeof u, h);
         snprintf(cl->handoff_channel, sizeof cl->handoff_channel, "resplock:handoff:%s", h);
     }
-    if (copy_strings(cl) != 0) {
+    /* The configuration's strings, copied: the connections opened later
+     * (the RESP2 waiting one, the watchdog thread's) are made from them,
+     * long after the caller's buffers may have gone. */
+    if (rlk__conn_config_copy(&cl->cfg.conn, &cl->strings) != RLK_OK) {
         rlk__free(cl);
         return NULL;
     }

@@ -74,22 +74,36 @@ static void copy_str(char *out, size_t n, const rlk_resp_value *v)
     out[m] = '\0';
 }
 
-void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
+static int key_is(const rlk_resp_value *k, const char *s)
 {
-    char name[32] = "", version[32] = "";
+    size_t n = strlen(s);
+    return (k->type == RLK_RESP_BULK || k->type == RLK_RESP_SIMPLE) && k->len == n &&
+           strncasecmp(k->str, s, n) == 0;
+}
+
+void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m)
+{
     const rlk_resp_value *k = m && (m->type == RLK_RESP_MAP || m->type == RLK_RESP_ARRAY)
                                   ? m->child
                                   : NULL;
     for (; k && k->next; k = k->next->next) {
         const rlk_resp_value *v = k->next;
-        if ((k->type != RLK_RESP_BULK && k->type != RLK_RESP_SIMPLE) ||
-            (v->type != RLK_RESP_BULK && v->type != RLK_RESP_SIMPLE))
-            continue;
-        if (k->len == 6 && memcmp(k->str, "server", 6) == 0) copy_str(name, sizeof name, v);
-        else if (k->len == 7 && memcmp(k->str, "version", 7) == 0)
-            copy_str(version, sizeof version, v);
+        int text = v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE;
+        if (key_is(k, "server") && text) copy_str(info->server, sizeof info->server, v);
+        else if (key_is(k, "version") && text) copy_str(info->version, sizeof info->version, v);
+        else if (key_is(k, "id") && v->type == RLK_RESP_INTEGER) info->client_id = v->integer;
+        else if (key_is(k, "proto") && v->type == RLK_RESP_INTEGER && proto)
+            *proto = (int)v->integer;
     }
-    rlk__server_facts(out, name[0] ? name : NULL, version[0] ? version : NULL);
+}
+
+void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
+{
+    rlk_conn_info info;
+    memset(&info, 0, sizeof info);
+    rlk__hello_info(&info, NULL, m);
+    rlk__server_facts(out, info.server[0] ? info.server : NULL,
+                      info.version[0] ? info.version : NULL);
     out->conn = NULL;
     out->generation = 0;
 }
