@@ -2,7 +2,6 @@
 /* Which server a connection talks to, and what it can do (serverinfo.h). */
 #include "serverinfo.h"
 #include "conn_internal.h"
-#include "keys.h"
 
 #include <string.h>
 #include <strings.h>
@@ -75,24 +74,11 @@ static void copy_str(char *out, size_t n, const rlk_resp_value *v)
     out[m] = '\0';
 }
 
-void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
+static int key_is(const rlk_resp_value *k, const char *s)
 {
-    char name[32] = "", version[32] = "";
-    const rlk_resp_value *k = m && (m->type == RLK_RESP_MAP || m->type == RLK_RESP_ARRAY)
-                                  ? m->child
-                                  : NULL;
-    for (; k && k->next; k = k->next->next) {
-        const rlk_resp_value *v = k->next;
-        if ((k->type != RLK_RESP_BULK && k->type != RLK_RESP_SIMPLE) ||
-            (v->type != RLK_RESP_BULK && v->type != RLK_RESP_SIMPLE))
-            continue;
-        if (k->len == 6 && memcmp(k->str, "server", 6) == 0) copy_str(name, sizeof name, v);
-        else if (k->len == 7 && memcmp(k->str, "version", 7) == 0)
-            copy_str(version, sizeof version, v);
-    }
-    rlk__server_facts(out, name[0] ? name : NULL, version[0] ? version : NULL);
-    out->conn = NULL;
-    out->generation = 0;
+    size_t n = strlen(s);
+    return (k->type == RLK_RESP_BULK || k->type == RLK_RESP_SIMPLE) && k->len == n &&
+           strncasecmp(k->str, s, n) == 0;
 }
 
 void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m)
@@ -103,15 +89,23 @@ void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m)
     for (; k && k->next; k = k->next->next) {
         const rlk_resp_value *v = k->next;
         int text = v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE;
-        if (k->type != RLK_RESP_BULK && k->type != RLK_RESP_SIMPLE) continue;
-        if (rlk__str_is(k, "server", 6) && text) copy_str(info->server, sizeof info->server, v);
-        else if (rlk__str_is(k, "version", 7) && text)
-            copy_str(info->version, sizeof info->version, v);
-        else if (rlk__str_is(k, "id", 2) && v->type == RLK_RESP_INTEGER)
-            info->client_id = v->integer;
-        else if (rlk__str_is(k, "proto", 5) && v->type == RLK_RESP_INTEGER && proto)
+        if (key_is(k, "server") && text) copy_str(info->server, sizeof info->server, v);
+        else if (key_is(k, "version") && text) copy_str(info->version, sizeof info->version, v);
+        else if (key_is(k, "id") && v->type == RLK_RESP_INTEGER) info->client_id = v->integer;
+        else if (key_is(k, "proto") && v->type == RLK_RESP_INTEGER && proto)
             *proto = (int)v->integer;
     }
+}
+
+void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m)
+{
+    rlk_conn_info info;
+    memset(&info, 0, sizeof info);
+    rlk__hello_info(&info, NULL, m);
+    rlk__server_facts(out, info.server[0] ? info.server : NULL,
+                      info.version[0] ? info.version : NULL);
+    out->conn = NULL;
+    out->generation = 0;
 }
 
 /* The value of "key:" on a line of INFO's text, NUL-terminated into out;

@@ -59,6 +59,14 @@ typedef struct rlk__server {
 void rlk__server_facts(rlk__server *out, const char *name, const char *version);
 
 /*
+ * What HELLO's reply m (a map, or under RESP2 a flat array) tells of the
+ * connection, into *info: the server's name and version, the client id
+ * ("id"), and the protocol ("proto", into *proto when not NULL).  Fields
+ * m does not name are left as they are.
+ */
+void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m);
+
+/*
  * The facts HELLO's reply m (a map, or under RESP2 a flat array) gives:
  * its "server" and "version" as rlk__server_facts reads them; unknown,
  * with no capability, when it has neither.  Without INFO server, "redis"
@@ -66,14 +74,6 @@ void rlk__server_facts(rlk__server *out, const char *name, const char *version);
  * session (session.c), which reads HELLO's reply itself.
  */
 void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m);
-
-/*
- * What HELLO's reply m tells of the connection, into *info: the server's
- * name and version, the client id ("id"), and the protocol ("proto",
- * into *proto when not NULL).  Fields m does not name are left as they
- * are.  For conn.c and the session, which read HELLO's reply each.
- */
-void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m);
 
 /*
  * The facts of the server c is connected to, connecting first if it is
