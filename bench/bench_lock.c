@@ -1013,6 +1013,25 @@ static double server_script_us(rlk_conn *c)
     return usec[0] + usec[1];
 }
 
+/* Ticks cl, as an event loop would (polling its fd, or until the time
+ * the tick asked for), until every lock is valid from a renewal round
+ * that started at from_ms or later. */
+static void wd_round(rlk_client *cl, rlk_lock **locks, int64_t from_ms)
+{
+    int64_t fresh = from_ms + rlk_plan_valid_ms(NULL, 30000), next = 0;
+    int64_t give_up = now_ns() + 10000000000LL;
+    if (rlk_client_tick(cl, &next) != RLK_OK) die2("rlk_client_tick", rlk_client_errmsg(cl));
+    for (int i = 0; i < WD_LOCKS; i++) {
+        while (rlk_lock_remaining_ms(locks[i]) + now_ns() / 1000000 < fresh) {
+            struct pollfd p = {rlk_client_fd(cl), POLLIN, 0};
+            if (now_ns() > give_up) die("rlk_client_tick: no round in 10 s");
+            poll(&p, 1, (int)(next > 0 && next < 1000 ? next : next == 0 ? 1 : 1000));
+            if (rlk_client_tick(cl, &next) != RLK_OK)
+                die2("rlk_client_tick", rlk_client_errmsg(cl));
+        }
+    }
+}
+
 static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, double *rounds_s,
                      double *acquire_s, double *server_ms)
 {
@@ -1023,9 +1042,11 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
     cfg.conn.url = url;
-    /* Renewal due 1 ms after the last one (30000 ms / 30000), so that
-     * every tick renews: the workload is the renewal, not the waiting. */
-    cfg.renew_divisor = 30000;
+    /* A renewal due 1 s after the last (30000 ms / 30): a round renews
+     * every watchdog lock of the client once any is due, so after one
+     * round they come due together, one round a second.  Every call on
+     * the client renews the locks due as it goes. */
+    cfg.renew_divisor = 30;
     rlk_client *cl = rlk_client_new(&cfg), *single = rlk_client_new(&cfg);
     if (!cl || rlk_client_connect(cl) != RLK_OK) die("watchdog client");
     if (!single || rlk_client_connect(single) != RLK_OK) die("extending client");
@@ -1044,7 +1065,9 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
     }
     *acquire_s = (double)(now_ns() - t0) * 1e-9;
     int64_t next;
-    if (rlk_client_tick(cl, &next) != RLK_OK) die2("rlk_client_tick", rlk_client_errmsg(cl));
+    /* Settles: ticks until one round renewed every lock, started after
+     * the last acquire (the rounds that the acquires set off are over). */
+    wd_round(cl, locks, now_ns() / 1000000);
     for (int r = 0; r < WD_ROUNDS; r++) {
         for (int k = 0; k < 2; k++) {
             /* Proof on the server that a round renewed: three keys
@@ -1052,41 +1075,21 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
              * must have the full TTL after it. */
             int probe[3] = {0, (r * 997 + 1) % WD_LOCKS, WD_LOCKS - 1};
             if ((k + r) % 2 == 0) {
-                /* A round the last batched measurement's final tick sent
-                 * may still be in flight: a call on the client reads its
-                 * replies first, so that the round measured is one
-                 * round, sent by the first tick below (an event loop's
-                 * rounds follow one another the same way). */
-                rlk_lock_status st;
-                if (rlk_lock_get_status(cl, "resplock:bench:settle", &st) != RLK_OK)
-                    die2("rlk_lock_get_status", rlk_client_errmsg(cl));
+                /* The next round comes due: no round is in flight
+                 * meanwhile, so the round measured is that one alone. */
+                if (rlk_client_tick(cl, &next) != RLK_OK)
+                    die2("rlk_client_tick", rlk_client_errmsg(cl));
+                if (next > 0) poll(NULL, 0, (int)next + 1);
             }
             for (int q = 0; q < 3; q++) shorten(check_fd, probe[q]);
             if ((k + r) % 2 == 0) {
                 double s0 = server_script_us(info);
                 int64_t a = now_ns();
-                /* Valid until at least this once renewed by a round
-                 * that started now or later (after the shortening). */
-                int64_t fresh = a / 1000000 + rlk_plan_valid_ms(&cfg, o.ttl_ms);
-                if (rlk_client_tick(cl, &next) != RLK_OK)
-                    die2("rlk_client_tick", rlk_client_errmsg(cl));
-                /* The tick sends the round (or, with one still in
-                 * flight, the next tick does); later ticks read the
-                 * replies as they come, as an event loop would: done
-                 * once every lock is valid from a round that started
-                 * after the shortening. */
-                int64_t give_up = a + 10000000000LL;
-                for (int i = 0; i < WD_LOCKS; i++) {
-                    while (rlk_lock_remaining_ms(locks[i]) + now_ns() / 1000000 < fresh) {
-                        /* The fd readable, or the time the tick asked
-                         * for (a round that met NOSCRIPT goes again). */
-                        struct pollfd p = {rlk_client_fd(cl), POLLIN, 0};
-                        if (now_ns() > give_up) die("rlk_client_tick: no round in 10 s");
-                        poll(&p, 1, (int)(next > 0 && next < 1000 ? next : next == 0 ? 1 : 1000));
-                        if (rlk_client_tick(cl, &next) != RLK_OK)
-                            die2("rlk_client_tick", rlk_client_errmsg(cl));
-                    }
-                }
+                /* The tick sends the round; later ticks read the replies
+                 * as they come, as an event loop would: done once every
+                 * lock is valid from a round that started now or later
+                 * (after the shortening). */
+                wd_round(cl, locks, a / 1000000);
                 rounds_b[r] = (double)(now_ns() - a) * 1e-6;
                 rounds_srv[r] = (server_script_us(info) - s0) * 1e-3;
                 for (int i = 0; i < WD_LOCKS; i++)
@@ -1094,9 +1097,8 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
                         die("rlk_client_tick: a lock was reported lost");
             } else {
                 /* One call per lock, from a second client with the
-                 * holders' tokens: every call of the first client turns
-                 * its session, which renews the locks due (all of them,
-                 * every 1 ms here) as it goes. */
+                 * holders' tokens (the first one's calls would renew
+                 * its locks due as they go). */
                 int64_t a = now_ns();
                 for (int i = 0; i < WD_LOCKS; i++)
                     if (rlk_extend_token(single, rlk_lock_name(locks[i]), rlk_lock_token(locks[i]),
@@ -1530,8 +1532,10 @@ int main(void)
            "   the lock over with one message); redis-py: acquire(blocking=True), which\n"
            "   polls every 0.1 s (its default).\n\n", CONT_SECONDS);
     printf("3. Watchdog: %d locks held by one client (watchdog on, TTL 30 s,\n"
-           "   renew_divisor 30000 so that every tick finds them due); each round renews\n"
-           "   all of them, batched or one by one, alternating.  Before each round three\n"
+           "   renew_divisor 30: a renewal round a second, every lock in it); each\n"
+           "   round renews all of them, batched (the client's ticks, from the one that\n"
+           "   finds the round due to the last reply) or one rlk_extend_token per lock\n"
+           "   from a second client, alternating.  Before each round three\n"
            "   of the keys get 5 s left on the server behind the library's back; after\n"
            "   it their TTL must be close to 30 s again (checked with PTTL).\n\n", WD_LOCKS);
     printf("4. Server time per uncontended cycle: the server's own time in the commands\n"

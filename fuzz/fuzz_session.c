@@ -288,6 +288,7 @@ static struct {
     pending pend[MAX_PENDING];
     size_t phead, pcount;
     char handoff_chan[96];
+    int in_handoff;              /* a handoff message is being fed        */
     uint64_t fence;
     char feed_tail[24];          /* the last bytes fed (note_integers)     */
     size_t feed_tn;
@@ -356,6 +357,19 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         CHECK(rlk_session_lock_remaining_ms(l, now) > 0,
               "ACQUIRED lock %s whose validity is over", h->token);
         check_validity(h, "ACQUIRED");
+        if (H.in_handoff) {
+            /* Held at a handoff's message, before its confirmation's
+             * reply: for the claim (the waiter's re-check, or a third
+             * of its TTL, and a second; at most the TTL) from its last
+             * request's sending at the latest. */
+            int64_t slice = H.timing.recheck_ms > 0 ? H.timing.recheck_ms : 1000;
+            if (h->ttl / 3 < slice) slice = h->ttl / 3 > 10 ? h->ttl / 3 : 10;
+            int64_t claim = slice + 1000 < h->ttl ? slice + 1000 : h->ttl;
+            CHECK(now + rlk_session_lock_remaining_ms(l, now) <= h->last_sent + claim,
+                  "lock %s handed over valid until %lld, past its claim %lld from %lld",
+                  h->token, (long long)(now + rlk_session_lock_remaining_ms(l, now)),
+                  (long long)claim, (long long)h->last_sent);
+        }
         if (h->reentrant && rlk_session_lock_holds(l) > 1) {
             /* A made-up server may count holds that do not add up: the
              * fence is then one of the other holds', any of them (also
@@ -1191,7 +1205,10 @@ static void op_handoff(void)
     put_bulk(&w, "message");
     put_bulk(&w, H.handoff_chan[0] ? H.handoff_chan : "resplock:handoff:0");
     put_bulk(&w, pl);
+    /* Alone: no reply's start waits in the session for these bytes. */
+    H.in_handoff = rlk__session_buffered(H.s) == 0;
     feed_split(&w, (b & 2) ? f & 0x1f : 0);
+    H.in_handoff = 0;
 }
 
 /* The "0" a release publishes on redisson_lock__channel:{NAME}. */

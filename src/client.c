@@ -335,6 +335,7 @@ static void side_end(rlk_client *cl)
 static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
 {
     if (cl->side_channel && !cl->side) side_open(cl);
+    if (wake_fd < 0 && !cl->side) return rlk__driver_turn_alone(cl->d, until);
     struct pollfd p[3];
     int64_t wake;
     size_t n = 2;

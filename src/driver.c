@@ -158,26 +158,35 @@ static int flush(rlk__driver *d)
     return RLK_OK;
 }
 
+/* A read's result n, of buf: fed to the session, or the connection's
+ * end. */
+static int take(rlk__driver *d, const char *buf, ssize_t n)
+{
+    if (n == 0) {
+        set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
+        return drop(d, RLK_ERR_CLOSED);
+    }
+    if (n < 0) {
+        set_err(d, (int)n, "read from %s: %s", d->t.peer, d->t.err);
+        return drop(d, (int)n);
+    }
+    int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
+    if (r != RLK_OK) return session_failed(d, r);
+    if (d->fails && rlk_session_ready(d->s)) { /* the handshake is done */
+        d->fails = 0;
+        rlk__backoff_reset(&d->backoff);
+    }
+    return RLK_OK;
+}
+
 static int read_some(rlk__driver *d)
 {
     char buf[READ_CHUNK];
     for (int i = 0; i < READS_PER_TURN && d->up; i++) {
         ssize_t n = d->t.ops->read(&d->t, buf, sizeof buf);
         if (n == RLK__WANT_READ || n == RLK__WANT_WRITE) break;
-        if (n == 0) {
-            set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
-            return drop(d, RLK_ERR_CLOSED);
-        }
-        if (n < 0) {
-            set_err(d, (int)n, "read from %s: %s", d->t.peer, d->t.err);
-            return drop(d, (int)n);
-        }
-        int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
-        if (r != RLK_OK) return session_failed(d, r);
-        if (d->fails && rlk_session_ready(d->s)) { /* the handshake is done */
-            d->fails = 0;
-            rlk__backoff_reset(&d->backoff);
-        }
+        int r = take(d, buf, n);
+        if (r != RLK_OK) return r;
         /* A short read took what there was: no read that would only say
          * so (a TLS layer's own buffer is asked by the turn). */
         if ((size_t)n < sizeof buf) break;
@@ -279,6 +288,35 @@ int rlk__driver_step(rlk__driver *d, int64_t until)
         return drop(d, RLK_ERR_IO);
     }
     return rlk__driver_after(d, &p);
+}
+
+int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
+{
+    struct pollfd p;
+    int64_t wake;
+    int r = rlk__driver_prepare(d, &p, until, &wake);
+    if (r == RLK_OK && p.fd >= 0 && p.events == POLLIN && !d->t.tls) {
+        /* All sent, a plain socket, only a reply to wait for: one
+         * recv that waits, not poll and then recv. */
+        char buf[READ_CHUNK];
+        ssize_t n = rlk__transport_recv_until(&d->t, buf, sizeof buf, wake);
+        if (n != RLK__WANT_READ) {
+            if ((r = take(d, buf, n)) != RLK_OK) {
+                tick_if_due(d);
+                return r;
+            }
+            if ((size_t)n == sizeof buf && (r = read_some(d)) != RLK_OK) {
+                tick_if_due(d);
+                return r;
+            }
+        }
+        if ((r = tick_if_due(d)) != RLK_OK) return r;
+        return flush(d);
+    }
+    if (r != RLK_OK && !rlk__driver_can_go_on(d)) return r;
+    rlk__poll_until(&p, 1, wake);
+    int r2 = rlk__driver_after(d, &p);
+    return r != RLK_OK ? r : r2;
 }
 
 int rlk__driver_can_go_on(const rlk__driver *d)

@@ -74,6 +74,14 @@ struct pollfd;
 int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake);
 int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
 
+/* The turn of a caller with nothing else to watch (the blocking calls
+ * of a client without its thread): as prepare, poll and after, but on a
+ * plain socket with everything sent it waits in one recv (see
+ * rlk__transport_recv_until).  A signal ends it early, as it ends
+ * poll's.  Statuses as rlk__driver_after's, or prepare's when it cannot
+ * go on. */
+int rlk__driver_turn_alone(rlk__driver *d, int64_t until);
+
 /* poll() until wake (monotonic ms; -1: none); a signal counts as an
  * early end with nothing ready.  poll's result. */
 int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake);

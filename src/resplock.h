@@ -374,9 +374,20 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * confirms (extends the lock to its TTL): a waiter that reads the message
  * late (it was paused, or starved of CPU) finds the claim gone and waits
  * on, and a waiter paused before it confirms holds the lock up for the
- * claim only.  The acquire returns once the confirmation's reply came
- * (one round trip), the lock valid for its TTL from the confirmation's
- * sending.  Waiters are
+ * claim only.  A lock with a watchdog waits for the confirmation's reply
+ * (one round trip), and is then valid for its TTL from the
+ * confirmation's sending.  A lock without one, under RESP3, returns at
+ * once, so that a handoff costs no more than the message: it is valid
+ * for the claim from the waiter's last try before the handoff (the
+ * message came after that try's reply, on the same connection), and
+ * its confirmation's reply is read by the client's next turn (any call
+ * on the client, rlk_client_tick, or the watchdog thread), which makes
+ * it valid for its TTL from the confirmation's sending, or reports it
+ * lost (on_lost) when the claim was gone.  Under RESP2 the message comes
+ * on another connection, in no order with the try's reply, and the
+ * acquire waits for the confirmation.  So does a waiter whose last try
+ * was so long before the message that under a quarter of the claim is
+ * left.  Waiters are
  * served first come, first served.  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
  * stopped), and a waiter whose channel has no subscriber is skipped.
@@ -909,8 +920,12 @@ const char *rlk_session_errmsg(const rlk_session *s);
  * when another handle of this session holds it for the same holder, the
  * new hold has that hold's fence.  Each release takes one hold away; the
  * last frees the lock (or hands it over).  A holder named as a blocking
- * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  NULL (no
- * event) for an empty name or holder, an unknown kind, or no memory. */
+ * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  A lock
+ * handed over under RESP3 without a watchdog is reported ACQUIRED at the
+ * handoff's message, valid for the claim (see "Waiting in line" above);
+ * its confirmation's reply, fed later, extends the validity to the TTL,
+ * or gives RLK_SEV_LOST.  NULL (no event) for an empty name or holder, an
+ * unknown kind, or no memory. */
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now);
 

@@ -120,6 +120,10 @@ struct rlk_session_lock {
     int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
     int handed;           /* a handoff came during a try in flight */
     uint64_t handed_fence;
+    int confirming;       /* held: a handoff's confirmation in flight in
+                             the background (see handed_over) */
+    int64_t conf_start;   /* ... queued then */
+    int forgotten;        /* rlk__session_forget'ed while busy: ends unheard */
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
     int ext_on;           /* an extend in flight: */
@@ -455,8 +459,12 @@ static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
     const char *argv[5] = {l->keys, l->token, ms, "set", l->kind == 'r' ? "r" : "s"};
-    l->try_start = s->now;
-    l->state = L_CONFIRM;
+    if (l->confirming) {
+        l->conf_start = s->now; /* the lock is reported held already */
+    } else {
+        l->try_start = s->now;
+        l->state = L_CONFIRM;
+    }
     return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
 }
 
@@ -566,15 +574,16 @@ static const rlk_session_lock *held_before(const rlk_session *s, const rlk_sessi
 }
 
 /* The wait is over with the lock held (holds of it by its holder, as
- * the server counted them), valid from l->try_start. */
-static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t holds)
+ * the server counted them), valid for ms from l->try_start. */
+static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t holds,
+                    int64_t ms)
 {
     int r = subscribe(s, l, 0);
     if (r != RLK_OK) return r;
     const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
     l->fence = before ? before->fence : fence;
     l->holds = holds;
-    rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, l->ttl);
+    rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, ms);
     if (l->lease.valid_until <= s->now) {
         /* The reply came after the validity it gave was over: no success
          * is reported for it; the lock is given back. */
@@ -633,6 +642,60 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
     l->wake_at = s->now + wait;
     if (l->until >= 0 && l->wake_at > l->until) l->wake_at = l->until;
     l->state = L_WAIT;
+    return RLK_OK;
+}
+
+/* A handle forgotten while a request of its was in flight ends once
+ * none is. */
+static void end_forgotten(rlk_session *s, rlk_session_lock *l)
+{
+    if (l->forgotten && l->state == L_HELD && !l->inflight && !l->ext_on && !l->confirming)
+        finish(s, l, 0, RLK_OK);
+}
+
+/* A handoff message came to a waiter in line, l.  Under RESP3 it came
+ * on this connection after the reply of the waiter's last try, so the
+ * release that set the claim ran after that try started: a lock without
+ * a watchdog is reported held now, valid for the claim from then, and
+ * its confirmation goes in the background (confirmed), so that a
+ * handoff costs no more than its message.  The confirmation is waited
+ * for instead when that would leave less than a quarter of the claim,
+ * for a watchdog lock (its renewals and loss reports go by its TTL), for
+ * an acquire called off, and under RESP2 (the message came on another
+ * connection: no order with the try's reply). */
+static int handed_over(rlk_session *s, rlk_session_lock *l)
+{
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    int64_t until = l->try_start + rlk_plan_valid_ms(&s->timing, p.claim);
+    if (!s->resp3 || l->lease.watchdog || l->cancel || until - s->now < p.claim / 4)
+        return send_confirm(s, l, 0);
+    l->confirming = 1;
+    int r = send_confirm(s, l, 0);
+    if (r != RLK_OK) {
+        l->confirming = 0;
+        return r;
+    }
+    return acquired(s, l, l->handed_fence, 1, p.claim);
+}
+
+/* The reply v of a confirmation sent in the background: the lock is
+ * then valid for its TTL from the confirmation's sending, or lost (the
+ * claim ran out, and someone else may have it).  NULL (the connection
+ * closed): it stays valid for its claim.  A lock whose release is under
+ * way already learns its fate from the release.  A handle forgotten
+ * meanwhile ends now. */
+static int confirmed(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    l->confirming = 0;
+    rlk__lease *e = &l->lease;
+    if (v && l->state == L_HELD && l->leased && !e->lost) {
+        if (v->type == RLK_RESP_INTEGER && v->integer >= 0)
+            rlk__lease_set_validity(&s->leases, e, l->conf_start, l->ttl);
+        if (v->type != RLK_RESP_INTEGER || v->integer < 0 || e->valid_until <= s->now)
+            rlk__lease_mark_lost(&s->leases, e);
+    }
+    end_forgotten(s, l);
     return RLK_OK;
 }
 
@@ -803,6 +866,7 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now)
     if (l->state != L_HELD || l->inflight || l->cancel || l->ext_on) {
         /* Busy: it goes on to its end unheard (user NULL), unrenewed. */
         l->lease.watchdog = 0;
+        l->forgotten = 1;
         return;
     }
     enter(s, now);
@@ -813,6 +877,7 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now)
 const rlk_conn_info *rlk__session_info(const rlk_session *s) { return &s->info; }
 const char *rlk__session_handoff_channel(const rlk_session *s) { return s->handoff; }
 void rlk__session_set_listener(rlk_session *s, int on) { s->listener = on; }
+size_t rlk__session_buffered(const rlk_session *s) { return s->in.len; }
 
 int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now)
 {
@@ -953,15 +1018,16 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
             send_release(s, l, Q_IGNORE, 1);
             return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
         }
-        if (l->set_result == 1) return acquired(s, l, fence, 1);
+        if (l->set_result == 1) return acquired(s, l, fence, 1, l->ttl);
         if (l->set_result < 0) return not_acquired(s, l, l->set_result);
         return busy(s, l, -1);
     }
     if (q->kind == Q_CONFIRM) {
+        if (l->confirming) return confirmed(s, l, v);
         if (v->type != RLK_RESP_INTEGER)
             return not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
                                            "acquire: unexpected reply to the confirmation"));
-        if (v->integer >= 0) return acquired(s, l, l->handed_fence, 1);
+        if (v->integer >= 0) return acquired(s, l, l->handed_fence, 1, l->ttl);
         /* Read too late: someone else has it now. */
         l->mode = l->final ? 'q' : 'w';
         return l->final ? send_try(s, l, 0) : busy(s, l, -1);
@@ -984,7 +1050,7 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
             l->mode = '0';
             return send_try(s, l, 0);
         }
-        return acquired(s, l, (uint64_t)x, holds);
+        return acquired(s, l, (uint64_t)x, holds, l->ttl);
     }
     return busy(s, l, x);
 }
@@ -1037,6 +1103,7 @@ static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *
     if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
         rlk__lease_mark_lost(&s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l, st);
+    end_forgotten(s, l);
     return RLK_OK;
 }
 
@@ -1163,7 +1230,7 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
         uint64_t fence;
         if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
             l->handed_fence = fence;
-            if (l->state == L_WAIT) return send_confirm(s, l, 0);
+            if (l->state == L_WAIT) return handed_over(s, l);
             l->handed = 1; /* confirmed after the try in flight */
             return RLK_OK;
         }
@@ -1207,7 +1274,8 @@ static int on_reply(rlk_session *s, const rlk_resp_value *v)
      * again: its result must come before the release's (which ends the
      * handle), so the NOSCRIPT (or FCALL's error) is its result. */
     if (again && !q.eval &&
-        (q.kind == Q_ACQ || q.kind == Q_CONFIRM || q.kind == Q_RELEASE ||
+        (q.kind == Q_ACQ || q.kind == Q_RELEASE ||
+         (q.kind == Q_CONFIRM && (!l->confirming || l->state == L_HELD)) ||
          (q.kind == Q_EXTEND && l->state == L_HELD))) {
         /* The script cache was flushed (or FCALL did not run): the same
          * request again as EVAL, which loads the script too. */
@@ -1438,6 +1506,11 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         l->subscribed = 0;
         l->handed = 0;
+        /* A background confirmation's reply will not come. */
+        if (l->confirming) {
+            confirmed(s, l, NULL);
+            if (l->state == L_DONE) continue;
+        }
         if (l->ext_on) {
             /* Its reply will not come: the lock stays as valid as it
              * was.  Before a release's result, as it was sent before. */

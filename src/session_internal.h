@@ -75,4 +75,8 @@ const char *rlk__session_handoff_channel(const rlk_session *s);
 void rlk__session_set_listener(rlk_session *s, int on);
 int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now);
 
+/* Bytes fed and not read yet (the start of a reply still incomplete):
+ * the fuzz harness's. */
+size_t rlk__session_buffered(const rlk_session *s);
+
 #endif

@@ -405,6 +405,43 @@ static ssize_t plain_read_wait(rlk__transport *t, void *buf, size_t n, int64_t d
     }
 }
 
+ssize_t rlk__transport_recv_until(rlk__transport *t, void *buf, size_t n, int64_t deadline)
+{
+    if (t->fd < 0 || t->tls) {
+        rlk__transport_seterr(t, "read: not a plain socket");
+        return RLK_ERR_IO;
+    }
+    int left = rlk__ms_left(deadline);
+    if (left == 0) return plain_read(t, buf, n);
+    if (!t->blocking) {
+        int flags = fcntl(t->fd, F_GETFL);
+        if (flags < 0 || fcntl(t->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+            rlk__transport_seterr(t, "read %s: fcntl: %s", t->peer, strerror(errno));
+            return RLK_ERR_IO;
+        }
+        t->blocking = 1;
+        t->rcvtimeo_ms = -2;
+    }
+    /* Always a timeout: a signal then ends the wait (EINTR) even under
+     * SA_RESTART.  Rounded down to 32 ms past 64 (waking a little early
+     * costs a turn; setting it at every wait would cost a call each). */
+    if (left < 0 || left > 3600000) left = 3600000;
+    if (left >= 64) left &= ~31;
+    if (left != t->rcvtimeo_ms) {
+        struct timeval tv = {left / 1000, (left % 1000) * 1000};
+        if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+            rlk__transport_seterr(t, "read %s: setsockopt: %s", t->peer, strerror(errno));
+            return RLK_ERR_IO;
+        }
+        t->rcvtimeo_ms = left;
+    }
+    ssize_t r = recv(t->fd, buf, n, 0);
+    if (r >= 0) return r;
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return RLK__WANT_READ;
+    rlk__transport_seterr(t, "read %s: %s", t->peer, strerror(errno));
+    return RLK_ERR_IO;
+}
+
 ssize_t rlk__transport_read_some(rlk__transport *t, void *buf, size_t n, int64_t deadline)
 {
     if (n == 0) {

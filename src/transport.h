@@ -113,6 +113,14 @@ int rlk__transport_write_all(rlk__transport *t, const void *buf, size_t n,
 ssize_t rlk__transport_read_some(rlk__transport *t, void *buf, size_t n,
                                  int64_t deadline);
 
+/* A plain socket's one read that waits until the deadline (-1: none):
+ * the socket is switched to blocking reads (its other reads and writes
+ * pass MSG_DONTWAIT), so that a caller with nothing else to watch waits
+ * in recv instead of poll and recv.  The count, 0 when the peer closed,
+ * RLK__WANT_READ when the deadline (or a little before it) passed or a
+ * signal came first, RLK_ERR_IO (also for a TLS transport). */
+ssize_t rlk__transport_recv_until(rlk__transport *t, void *buf, size_t n, int64_t deadline);
+
 /* Waits until the transport is readable (or has buffered bytes), or the
  * deadline.  1 readable, 0 deadline passed, RLK_ERR_IO on poll failure or
  * when not connected.  Readable is a hint for TLS: the bytes may be a

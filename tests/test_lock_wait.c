@@ -759,9 +759,11 @@ static void test_handoff_validity(void)
     if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
     if (!hand_over(&la, &w, &joined)) goto out;
     pttl = CMD_INT(admin, "PTTL", name);
-    /* The handoff is confirmed (the lock extended to the waiter's TTL)
-     * before the acquire returns. */
-    (void)pttl;
+    rem = rlk_lock_remaining_ms(w.l);
+    CHECK_MSG(rem > 0 && rem <= 2000, "remaining %lld before the confirmation is read",
+              (long long)rem);
+    CHECK_MSG(pttl >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
+    tick_until_confirmed(c, w.l, 2000);
     rem = rlk_lock_remaining_ms(w.l);
     pttl = CMD_INT(admin, "PTTL", name);
     CHECK_MSG(rem > 0 && rem <= ttl - drift, "remaining %lld (TTL %lld)", (long long)rem,

@@ -269,7 +269,14 @@ static void test_handoff(void)
         char v[64];
         CMD_STR(adm, v, "GET", "sess:h");
         CHECK_EQ_STR(v, e->token);
-        /* Confirmed: the full TTL, not the claim. */
+        /* Held at the message (RESP3, no watchdog) for the claim only:
+         * the re-check period (a third of the TTL here) and a second,
+         * from the waiter's last look. */
+        CHECK_MSG(e->remaining > 0 && e->remaining <= 7666, "remaining %lld",
+                  (long long)e->remaining);
+        /* Then confirmed in the background: the full TTL. */
+        RUN_UNTIL(rlk_session_lock_remaining_ms(wl, ts_now_ms()) > 15000, 5000, &w);
+        CHECK(rlk_session_lock_remaining_ms(wl, ts_now_ms()) > 15000);
         CHECK(CMD_INT(adm, "PTTL", "sess:h") > 15000);
         rlk_session_release(wl, ts_now_ms());
         RUN_UNTIL(count(&w, RLK_SEV_RELEASED) > 0, 5000, &w);
@@ -514,6 +521,9 @@ static void test_reentrant(void)
         CHECK(ew->fence > ea->fence);
         CHECK_EQ_INT(hget("sess:re", "app:2"), 1);
         CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+        /* Confirmed in the background (the handoff was reported held
+         * for the claim): the full TTL. */
+        RUN_UNTIL(rlk_session_lock_remaining_ms(w, ts_now_ms()) > 4000, 5000, &o);
         CHECK(CMD_INT(adm, "PTTL", "sess:re") > 4000);
         rlk_session_release(w, ts_now_ms());
         RUN_UNTIL(count(&o, RLK_SEV_RELEASED) > 0, 5000, &o);
@@ -1042,13 +1052,19 @@ static void test_handoff_bytes(void)
              chan, strlen(pl), pl);
     feed_str(&d, push, 10004);
     CHECK(out_has(&d, "EVALSHA") && out_has(&d, "set"));
-    rlk_session_consume(d.s, 1 << 20);
-    feed_str(&d, ":10000\r\n", 10005);
+    /* Held at the message, before the confirmation's reply: for the
+     * claim (re-check 1000 ms and a second, less a drift of 22 ms) from
+     * the last try, sent at 10003. */
     const ev *e = find(&d, RLK_SEV_ACQUIRED, l);
     CHECK(e != NULL);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 10004), 10003 + 2000 - 22 - 10004);
     CHECK_EQ_U64(rlk_session_lock_fence(l), 1700000000999999ull);
-    /* Valid from the confirmation, the full TTL. */
-    CHECK(rlk_session_lock_remaining_ms(l, 10005) > 9000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 10005);
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 1);
+    CHECK_EQ_INT(count(&d, RLK_SEV_LOST), 0);
+    /* Confirmed: the full TTL from the confirmation's sending. */
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 10005), 10004 + 10000 - 102 - 10005);
     /* The wait is over: its release channel stays subscribed, kept for
      * the next wait for this lock, which starts in line (the waiting
      * script, no SET, no SUBSCRIBE). */
@@ -1063,6 +1079,123 @@ static void test_handoff_bytes(void)
         CHECK(again != NULL);
         CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "$3\r\nSET\r\n"));
     }
+    drv_free(&d);
+}
+
+/* A waiter in line whose first try went at `at`, busy; its handoff
+ * channel in chan. */
+static rlk_session_lock *in_line(drv *d, const char *name, int watchdog, int64_t at, char *chan)
+{
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    o.wait_ms = 20000;
+    o.watchdog = watchdog;
+    rlk_session_lock *l = rlk_session_acquire(d->s, name, &o, NULL, at);
+    rlk_session_consume(d->s, 1 << 20);
+    feed_str(d, "$-1\r\n" TIME_REPLY, at + 1); /* busy: subscribed, in line */
+    const char *o2;
+    size_t n = rlk_session_output(d->s, &o2);
+    const char *h = memmem(o2, n, "resplock:handoff:", 17);
+    CHECK(h != NULL);
+    chan[0] = 0;
+    if (h) snprintf(chan, 64, "%.41s", h);
+    rlk_session_consume(d->s, 1 << 20);
+    feed_str(d, "*2\r\n:0\r\n:9000\r\n", at + 2);
+    return l;
+}
+
+static void hand(drv *d, const char *chan, const rlk_session_lock *l, int64_t now)
+{
+    char push[256], pl[128];
+    snprintf(pl, sizeof pl, "1700000000999999 %s", rlk_session_lock_token(l));
+    snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
+             chan, strlen(pl), pl);
+    feed_str(d, push, now);
+}
+
+/* The first event ev of l from the n-th on (a handle's address may be
+ * a freed one's). */
+static const ev *since(const drv *d, int n, rlk_session_event e, const rlk_session_lock *l)
+{
+    for (int i = n; i < d->nev; i++)
+        if (d->evs[i].ev == e && d->evs[i].l == l) return &d->evs[i];
+    return NULL;
+}
+
+static int count_since(const drv *d, int n, rlk_session_event e)
+{
+    int k = 0;
+    for (int i = n; i < d->nev; i++) k += d->evs[i].ev == e;
+    return k;
+}
+
+/* A handoff reported at its message, confirmed in the background: the
+ * confirmation finds the claim gone (the waiter was slow), and the lock
+ * is reported lost at once; the connection closes before the
+ * confirmation's reply, and the lock stays valid for its claim; a
+ * release right after the report goes behind the confirmation.  A lock
+ * with a watchdog, and a message that leaves under a quarter of the
+ * claim, wait for the confirmation instead. */
+static void test_handoff_background(void)
+{
+    drv d;
+    char chan[64];
+    manual_ready(&d);
+    /* Gone by the confirmation: lost. */
+    int n = d.nev;
+    rlk_session_lock *l = in_line(&d, "bg1", 0, 1000, chan);
+    hand(&d, chan, l, 1500);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1500), 1001 + 1978 - 1500);
+    CHECK(out_has(&d, "set"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":-2\r\n", 1501);
+    const ev *e = since(&d, n, RLK_SEV_LOST, l);
+    CHECK(e && e->status == RLK_LOCK_LOST);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, 1501), 0);
+    /* Released at once: the release goes after the confirmation, whose
+     * reply is read first. */
+    n = d.nev;
+    rlk_session_lock *m = in_line(&d, "bg2", 0, 2000, chan);
+    hand(&d, chan, m, 2010);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, m) != NULL);
+    CHECK_EQ_INT(rlk_session_release(m, 2010), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 2011);
+    CHECK(since(&d, n, RLK_SEV_RELEASED, m) == NULL);
+    CHECK_EQ_INT(count_since(&d, n, RLK_SEV_LOST), 0);
+    feed_str(&d, ":1\r\n", 2012);
+    e = since(&d, n, RLK_SEV_RELEASED, m);
+    CHECK(e && e->status == RLK_OK);
+    /* A watchdog lock: held once the confirmation answered. */
+    n = d.nev;
+    rlk_session_lock *w = in_line(&d, "bg3", 1, 3000, chan);
+    hand(&d, chan, w, 3010);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, w) == NULL);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 3011);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, w) != NULL);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(w, 3011), 3010 + 9898 - 3011);
+    /* A message 1.6 s after the last try: under a quarter of the 2 s
+     * claim is left, so it waits for the confirmation. */
+    n = d.nev;
+    rlk_session_lock *late = in_line(&d, "bg4", 0, 4000, chan);
+    hand(&d, chan, late, 5600);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, late) == NULL);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, ":10000\r\n", 5601);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, late) != NULL);
+    /* The connection closes before the confirmation's reply: valid for
+     * the claim still, not lost. */
+    n = d.nev;
+    rlk_session_lock *c = in_line(&d, "bg5", 0, 6000, chan);
+    hand(&d, chan, c, 6100);
+    CHECK(since(&d, n, RLK_SEV_ACQUIRED, c) != NULL);
+    int lost = count_since(&d, n, RLK_SEV_LOST);
+    rlk_session_closed(d.s, 6101);
+    CHECK_EQ_INT(count_since(&d, n, RLK_SEV_LOST), lost);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(c, 6101), 6001 + 1978 - 6101);
     drv_free(&d);
 }
 
@@ -1472,6 +1605,7 @@ int main(int argc, char **argv)
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
+    tl_run("a handoff confirmed in the background, made up", test_handoff_background);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
     tl_run("FCALL, made up: Redis 6.2 and 7, not found, refused", test_fcall_bytes);
