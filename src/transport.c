@@ -365,17 +365,38 @@ int rlk__transport_write_all(rlk__transport *t, const void *buf, size_t n, int64
  * wait is bounded by SO_RCVTIMEO, set again only when the time left
  * changes; a timeout that fires early by rounding is resumed.
  */
+/* The socket's reads block from now on (its other reads and writes pass
+ * MSG_DONTWAIT); 0, or RLK_ERR_IO. */
+static int blocking_reads(rlk__transport *t)
+{
+    if (t->blocking) return 0;
+    int flags = fcntl(t->fd, F_GETFL);
+    if (flags < 0 || fcntl(t->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        rlk__transport_seterr(t, "read %s: fcntl: %s", t->peer, strerror(errno));
+        return RLK_ERR_IO;
+    }
+    t->blocking = 1;
+    t->rcvtimeo_ms = -2;
+    return 0;
+}
+
+/* SO_RCVTIMEO of left ms (0: none), unless it is set so already; 0, or
+ * RLK_ERR_IO. */
+static int rcvtimeo(rlk__transport *t, int left)
+{
+    if (left == t->rcvtimeo_ms) return 0;
+    struct timeval tv = {left / 1000, (left % 1000) * 1000};
+    if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+        rlk__transport_seterr(t, "read %s: setsockopt: %s", t->peer, strerror(errno));
+        return RLK_ERR_IO;
+    }
+    t->rcvtimeo_ms = left;
+    return 0;
+}
+
 static ssize_t plain_read_wait(rlk__transport *t, void *buf, size_t n, int64_t deadline)
 {
-    if (!t->blocking) {
-        int flags = fcntl(t->fd, F_GETFL);
-        if (flags < 0 || fcntl(t->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-            rlk__transport_seterr(t, "read %s: fcntl: %s", t->peer, strerror(errno));
-            return RLK_ERR_IO;
-        }
-        t->blocking = 1;
-        t->rcvtimeo_ms = -2;
-    }
+    if (blocking_reads(t)) return RLK_ERR_IO;
     for (;;) {
         int left = rlk__ms_left(deadline);
         if (deadline >= 0 && left == 0) {
@@ -385,18 +406,7 @@ static ssize_t plain_read_wait(rlk__transport *t, void *buf, size_t n, int64_t d
             rlk__transport_seterr(t, "read %s: timed out", t->peer);
             return RLK_ERR_TIMEOUT;
         }
-        if (left != t->rcvtimeo_ms) {
-            struct timeval tv = {0, 0};
-            if (left > 0) {
-                tv.tv_sec = left / 1000;
-                tv.tv_usec = (left % 1000) * 1000;
-            }
-            if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
-                rlk__transport_seterr(t, "read %s: setsockopt: %s", t->peer, strerror(errno));
-                return RLK_ERR_IO;
-            }
-            t->rcvtimeo_ms = left;
-        }
+        if (rcvtimeo(t, left > 0 ? left : 0)) return RLK_ERR_IO;
         ssize_t r = recv(t->fd, buf, n, 0);
         if (r >= 0) return r;
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
@@ -413,28 +423,13 @@ ssize_t rlk__transport_recv_until(rlk__transport *t, void *buf, size_t n, int64_
     }
     int left = rlk__ms_left(deadline);
     if (left == 0) return plain_read(t, buf, n);
-    if (!t->blocking) {
-        int flags = fcntl(t->fd, F_GETFL);
-        if (flags < 0 || fcntl(t->fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-            rlk__transport_seterr(t, "read %s: fcntl: %s", t->peer, strerror(errno));
-            return RLK_ERR_IO;
-        }
-        t->blocking = 1;
-        t->rcvtimeo_ms = -2;
-    }
+    if (blocking_reads(t)) return RLK_ERR_IO;
     /* Always a timeout: a signal then ends the wait (EINTR) even under
      * SA_RESTART.  Rounded down to 32 ms past 64 (waking a little early
      * costs a turn; setting it at every wait would cost a call each). */
     if (left < 0 || left > 3600000) left = 3600000;
     if (left >= 64) left &= ~31;
-    if (left != t->rcvtimeo_ms) {
-        struct timeval tv = {left / 1000, (left % 1000) * 1000};
-        if (setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
-            rlk__transport_seterr(t, "read %s: setsockopt: %s", t->peer, strerror(errno));
-            return RLK_ERR_IO;
-        }
-        t->rcvtimeo_ms = left;
-    }
+    if (rcvtimeo(t, left)) return RLK_ERR_IO;
     ssize_t r = recv(t->fd, buf, n, 0);
     if (r >= 0) return r;
     if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return RLK__WANT_READ;

@@ -1130,6 +1130,22 @@ static int count_since(const drv *d, int n, rlk_session_event e)
     return k;
 }
 
+/* A waiter in line since at, handed the lock at msg_at, is held only
+ * once its confirmation answered, for the TTL from the confirmation. */
+static void held_once_confirmed(drv *d, const char *name, int watchdog, int64_t at,
+                                int64_t msg_at)
+{
+    char chan[64];
+    int n = d->nev;
+    rlk_session_lock *l = in_line(d, name, watchdog, at, chan);
+    hand(d, chan, l, msg_at);
+    CHECK(since(d, n, RLK_SEV_ACQUIRED, l) == NULL);
+    rlk_session_consume(d->s, 1 << 20);
+    feed_str(d, ":10000\r\n", msg_at + 1);
+    CHECK(since(d, n, RLK_SEV_ACQUIRED, l) != NULL);
+    CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, msg_at + 1), msg_at + 9898 - (msg_at + 1));
+}
+
 /* A handoff reported at its message, confirmed in the background: the
  * confirmation finds the claim gone (the waiter was slow), and the lock
  * is reported lost at once; the connection closes before the
@@ -1169,23 +1185,10 @@ static void test_handoff_background(void)
     e = since(&d, n, RLK_SEV_RELEASED, m);
     CHECK(e && e->status == RLK_OK);
     /* A watchdog lock: held once the confirmation answered. */
-    n = d.nev;
-    rlk_session_lock *w = in_line(&d, "bg3", 1, 3000, chan);
-    hand(&d, chan, w, 3010);
-    CHECK(since(&d, n, RLK_SEV_ACQUIRED, w) == NULL);
-    rlk_session_consume(d.s, 1 << 20);
-    feed_str(&d, ":10000\r\n", 3011);
-    CHECK(since(&d, n, RLK_SEV_ACQUIRED, w) != NULL);
-    CHECK_EQ_INT(rlk_session_lock_remaining_ms(w, 3011), 3010 + 9898 - 3011);
+    held_once_confirmed(&d, "bg3", 1, 3000, 3010);
     /* A message 1.6 s after the last try: under a quarter of the 2 s
      * claim is left, so it waits for the confirmation. */
-    n = d.nev;
-    rlk_session_lock *late = in_line(&d, "bg4", 0, 4000, chan);
-    hand(&d, chan, late, 5600);
-    CHECK(since(&d, n, RLK_SEV_ACQUIRED, late) == NULL);
-    rlk_session_consume(d.s, 1 << 20);
-    feed_str(&d, ":10000\r\n", 5601);
-    CHECK(since(&d, n, RLK_SEV_ACQUIRED, late) != NULL);
+    held_once_confirmed(&d, "bg4", 0, 4000, 5600);
     /* The connection closes before the confirmation's reply: valid for
      * the claim still, not lost. */
     n = d.nev;
