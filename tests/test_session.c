@@ -1070,15 +1070,10 @@ static void test_handoff_bytes(void)
      * script, no SET, no SUBSCRIBE). */
     CHECK(!out_has(&d, "UNSUBSCRIBE"));
     rlk_session_consume(d.s, 1 << 20);
-    {
-        rlk_lock_options o;
-        rlk_lock_options_init(&o);
-        o.ttl_ms = 10000;
-        o.wait_ms = 5000;
-        rlk_session_lock *again = rlk_session_acquire(d.s, "hand", &o, NULL, 10006);
-        CHECK(again != NULL);
-        CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "$3\r\nSET\r\n"));
-    }
+    /* (o as above: TTL 10 s, a wait of 5 s) */
+    rlk_session_lock *again = rlk_session_acquire(d.s, "hand", &o, NULL, 10006);
+    CHECK(again != NULL);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "$3\r\nSET\r\n"));
     drv_free(&d);
 }
 
