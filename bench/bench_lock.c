@@ -1014,11 +1014,11 @@ static double server_script_us(rlk_conn *c)
 }
 
 /* Ticks cl, as an event loop would (polling its fd, or until the time
- * the tick asked for), until every lock is valid from a renewal round
- * that started at from_ms or later. */
-static void wd_round(rlk_client *cl, rlk_lock **locks, int64_t from_ms)
+ * the tick asked for), until every lock is valid (for valid_ms) from a
+ * renewal round that started at from_ms or later. */
+static void wd_round(rlk_client *cl, rlk_lock **locks, int64_t from_ms, int64_t valid_ms)
 {
-    int64_t fresh = from_ms + rlk_plan_valid_ms(NULL, 30000), next = 0;
+    int64_t fresh = from_ms + valid_ms, next = 0;
     int64_t give_up = now_ns() + 10000000000LL;
     if (rlk_client_tick(cl, &next) != RLK_OK) die2("rlk_client_tick", rlk_client_errmsg(cl));
     for (int i = 0; i < WD_LOCKS; i++) {
@@ -1067,7 +1067,8 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
     int64_t next;
     /* Settles: ticks until one round renewed every lock, started after
      * the last acquire (the rounds that the acquires set off are over). */
-    wd_round(cl, locks, now_ns() / 1000000);
+    int64_t valid = rlk_plan_valid_ms(&cfg, o.ttl_ms);
+    wd_round(cl, locks, now_ns() / 1000000, valid);
     for (int r = 0; r < WD_ROUNDS; r++) {
         for (int k = 0; k < 2; k++) {
             /* Proof on the server that a round renewed: three keys
@@ -1089,7 +1090,7 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
                  * as they come, as an event loop would: done once every
                  * lock is valid from a round that started now or later
                  * (after the shortening). */
-                wd_round(cl, locks, a / 1000000);
+                wd_round(cl, locks, a / 1000000, valid);
                 rounds_b[r] = (double)(now_ns() - a) * 1e-6;
                 rounds_srv[r] = (server_script_us(info) - s0) * 1e-3;
                 for (int i = 0; i < WD_LOCKS; i++)

@@ -300,18 +300,15 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
          * recv that waits, not poll and then recv. */
         char buf[READ_CHUNK];
         ssize_t n = rlk__transport_recv_until(&d->t, buf, sizeof buf, wake);
+        p.revents = 0;
         if (n != RLK__WANT_READ) {
             if ((r = take(d, buf, n)) != RLK_OK) {
                 tick_if_due(d);
                 return r;
             }
-            if ((size_t)n == sizeof buf && (r = read_some(d)) != RLK_OK) {
-                tick_if_due(d);
-                return r;
-            }
+            if ((size_t)n == sizeof buf) p.revents = POLLIN; /* more may wait */
         }
-        if ((r = tick_if_due(d)) != RLK_OK) return r;
-        return flush(d);
+        return rlk__driver_after(d, &p);
     }
     if (r != RLK_OK && !rlk__driver_can_go_on(d)) return r;
     rlk__poll_until(&p, 1, wake);

@@ -1650,7 +1650,6 @@ void rlk_session_free(rlk_session *s)
     rlk_resp_arena_free(&s->arena);
     rlk_buf_free(&s->in);
     rlk_buf_free(&s->out);
-    s->consumed = 0;
     rlk__free(s->q);
     rlk__free(s->strings);
     rlk__free(s);

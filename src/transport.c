@@ -359,12 +359,6 @@ int rlk__transport_write_all(rlk__transport *t, const void *buf, size_t n, int64
     return RLK_OK;
 }
 
-/*
- * A plain socket waits for its reply inside recv: one system call where
- * poll and recv would be two (and a recv tried too early, three).  The
- * wait is bounded by SO_RCVTIMEO, set again only when the time left
- * changes; a timeout that fires early by rounding is resumed.
- */
 /* The socket's reads block from now on (its other reads and writes pass
  * MSG_DONTWAIT); 0, or RLK_ERR_IO. */
 static int blocking_reads(rlk__transport *t)
@@ -380,7 +374,7 @@ static int blocking_reads(rlk__transport *t)
     return 0;
 }
 
-/* SO_RCVTIMEO of left ms (0: none), unless it is set so already; 0, or
+/* SO_RCVTIMEO of left ms (> 0), unless it is set so already; 0, or
  * RLK_ERR_IO. */
 static int rcvtimeo(rlk__transport *t, int left)
 {
@@ -394,24 +388,21 @@ static int rcvtimeo(rlk__transport *t, int left)
     return 0;
 }
 
+/*
+ * A plain socket waits for its reply inside recv: one system call where
+ * poll and recv would be two (and a recv tried too early, three).  The
+ * wait is bounded by SO_RCVTIMEO, set again only when the time left
+ * changes; a timeout that fires early by rounding is resumed.
+ */
 static ssize_t plain_read_wait(rlk__transport *t, void *buf, size_t n, int64_t deadline)
 {
-    if (blocking_reads(t)) return RLK_ERR_IO;
     for (;;) {
-        int left = rlk__ms_left(deadline);
-        if (deadline >= 0 && left == 0) {
-            /* No time to wait, but what has arrived is still taken. */
-            ssize_t r = plain_read(t, buf, n);
-            if (r != RLK__WANT_READ) return r;
+        ssize_t r = rlk__transport_recv_until(t, buf, n, deadline);
+        if (r != RLK__WANT_READ) return r;
+        if (deadline >= 0 && rlk__now_ms() >= deadline) {
             rlk__transport_seterr(t, "read %s: timed out", t->peer);
             return RLK_ERR_TIMEOUT;
         }
-        if (rcvtimeo(t, left > 0 ? left : 0)) return RLK_ERR_IO;
-        ssize_t r = recv(t->fd, buf, n, 0);
-        if (r >= 0) return r;
-        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-        rlk__transport_seterr(t, "read %s: %s", t->peer, strerror(errno));
-        return RLK_ERR_IO;
     }
 }
 
