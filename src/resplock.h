@@ -538,7 +538,18 @@ typedef struct rlk_lock_options {
      * own.  Ignored for simple locks, and by rlk_lock_acquire (whose
      * holder is the client's id and thread). */
     const char *holder;
-    void *reserved_[7];   /* zero: room for later fields                  */
+    /* 1: a lock handed over by its last holder (waiting in line, RESP3)
+     * is reported held only once its confirmation has extended it to the
+     * full TTL.  0 (the default): it is reported held at the handoff's
+     * message, valid for the short claim the release gave it (about a
+     * second or two; rlk_lock_remaining_ms tells exactly), and its
+     * confirmation's reply is read by the client's next turn (any call,
+     * rlk_client_tick, the watchdog thread), which extends the validity
+     * to the TTL or reports the lock lost.  Set it when the caller hands
+     * the token on and stops turning the client (the resplock acquire
+     * command does).  A watchdog lock is always confirmed first. */
+    long full_ttl;
+    void *reserved_[6];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).
@@ -659,7 +670,9 @@ void rlk_lock_forget(rlk_lock *l);
 /* The accessors below cannot fail and may be called from any thread
  * while the handle exists (also from on_lost in the watchdog thread).
  * Milliseconds the lock is still known to be held (0 when lost or
- * expired), by the monotonic clock. */
+ * expired), by the monotonic clock.  A lock handed over without full_ttl
+ * counts down its claim until its confirmation's reply is read (see
+ * rlk_lock_options), and the TTL from then. */
 int64_t rlk_lock_remaining_ms(const rlk_lock *l);
 /* Non-zero once the lock is known lost. */
 int rlk_lock_is_lost(const rlk_lock *l);

@@ -118,12 +118,17 @@ struct rlk_session_lock {
     int rel_resend;       /* the release is (to be) sent a second time */
     int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
     int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
+    int64_t rel_not_after; /* reentrant: the server's time (ms) from which a
+                              re-send of its release may find the tombstone
+                              of the first gone, and must do nothing */
+    int64_t srv_ms, srv_at; /* the server's clock (ms) read before now srv_at */
     int handed;           /* a handoff came during a try in flight */
     uint64_t handed_fence;
     int confirming;       /* held: a handoff's confirmation in flight in
                              the background (see handed_over) */
     int64_t conf_start;   /* ... queued then */
     int forgotten;        /* rlk__session_forget'ed while busy: ends unheard */
+    int full;             /* held only once a handoff is confirmed (full_ttl) */
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
     int ext_on;           /* an extend in flight: */
@@ -477,6 +482,15 @@ static int send_extend(rlk_session *s, rlk_session_lock *l, int eval)
     return send_script(s, SC_EXTEND, Q_EXTEND, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
 }
 
+/* The least the server's clock (ms) can read now: what it read at
+ * srv_at, plus the time since by our clock, less 0.2% of it for the two
+ * clocks' rates (NTP slews by 0.05% at most). */
+static int64_t server_now_min(const rlk_session *s, const rlk_session_lock *l)
+{
+    int64_t d = s->now - l->srv_at;
+    return l->srv_ms + d - d / 500 - 1;
+}
+
 /* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
 static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
 {
@@ -484,15 +498,15 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
      * for a while (see src/lua/release.lua): twice the command timeout,
      * at least a second, a minute without a timeout, as the blocking
      * client's. */
-    int64_t t = timeout_ms(s);
-    char life[24];
-    snprintf(life, sizeof life, "%lld", (long long)(t < 0 ? 60000 : t < 500 ? 1000 : 2 * t));
+    int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
+    char life[24], not_after[24] = "0";
+    snprintf(life, sizeof life, "%lld", (long long)life_ms);
     /* A simple lock's re-send within the validity says so ("1"): a lock
      * gone or held by another was then released by the first attempt
      * (see release.lua).  A reentrant one learns it from its tombstone. */
     const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
-    const char *reentrant[7] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
-                                l->token, "0", life};
+    const char *reentrant[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life, not_after};
     int r = l->kind == 'r';
     int64_t dl = reply_deadline(s);
     int flag = 0;
@@ -502,14 +516,21 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
              * timeout of it, while a reentrant tombstone still tells. */
             l->rel_until = t < 0 ? -1 : s->now + t;
             l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
+            /* The first attempt runs no earlier than this sending, and
+             * its tombstone lives life_ms from then: a re-send that runs
+             * before the server's clock reads rel_not_after still finds
+             * it.  Nothing bounds when bytes on the way arrive, so the
+             * re-send carries that bound, and does nothing after it. */
+            l->rel_not_after = server_now_min(s, l) + life_ms;
         } else if (l->rel_resend) {
             flag = l->rel_valid >= 0 && s->now < l->rel_valid;
             if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
+            if (r) snprintf(not_after, sizeof not_after, "%lld", (long long)l->rel_not_after);
         }
         l->state = L_RELEASING;
     }
     return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0, dl,
-                       r ? 4 : 3, r ? 7 : 4 + flag, r ? reentrant : simple, NULL);
+                       r ? 4 : 3, r ? 8 : 4 + flag, r ? reentrant : simple, NULL);
 }
 
 /* RESP3: the release channel of a lock waited for (no reply is owed: the
@@ -582,6 +603,8 @@ static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t
     if (r != RLK_OK) return r;
     const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
     l->fence = before ? before->fence : fence;
+    l->srv_ms = (int64_t)(fence / 1000);
+    l->srv_at = s->now;
     l->holds = holds;
     rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, ms);
     if (l->lease.valid_until <= s->now) {
@@ -661,14 +684,15 @@ static void end_forgotten(rlk_session *s, rlk_session_lock *l)
  * handoff costs no more than its message.  The confirmation is waited
  * for instead when that would leave less than a quarter of the claim,
  * for a watchdog lock (its renewals and loss reports go by its TTL), for
- * an acquire called off, and under RESP2 (the message came on another
+ * one asked to be held at its full TTL (full_ttl: its caller may not
+ * turn the session again), for an acquire called off, and under RESP2 (the message came on another
  * connection: no order with the try's reply). */
 static int handed_over(rlk_session *s, rlk_session_lock *l)
 {
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
     int64_t until = l->try_start + rlk_plan_valid_ms(&s->timing, p.claim);
-    if (!s->resp3 || l->lease.watchdog || l->cancel || until - s->now < p.claim / 4)
+    if (!s->resp3 || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
         return send_confirm(s, l, 0);
     l->confirming = 1;
     int r = send_confirm(s, l, 0);
@@ -783,6 +807,7 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     l->user = user;
     l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
     l->wait_ms = o->wait_ms;
+    l->full = o->full_ttl != 0;
     l->until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms;
     int64_t t = timeout_ms(s);
     l->pending_until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms + (t < 0 ? 0 : t);
@@ -1062,6 +1087,11 @@ static int release_status(rlk_session *s, const rlk_resp_value *v, const char *n
     if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
     if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
     if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
+    if (v->integer == -3)
+        return fail(s, RLK_ERR_TIMEOUT,
+                    "release: lock '%s': its re-send came too late to tell whether the first "
+                    "attempt ran; it did nothing",
+                    name);
     return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
 }
 

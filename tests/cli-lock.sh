@@ -359,6 +359,27 @@ check "SCRIPT FLUSH while run renews: the command's code, not 75" 0 '' '' -- -u 
   sh -c "redis-cli -p $port SCRIPT FLUSH >/dev/null; redis-cli -p $port FUNCTION FLUSH >/dev/null; sleep 0.5; redis-cli -p $port SCRIPT FLUSH >/dev/null; redis-cli -p $port FUNCTION FLUSH >/dev/null; sleep 0.5"
 expect_eq "... and the lock is released" "$(R EXISTS sf)" 0
 
+# acquire -w by handoff, its confirmation's script flushed: acquire hands
+# its token on and stops, so it ends only with the lock at its full TTL.
+# An ACL user without FCALL calls the scripts by EVALSHA (as on Redis 6),
+# whose NOSCRIPT is answered by a re-send as EVAL.
+R ACL SETUSER noeval on '>pw' '~*' '&*' +@all -fcall -function >/dev/null
+acq=$($RLK_WRAP "$bin" -u "$url" acquire hf -t 60s); read -r tok _ <<<"$acq"
+bg "$work/hf.out" "$work/hf.err" -u "redis://noeval:pw@127.0.0.1:$port" acquire hf -w 20s -t 60s
+hf=$BGPID
+if wait_until "$(bound 10 60)" in_line hf "$url" 1; then
+  R SCRIPT FLUSH >/dev/null
+  check "handoff to acquire -w: the holder releases" 0 '' '' -- -u "$url" release hf "$tok"
+  reap "$hf" "$(bound 10 60)"
+  expect_eq "... acquire -w exits 0" "$CODE" 0
+  read -r tok2 _ <"$work/hf.out"
+  expect_eq "... it printed the token the key holds" "$(R GET hf)" "${tok2:-none}"
+  expect_range "... the key's TTL is the full TTL, not the claim" "$(R PTTL hf)" 50000 60000
+else
+  bad "handoff to acquire -w: no waiter in line" "$(cat "$work/hf.err")"
+fi
+R DEL hf >/dev/null; R ACL DELUSER noeval >/dev/null
+
 # ------------------------------------------------------- redis-py's Lock
 cat >"$work/pylock.py" <<'EOF'
 import sys

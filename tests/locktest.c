@@ -347,14 +347,24 @@ static int send_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* The client's bytes held back by a lagging proxy: one chunk at a time
+ * (a client waiting for a reply sends no more). */
+struct lagged {
+    char buf[65536];
+    size_t n;
+    int64_t due;
+};
+
 void proxy_conn(fake_conn *fc, void *arg)
 {
     struct proxy *px = arg;
     struct sockaddr_in a;
     char buf[65536];
-    int up;
+    int up, lag = __atomic_load_n(&px->lag_ms, __ATOMIC_SEQ_CST), chunks = 0, client_gone = 0;
+    struct lagged *held = NULL;
     while (__atomic_load_n(&px->hold, __ATOMIC_SEQ_CST))
         if (fake_pause(fc, 5) < 0) return;
+    if (lag > 0 && !(held = calloc(1, sizeof *held))) return;
     up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (up < 0) return;
     memset(&a, 0, sizeof a);
@@ -366,14 +376,38 @@ void proxy_conn(fake_conn *fc, void *arg)
         return;
     }
     for (;;) {
-        struct pollfd p[2] = {{fake_fd(fc), POLLIN, 0}, {up, POLLIN, 0}};
-        int r = poll(p, 2, 20);
+        struct pollfd p[2] = {{client_gone ? -1 : fake_fd(fc), POLLIN, 0}, {up, POLLIN, 0}};
+        int r = poll(p, 2, 5);
         ssize_t n;
         if (fake_pause(fc, 0) < 0) break; /* the fake server is stopping */
+        if (held && held->n && ts_now_ms() >= held->due) {
+            if (send_all(up, held->buf, held->n) != 0) break;
+            held->n = 0;
+            __atomic_add_fetch(&px->lagged, 1, __ATOMIC_SEQ_CST);
+        }
+        if (client_gone && (!held || !held->n)) {
+            /* What was held went on: the server answers it, to nobody. */
+            shutdown(up, SHUT_WR);
+            while (poll(p + 1, 1, 1000) > 0 && recv(up, buf, sizeof buf, 0) > 0) {
+            }
+            break;
+        }
         if (r <= 0) continue;
         if (p[0].revents) {
             n = recv(fake_fd(fc), buf, sizeof buf, 0);
-            if (n <= 0 || send_all(up, buf, (size_t)n) != 0) break;
+            if (n <= 0 && held && held->n) {
+                client_gone = 1;
+                continue;
+            }
+            if (n <= 0) break;
+            if (held && chunks++ > 0) {
+                if (held->n + (size_t)n > sizeof held->buf) break;
+                memcpy(held->buf + held->n, buf, (size_t)n);
+                if (!held->n) held->due = ts_now_ms() + lag;
+                held->n += (size_t)n;
+                continue;
+            }
+            if (send_all(up, buf, (size_t)n) != 0) break;
         }
         if (p[1].revents) {
             n = recv(up, buf, sizeof buf, 0);
@@ -382,9 +416,10 @@ void proxy_conn(fake_conn *fc, void *arg)
                 __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
                 break;
             }
-            if (fake_send(fc, buf, (size_t)n) != 0) break;
+            if (!client_gone && fake_send(fc, buf, (size_t)n) != 0) break;
         }
     }
+    free(held);
     close(up);
 }
 

@@ -158,6 +158,12 @@ struct proxy {
     int cut;  /* set by the test */
     int cuts; /* replies dropped */
     int hold; /* set by the test */
+    /* Set by the test: on connections accepted from then on, what the
+     * client sends after its first chunk (the handshake) reaches the
+     * server this many ms late, even after the client closed: a request
+     * delayed on the way. */
+    int lag_ms;
+    int lagged; /* chunks passed on late */
 };
 
 void proxy_conn(fake_conn *fc, void *arg);

@@ -862,6 +862,81 @@ out:
     CMD(admin, "DEL", name);
 }
 
+/* A hash field's value as a number; 0 when missing. */
+static long long hget_int(const char *key, const char *field)
+{
+    char v[32] = "";
+    CMD_STR(admin, v, "HGET", key, field);
+    return atoll(v);
+}
+
+/* A reentrant lock held twice: the inner release's reply is lost, and
+ * its re-send reaches the server late, after the tombstone of the first
+ * attempt (which did take one hold away) is gone.  The re-send must not
+ * take the outer hold too: the lock stays held, once, by its holder. */
+static void test_late_resend_reentrant_release(void)
+{
+    const char *name = "f-late-rel";
+    struct proxy px;
+    fake_server *fs;
+    rlk_client_config cfg;
+    rlk_client *a = NULL, *b = CLIENT();
+    rlk_lock *outer = NULL, *inner = NULL;
+    char url[64], field[160];
+    int rc;
+    long long holds;
+    int64_t until;
+    fs = proxy_start(&px, url, sizeof url);
+    if (!fs || !b) goto out;
+    /* A command timeout of 1 s: the tombstone lives 2 s; the re-send
+     * comes 3 s late. */
+    client_cfg(&cfg, url);
+    cfg.conn.command_timeout_ms = 1000;
+    a = CLIENT_WITH(&cfg);
+    if (!a) goto out;
+    CMD(admin, "DEL", name);
+    /* The release script is loaded first, so the cut reply is its result
+     * and not a NOSCRIPT. */
+    outer = ACQ_R(a, name, 60000);
+    if (outer) CHECK_EQ_INT(rlk_lock_release(outer), RLK_OK);
+    outer = ACQ_R(a, name, 60000);
+    inner = ACQ_R(a, name, 60000);
+    if (!outer || !inner) goto out;
+    snprintf(field, sizeof field, "%s", rlk_lock_token(outer));
+    CHECK_EQ_INT(hget_int(name, field), 2);
+    __atomic_store_n(&px.lag_ms, SLOWX(3000), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    rc = rlk_lock_release(inner);
+    inner = NULL;
+    printf("    inner release: %d %s\n", rc, rc ? rlk_client_errmsg(a) : "");
+    /* Whatever it says, the re-send it sent reaches the server. */
+    until = ts_now_ms() + SLOWX(10000);
+    while (__atomic_load_n(&px.lagged, __ATOMIC_SEQ_CST) < 1 && ts_now_ms() < until)
+        ts_pause_ms(5);
+    if (!CHECK_MSG(__atomic_load_n(&px.lagged, __ATOMIC_SEQ_CST) >= 1, "no re-send came late"))
+        goto out;
+    /* The lagged chunk is executed by the time a later command of admin's
+     * is (one server, one thread): poll the hold count until it settles. */
+    until = ts_now_ms() + SLOWX(2000);
+    do {
+        holds = hget_int(name, field);
+    } while (holds == 2 && ts_now_ms() < until && (ts_pause_ms(5), 1));
+    CHECK_MSG(holds == 1, "holds %lld after the late re-send, want 1 (the outer one)", holds);
+    CHECK_MSG(rlk_lock_remaining_ms(outer) > 0 && !rlk_lock_is_lost(outer),
+              "the outer handle: %lld ms left, lost %d", (long long)rlk_lock_remaining_ms(outer),
+              rlk_lock_is_lost(outer));
+    /* And nobody else can take it. */
+    CHECK_EQ_INT(try_acquire(b, name, RLK_LOCK_SIMPLE), RLK_LOCK_BUSY);
+out:
+    __atomic_store_n(&px.lag_ms, 0, __ATOMIC_SEQ_CST);
+    if (inner) rlk_lock_release(inner);
+    if (outer) rlk_lock_release(outer);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+    CMD(admin, "DEL", name);
+}
+
 /* The payload of the first message a raw subscriber got. */
 struct first_msg {
     char payload[256];
@@ -1135,6 +1210,7 @@ int main(int argc, char **argv)
     RUN(test_tick_mode_renews_while_waiting);
     RUN(test_watchdog_thread_local_calls);
     RUN(test_release_at_maxmemory);
+    RUN(test_late_resend_reentrant_release);
     RUN(test_retried_release_exact);
     RUN(test_fence_never_back);
     RUN(test_deadline_frozen_server);

@@ -781,6 +781,52 @@ out:
     rlk_client_free(c);
 }
 
+/* With full_ttl a handed-over lock is reported held only once its
+ * confirmation extended it to the TTL, even when the confirmation's
+ * script is gone (SCRIPT FLUSH and FUNCTION FLUSH: NOSCRIPT, then EVAL):
+ * for a caller that hands the token on and never turns the client
+ * again (resplock acquire). */
+static void test_handoff_full_ttl(void)
+{
+    const char *name = "ho-full";
+    const int64_t ttl = 20000, drift = 20000 / 100 + 2;
+    rlk_client *a = CLIENT(), *c = CLIENT();
+    struct waiter w;
+    int joined = 0, started = 0;
+    rlk_lock *la = NULL;
+    long long pttl;
+    int64_t rem;
+    if (!a || !c) goto out;
+    CMD(admin, "DEL", name, "{ho-full}:waiters", "{ho-full}:queue");
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    memset(&w, 0, sizeof w);
+    w.cl = c;
+    w.name = name;
+    opts(&w.o, ttl, HO_WAIT_MS, RLK_LOCK_SIMPLE, 0, NULL);
+    w.o.full_ttl = 1;
+    if (!CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    CMD(admin, "SCRIPT", "FLUSH");
+    CMD(admin, "FUNCTION", "FLUSH");
+    if (!hand_over(&la, &w, &joined)) goto out;
+    /* No turn of c between the acquire's return and these reads. */
+    rem = rlk_lock_remaining_ms(w.l);
+    pttl = CMD_INT(admin, "PTTL", name);
+    CHECK_MSG(rem >= ttl - drift - MARGIN && rem <= ttl - drift,
+              "remaining %lld at the acquire's return (TTL %lld)", (long long)rem, (long long)ttl);
+    CHECK_MSG(pttl + MARGIN >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
+    CHECK_EQ_INT(rlk_lock_is_lost(w.l), 0);
+    CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    w.l = NULL;
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
 /* Waiting twice for the same lock.  Under RESP3 the subscriptions of the
  * first wait stay: the second one subscribes to nothing and is in line
  * after its first try.  Under RESP2 the waiting connection is closed
@@ -1147,6 +1193,7 @@ int main(int argc, char **argv)
     RUN(test_handoff_reentrant);
     RUN(test_handoff_release_by_token);
     RUN(test_handoff_validity);
+    RUN(test_handoff_full_ttl);
     RUN(test_wait_again_resp3_keeps_subscription);
     RUN(test_wait_after_reconnect_subscribes_again);
     RUN(test_wait_survives_lost_connection);

@@ -194,6 +194,9 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     lo.watchdog = watchdog;
     lo.on_lost = on_lost;
     lo.lost_margin_ms = margin;
+    /* acquire hands the token on and ends: no turn would read a
+     * handoff's confirmation after it. */
+    lo.full_ttl = !watchdog;
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
     if (r == RLK_OK) {

@@ -11,9 +11,13 @@
 --       by another, was released by that earlier attempt, since nothing
 --       else ends it before then but a flush, an eviction or a failover;
 --       a reentrant release sends '0' here); and for a reentrant lock
---       the tombstone's life in ms (longer than a re-send can take).
+--       the tombstone's life in ms, and in a re-send the server time (ms)
+--       from which the first attempt's tombstone may be gone ('0' in the
+--       first sending): a re-send that runs from then on cannot tell
+--       whether the first one ran, and does nothing.
 -- Returns 1 released (now, or by an earlier attempt), 2 one hold fewer
--- (reentrant, still held), 0 not held, -1 held by someone else.
+-- (reentrant, still held), 0 not held, -1 held by someone else, -3 a
+-- re-send too late to tell (nothing done).
 --
 -- An uncontended simple lock costs GET, EXISTS and DEL here: nothing is
 -- written, nothing published, nothing left behind.  With waiters in line
@@ -30,7 +34,7 @@
 --
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local token, resent, tombstone = ARGV[1], ARGV[2], ARGV[3]
+local token, resent, tombstone, not_after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- The common case first, before a function is made (that costs at every
 -- run): a simple lock, held by this token, nobody in line.
@@ -109,6 +113,12 @@ end
 -- left as it is: the holds left rely on it.
 local done = redis.call('get', tomb)
 if done then return tonumber(done) end
+if not_after and not_after ~= '0' then
+  local tm = redis.call('time')
+  if tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000) >= tonumber(not_after) then
+    return -3
+  end
+end
 local t = redis.call('type', lock)['ok']
 local n = t == 'hash' and tonumber(redis.call('hget', lock, token))
 if n and n > 1 then
