@@ -149,8 +149,9 @@ static int flush(rlk__driver *d)
     while (d->up && (n = rlk_session_output(d->s, &buf)) > 0) {
         ssize_t w = d->t.ops->write(&d->t, buf, n);
         if (w == RLK__WANT_READ || w == RLK__WANT_WRITE) break;
-        if (w <= 0) {
-            set_err(d, RLK_ERR_IO, "write to %s: %s", d->t.peer, d->t.err[0] ? d->t.err : "failed");
+        if (w == 0) rlk__transport_seterr(&d->t, "write %s: connection closed", d->t.peer);
+        if (w <= 0) { /* the transport's message names the write and the peer */
+            set_err(d, RLK_ERR_IO, "%s", d->t.err);
             return drop(d, w < 0 ? (int)w : RLK_ERR_IO);
         }
         rlk_session_consume(d->s, (size_t)w);
@@ -166,8 +167,8 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
         set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
         return drop(d, RLK_ERR_CLOSED);
     }
-    if (n < 0) {
-        set_err(d, (int)n, "read from %s: %s", d->t.peer, d->t.err);
+    if (n < 0) { /* as a write's: the message is the transport's */
+        set_err(d, (int)n, "%s", d->t.err);
         return drop(d, (int)n);
     }
     int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
@@ -216,6 +217,17 @@ static int reconnect_allowed(const rlk__driver *d)
     return d->connects == 0 || d->allow_once || d->cfg.reconnect_attempts >= 0;
 }
 
+/* prepare lost the connection (a connect try failed, or a write): what
+ * is due is ticked, and the caller's wait ends by the next connect try
+ * at the latest, whether the connection had served (the try is due at
+ * once) or not (after the backoff's pause). */
+static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
+{
+    tick_if_due(d);
+    *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
+    return status;
+}
+
 int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake)
 {
     pfd->fd = -1;
@@ -236,13 +248,9 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
             return RLK_OK;
         }
         r = connect_now(d, until);
-        if (r != RLK_OK) {
-            tick_if_due(d);
-            *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
-            return r;
-        }
+        if (r != RLK_OK) return prepare_lost(d, until, wake, r);
     }
-    if ((r = flush(d)) != RLK_OK) return r;
+    if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
     *wake = sooner(rlk_session_deadline(d->s), until);
     const char *out;
     pfd->fd = d->t.fd;

@@ -6,8 +6,9 @@
  * holds of different TTLs, batched renewal on a cluster-enabled server,
  * renewal while a tick-mode client waits, local calls while the watchdog
  * thread's server is frozen, release at maxmemory, a retried release
- * that handed the lock over, fences after eviction and restart, and one
- * deadline per call (frozen server, bounded wait, restart, late start).
+ * that handed the lock over, fences after eviction and restart, one
+ * deadline per call (frozen server, bounded wait, restart, late start),
+ * and a connection reset under a waiting acquire.
  *
  * A waiter that must be paused runs in a process of its own: this
  * program again, started with --child-wait, which reports its result on
@@ -1117,6 +1118,95 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* 6. A lost connection is tried again                                 */
+
+/* Waits until fd has had its connection reset (POLLERR or POLLHUP)
+ * within ms: the next write on it fails.  1 then. */
+static int wait_reset(int fd, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int left = (int)(deadline - ts_now_ms());
+        if (fd < 0 || left <= 0) return CHECK_MSG(0, "fd %d: no reset within %lld ms", fd, (long long)ms);
+        if (poll(&p, 1, left) == 1 && (p.revents & (POLLERR | POLLHUP))) return 1;
+    }
+}
+
+/* The connection of a client was reset (a server that crashed, a
+ * middlebox that dropped it) before a waiting acquire: its first write
+ * fails with ECONNRESET.  A lost connection as any other: the wait
+ * connects again, joins the line and gets the lock once it is free. */
+static void test_write_reset_in_wait(void)
+{
+    const char *name = "f-reset";
+    struct proxy px;
+    struct waiter w;
+    char purl[64];
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    rlk_client *a = fs ? CLIENT_EX(purl, 0, 0, NULL) : NULL, *b = CLIENT();
+    rlk_lock *lb = NULL;
+    int started = 0;
+    lb = ACQ(b, name, 60000);
+    if (!a || !lb) goto out;
+    __atomic_store_n(&px.reset, PROXY_RESET_NOW, __ATOMIC_SEQ_CST);
+    if (!wait_reset(rlk_client_fd(a), SLOWX(2000))) goto out;
+    started = waiter_start(&w, a, name, 10000, SLOWX(10000), RLK_LOCK_SIMPLE);
+    if (!started || !wait_in_line(b, name, 1, SLOWX(3000))) goto out;
+    CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+    lb = NULL;
+    pthread_join(w.th, NULL);
+    started = 0;
+    CHECK_MSG(w.rc == RLK_OK && w.l, "waiting acquire: %d %s", w.rc, w.err);
+    CHECK_EQ_U64(rlk_client_generation(a), 2);
+    CHECK_EQ_INT(__atomic_load_n(&px.resets, __ATOMIC_SEQ_CST), 1);
+out:
+    waiter_end(&w, &started);
+    if (lb) rlk_lock_release(lb);
+    CMD(admin, "DEL", name);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+}
+
+/* With reconnecting off, a reset connection fails the call with the
+ * transport's words once: the write that met it, or the read. */
+static void test_reset_messages(void)
+{
+    const char *name = "f-reset-msg";
+    struct proxy px;
+    rlk_client_config cfg;
+    rlk_client *a = NULL;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    char purl[64], want[160];
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    if (!fs) return;
+    client_cfg(&cfg, purl);
+    cfg.conn.reconnect_attempts = -1;
+    opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    for (int at_reply = 0; at_reply < 2; at_reply++) {
+        a = CLIENT_WITH(&cfg);
+        if (!a) break;
+        __atomic_store_n(&px.reset, at_reply ? PROXY_RESET_AT_REPLY : PROXY_RESET_NOW,
+                         __ATOMIC_SEQ_CST);
+        if (!at_reply && !wait_reset(rlk_client_fd(a), SLOWX(2000))) break;
+        CHECK_EQ_INT(rlk_lock_acquire(a, name, &o, &l), RLK_ERR_IO);
+        snprintf(want, sizeof want, "acquire: %s 127.0.0.1:%d: Connection reset by peer",
+                 at_reply ? "read" : "write", fake_port(fs));
+        CHECK_EQ_STR(rlk_client_errmsg(a), want);
+        if (l) rlk_lock_release(l);
+        l = NULL;
+        rlk_client_free(a);
+        a = NULL;
+    }
+    CHECK_EQ_INT(__atomic_load_n(&px.resets, __ATOMIC_SEQ_CST), 2);
+    rlk_client_free(a);
+    CMD(admin, "DEL", name);
+    fake_stop(fs);
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -1141,6 +1231,8 @@ int main(int argc, char **argv)
     RUN(test_deadline_bounded_wait);
     RUN(test_deadline_wait_across_restart);
     RUN(test_deadline_first_connect_waits);
+    RUN(test_write_reset_in_wait);
+    RUN(test_reset_messages);
 
     return locktest_finish(t0);
 }
