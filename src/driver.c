@@ -82,11 +82,17 @@ void rlk__driver_destroy(rlk__driver *d)
 int rlk__driver_fd(const rlk__driver *d) { return d->up ? d->t.fd : -1; }
 
 /* Failures of a connect or a handshake that another try would meet
- * again. */
-static int lasting(int status)
+ * again: an address that cannot be used (a bad URL, found at init, a
+ * socket path too long), a refused password, and the TLS failures the
+ * transport says so of (its set-up, a certificate refused by either
+ * side).  Everything else may pass, and is tried again after the
+ * backoff's pause: a connection refused or reset, a handshake the
+ * server refused for now ("max number of clients reached", LOADING,
+ * any other error), a TLS handshake cut short. */
+static int lasting(const rlk__driver *d, int status)
 {
-    return status == RLK_ERR_URL || status == RLK_ERR_TLS || status == RLK_ERR_AUTH ||
-           status == RLK_ERR_SERVER || status == RLK_ERR_INVALID;
+    return status == RLK_ERR_URL || status == RLK_ERR_INVALID || status == RLK_ERR_AUTH ||
+           (status == RLK_ERR_TLS && d->t.lasting);
 }
 
 /* The connection is gone (status: why, the reason in d->err).  The next
@@ -109,7 +115,7 @@ static int drop(rlk__driver *d, int status)
     } else {
         d->fails++;
         d->retry_at = now + rlk__backoff_next(&d->backoff);
-        if (lasting(status)) d->fatal = status;
+        if (lasting(d, status)) d->fatal = status;
     }
     return status;
 }
