@@ -223,15 +223,23 @@ static void test_unix(void)
     ts_stop(s);
 }
 
+/* A TLS server's certificates in o (0: they could not be made, a test
+ * failure). */
+static int tls_server(ts_options *o)
+{
+    if (!CHECK(ts_certs_dir() != NULL)) return 0;
+    o->tls_cert = ts_cert("server.crt");
+    o->tls_key = ts_cert("server.key");
+    o->tls_ca = ts_cert("ca.crt");
+    return 1;
+}
+
 static void test_tls(void)
 {
 #ifdef RLK_HAVE_OPENSSL
     ts_options o;
     memset(&o, 0, sizeof o);
-    if (!CHECK(ts_certs_dir() != NULL)) return;
-    o.tls_cert = ts_cert("server.crt");
-    o.tls_key = ts_cert("server.key");
-    o.tls_ca = ts_cert("ca.crt");
+    if (!tls_server(&o)) return;
     o.tls_client_cert = ts_cert("client.crt");
     o.tls_client_key = ts_cert("client.key");
     ts_server *s = ts_start(&o);
@@ -463,12 +471,7 @@ static void refused_for_now(int kind)
     memset(&o, 0, sizeof o);
     o.extra = extra;
     if (kind == FULL_RESP2_AUTH) o.password = "pw";
-    if (kind == FULL_TLS) {
-        if (!CHECK(ts_certs_dir() != NULL)) return;
-        o.tls_cert = ts_cert("server.crt");
-        o.tls_key = ts_cert("server.key");
-        o.tls_ca = ts_cert("ca.crt");
-    }
+    if (kind == FULL_TLS && !tls_server(&o)) return;
     ts_server *s = ts_start(&o);
     if (!CHECK(s != NULL)) return;
     char u[128];
