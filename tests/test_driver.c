@@ -287,6 +287,38 @@ static void test_tls(void)
 #endif
 }
 
+#ifdef RLK_HAVE_OPENSSL
+/* A server that requires a client certificate, and none given: the
+ * server's refusal (under TLS 1.3 read after the handshake) is not tried
+ * again either. */
+static void test_tls_client_cert_refused(void)
+{
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    if (!tls_server(&o)) return;
+    o.tls_auth_clients = 1;
+    o.tls_client_cert = ts_cert("client.crt");
+    o.tls_client_key = ts_cert("client.key");
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char u[128];
+    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", s->port);
+    rlk_conn_config cc;
+    conn_cfg(&cc, u);
+    cc.tls.ca_file = ts_cert("ca.crt");
+    dt t;
+    if (EQ(dt_init(&t, &cc), RLK_OK)) {
+        CHECK(acq(&t, "drv:mtls", 30000, 5000, 0) != NULL);
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_ERR_TLS);
+        CHECK_MSG(ts_contains(t.d.err, "client certificate"), "err: %s", t.d.err);
+        CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
+        CHECK_EQ_INT(t.d.fails, 1);
+    }
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+#endif
+
 /* The server kills the connection under a lock with the watchdog: the
  * driver connects again at once and the renewals go on. */
 static void test_killed_connection(void)
@@ -665,6 +697,9 @@ int main(int argc, char **argv)
     tl_run("TCP: acquire and release", test_tcp);
     tl_run("a Unix socket", test_unix);
     tl_run("TLS, and a server not trusted", test_tls);
+#ifdef RLK_HAVE_OPENSSL
+    tl_run("TLS: the client's certificate refused", test_tls_client_cert_refused);
+#endif
     tl_run("a killed connection: renewals go on", test_killed_connection);
     tl_run("a restart loses the lock: reported in time", test_restart_loses_lock);
     tl_run("a server gone: paced tries, served on return", test_backoff);
