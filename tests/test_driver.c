@@ -234,18 +234,30 @@ static int tls_server(ts_options *o)
     return 1;
 }
 
-static void test_tls(void)
-{
 #ifdef RLK_HAVE_OPENSSL
+/* Starts a TLS server (auth_clients: it requires a client certificate;
+ * its readiness check presents one), its URL in u; NULL on failure (a
+ * test failure). */
+static ts_server *tls_start(int auth_clients, char *u, size_t n)
+{
     ts_options o;
     memset(&o, 0, sizeof o);
-    if (!tls_server(&o)) return;
+    if (!tls_server(&o)) return NULL;
+    o.tls_auth_clients = auth_clients;
     o.tls_client_cert = ts_cert("client.crt");
     o.tls_client_key = ts_cert("client.key");
     ts_server *s = ts_start(&o);
-    if (!CHECK(s != NULL)) return;
+    if (CHECK(s != NULL)) snprintf(u, n, "rediss://127.0.0.1:%d", s->port);
+    return s;
+}
+#endif
+
+static void test_tls(void)
+{
+#ifdef RLK_HAVE_OPENSSL
     char u[128];
-    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", s->port);
+    ts_server *s = tls_start(0, u, sizeof u);
+    if (!s) return;
     rlk_conn_config cc;
     cfg_init(&cc, u);
     cc.tls.ca_file = ts_cert("ca.crt");
@@ -293,16 +305,9 @@ static void test_tls(void)
  * again either. */
 static void test_tls_client_cert_refused(void)
 {
-    ts_options o;
-    memset(&o, 0, sizeof o);
-    if (!tls_server(&o)) return;
-    o.tls_auth_clients = 1;
-    o.tls_client_cert = ts_cert("client.crt");
-    o.tls_client_key = ts_cert("client.key");
-    ts_server *s = ts_start(&o);
-    if (!CHECK(s != NULL)) return;
     char u[128];
-    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", s->port);
+    ts_server *s = tls_start(1, u, sizeof u);
+    if (!s) return;
     rlk_conn_config cc;
     conn_cfg(&cc, u);
     cc.tls.ca_file = ts_cert("ca.crt");
