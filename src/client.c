@@ -262,12 +262,6 @@ static int64_t sooner(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/*
- * Turns the route (or, while the thread runs, waits for it to) until
- * done(ctx), or until (monotonic ms; -1: none).  With the mutex held.
- * RLK_OK; RLK_ERR_TIMEOUT; or a failure no retry mends (RLK_ERR_URL,
- * RLK_ERR_TLS, RLK_ERR_AUTH..., its reason in cl->err).
- */
 /* ------------------------------------------------------------------ */
 /* The RESP2 listener                                                   */
 
@@ -391,6 +385,16 @@ static int tries(const rlk_client *cl)
     return n == 0 ? 5 : n < 0 ? 1 : n;
 }
 
+/*
+ * Turns the route (or, while the thread runs, waits for it to) until
+ * done(ctx), or until (monotonic ms; -1: none), or until max_fails
+ * connect tries in a row failed (0: no such bound; a handshake the
+ * server refused for now counts, and is tried again after the backoff's
+ * pause).  With the mutex held.  RLK_OK; RLK_ERR_TIMEOUT (also when the
+ * tries ran out); or the failure of a driver that cannot go on (one no
+ * retry mends: RLK_ERR_URL, RLK_ERR_AUTH, a certificate refused; or
+ * closed with reconnecting off), its reason in cl->err.
+ */
 static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until, int max_fails)
 {
     drive_goal g = {cl, done, ctx, cl->d->fails, max_fails};

@@ -82,11 +82,17 @@ void rlk__driver_destroy(rlk__driver *d)
 int rlk__driver_fd(const rlk__driver *d) { return d->up ? d->t.fd : -1; }
 
 /* Failures of a connect or a handshake that another try would meet
- * again. */
-static int lasting(int status)
+ * again: an address that cannot be used (a bad URL, found at init, a
+ * socket path too long), a refused password, and the TLS failures the
+ * transport says so of (its set-up, a certificate refused by either
+ * side).  Everything else may pass, and is tried again after the
+ * backoff's pause: a connection refused or reset, a handshake the
+ * server refused for now ("max number of clients reached", LOADING,
+ * any other error), a TLS handshake cut short. */
+static int lasting(const rlk__driver *d, int status)
 {
-    return status == RLK_ERR_URL || status == RLK_ERR_TLS || status == RLK_ERR_AUTH ||
-           status == RLK_ERR_SERVER || status == RLK_ERR_INVALID;
+    return status == RLK_ERR_URL || status == RLK_ERR_INVALID || status == RLK_ERR_AUTH ||
+           (status == RLK_ERR_TLS && d->t.lasting);
 }
 
 /* The connection is gone (status: why, the reason in d->err).  The next
@@ -109,7 +115,7 @@ static int drop(rlk__driver *d, int status)
     } else {
         d->fails++;
         d->retry_at = now + rlk__backoff_next(&d->backoff);
-        if (lasting(status)) d->fatal = status;
+        if (lasting(d, status)) d->fatal = status;
     }
     return status;
 }
@@ -149,8 +155,9 @@ static int flush(rlk__driver *d)
     while (d->up && (n = rlk_session_output(d->s, &buf)) > 0) {
         ssize_t w = d->t.ops->write(&d->t, buf, n);
         if (w == RLK__WANT_READ || w == RLK__WANT_WRITE) break;
-        if (w <= 0) {
-            set_err(d, RLK_ERR_IO, "write to %s: %s", d->t.peer, d->t.err[0] ? d->t.err : "failed");
+        if (w == 0) rlk__transport_seterr(&d->t, "write %s: connection closed", d->t.peer);
+        if (w <= 0) { /* the transport's message names the write and the peer */
+            set_err(d, RLK_ERR_IO, "%s", d->t.err);
             return drop(d, w < 0 ? (int)w : RLK_ERR_IO);
         }
         rlk_session_consume(d->s, (size_t)w);
@@ -166,8 +173,8 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
         set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
         return drop(d, RLK_ERR_CLOSED);
     }
-    if (n < 0) {
-        set_err(d, (int)n, "read from %s: %s", d->t.peer, d->t.err);
+    if (n < 0) { /* as a write's: the message is the transport's */
+        set_err(d, (int)n, "%s", d->t.err);
         return drop(d, (int)n);
     }
     int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
@@ -216,6 +223,17 @@ static int reconnect_allowed(const rlk__driver *d)
     return d->connects == 0 || d->allow_once || d->cfg.reconnect_attempts >= 0;
 }
 
+/* prepare lost the connection (a connect try failed, or a write): what
+ * is due is ticked, and the caller's wait ends by the next connect try
+ * at the latest, whether the connection had served (the try is due at
+ * once) or not (after the backoff's pause). */
+static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
+{
+    tick_if_due(d);
+    *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
+    return status;
+}
+
 int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake)
 {
     pfd->fd = -1;
@@ -236,13 +254,9 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
             return RLK_OK;
         }
         r = connect_now(d, until);
-        if (r != RLK_OK) {
-            tick_if_due(d);
-            *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
-            return r;
-        }
+        if (r != RLK_OK) return prepare_lost(d, until, wake, r);
     }
-    if ((r = flush(d)) != RLK_OK) return r;
+    if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
     *wake = sooner(rlk_session_deadline(d->s), until);
     const char *out;
     pfd->fd = d->t.fd;

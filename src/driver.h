@@ -16,8 +16,10 @@
  * backoff_max_ms).  reconnect_attempts -1: only the first connect is made
  * by itself; after a loss every step fails with RLK_ERR_CLOSED until
  * rlk__driver_reconnect.  A failure that another try cannot mend (a bad
- * URL, TLS verification, a refused password) is returned at once and
- * not tried again by itself.
+ * URL, a refused password, a certificate refused or TLS files that do
+ * not load) is returned at once and not tried again by itself; any
+ * other (a connection refused or reset, a handshake the server refused
+ * for now: "max number of clients reached", LOADING) is tried again.
  */
 #ifndef RESPLOCK_DRIVER_H
 #define RESPLOCK_DRIVER_H
@@ -37,7 +39,8 @@ typedef struct rlk__driver {
     rlk__transport t;
     rlk_session *s;
     int up;                /* connected, and the session told so */
-    int fatal;             /* a failure no retry mends (returned again) */
+    int fatal;             /* a failure no retry mends (returned again,
+                              until rlk__driver_reconnect) */
     uint64_t connects;     /* connections made so far */
     int fails;             /* connect tries failed in a row */
     int last;              /* the status of the last failure (0: none) */
@@ -60,8 +63,8 @@ void rlk__driver_destroy(rlk__driver *d);
  * send, wait for bytes, feed them, tick.  RLK_OK; or the failure of this
  * turn (a connect try, the connection closing, the session failing: the
  * reason in d->err), after which the next turn reconnects when allowed;
- * RLK_ERR_URL, RLK_ERR_TLS, RLK_ERR_AUTH and the like are returned by
- * every turn from then on. */
+ * a failure no retry mends (RLK_ERR_URL, RLK_ERR_AUTH, such an
+ * RLK_ERR_TLS) is returned by every turn from then on. */
 int rlk__driver_step(rlk__driver *d, int64_t until);
 
 /* A turn in two halves, for a loop that polls several drivers at once

@@ -476,7 +476,16 @@ void rlk_client_config_init(rlk_client_config *cfg);
 rlk_client *rlk_client_new(const rlk_client_config *cfg);
 
 /* Connects (see rlk_conn_connect, whose statuses it returns).  Optional:
- * the first call that needs the server connects.  The owner's thread. */
+ * the first call that needs the server connects.  After a connection is
+ * lost, the calls and the watchdog connect again: at once after one
+ * that served, then after growing, jittered pauses (backoff_initial_ms
+ * doubling up to backoff_max_ms), also while the server refuses the
+ * handshake for now ("max number of clients reached", LOADING); a call
+ * without a wait gives up after reconnect_attempts tries in a row.  A
+ * refused password (RLK_ERR_AUTH), a certificate refused or TLS files
+ * that do not load (RLK_ERR_TLS) and a bad URL are not tried again:
+ * every later call that needs the server returns them at once.  The
+ * owner's thread. */
 int rlk_client_connect(rlk_client *cl);
 
 /* Stops the watchdog thread if any, frees every handle still held

@@ -997,6 +997,11 @@ static int starts(const rlk_resp_value *v, const char *p)
 
 static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
 {
+    /* A server full of clients says so as it accepts, before it reads
+     * anything: the reply of whichever request went first, an AUTH's
+     * too, and no refused password. */
+    if (rlk__is_error(v) && starts(v, "ERR max number of clients"))
+        return broken(s, RLK_ERR_SERVER, "handshake: %.*s", errlen(v), v->str);
     if (q->kind == Q_HELLO && rlk__is_error(v)) {
         if (starts(v, "ERR unknown command") || starts(v, "NOPROTO") ||
             starts(v, "ERR unknown or unsupported")) {

@@ -26,6 +26,7 @@ int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tl
 {
     if (t->fd >= 0 || t->ops) rlk__transport_close(t);
     rlk__transport_seterr(t, "TLS support not compiled in");
+    t->lasting = 1;
     return RLK_ERR_TLS;
 }
 
@@ -246,6 +247,7 @@ static ssize_t tls_io_error(rlk__transport *t, int ret, int sys_errno, int readi
         if (!reading && err == 0 && (sys_errno == ECONNRESET || sys_errno == EPIPE) &&
             alert_after_write(t)) {
             mark_dead(ssl);
+            t->lasting = 1; /* our certificate refused */
             return RLK_ERR_TLS;
         }
         mark_dead(ssl);
@@ -271,6 +273,7 @@ static ssize_t tls_io_error(rlk__transport *t, int ret, int sys_errno, int readi
 #endif
         rlk__transport_seterr(t, "TLS: %s %s: %s%s", what, t->peer,
                               reason_text(err, buf, sizeof buf), alert_hint(err));
+        t->lasting = *alert_hint(err) != '\0';
         return RLK_ERR_TLS;
     }
 }
@@ -514,6 +517,7 @@ static int handshake_error(rlk__transport *t, SSL *ssl, int ret, int sys_errno, 
     if (!insecure && vr != X509_V_OK) {
         rlk__transport_seterr(t, "TLS: certificate verify failed: %s",
                               X509_verify_cert_error_string(vr));
+        t->lasting = 1;
         return RLK_ERR_TLS;
     }
     if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && err == 0 && sys_errno == 0)
@@ -535,6 +539,7 @@ static int handshake_error(rlk__transport *t, SSL *ssl, int ret, int sys_errno, 
     }
     rlk__transport_seterr(t, "TLS: handshake with %s failed: %s%s", t->peer,
                           reason_text(err, buf, sizeof buf), alert_hint(err));
+    t->lasting = *alert_hint(err) != '\0'; /* our certificate refused */
     return RLK_ERR_TLS;
 }
 
@@ -552,12 +557,14 @@ int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tl
     if (t->fd >= 0 || t->ops) rlk__transport_close(t);
     t->err[0] = '\0';
     t->peer[0] = '\0';
+    t->lasting = 0;
     if (!cfg) cfg = &defaults;
     if (!host || !*host || port < 1 || port > 65535) {
         rlk__transport_seterr(t, "connect: %s", !host || !*host ? "no host" : "port out of range");
         return RLK_ERR_INVALID;
     }
     rc = make_ctx(t, cfg, &ctx);
+    t->lasting = rc == RLK_ERR_TLS; /* the files: no try mends them */
     if (rc != RLK_OK) goto fail;
     rc = rlk__tcp_connect(t, host, port, deadline);
     if (rc != RLK_OK) goto fail;
@@ -574,6 +581,7 @@ int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tl
     SSL_set_bio(ssl, bio, bio);
     name = cfg->server_name && *cfg->server_name ? cfg->server_name : host;
     rc = set_names(t, ssl, name, cfg->insecure);
+    t->lasting = rc == RLK_ERR_TLS;
     if (rc != RLK_OK) goto fail;
 
     for (;;) {

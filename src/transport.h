@@ -45,6 +45,8 @@ struct rlk__transport {
     char err[512];
     int blocking;         /* plain socket switched to blocking reads      */
     int rcvtimeo_ms;      /* SO_RCVTIMEO last set (-2: never)              */
+    int lasting;          /* with RLK_ERR_TLS: another try would fail the
+                             same way (see rlk__tls_connect)               */
 };
 
 /* Sets t to closed, with no error.  Every connect function expects an
@@ -85,7 +87,12 @@ int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline);
  * its absence) says so only after the client finished the handshake, so
  * that failure surfaces at the first read or write, as RLK_ERR_TLS with
  * "(the server requires a client certificate)" or "(the server rejected
- * the client certificate)" in the message. */
+ * the client certificate)" in the message.  t->lasting tells, with
+ * RLK_ERR_TLS from here or from such a read or write, a failure another
+ * try would meet again (the set-up: files, names, no TLS compiled in;
+ * or a certificate refused, by either side) from one that may pass (the
+ * server closed or reset the connection during the handshake, as a
+ * server full of clients does; any other handshake failure). */
 int rlk__tls_connect(rlk__transport *t, const char *host, int port,
                      const rlk_tls_config *cfg, int64_t deadline);
 

@@ -355,6 +355,19 @@ struct lagged {
     int64_t due;
 };
 
+/* Takes px->reset when it is `when`, and resets the client's side: the
+ * caller then returns, and the close sends a reset instead of a FIN. */
+static int proxy_reset(struct proxy *px, fake_conn *fc, int when)
+{
+    struct linger lg = {1, 0};
+    int want = when;
+    if (!__atomic_compare_exchange_n(&px->reset, &want, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return 0;
+    setsockopt(fake_fd(fc), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    __atomic_add_fetch(&px->resets, 1, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
 void proxy_conn(fake_conn *fc, void *arg)
 {
     struct proxy *px = arg;
@@ -380,6 +393,7 @@ void proxy_conn(fake_conn *fc, void *arg)
         int r = poll(p, 2, 5);
         ssize_t n;
         if (fake_pause(fc, 0) < 0) break; /* the fake server is stopping */
+        if (proxy_reset(px, fc, PROXY_RESET_NOW)) break;
         if (held && held->n && ts_now_ms() >= held->due) {
             if (send_all(up, held->buf, held->n) != 0) break;
             held->n = 0;
@@ -411,7 +425,7 @@ void proxy_conn(fake_conn *fc, void *arg)
         }
         if (p[1].revents) {
             n = recv(up, buf, sizeof buf, 0);
-            if (n <= 0) break;
+            if (n <= 0 || proxy_reset(px, fc, PROXY_RESET_AT_REPLY)) break;
             if (__atomic_exchange_n(&px->cut, 0, __ATOMIC_SEQ_CST)) {
                 __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
                 break;

@@ -152,12 +152,19 @@ void find_derived(const char *name, const char *what, char *out, size_t n);
 /* A proxy between the client and the server that, when told, drops the
  * next reply coming from the server and closes both sides: the server
  * executed the command, the client never learns it.  While hold is set,
- * a new connection is accepted but not passed on: a re-send waits. */
+ * a new connection is accepted but not passed on: a re-send waits.
+ * reset, once: one connection's client side is reset (closed with
+ * SO_LINGER 0, as a server that crashed or a middlebox that dropped it):
+ * PROXY_RESET_NOW at once (within 20 ms), PROXY_RESET_AT_REPLY when the
+ * next reply comes, which is dropped (the client waits for it). */
+enum { PROXY_RESET_NOW = 1, PROXY_RESET_AT_REPLY = 2 };
 struct proxy {
     int upstream_port;
-    int cut;  /* set by the test */
-    int cuts; /* replies dropped */
-    int hold; /* set by the test */
+    int cut;    /* set by the test */
+    int cuts;   /* replies dropped */
+    int hold;   /* set by the test */
+    int reset;  /* set by the test; back to 0 once done */
+    int resets; /* connections reset */
     /* Set by the test: on connections accepted from then on, what the
      * client sends after its first chunk (the handshake) reaches the
      * server this many ms late, even after the client closed: a request

@@ -3,7 +3,7 @@
  * The session's driver (src/driver.c): a session over the library's own
  * transports (TCP, Unix socket, TLS) against real redis-server
  * processes, through what a connection meets: a server that closes it,
- * restarts empty, goes away, freezes, or refuses the password.
+ * restarts empty, goes away, freezes, refuses the password, or is full.
  */
 #include "config.h"
 
@@ -223,21 +223,41 @@ static void test_unix(void)
     ts_stop(s);
 }
 
-static void test_tls(void)
+/* A TLS server's certificates in o (0: they could not be made, a test
+ * failure). */
+static int tls_server(ts_options *o)
 {
+    if (!CHECK(ts_certs_dir() != NULL)) return 0;
+    o->tls_cert = ts_cert("server.crt");
+    o->tls_key = ts_cert("server.key");
+    o->tls_ca = ts_cert("ca.crt");
+    return 1;
+}
+
 #ifdef RLK_HAVE_OPENSSL
+/* Starts a TLS server (auth_clients: it requires a client certificate;
+ * its readiness check presents one), its URL in u; NULL on failure (a
+ * test failure). */
+static ts_server *tls_start(int auth_clients, char *u, size_t n)
+{
     ts_options o;
     memset(&o, 0, sizeof o);
-    if (!CHECK(ts_certs_dir() != NULL)) return;
-    o.tls_cert = ts_cert("server.crt");
-    o.tls_key = ts_cert("server.key");
-    o.tls_ca = ts_cert("ca.crt");
+    if (!tls_server(&o)) return NULL;
+    o.tls_auth_clients = auth_clients;
     o.tls_client_cert = ts_cert("client.crt");
     o.tls_client_key = ts_cert("client.key");
     ts_server *s = ts_start(&o);
-    if (!CHECK(s != NULL)) return;
+    if (CHECK(s != NULL)) snprintf(u, n, "rediss://127.0.0.1:%d", s->port);
+    return s;
+}
+#endif
+
+static void test_tls(void)
+{
+#ifdef RLK_HAVE_OPENSSL
     char u[128];
-    snprintf(u, sizeof u, "rediss://127.0.0.1:%d", s->port);
+    ts_server *s = tls_start(0, u, sizeof u);
+    if (!s) return;
     rlk_conn_config cc;
     cfg_init(&cc, u);
     cc.tls.ca_file = ts_cert("ca.crt");
@@ -278,6 +298,31 @@ static void test_tls(void)
     rlk__driver_destroy(&t.d);
 #endif
 }
+
+#ifdef RLK_HAVE_OPENSSL
+/* A server that requires a client certificate, and none given: the
+ * server's refusal (under TLS 1.3 read after the handshake) is not tried
+ * again either. */
+static void test_tls_client_cert_refused(void)
+{
+    char u[128];
+    ts_server *s = tls_start(1, u, sizeof u);
+    if (!s) return;
+    rlk_conn_config cc;
+    conn_cfg(&cc, u);
+    cc.tls.ca_file = ts_cert("ca.crt");
+    dt t;
+    if (EQ(dt_init(&t, &cc), RLK_OK)) {
+        CHECK(acq(&t, "drv:mtls", 30000, 5000, 0) != NULL);
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_ERR_TLS);
+        CHECK_MSG(ts_contains(t.d.err, "client certificate"), "err: %s", t.d.err);
+        CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
+        CHECK_EQ_INT(t.d.fails, 1);
+    }
+    rlk__driver_destroy(&t.d);
+    ts_stop(s);
+}
+#endif
 
 /* The server kills the connection under a lock with the watchdog: the
  * driver connects again at once and the renewals go on. */
@@ -433,6 +478,80 @@ static void test_wrong_password(void)
     ts_stop(s);
 }
 
+/* A connection that holds one of the server's slots (tls: with the CA),
+ * or NULL (a test failure). */
+static rlk_conn *slot_taker(const char *u, int tls)
+{
+    rlk_conn_config cc;
+    cfg_init(&cc, u);
+    if (tls) cc.tls.ca_file = ts_cert("ca.crt");
+    rlk_conn *c = rlk_conn_new(&cc);
+    if (!CHECK(c != NULL) || !CHECK_MSG(rlk_conn_connect(c) == RLK_OK, "%s", rlk_conn_errmsg(c))) {
+        rlk_conn_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+enum { FULL_RESP3, FULL_RESP2_AUTH, FULL_TLS };
+
+/* A handshake refused for now (two other connections fill the server's
+ * two slots: "max number of clients reached") is tried again after the
+ * backoff's pauses, and the waiting acquire is served once a slot is
+ * free.  FULL_RESP2_AUTH: RESP2 with a password, whose AUTH is the
+ * request the refusal answers; FULL_TLS: TLS, where the server closes
+ * the connection before the TLS handshake, with no words. */
+static void refused_for_now(int kind)
+{
+    const char *extra[] = {"--maxclients", "2", NULL};
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    o.extra = extra;
+    if (kind == FULL_RESP2_AUTH) o.password = "pw";
+    if (kind == FULL_TLS && !tls_server(&o)) return;
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char u[128];
+    snprintf(u, sizeof u, "%s://%s127.0.0.1:%d", kind == FULL_TLS ? "rediss" : "redis",
+             kind == FULL_RESP2_AUTH ? ":pw@" : "", s->port);
+    rlk_conn *c1 = slot_taker(u, kind == FULL_TLS), *c2 = slot_taker(u, kind == FULL_TLS);
+    rlk_conn_config cc;
+    conn_cfg(&cc, u);
+    cc.protocol = kind == FULL_RESP2_AUTH ? 2 : 0;
+    if (kind == FULL_TLS) cc.tls.ca_file = ts_cert("ca.crt");
+    dt t;
+    int made = c1 && c2;
+    if (made && EQ(dt_init(&t, &cc), RLK_OK)) {
+        CHECK(acq(&t, "drv:full", 30000, 60000, 0) != NULL);
+        run_for(&t, 600);
+        /* 25-50, 50-100 and 100-200 ms pauses fit in 600 ms. */
+        CHECK_MSG(t.d.fails >= 3, "%d tries", t.d.fails);
+        if (kind == FULL_TLS)
+            CHECK_MSG(t.d.last == RLK_ERR_TLS, "%d: %s", t.d.last, t.d.err);
+        else
+            CHECK_MSG(ts_contains(t.d.err, "max number of clients reached"), "err: %s", t.d.err);
+        CHECK_EQ_INT(count(&t, RLK_SEV_NOT_ACQUIRED), 0);
+        rlk_conn_free(c2);
+        c2 = NULL;
+        CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, LONG_MS), RLK_OK);
+        CHECK_EQ_INT(count(&t, RLK_SEV_ACQUIRED), 1);
+        CHECK_EQ_INT(t.d.fails, 0);
+    }
+    if (made) rlk__driver_destroy(&t.d);
+    rlk_conn_free(c1);
+    rlk_conn_free(c2);
+    ts_stop(s);
+}
+
+static void test_refused_for_now(void)
+{
+    refused_for_now(FULL_RESP3);
+    refused_for_now(FULL_RESP2_AUTH);
+#ifdef RLK_HAVE_OPENSSL
+    refused_for_now(FULL_TLS);
+#endif
+}
+
 /* Reconnecting off (reconnect_attempts -1): after the server closes the
  * connection the driver stays closed until asked. */
 static void test_reconnect_off(void)
@@ -583,11 +702,15 @@ int main(int argc, char **argv)
     tl_run("TCP: acquire and release", test_tcp);
     tl_run("a Unix socket", test_unix);
     tl_run("TLS, and a server not trusted", test_tls);
+#ifdef RLK_HAVE_OPENSSL
+    tl_run("TLS: the client's certificate refused", test_tls_client_cert_refused);
+#endif
     tl_run("a killed connection: renewals go on", test_killed_connection);
     tl_run("a restart loses the lock: reported in time", test_restart_loses_lock);
     tl_run("a server gone: paced tries, served on return", test_backoff);
     tl_run("a frozen server: lost in time, turns bounded", test_frozen);
     tl_run("a wrong password is not tried again", test_wrong_password);
+    tl_run("a handshake refused for now is tried again", test_refused_for_now);
     tl_run("reconnecting off", test_reconnect_off);
     tl_run("a bad URL", test_bad_url);
     tl_run("a route over two servers, one frozen", test_route_set);

@@ -6,8 +6,10 @@
  * holds of different TTLs, batched renewal on a cluster-enabled server,
  * renewal while a tick-mode client waits, local calls while the watchdog
  * thread's server is frozen, release at maxmemory, a retried release
- * that handed the lock over, fences after eviction and restart, and one
- * deadline per call (frozen server, bounded wait, restart, late start).
+ * that handed the lock over, fences after eviction and restart, one
+ * deadline per call (frozen server, bounded wait, restart, late start),
+ * reconnects refused by a server full of clients, and a connection
+ * reset under a waiting acquire.
  *
  * A waiter that must be paused runs in a process of its own: this
  * program again, started with --child-wait, which reports its result on
@@ -1192,6 +1194,317 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* 6. A lost connection is tried again                                 */
+
+/* A number of INFO's section, -1 when absent (a test failure). */
+static long long info_num(rlk_conn *c, const char *section, const char *field)
+{
+    char key[64];
+    const char *p;
+    rlk_resp_value *v = CMD(c, "INFO", section);
+    if (!v || !v->str) return -1;
+    snprintf(key, sizeof key, "\n%s:", field);
+    p = strstr(v->str, key);
+    if (!CHECK_MSG(p != NULL, "INFO %s has no %s", section, field)) return -1;
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* Kills, from c, the connections named name: how many. */
+static int kill_named(rlk_conn *c, const char *name)
+{
+    char needle[80], ids[8][24];
+    int n = 0, killed = 0;
+    const char *p;
+    rlk_resp_value *v = CMD(c, "CLIENT", "LIST");
+    if (!v || !v->str) return -1;
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    for (p = v->str; n < 8 && (p = strstr(p, needle)) != NULL; p++) {
+        const char *line = p;
+        while (line > v->str && line[-1] != '\n') line--;
+        snprintf(ids[n++], sizeof ids[0], "%lld", strtoll(line + 3, NULL, 10)); /* "id=" */
+    }
+    for (int i = 0; i < n; i++) killed += CMD_INT(c, "CLIENT", "KILL", "ID", ids[i]) == 1;
+    return killed;
+}
+
+/* A server of its own that takes at most n connections (--maxclients),
+ * its URL in url; NULL on failure (a test failure). */
+static ts_server *small_server(const char *n, char *url, size_t len)
+{
+    const char *extra[] = {"--maxclients", n, NULL};
+    ts_options o;
+    ts_server *s;
+    memset(&o, 0, sizeof o);
+    o.extra = extra;
+    s = ts_start(&o);
+    if (CHECK(s != NULL)) url_of(url, len, s);
+    return s;
+}
+
+/* A tick-mode client turned by the test as a program's loop turns it:
+ * ticked when its fd is readable and when the last tick asked (at: the
+ * time, -1: none).  cl NULL: the client's watchdog thread turns it. */
+struct tick_loop {
+    rlk_client *cl;
+    int64_t at;
+};
+
+/* The client's life for ms: the tick loop's turns, or a pause. */
+static void live_for(struct tick_loop *t, int ms)
+{
+    int64_t end = ts_now_ms() + ms;
+    if (!t->cl) {
+        ts_pause_ms(ms);
+        return;
+    }
+    for (;;) {
+        int64_t now = ts_now_ms(), wait = end - now, next;
+        struct pollfd p = {rlk_client_fd(t->cl), POLLIN, 0};
+        if (t->at >= 0 && t->at - now < wait) wait = t->at - now;
+        if (poll(&p, 1, wait < 0 ? 0 : (int)wait) == 0 && (t->at < 0 || ts_now_ms() < t->at)) {
+            if (ts_now_ms() >= end) return;
+            continue;
+        }
+        rlk_client_tick(t->cl, &next);
+        t->at = next < 0 ? -1 : ts_now_ms() + next;
+        if (ts_now_ms() >= end) return;
+    }
+}
+
+/* Waits until INFO's rejected_connections reaches min, within ms, the
+ * client living meanwhile.  1 then. */
+static int wait_rejected(struct tick_loop *t, rlk_conn *c, long long min, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        long long v = info_num(c, "stats", "rejected_connections");
+        if (v >= min) return 1;
+        if (v < 0 || ts_now_ms() >= deadline)
+            return CHECK_MSG(0, "%lld connections refused, want %lld", v, min);
+        live_for(t, 10);
+    }
+}
+
+/* Waits until l's validity ends later than end (a renewal), within ms,
+ * as above.  1 then. */
+static int wait_renewed(struct tick_loop *t, rlk_lock *l, int64_t end, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        int64_t now = ts_now_ms();
+        if (!rlk_lock_is_lost(l) && now + rlk_lock_remaining_ms(l) > end) return 1;
+        if (rlk_lock_is_lost(l) || now >= deadline)
+            return CHECK_MSG(0, "not renewed: lost %d, validity %lld ms", rlk_lock_is_lost(l),
+                             (long long)rlk_lock_remaining_ms(l));
+        live_for(t, 10);
+    }
+}
+
+/* A client holding a lock under the watchdog loses its connection, and
+ * the server refuses the reconnect: other connections took the slots
+ * ("-ERR max number of clients reached" to its handshake).  Refused for
+ * a while only: the client tries again after the backoff's pauses,
+ * connects once the slots are free, and the watchdog renews the lock
+ * before its validity ends; later calls work.  thread: the watchdog
+ * thread, else tick mode. */
+static void refused_reconnect(int thread)
+{
+    const char *name = thread ? "f-refused-thread" : "f-refused-tick";
+    struct proxy px;
+    struct tick_loop tl = {NULL, -1};
+    struct lost_rec lr;
+    fake_server *fs = NULL;
+    rlk_conn *adm = NULL, *fill[2] = {NULL, NULL};
+    rlk_client *cl = NULL;
+    rlk_lock *l = NULL;
+    char url[64], purl[64], tok[96];
+    long long refused0;
+    int64_t ttl = SLOWX(4000), end0;
+    ts_server *s = small_server("3", url, sizeof url);
+    memset(&lr, 0, sizeof lr);
+    if (!s) return;
+    adm = CONNECT(url);
+    fs = proxy_start(&px, purl, sizeof purl);
+    if (!adm || !fs) goto out;
+    px.upstream_port = s->port; /* before any connection */
+    cl = CLIENT_EX(purl, 0, 0, name);
+    if (!cl) goto out;
+    if (thread && !CHECK(rlk_client_watchdog_start(cl) == RLK_OK)) goto out;
+    l = ACQ_WD(cl, name, ttl, &lr);
+    if (!l) goto out;
+    if (!thread) tl.cl = cl;
+    /* The proxy holds the reconnect until the slot the client had is
+     * taken: then the server has adm and the two others, its three. */
+    __atomic_store_n(&px.hold, 1, __ATOMIC_SEQ_CST);
+    if (!CHECK(kill_named(adm, name) == 1)) goto out;
+    fill[0] = CONNECT(url);
+    fill[1] = CONNECT(url);
+    refused0 = info_num(adm, "stats", "rejected_connections");
+    if (!fill[0] || !fill[1] || refused0 < 0) goto out;
+    __atomic_store_n(&px.hold, 0, __ATOMIC_SEQ_CST);
+    /* Refused, and tried again. */
+    wait_rejected(&tl, adm, refused0 + 2, SLOWX(5000));
+    end0 = ts_now_ms() + rlk_lock_remaining_ms(l);
+    rlk_conn_free(fill[0]);
+    rlk_conn_free(fill[1]);
+    fill[0] = fill[1] = NULL;
+    printf("    refused %lld times; renewed after: %s\n",
+           info_num(adm, "stats", "rejected_connections") - refused0,
+           wait_renewed(&tl, l, end0, ttl) ? "yes" : "no");
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK(held_by(adm, name, tok, sizeof tok) == 1 && strcmp(tok, rlk_lock_token(l)) == 0);
+    CHECK_EQ_INT(rlk_lock_extend(l, ttl, RLK_EXTEND_SET), RLK_OK);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    l = NULL;
+    CHECK_EQ_INT(CMD_INT(adm, "EXISTS", name), 0);
+    CHECK_EQ_INT(try_acquire(cl, name, RLK_LOCK_SIMPLE), RLK_OK);
+out:
+    if (l) rlk_lock_release(l);
+    rlk_client_free(cl);
+    rlk_conn_free(fill[0]);
+    rlk_conn_free(fill[1]);
+    fake_stop(fs);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+static void test_refused_reconnect_tick(void) { refused_reconnect(0); }
+static void test_refused_reconnect_thread(void) { refused_reconnect(1); }
+
+/* A handshake refused (the server full) fails a call that does not
+ * wait, with the server's words; a waiting call goes on trying and gets
+ * the lock once a slot is free, and later calls work. */
+static void test_refused_then_served(void)
+{
+    const char *name = "f-refused";
+    rlk_conn *adm = NULL, *fill = NULL;
+    rlk_client *cl = NULL;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    struct waiter w;
+    struct tick_loop tl = {NULL, -1};
+    char url[64];
+    long long refused0;
+    int rc, started = 0;
+    ts_server *s = small_server("2", url, sizeof url);
+    if (!s) return;
+    adm = CONNECT(url);
+    fill = CONNECT(url);
+    cl = own_client(s, url, sizeof url, 0, 0);
+    if (!adm || !fill || !cl) goto out;
+    opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    CHECK_EQ_INT(rc, RLK_ERR_SERVER);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(cl), "max number of clients reached"), "%s",
+              rlk_client_errmsg(cl));
+    refused0 = info_num(adm, "stats", "rejected_connections");
+    started = waiter_start(&w, cl, name, 10000, SLOWX(10000), RLK_LOCK_SIMPLE);
+    if (!started) goto out;
+    wait_rejected(&tl, adm, refused0 + 1, SLOWX(5000));
+    rlk_conn_free(fill);
+    fill = NULL;
+    pthread_join(w.th, NULL);
+    started = 0;
+    CHECK_MSG(w.rc == RLK_OK && w.l, "waiting acquire: %d %s", w.rc, w.err);
+    if (w.l) CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    w.l = NULL;
+    CHECK_EQ_INT(try_acquire(cl, name, RLK_LOCK_SIMPLE), RLK_OK);
+out:
+    waiter_end(&w, &started);
+    if (l) rlk_lock_release(l);
+    rlk_client_free(cl);
+    rlk_conn_free(fill);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+/* Waits until fd has had its connection reset (POLLERR or POLLHUP)
+ * within ms: the next write on it fails.  1 then. */
+static int wait_reset(int fd, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int left = (int)(deadline - ts_now_ms());
+        if (fd < 0 || left <= 0) return CHECK_MSG(0, "fd %d: no reset within %lld ms", fd, (long long)ms);
+        if (poll(&p, 1, left) == 1 && (p.revents & (POLLERR | POLLHUP))) return 1;
+    }
+}
+
+/* The connection of a client was reset (a server that crashed, a
+ * middlebox that dropped it) before a waiting acquire: its first write
+ * fails with ECONNRESET.  A lost connection as any other: the wait
+ * connects again, joins the line and gets the lock once it is free. */
+static void test_write_reset_in_wait(void)
+{
+    const char *name = "f-reset";
+    struct proxy px;
+    struct waiter w;
+    char purl[64];
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    rlk_client *a = fs ? CLIENT_EX(purl, 0, 0, NULL) : NULL, *b = CLIENT();
+    rlk_lock *lb = NULL;
+    int started = 0;
+    lb = ACQ(b, name, 60000);
+    if (!a || !lb) goto out;
+    __atomic_store_n(&px.reset, PROXY_RESET_NOW, __ATOMIC_SEQ_CST);
+    if (!wait_reset(rlk_client_fd(a), SLOWX(2000))) goto out;
+    started = waiter_start(&w, a, name, 10000, SLOWX(10000), RLK_LOCK_SIMPLE);
+    if (!started || !wait_in_line(b, name, 1, SLOWX(3000))) goto out;
+    CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+    lb = NULL;
+    pthread_join(w.th, NULL);
+    started = 0;
+    CHECK_MSG(w.rc == RLK_OK && w.l, "waiting acquire: %d %s", w.rc, w.err);
+    CHECK_EQ_U64(rlk_client_generation(a), 2);
+    CHECK_EQ_INT(__atomic_load_n(&px.resets, __ATOMIC_SEQ_CST), 1);
+out:
+    waiter_end(&w, &started);
+    if (lb) rlk_lock_release(lb);
+    CMD(admin, "DEL", name);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+}
+
+/* With reconnecting off, a reset connection fails the call with the
+ * transport's words once: the write that met it, or the read. */
+static void test_reset_messages(void)
+{
+    const char *name = "f-reset-msg";
+    struct proxy px;
+    rlk_client_config cfg;
+    rlk_client *a = NULL;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    char purl[64], want[160];
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    if (!fs) return;
+    client_cfg(&cfg, purl);
+    cfg.conn.reconnect_attempts = -1;
+    opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    for (int at_reply = 0; at_reply < 2; at_reply++) {
+        a = CLIENT_WITH(&cfg);
+        if (!a) break;
+        __atomic_store_n(&px.reset, at_reply ? PROXY_RESET_AT_REPLY : PROXY_RESET_NOW,
+                         __ATOMIC_SEQ_CST);
+        if (!at_reply && !wait_reset(rlk_client_fd(a), SLOWX(2000))) break;
+        CHECK_EQ_INT(rlk_lock_acquire(a, name, &o, &l), RLK_ERR_IO);
+        snprintf(want, sizeof want, "acquire: %s 127.0.0.1:%d: Connection reset by peer",
+                 at_reply ? "read" : "write", fake_port(fs));
+        CHECK_EQ_STR(rlk_client_errmsg(a), want);
+        if (l) rlk_lock_release(l);
+        l = NULL;
+        rlk_client_free(a);
+        a = NULL;
+    }
+    CHECK_EQ_INT(__atomic_load_n(&px.resets, __ATOMIC_SEQ_CST), 2);
+    rlk_client_free(a);
+    CMD(admin, "DEL", name);
+    fake_stop(fs);
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -1217,6 +1530,11 @@ int main(int argc, char **argv)
     RUN(test_deadline_bounded_wait);
     RUN(test_deadline_wait_across_restart);
     RUN(test_deadline_first_connect_waits);
+    RUN(test_refused_reconnect_tick);
+    RUN(test_refused_reconnect_thread);
+    RUN(test_refused_then_served);
+    RUN(test_write_reset_in_wait);
+    RUN(test_reset_messages);
 
     return locktest_finish(t0);
 }
