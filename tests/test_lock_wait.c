@@ -1126,6 +1126,82 @@ static void test_handoff_reentrant_waiter_simple_holder(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Users without channel permission                                    */
+
+/* ACL users of the shared server (password "pw"): one made the Redis 7
+ * way (acl-pubsub-default resetchannels: no channel at all), and one
+ * that may not run SUBSCRIBE. */
+#define NOCHAN "lw-nochan"
+#define NOSUB "lw-nosub"
+
+static void make_users(void)
+{
+    CMD(admin, "ACL", "DELUSER", NOCHAN, NOSUB);
+    CMD(admin, "ACL", "SETUSER", NOCHAN, "on", ">pw", "~*", "+@all");
+    CMD(admin, "ACL", "SETUSER", NOSUB, "on", ">pw", "~*", "&*", "+@all", "-subscribe");
+}
+
+static rlk_client *user_client(const char *user, int protocol, int64_t recheck_ms)
+{
+    char url[128];
+    snprintf(url, sizeof url, "redis://%s:pw@127.0.0.1:%d", user, srv->port);
+    return CLIENT_EX(url, protocol, recheck_ms, NULL);
+}
+
+/* A holder that may not publish (no channel): its releases free the
+ * lock and say so, a reentrant lock's (whose release publishes "0") and
+ * a simple lock's with a waiter in line (whose release would hand it
+ * over with a message): the waiter, whom the release cannot tell, takes
+ * the lock at its next re-check, within its wait. */
+static void release_without_channels(int protocol)
+{
+    char name[48];
+    rlk_client *h = user_client(NOCHAN, protocol, 0), *c = CLIENT_EX(srv_url, 0, 200, NULL);
+    struct waiter w;
+    int started = 0, rc;
+    rlk_lock *la = NULL;
+    if (!h || !c) goto out;
+    snprintf(name, sizeof name, "nochan-rel-r-%d", protocol);
+    CMD(admin, "DEL", name);
+    la = ACQ_R(h, name, 30000);
+    if (!la) goto out;
+    rc = rlk_lock_release(la);
+    la = NULL;
+    CHECK_MSG(rc == RLK_OK, "reentrant release: %d %s", rc, rlk_client_errmsg(h));
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+
+    snprintf(name, sizeof name, "nochan-rel-s-%d", protocol);
+    CMD(admin, "DEL", name);
+    la = ACQ(h, name, 30000);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    rc = rlk_lock_release(la);
+    la = NULL;
+    CHECK_MSG(rc == RLK_OK, "release with a waiter: %d %s", rc, rlk_client_errmsg(h));
+    pthread_join(w.th, NULL);
+    started = 0;
+    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+        w.l = NULL;
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+out:
+    if (la) rlk_lock_release(la);
+    if (started) pthread_join(w.th, NULL);
+    if (started && w.l) rlk_lock_release(w.l);
+    rlk_client_free(h);
+    rlk_client_free(c);
+}
+
+static void test_release_without_channels(void)
+{
+    make_users();
+    release_without_channels(2);
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -1156,6 +1232,7 @@ int main(int argc, char **argv)
     RUN(test_reentrant_again_after_wait_resp2);
     RUN(test_handoff_simple_waiter_reentrant_holder);
     RUN(test_handoff_reentrant_waiter_simple_holder);
+    RUN(test_release_without_channels);
 
     return locktest_finish(t0);
 }
