@@ -775,10 +775,11 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * rlk_session_acquire), and held ones can be extended
  * (rlk_session_extend).  A
  * waiter wakes on the release message and takes a handoff under RESP3;
- * under RESP2 (one connection cannot both subscribe and send) it tries
- * again every recheck_ms (and when the holder's TTL runs out), and a
- * release hands nothing to it (the line skips waiters nobody listens
- * for).  Held locks with a watchdog are renewed in rounds, one pipeline
+ * under RESP2 (one connection cannot both subscribe and send), and
+ * where the server refused its SUBSCRIBE (rlk_session_wait_note), it
+ * tries again every recheck_ms (and when the holder's TTL runs out),
+ * and a release hands nothing to it (the line skips waiters nobody
+ * listens for).  Held locks with a watchdog are renewed in rounds, one pipeline
  * of script calls per round.
  *
  * Results come as events (rlk_session_config.cb), called from within
@@ -796,7 +797,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * then the lock is reported LOST and the connection given up): the
  * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
  * that are not RESP or that read as the reply of a request not yet
- * consumed (sent) from the output, and RLK_ERR_LIMIT past the input bound.  After a
+ * consumed (sent) from the output, or as no answer to the request whose
+ * reply is next (a type it never gets, a confirmation of another
+ * channel than its SUBSCRIBE's), and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
  * an acquire under way is tried again after the next handshake, as the
  * blocking client does, while its own deadline allows (wait_ms plus one
@@ -905,6 +908,16 @@ int rlk_session_ready(const rlk_session *s);
 
 /* The reason of the last failure ("" if none). */
 const char *rlk_session_errmsg(const rlk_session *s);
+
+/* NULL while waits on this connection wait in line as above (or before
+ * it is known); else why they do not: the server refused a SUBSCRIBE
+ * (an ACL user without channel permission, which is Redis 7's default
+ * for new users, acl-pubsub-default resetchannels; or without the
+ * SUBSCRIBE command), and its waiters then try again at each re-check
+ * (every recheck_ms, and when the holder's TTL runs out): not in line
+ * when the handoff channel was refused, in line but not woken by
+ * releases when a release channel was.  Until the next connection. */
+const char *rlk_session_wait_note(const rlk_session *s);
 
 /* Starts taking the lock NAME with o (NULL: the defaults; on_lost is not
  * used: RLK_SEV_LOST is).  Before the handshake is done the acquire waits

@@ -1148,6 +1148,61 @@ static rlk_client *user_client(const char *user, int protocol, int64_t recheck_m
     return CLIENT_EX(url, protocol, recheck_ms, NULL);
 }
 
+/* A waiter whose SUBSCRIBE the server refuses (under RESP3 on its one
+ * connection, under RESP2 on the wait's own) still gets the lock once
+ * the holder releases it, within its wait: it re-checks, and is not in
+ * line, where nobody would hear its handoff. */
+static void wait_without_channels(const char *user, int protocol)
+{
+    char name[48], queue[64];
+    rlk_client *a = CLIENT(), *c = user_client(user, protocol, 200);
+    struct waiter w;
+    int started = 0;
+    rlk_lock *la = NULL;
+    snprintf(name, sizeof name, "nochan-wait-%s-%d", user, protocol);
+    HO_KEY(queue, name, "queue");
+    if (!a || !c) goto out;
+    CMD(admin, "DEL", name, queue);
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    reset_stats(admin);
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    /* Its first try and a re-check, then the release. */
+    CHECK(wait_calls(admin, "set", 3, LONG_MS));
+    CHECK_MSG(!waiter_done(&w), "the waiter returned: %d %s", w.rc, w.err);
+    CHECK_EQ_INT(CMD_INT(admin, "LLEN", queue), 0);
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    pthread_join(w.th, NULL);
+    started = 0;
+    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+        w.l = NULL;
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+out:
+    if (la) rlk_lock_release(la);
+    if (started) pthread_join(w.th, NULL);
+    if (started && w.l) rlk_lock_release(w.l);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
+static void test_wait_without_channels_resp3(void)
+{
+    make_users();
+    wait_without_channels(NOCHAN, 3);
+    wait_without_channels(NOSUB, 3);
+}
+
+static void test_wait_without_channels_resp2(void)
+{
+    make_users();
+    wait_without_channels(NOCHAN, 2);
+    wait_without_channels(NOSUB, 2);
+}
+
 /* A holder that may not publish (no channel): its releases free the
  * lock and say so, a reentrant lock's (whose release publishes "0") and
  * a simple lock's with a waiter in line (whose release would hand it
@@ -1199,6 +1254,7 @@ static void test_release_without_channels(void)
 {
     make_users();
     release_without_channels(2);
+    release_without_channels(3);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1232,6 +1288,8 @@ int main(int argc, char **argv)
     RUN(test_reentrant_again_after_wait_resp2);
     RUN(test_handoff_simple_waiter_reentrant_holder);
     RUN(test_handoff_reentrant_waiter_simple_holder);
+    RUN(test_wait_without_channels_resp3);
+    RUN(test_wait_without_channels_resp2);
     RUN(test_release_without_channels);
 
     return locktest_finish(t0);
