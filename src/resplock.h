@@ -496,6 +496,13 @@ const char *rlk_client_errmsg(const rlk_client *cl);
  * call on the client.  The owner's thread. */
 const rlk_conn_info *rlk_client_info(rlk_client *cl);
 
+/* NULL while the client's waits wait in line (see rlk_lock_acquire), or
+ * before anything says otherwise; else why they re-check instead: the
+ * server refused a SUBSCRIBE on the lock connection (RESP3, see
+ * rlk_session_wait_note) or on a RESP2 wait's own.  Valid until the
+ * next call on the client.  The owner's thread. */
+const char *rlk_client_wait_note(rlk_client *cl);
+
 /* How many connections the client has made so far (0 before the first;
  * one more after each reconnect).  The owner's thread. */
 uint64_t rlk_client_generation(rlk_client *cl);
@@ -588,7 +595,10 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * the queue in the first try, without subscribing again; their messages
  * outside a wait are dropped.  Under RESP2, when the first try finds
  * the lock busy, a second connection is opened for the wait (subscribed
- * to both channels) and closed after it.  A reentrant lock acquired again by the same
+ * to both channels) and closed after it.  Where the server refuses the
+ * SUBSCRIBE (an ACL user without the channels, which is Redis 7's
+ * default for new users), the wait is not in line and tries again at
+ * each re-check instead (rlk_client_wait_note says so).  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
  * A try that fails with the connection (the server restarted, closed it
  * while idle, or the reply was lost) is sent again on a new connection,
