@@ -1150,6 +1150,17 @@ static rlk_client *user_client(const char *user, int protocol, int64_t recheck_m
     return CLIENT_EX(url, protocol, recheck_ms, NULL);
 }
 
+/* The holder *la releases, and the waiter w gets the lock and releases
+ * it: nothing is left of name. */
+static void release_to(rlk_lock **la, struct waiter *w, int *joined, const char *name)
+{
+    if (hand_over(la, w, joined)) {
+        CHECK_EQ_INT(rlk_lock_release(w->l), RLK_OK);
+        w->l = NULL;
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+}
+
 /* A waiter whose SUBSCRIBE the server refuses (under RESP3 on its one
  * connection, under RESP2 on the wait's own) still gets the lock once
  * the holder releases it, within its wait: it re-checks, and is not in
@@ -1159,7 +1170,7 @@ static void wait_without_channels(const char *user, int protocol)
     char name[48], queue[64];
     rlk_client *a = CLIENT(), *c = user_client(user, protocol, 200);
     struct waiter w;
-    int started = 0;
+    int joined = 0, started = 0;
     const char *note;
     rlk_lock *la = NULL;
     snprintf(name, sizeof name, "nochan-wait-%s-%d", user, protocol);
@@ -1175,23 +1186,14 @@ static void wait_without_channels(const char *user, int protocol)
     CHECK(wait_calls(admin, "set", 3, LONG_MS));
     CHECK_MSG(!waiter_done(&w), "the waiter returned: %d %s", w.rc, w.err);
     CHECK_EQ_INT(CMD_INT(admin, "LLEN", queue), 0);
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    started = 0;
-    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
-        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-        w.l = NULL;
-    }
-    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    release_to(&la, &w, &joined, name);
     /* Said, for a -v to print. */
     note = rlk_client_wait_note(c);
     CHECK_MSG(note && ts_contains(note, "SUBSCRIBE refused (NOPERM") && ts_contains(note, "re-check"),
               "note: %s", note ? note : "(none)");
 out:
     if (la) rlk_lock_release(la);
-    if (started) pthread_join(w.th, NULL);
-    if (started && w.l) rlk_lock_release(w.l);
+    waiters_end(&w, &joined, started);
     rlk_client_free(a);
     rlk_client_free(c);
 }
@@ -1262,7 +1264,7 @@ static void test_wait_listener_refused_later(void)
     const char *name = "nochan-later", *user = "lw-chan";
     rlk_client *a = CLIENT(), *c;
     struct waiter w;
-    int started = 0;
+    int joined = 0, started = 0;
     long long conns, more;
     rlk_lock *la = NULL;
     CMD(admin, "ACL", "DELUSER", user);
@@ -1282,20 +1284,11 @@ static void test_wait_listener_refused_later(void)
     more = connections_received() - conns;
     CHECK_MSG(more >= 1 && more <= 2, "%lld connections opened over 4 re-checks", more);
     CHECK_MSG(!waiter_done(&w), "the waiter returned: %d %s", w.rc, w.err);
-    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
-    la = NULL;
-    pthread_join(w.th, NULL);
-    started = 0;
-    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
-        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-        w.l = NULL;
-    }
-    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    release_to(&la, &w, &joined, name);
     CHECK(rlk_client_wait_note(c) != NULL);
 out:
     if (la) rlk_lock_release(la);
-    if (started) pthread_join(w.th, NULL);
-    if (started && w.l) rlk_lock_release(w.l);
+    waiters_end(&w, &joined, started);
     rlk_client_free(a);
     rlk_client_free(c);
     CMD(admin, "ACL", "DELUSER", user);
@@ -1311,7 +1304,7 @@ static void release_without_channels(int protocol)
     char name[48];
     rlk_client *h = user_client(NOCHAN, protocol, 0), *c = CLIENT_EX(srv_url, 0, 200, NULL);
     struct waiter w;
-    int started = 0, rc;
+    int joined = 0, started = 0, rc;
     rlk_lock *la = NULL;
     if (!h || !c) goto out;
     snprintf(name, sizeof name, "nochan-rel-r-%d", protocol);
@@ -1330,20 +1323,10 @@ static void release_without_channels(int protocol)
     if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
     started = 1;
     if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
-    rc = rlk_lock_release(la);
-    la = NULL;
-    CHECK_MSG(rc == RLK_OK, "release with a waiter: %d %s", rc, rlk_client_errmsg(h));
-    pthread_join(w.th, NULL);
-    started = 0;
-    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
-        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-        w.l = NULL;
-    }
-    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    release_to(&la, &w, &joined, name);
 out:
     if (la) rlk_lock_release(la);
-    if (started) pthread_join(w.th, NULL);
-    if (started && w.l) rlk_lock_release(w.l);
+    waiters_end(&w, &joined, started);
     rlk_client_free(h);
     rlk_client_free(c);
 }

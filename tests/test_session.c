@@ -84,7 +84,9 @@ static const ev *find(const drv *d, rlk_session_event e, const rlk_session_lock 
     return NULL;
 }
 
-static void drv_init(drv *d, int protocol, int64_t recheck_ms)
+/* A session as user (password "pw"; NULL: the default user), speaking
+ * protocol, re-checking every recheck_ms. */
+static void drv_init_as(drv *d, int protocol, int64_t recheck_ms, const char *user)
 {
     memset(d, 0, sizeof *d);
     d->fd = -1;
@@ -94,12 +96,19 @@ static void drv_init(drv *d, int protocol, int64_t recheck_ms)
     rlk_session_config cfg;
     rlk_session_config_init(&cfg);
     cfg.protocol = protocol;
+    cfg.username = user;
+    cfg.password = user ? "pw" : NULL;
     cfg.command_timeout_ms = 2000;
     cfg.timing = &timing;
     cfg.cb = on_event;
     cfg.ctx = d;
     d->s = rlk_session_new(&cfg);
     CHECK(d->s != NULL);
+}
+
+static void drv_init(drv *d, int protocol, int64_t recheck_ms)
+{
+    drv_init_as(d, protocol, recheck_ms, NULL);
 }
 
 /* A blocking connect is fine here: the test is the event loop's owner;
@@ -890,26 +899,6 @@ static void test_fcall_refused(void)
 /* ------------------------------------------------------------------ */
 /* Users who may not subscribe                                          */
 
-/* A session as user (password "pw"), re-checking every recheck_ms. */
-static void drv_init_as(drv *d, const char *user, int64_t recheck_ms)
-{
-    drv_init(d, 0, recheck_ms);
-    rlk_session_free(d->s);
-    static rlk_client_config timing;
-    rlk_client_config_init(&timing);
-    timing.recheck_ms = recheck_ms;
-    rlk_session_config cfg;
-    rlk_session_config_init(&cfg);
-    cfg.username = user;
-    cfg.password = "pw";
-    cfg.command_timeout_ms = 2000;
-    cfg.timing = &timing;
-    cfg.cb = on_event;
-    cfg.ctx = d;
-    d->s = rlk_session_new(&cfg);
-    CHECK(d->s != NULL);
-}
-
 /* Whether the server holds the reentrant lock name for holder. */
 static int held_for(const char *name, const char *holder)
 {
@@ -928,7 +917,7 @@ static void no_subscribe_as(const char *user)
     static const char *const names[3] = {"sess:acl:a", "sess:acl:b", "sess:acl:c"};
     rlk_session_lock *l[3];
     drv d;
-    drv_init_as(&d, user, 200);
+    drv_init_as(&d, 0, 200, user);
     CMD(adm, "DEL", names[0], names[1], names[2]);
     CMD(adm, "HSET", names[0], "other:1", "1");
     CMD(adm, "PEXPIRE", names[0], "30000");
