@@ -45,7 +45,13 @@
  *   (d) events are well formed: only from within calls, only for handles
  *       the harness holds, one result per handle in the right order, the
  *       statuses the header allows; the output is RESP commands (arrays
- *       of bulk strings).
+ *       of bulk strings);
+ *   (e) no reply answers another request: while the bytes fed are the
+ *       replies the harness made for the requests it read, in order (no
+ *       raw bytes since the connection began), a lock is reported
+ *       ACQUIRED only while the reply to a try of its own token (TIME
+ *       after its SET, the acquire script, a handoff's confirmation) or
+ *       a handoff message naming that token is fed.
  *
  * Built with RLK_FUZZ_MAIN it is a program that runs files, directories
  * of files, or stdin; with RLK_FUZZ_AFL as well it uses AFL++'s
@@ -253,7 +259,8 @@ static const char *const names[] = {"job", "a{b}c", "order:42"};
 enum cmd {
     C_OTHER, C_HELLO, C_AUTH, C_SELECT, C_CLIENT, C_PING, C_INFO, C_SUBSCRIBE,
     C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT, C_STATUS,
-    C_FUNCTION
+    C_FUNCTION,
+    C_MESSAGE                    /* not a request: a message fed (see (e)) */
 };
 
 typedef struct pending {
@@ -264,6 +271,8 @@ typedef struct pending {
     int64_t ttl;                 /* EXTEND: the ttl asked for             */
     int reentrant;               /* ACQUIRE: kind 'r'                     */
     char chan[2][96];            /* SUBSCRIBE: the first channels         */
+    char tok[96];                /* SET, TIME (its SET's), ACQUIRE, EXTEND:
+                                    the token the request names           */
 } pending;
 
 static struct {
@@ -292,6 +301,13 @@ static struct {
     uint64_t fence;
     char feed_tail[24];          /* the last bytes fed (note_integers)     */
     size_t feed_tn;
+    /* (e): what is being fed (feeding set: the reply to a request of
+     * kind feed_kind naming feed_tok, or a message), and whether the
+     * bytes fed on this connection may be out of step with the requests
+     * (raw bytes, a reply nobody asked for, requests not recorded). */
+    int feeding, feed_kind, desync;
+    char feed_tok[96];
+    char last_set_tok[96];       /* a TIME goes right after its SET       */
 } H;
 
 static hnd *find(const rlk_session_lock *l)
@@ -354,6 +370,14 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         CHECK(h->state == H_ACQUIRING, "ACQUIRED in state %d", (int)h->state);
         CHECK(status == RLK_OK, "ACQUIRED with status %d", status);
         snprintf(h->token, sizeof h->token, "%s", rlk_session_lock_token(l));
+        CHECK(H.desync ||
+              (H.feeding &&
+               (H.feed_kind == C_TIME || H.feed_kind == C_ACQUIRE || H.feed_kind == C_EXTEND ||
+                H.feed_kind == C_MESSAGE) &&
+               strcmp(H.feed_tok, h->token) == 0),
+              "ACQUIRED lock %s while %s (kind %d, naming '%s')", h->token,
+              H.feeding ? "feeding what answers another request" : "nothing is fed",
+              H.feed_kind, H.feed_tok);
         CHECK(rlk_session_lock_remaining_ms(l, now) > 0,
               "ACQUIRED lock %s whose validity is over", h->token);
         check_validity(h, "ACQUIRED");
@@ -482,12 +506,14 @@ static enum cmd script_kind(const rlk_resp_value *argv[], size_t argc, pending *
     size_t na = argc - 3 - (size_t)nk;
     if (nk == 3 && na == 7) {
         p->reentrant = arg_is(args[2], "R");
+        copy_arg(p->tok, sizeof p->tok, args[0]);
         return C_ACQUIRE;
     }
     if (nk == 3 && na == 0) return C_STATUS;
     if ((nk == 3 || nk == 4) && na >= 1 && na <= 3) return C_RELEASE;
     if (nk == 1 && na == 4) {
         p->ttl = arg_int(args[1]);
+        copy_arg(p->tok, sizeof p->tok, args[0]);
         return C_EXTEND;
     }
     if (na >= 1 && (int64_t)args[0]->len == nk) {
@@ -536,8 +562,14 @@ static void sent_command(const rlk_resp_value *v)
     else if (arg_is(argv[0], "PING")) p.cmd = C_PING;
     else if (arg_is(argv[0], "INFO")) p.cmd = C_INFO;
     else if (arg_is(argv[0], "FUNCTION")) p.cmd = C_FUNCTION;
-    else if (arg_is(argv[0], "SET")) p.cmd = C_SET;
-    else if (arg_is(argv[0], "TIME")) p.cmd = C_TIME;
+    else if (arg_is(argv[0], "SET")) {
+        p.cmd = C_SET;
+        if (argc > 2) copy_arg(p.tok, sizeof p.tok, argv[2]);
+        memcpy(H.last_set_tok, p.tok, sizeof p.tok);
+    } else if (arg_is(argv[0], "TIME")) {
+        p.cmd = C_TIME;
+        memcpy(p.tok, H.last_set_tok, sizeof p.tok);
+    }
     else if (arg_is(argv[0], "SUBSCRIBE") || arg_is(argv[0], "UNSUBSCRIBE")) {
         p.cmd = arg_is(argv[0], "SUBSCRIBE") ? C_SUBSCRIBE : C_UNSUBSCRIBE;
         p.n = (int)argc - 1;
@@ -556,6 +588,8 @@ static void sent_command(const rlk_resp_value *v)
     if (H.pcount < MAX_PENDING) {
         H.pend[(H.phead + H.pcount) % MAX_PENDING] = p;
         H.pcount++;
+    } else {
+        H.desync = 1; /* its reply will not be the harness's */
     }
 }
 
@@ -628,6 +662,7 @@ static void forget_connection(void)
     H.olen = 0;
     H.stall = 0;
     H.handoff_chan[0] = '\0';
+    H.desync = 0;
     harness_alloc = 1;
     rlk_resp_reader_reset(&H.rd);
     rlk_resp_arena_reset(&H.arena);
@@ -1091,7 +1126,18 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
         return;
     case C_SUBSCRIBE: case C_UNSUBSCRIBE:
         if ((c & 7) == 7) {
-            put(w, "-ERR subscribe refused\r\n");
+            /* Refused: by an ACL without the channel (Redis 7's default
+             * for new users) or without the command; or answered with
+             * what answers no (UN)SUBSCRIBE of this one's channel. */
+            static const char *const refusals[] = {
+                "-ERR subscribe refused\r\n",
+                "-NOPERM this user has no permissions to access one of the channels used as "
+                "arguments\r\n",
+                "-NOPERM this user has no permissions to run the 'subscribe' command\r\n",
+                "+OK\r\n",
+                ">3\r\n$9\r\nsubscribe\r\n$5\r\nother\r\n:1\r\n",
+            };
+            put(w, "%s", refusals[(c >> 3) % 5]);
             return;
         }
         for (int k = 0; k < p->n; k++) {
@@ -1181,13 +1227,28 @@ static void op_reply(void)
     wbuf w = {.n = 0};
     if (H.pcount == 0) {
         put(&w, "+OK\r\n");      /* nobody asked */
+        H.desync = 1;
     } else {
         pending p = H.pend[H.phead];
         H.phead = (H.phead + 1) % MAX_PENDING;
         H.pcount--;
         server_reply(&w, &p, c);
+        H.feed_kind = (int)p.cmd;
+        memcpy(H.feed_tok, p.tok, sizeof H.feed_tok);
     }
+    H.feeding = 1;
     feed_split(&w, split);
+    H.feeding = 0;
+}
+
+/* (e): a message fed, naming tok (a handoff to it) or no token. */
+static void feed_message(const wbuf *w, unsigned split, const char *tok)
+{
+    H.feed_kind = C_MESSAGE;
+    snprintf(H.feed_tok, sizeof H.feed_tok, "%s", tok);
+    H.feeding = 1;
+    feed_split(w, split);
+    H.feeding = 0;
 }
 
 /* A handoff on the handoff channel naming a waiter's token. */
@@ -1207,7 +1268,7 @@ static void op_handoff(void)
     put_bulk(&w, pl);
     /* Alone: no reply's start waits in the session for these bytes. */
     H.in_handoff = rlk__session_buffered(H.s) == 0;
-    feed_split(&w, (b & 2) ? f & 0x1f : 0);
+    feed_message(&w, (b & 2) ? f & 0x1f : 0, (b & 1) ? tok : "");
     H.in_handoff = 0;
 }
 
@@ -1222,11 +1283,12 @@ static void op_release_msg(void)
     put_bulk(&w, "message");
     put_bulk(&w, ch);
     put_bulk(&w, (b & 8) ? "1" : "0");
-    feed_split(&w, 0);
+    feed_message(&w, 0, "");
 }
 
 static void op_raw(void)
 {
+    H.desync = H.connected;
     size_t n = u8() % 64;
     char buf[64];
     for (size_t i = 0; i < n; i++) buf[i] = (char)u8();
@@ -1237,6 +1299,7 @@ static void op_raw(void)
  * limits. */
 static void op_big(void)
 {
+    H.desync = 1;
     unsigned b = u8();
     size_t n = (size_t)(b & 0x7f) * 512 + 1;
     char *buf = malloc(n + 32);

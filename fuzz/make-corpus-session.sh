@@ -185,4 +185,19 @@ seed fcall-watchdog       21 40 "$H3F $ACQ 22 00 $TAKEN $TICKDUE $REPLY 05 00 $R
 seed fcall-calls          21 40 "$H3F $CALL 00 $REPLY 05 00 $REPLY 00 00 $REPLY 00 00 $CALL 01 $REPLY 05 00 $REPLY 00 00 $CALL 02 $REPLY 04 00 $REPLY 00 00"
 seed fcall-load-timeout   21 40 "$H3F $ACQR 01 00 01 $REPLY 05 00 $TICKDUE $TICKDUE"
 
+# subscriptions refused (an ACL user without the channels, Redis 7's
+# default for new users, or without SUBSCRIBE) and answered with what
+# answers no (UN)SUBSCRIBE of theirs: REPLY C with C's bits 0-2 7, and
+# C 0f NOPERM for the channel, 17 NOPERM for the command, 1f +OK, 27 a
+# confirmation of another channel.  The handoff channel refused: a wait
+# re-checks, not in line; three acquires queued before the handshake,
+# each answered in turn (nothing shifts); a release channel refused: in
+# line, re-checks and a handoff; an UNSUBSCRIBE refused
+seed sub-refused-handoff  21 40 "$REPLY 00 00 $REPLY 0f 00 $ACQ 12 00 $BUSY $TICKDUE $REPLY 00 00 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed sub-refused-command  21 40 "$REPLY 00 00 $REPLY 17 00 $ACQR 12 00 00 $REPLY 02 00 05 $TICKDUE $REPLY 00 00 00"
+seed sub-refused-pending  21 00 "$ACQR 12 00 00 $ACQR 41 00 00 $ACQR 81 00 00 $CONNECT $REPLY 00 00 $REPLY 0f 00 $REPLY 00 00 00 $REPLY 00 00 00 $REPLY 02 00 05 $TICKDUE $REPLY 00 00 00"
+seed sub-refused-release  21 40 "$H3 $ACQ 12 00 $BUSY $REPLY 0f 00 $REPLY 02 0a 00 $TICKDUE $REPLY 02 00 05 $HANDOFF 01 05 $REPLY 00 00"
+seed sub-wrong-reply      21 40 "$REPLY 00 00 $REPLY 1f 00 $CONNECT $REPLY 00 00 $REPLY 27 00 $CONNECT $H3 $ACQ 01 00 $TAKEN"
+seed unsub-refused        21 40 "$H3 $ACQ 12 00 $WAIT $HANDOFF 01 05 $REPLY 00 00 $ACQ 52 00 $WAIT $HANDOFF 01 05 $REPLY 00 00 $REPLY 0f 00 $REL 00 $REL 01"
+
 echo "make-corpus-session.sh: $n files in fuzz/$out"

@@ -98,6 +98,9 @@ struct rlk_client {
      * side_channel set: wanted (opened again after a failure). */
     rlk_conn *side;
     char *side_channel;
+    /* Why a RESP2 wait re-checks instead: its listener's SUBSCRIBE was
+     * refused (rlk_client_wait_note; "": it was not). */
+    char side_note[320];
     rlk_conn_info info;
     char err[600];
 };
@@ -280,7 +283,9 @@ static void side_drop(rlk_client *cl)
 }
 
 /* Connects the listener and subscribes it (blocking, within the
- * connect timeout): RLK_OK or the failure (no listener then). */
+ * connect timeout): RLK_OK or the failure (no listener then).  A
+ * SUBSCRIBE refused (RLK_ERR_SERVER: an ACL without the channels) is
+ * said in side_note. */
 static int side_open(rlk_client *cl)
 {
     rlk_conn_config cc = cl->cfg.conn;
@@ -295,8 +300,15 @@ static int side_open(rlk_client *cl)
     int r = rlk_conn_connect(cl->side);
     if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, h, strlen(h));
     if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, cl->side_channel, strlen(cl->side_channel));
+    if (r == RLK_OK) cl->side_note[0] = '\0';
     if (r != RLK_OK) {
         cl_fail(cl, r, "wait: subscribe: %s", rlk_conn_errmsg(cl->side));
+        if (r == RLK_ERR_SERVER) {
+            const char *why = rlk_conn_errmsg(cl->side);
+            if (strncmp(why, "SUBSCRIBE: ", 11) == 0) why += 11;
+            snprintf(cl->side_note, sizeof cl->side_note,
+                     "SUBSCRIBE refused (%.200s): waits re-check the lock, not in line", why);
+        }
         side_drop(cl);
     }
     return r;
@@ -328,7 +340,9 @@ static void side_end(rlk_client *cl)
  */
 static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
 {
-    if (cl->side_channel && !cl->side) side_open(cl);
+    /* Opened again after a failure; refused (the user lost the
+     * channels), the wait goes on without it: its waiters re-check. */
+    if (cl->side_channel && !cl->side && side_open(cl) == RLK_ERR_SERVER) side_end(cl);
     if (wake_fd < 0 && !cl->side) return rlk__driver_turn_alone(cl->d, until);
     struct pollfd p[3];
     int64_t wake;
@@ -605,6 +619,15 @@ const rlk_conn_info *rlk_client_info(rlk_client *cl)
     }
     leave(cl);
     return out;
+}
+
+const char *rlk_client_wait_note(rlk_client *cl)
+{
+    enter(cl);
+    const char *n = rlk_session_wait_note(cl->d->s);
+    if (!n && cl->side_note[0]) n = cl->side_note;
+    leave(cl);
+    return n;
 }
 
 uint64_t rlk_client_generation(rlk_client *cl)

@@ -505,6 +505,13 @@ const char *rlk_client_errmsg(const rlk_client *cl);
  * call on the client.  The owner's thread. */
 const rlk_conn_info *rlk_client_info(rlk_client *cl);
 
+/* NULL while the client's waits wait in line (see rlk_lock_acquire), or
+ * before anything says otherwise; else why they re-check instead: the
+ * server refused a SUBSCRIBE on the lock connection (RESP3, see
+ * rlk_session_wait_note) or on a RESP2 wait's own.  Valid until the
+ * next call on the client.  The owner's thread. */
+const char *rlk_client_wait_note(rlk_client *cl);
+
 /* How many connections the client has made so far (0 before the first;
  * one more after each reconnect).  The owner's thread. */
 uint64_t rlk_client_generation(rlk_client *cl);
@@ -608,7 +615,10 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * the queue in the first try, without subscribing again; their messages
  * outside a wait are dropped.  Under RESP2, when the first try finds
  * the lock busy, a second connection is opened for the wait (subscribed
- * to both channels) and closed after it.  A reentrant lock acquired again by the same
+ * to both channels) and closed after it.  Where the server refuses the
+ * SUBSCRIBE (an ACL user without the channels, which is Redis 7's
+ * default for new users), the wait is not in line and tries again at
+ * each re-check instead (rlk_client_wait_note says so).  A reentrant lock acquired again by the same
  * client and thread counts one more hold (and keeps its fencing token).
  * A try that fails with the connection (the server restarted, closed it
  * while idle, or the reply was lost) is sent again on a new connection,
@@ -797,10 +807,11 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * rlk_session_acquire), and held ones can be extended
  * (rlk_session_extend).  A
  * waiter wakes on the release message and takes a handoff under RESP3;
- * under RESP2 (one connection cannot both subscribe and send) it tries
- * again every recheck_ms (and when the holder's TTL runs out), and a
- * release hands nothing to it (the line skips waiters nobody listens
- * for).  Held locks with a watchdog are renewed in rounds, one pipeline
+ * under RESP2 (one connection cannot both subscribe and send), and
+ * where the server refused its SUBSCRIBE (rlk_session_wait_note), it
+ * tries again every recheck_ms (and when the holder's TTL runs out),
+ * and a release hands nothing to it (the line skips waiters nobody
+ * listens for).  Held locks with a watchdog are renewed in rounds, one pipeline
  * of script calls per round.
  *
  * Results come as events (rlk_session_config.cb), called from within
@@ -818,7 +829,9 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
  * then the lock is reported LOST and the connection given up): the
  * call returns RLK_ERR_TIMEOUT, as it returns RLK_ERR_PROTO for bytes
  * that are not RESP or that read as the reply of a request not yet
- * consumed (sent) from the output, and RLK_ERR_LIMIT past the input bound.  After a
+ * consumed (sent) from the output, or as no answer to the request whose
+ * reply is next (a type it never gets, a confirmation of another
+ * channel than its SUBSCRIBE's), and RLK_ERR_LIMIT past the input bound.  After a
  * failure the caller closes the socket and calls rlk_session_closed:
  * an acquire under way is tried again after the next handshake, as the
  * blocking client does, while its own deadline allows (wait_ms plus one
@@ -927,6 +940,16 @@ int rlk_session_ready(const rlk_session *s);
 
 /* The reason of the last failure ("" if none). */
 const char *rlk_session_errmsg(const rlk_session *s);
+
+/* NULL while waits on this connection wait in line as above (or before
+ * it is known); else why they do not: the server refused a SUBSCRIBE
+ * (an ACL user without channel permission, which is Redis 7's default
+ * for new users, acl-pubsub-default resetchannels; or without the
+ * SUBSCRIBE command), and its waiters then try again at each re-check
+ * (every recheck_ms, and when the holder's TTL runs out): not in line
+ * when the handoff channel was refused, in line but not woken by
+ * releases when a release channel was.  Until the next connection. */
+const char *rlk_session_wait_note(const rlk_session *s);
 
 /* Starts taking the lock NAME with o (NULL: the defaults; on_lost is not
  * used: RLK_SEV_LOST is).  Before the handshake is done the acquire waits

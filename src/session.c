@@ -47,7 +47,16 @@ enum {
     Q_CALL,                               /* a call without a handle */
     Q_RENEW,                              /* one request of the round */
     Q_IGNORE,                             /* a release nobody waits for */
-    Q_LOAD                                /* FUNCTION LOAD of the library */
+    Q_LOAD,                               /* FUNCTION LOAD of the library */
+    Q_SUB, Q_UNSUB                        /* (UN)SUBSCRIBE of one channel (RESP3):
+                                             answered by a push naming it, in
+                                             the reply's place, or an error */
+};
+
+/* What a connection may not subscribe to (rlk_session.nosub). */
+enum {
+    NOSUB_HANDOFF = 1,   /* its handoff channel: its waiters poll, not in line */
+    NOSUB_RELEASE = 2    /* a release channel: in line, woken by re-checks */
 };
 
 /* A handle's states. */
@@ -81,7 +90,10 @@ typedef struct sreq {
     unsigned char kind;
     unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
     unsigned char fcall; /* sent as FCALL */
-    char mode;           /* Q_ACQ's */
+    char mode;           /* Q_ACQ's; Q_SUB's: 'h' the handoff channel, 'r' a
+                            release channel */
+    uint64_t chan;       /* Q_SUB's, Q_UNSUB's: the channel's hash (its
+                            confirmation must name it) */
     rlk_session_lock *l;
     scall *call;         /* Q_CALL's */
     int64_t deadline;    /* -1: none */
@@ -179,6 +191,10 @@ struct rlk_session {
      * client holding many locks does not walk them at every turn. */
     int64_t dl_cache;
     int dl_valid;
+    /* NOSUB_*: SUBSCRIBEs this connection's user was refused (an ACL
+     * without the channel), and why (rlk_session_wait_note; "": none). */
+    int nosub;
+    char note[320];
     char err[256];
 };
 
@@ -350,19 +366,19 @@ static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadl
     return RLK_OK;
 }
 
-/* Appends a command to the output and its place in the queue (kind
- * -1: no reply is owed, a RESP3 SUBSCRIBE's).  All or nothing. */
+/* Appends a command to the output and its place in the queue.  All or
+ * nothing. */
 static int send_cmd(rlk_session *s, int kind, rlk_session_lock *l, int eval, char mode,
                     int64_t deadline, int argc, const char *const *argv, const size_t *lens)
 {
     size_t was = s->out.len;
     int r = rlk_resp_append_command(&s->out, argc, argv, lens);
     if (r != RLK_OK) return broken(s, r, "out of memory");
-    if (kind >= 0 && push_req(s, kind, l, deadline, eval, mode) != RLK_OK) {
+    if (push_req(s, kind, l, deadline, eval, mode) != RLK_OK) {
         s->out.len = was;
         return broken(s, RLK_ERR_NOMEM, "out of memory");
     }
-    if (kind >= 0) s->q[s->qtail - 1].out_end = s->consumed + s->out.len;
+    s->q[s->qtail - 1].out_end = s->consumed + s->out.len;
     return RLK_OK;
 }
 
@@ -533,8 +549,28 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
                        r ? 4 : 3, r ? 8 : 4 + flag, r ? reentrant : simple, NULL);
 }
 
-/* RESP3: the release channel of a lock waited for (no reply is owed: the
- * confirmation is a push).  Left when no other handle waits for it. */
+/* FNV-1a: a channel as its (UN)SUBSCRIBE's place in the queue keeps it. */
+static uint64_t chan_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3: its answer takes a
+ * place in the queue like any reply (the server's confirmation, a push,
+ * comes in the reply's place; a refusal is an error reply). */
+static int send_sub(rlk_session *s, int on, const char *ch)
+{
+    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", ch};
+    int r = send_cmd(s, on ? Q_SUB : Q_UNSUB, NULL, 0, ch == s->handoff ? 'h' : 'r',
+                     reply_deadline(s), 2, argv, NULL);
+    if (r == RLK_OK) s->q[s->qtail - 1].chan = chan_hash(ch, strlen(ch));
+    return r;
+}
+
+/* RESP3: the release channel of a lock waited for.  Left when no other
+ * handle waits for it. */
 static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 {
     if (!s->resp3) {
@@ -563,8 +599,7 @@ static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
         if (k) {
             int r = RLK_OK;
             if (s->kept) {
-                const char *un[2] = {"UNSUBSCRIBE", s->kept};
-                r = send_cmd(s, -1, NULL, 0, 0, -1, 2, un, NULL);
+                r = send_sub(s, 0, s->kept);
                 rlk__free(s->kept);
             }
             memcpy(k, ch, n);
@@ -572,8 +607,7 @@ static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
             return r;
         }
     }
-    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", ch};
-    return send_cmd(s, -1, NULL, 0, 0, -1, 2, argv, NULL);
+    return send_sub(s, on, ch);
 }
 
 /* ------------------------------------------------------------------ */
@@ -650,11 +684,19 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
         l->mode = 'q';
         return send_try(s, l, 0);
     }
-    if ((s->resp3 || s->listener) && !l->subscribed) {
+    if ((s->resp3 || s->listener) && !l->subscribed && l->mode != 'w' &&
+        !(s->nosub & NOSUB_HANDOFF)) {
         /* Subscribed first, then in line: a release in between is not
-         * missed, and a handoff finds a listener. */
-        int r = subscribe(s, l, 1);
-        if (r != RLK_OK) return r;
+         * missed, and a handoff finds a listener.  Where the release
+         * channel was refused, in line all the same (the handoff
+         * channel is heard), woken by the re-checks instead.  Where the
+         * handoff channel was refused, not in line, where nobody would
+         * hear its handoff: the waiter polls, as under RESP2 without a
+         * listener. */
+        if (!(s->nosub & NOSUB_RELEASE)) {
+            int r = subscribe(s, l, 1);
+            if (r != RLK_OK) return r;
+        }
         l->mode = 'w';
         return send_try(s, l, 0);
     }
@@ -900,6 +942,7 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now)
 }
 
 const rlk_conn_info *rlk__session_info(const rlk_session *s) { return &s->info; }
+const char *rlk_session_wait_note(const rlk_session *s) { return s->note[0] ? s->note : NULL; }
 const char *rlk__session_handoff_channel(const rlk_session *s) { return s->handoff; }
 void rlk__session_set_listener(rlk_session *s, int on) { s->listener = on; }
 size_t rlk__session_buffered(const rlk_session *s) { return s->in.len; }
@@ -946,8 +989,7 @@ static int handshake_step(rlk_session *s)
 {
     if (--s->hs_left > 0) return RLK_OK;
     if (s->resp3) {
-        const char *argv[2] = {"SUBSCRIBE", s->handoff};
-        int r = send_cmd(s, -1, NULL, 0, 0, -1, 2, argv, NULL);
+        int r = send_sub(s, 1, s->handoff);
         if (r != RLK_OK) return r;
     }
     s->ready = 1;
@@ -1278,18 +1320,86 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
     return RLK_OK;
 }
 
+/* A (un)subscription's confirmation: a push ["subscribe", channel,
+ * count] (or "unsubscribe"), which comes in the reply's place. */
+static int is_sub_push(const rlk_resp_value *v)
+{
+    const rlk_resp_value *k = rlk_resp_value_at(v, 0);
+    return v->type == RLK_RESP_PUSH &&
+           (rlk__str_is(k, "subscribe", 9) || rlk__str_is(k, "unsubscribe", 11));
+}
+
+/* Whether v can answer q: its confirmation naming its channel for an
+ * (UN)SUBSCRIBE, an error for anything, else a reply of the type the
+ * command or script gives.  Any other is a reply out of step (the
+ * server's, or a proxy's), which must break the connection, never be
+ * read as the answer to another request. */
+static int fits(const sreq *q, const rlk_resp_value *v)
+{
+    int t = v->type;
+    if (q->kind == Q_SUB || q->kind == Q_UNSUB) {
+        if (rlk__is_error(v)) return 1;
+        const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
+        return is_sub_push(v) &&
+               rlk__str_is(rlk_resp_value_at(v, 0), q->kind == Q_SUB ? "subscribe" : "unsubscribe",
+                           q->kind == Q_SUB ? 9 : 11) &&
+               ch && (ch->type == RLK_RESP_BULK || ch->type == RLK_RESP_SIMPLE) &&
+               chan_hash(ch->str, ch->len) == q->chan;
+    }
+    if (t == RLK_RESP_PUSH) return 0;
+    if (rlk__is_error(v)) return 1;
+    switch (q->kind) {
+    case Q_HELLO: return t == RLK_RESP_MAP || t == RLK_RESP_ARRAY;
+    case Q_AUTH: case Q_SETNAME: case Q_SELECT: return t == RLK_RESP_SIMPLE;
+    case Q_SET: return t == RLK_RESP_SIMPLE || t == RLK_RESP_NULL;
+    case Q_TIME: case Q_ACQ: case Q_RENEW: return t == RLK_RESP_ARRAY;
+    case Q_LOAD: return t == RLK_RESP_BULK || t == RLK_RESP_SIMPLE || t == RLK_RESP_VERBATIM;
+    case Q_CALL: return t == (q->call->which == SC_STATUS ? RLK_RESP_ARRAY : RLK_RESP_INTEGER);
+    default: return t == RLK_RESP_INTEGER; /* release, extend, confirmation */
+    }
+}
+
+/* The answer to a SUBSCRIBE or UNSUBSCRIBE of q.  A SUBSCRIBE refused
+ * (an ACL user without the channel: Redis 7's default for new users, or
+ * without the command) is remembered for the connection, and its
+ * waiters re-check instead (see busy); a refused UNSUBSCRIBE leaves a
+ * channel whose messages no waiter needs. */
+static int on_sub(rlk_session *s, const sreq *q, const rlk_resp_value *v)
+{
+    if (q->kind == Q_UNSUB || !rlk__is_error(v)) return RLK_OK;
+    if (q->mode == 'h') {
+        s->nosub |= NOSUB_HANDOFF;
+        snprintf(s->note, sizeof s->note,
+                 "SUBSCRIBE refused (%.*s): waits re-check the lock, not in line", errlen(v), v->str);
+        return RLK_OK;
+    }
+    s->nosub |= NOSUB_RELEASE;
+    if (!(s->nosub & NOSUB_HANDOFF))
+        snprintf(s->note, sizeof s->note,
+                 "SUBSCRIBE refused (%.*s): waits are not woken by releases, they re-check the lock",
+                 errlen(v), v->str);
+    for (rlk_session_lock *h = s->head; h; h = h->next) {
+        const char *ch = key(h, RLK__K_CHANNEL);
+        if (h->subscribed && chan_hash(ch, strlen(ch)) == q->chan) h->subscribed = 0;
+    }
+    return RLK_OK;
+}
+
 static int on_reply(rlk_session *s, const rlk_resp_value *v)
 {
-    if (v->type == RLK_RESP_PUSH) return on_push(s, v);
+    if (v->type == RLK_RESP_PUSH && !is_sub_push(v)) return on_push(s, v);
     if (s->qhead == s->qtail) return broken(s, RLK_ERR_PROTO, "a reply to no request");
     /* A server answers what it received: bytes that read as the reply
      * of a request still in the output are not its reply. */
     if (s->q[s->qhead].out_end > s->consumed)
         return broken(s, RLK_ERR_PROTO, "a reply to a request not sent yet");
+    if (!fits(&s->q[s->qhead], v))
+        return broken(s, RLK_ERR_PROTO, "a reply ('%c') that cannot answer its request", (char)v->type);
     sreq q = s->q[s->qhead++];
     rlk_session_lock *l = q.l;
     if (l) l->inflight--;
     if (q.kind <= Q_SELECT) return on_handshake(s, &q, v);
+    if (q.kind == Q_SUB || q.kind == Q_UNSUB) return on_sub(s, &q, v);
     if (q.kind == Q_LOAD) {
         /* Refused (an ACL, a server that has no FUNCTION after all):
          * EVALSHA for the rest of the connection. */
@@ -1465,6 +1575,8 @@ int rlk_session_connected(rlk_session *s, int64_t now)
     s->hs_left = 0;
     s->fcall = s->loading = 0;
     s->rechecked = 0;
+    s->nosub = 0;
+    s->note[0] = '\0';
     memset(&s->info, 0, sizeof s->info);
     s->info.client_id = -1;
     s->info.db = s->cfg.db;

@@ -343,6 +343,37 @@ else
   bad "could not start redis-server without HELLO"
 fi
 
+# ------------------------------------------ a user without channel permission
+# A user made the Redis 7 way (acl-pubsub-default resetchannels): it may
+# not subscribe, nor publish.  Its acquire gets no error and shifts no
+# reply: busy is 1, leaving the holder's lock as it was and nothing of
+# its own; free, it takes and releases the lock; a wait re-checks, and
+# -v says so.  One that may not run SUBSCRIBE, likewise.
+R ACL SETUSER lk-nochan on '>pw' '~*' '+@all' >/dev/null
+R ACL SETUSER lk-nosub on '>pw' '~*' '&*' '+@all' -subscribe >/dev/null
+# ucheck: check as $user (its password from the environment, unwarned).
+ucheck() { REDISCLI_AUTH=pw check "$@"; }
+for user in lk-nochan lk-nosub; do
+  R SET acl-held someone PX 60000 >/dev/null
+  ucheck "$user: acquire -n on a held lock: 1" 1 '' '' -- -u "$url" --user "$user" acquire -n acl-held
+  expect_eq "$user: acquire -n on a held lock: nothing on stderr" "$(grep -v '^==' "$work/err")" ""
+  expect_eq "$user: acquire -n on a held lock: the holder's lock is intact" "$(R GET acl-held)" someone
+  expect_eq "$user: acquire -n on a held lock: nothing else written" "$(R KEYS '*acl-held*')" acl-held
+  ucheck "$user: -v acquire -n on a held lock: 1" 1 '' '' -- -v -u "$url" --user "$user" acquire -n acl-held
+  expect_match "$user: -v says the waits re-check" "$(cat "$work/err")" "SUBSCRIBE refused \\(NOPERM .*\\): waits re-check"
+  ucheck "$user: acquire -n on a free lock: 0" 0 '^[0-9a-f]{32} [0-9]+$' '' -- -u "$url" --user "$user" acquire -n acl-free
+  read -r utok _ <"$work/out"
+  expect_eq "$user: acquire -n on a free lock: held by its token" "$(R GET acl-free)" "$utok"
+  ucheck "$user: release: 0" 0 '' '' -- -u "$url" --user "$user" release acl-free "$utok"
+  expect_eq "$user: release: the key is gone" "$(R EXISTS acl-free)" 0
+  R SET acl-wait someone PX 700 >/dev/null
+  ucheck "$user: run -w 10s on a lock held for 700 ms: 0" 0 '^ran$' '' -- -u "$url" --user "$user" run -w 10s acl-wait -- echo ran
+  expect_eq "$user: run: released after the command" "$(R EXISTS acl-wait)" 0
+  expect_eq "$user: run: nobody in line" "$(R EXISTS '{acl-wait}:queue')" 0
+  R DEL acl-held >/dev/null
+done
+R ACL DELUSER lk-nochan lk-nosub >/dev/null
+
 # ---------------------------------------- SCRIPT FLUSH and FUNCTION FLUSH
 acq=$($RLK_WRAP "$bin" -u "$url" acquire sf -t 30s); read -r tok _ <<<"$acq"
 R SCRIPT FLUSH >/dev/null; R FUNCTION FLUSH >/dev/null

@@ -482,6 +482,18 @@ static int sess_feed(rlk_session *s, const char *bytes, int64_t now)
     return r;
 }
 
+/* HELLO's reply (RESP3), then the confirmation of the SUBSCRIBE the
+ * handshake ends with, as a server sends it. */
+static int sess_hello(rlk_session *s, const char *hello, int64_t now)
+{
+    char sub[128];
+    const char *ch = rlk__session_handoff_channel(s);
+    int r = sess_feed(s, hello, now);
+    snprintf(sub, sizeof sub, ">3\r\n$9\r\nsubscribe\r\n$%zu\r\n%s\r\n:1\r\n", strlen(ch), ch);
+    if (r == RLK_OK) r = sess_feed(s, sub, now);
+    return r;
+}
+
 static int sc_session(const char **msg)
 {
     sess_acquired = sess_released = 0;
@@ -495,7 +507,7 @@ static int sc_session(const char **msg)
     rlk_session *s = rlk_session_new(&c);
     if (!s) return RLK_ERR_NOMEM;
     int r = rlk_session_connected(s, 1000);
-    if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    if (r == RLK_OK) r = sess_hello(s, "%1\r\n+server\r\n+redis\r\n", 1000);
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 3000;
@@ -513,7 +525,7 @@ static int sc_session(const char **msg)
         const char *out;
         rlk_session_closed(s, 2001);
         r = rlk_session_connected(s, 2001);
-        if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 2001);
+        if (r == RLK_OK) r = sess_hello(s, "%1\r\n+server\r\n+redis\r\n", 2001);
         if (r == RLK_OK) r = rlk_session_tick(s, 2002);
         size_t n = rlk_session_output(s, &out);
         CHECK_MSG(r == RLK_OK && memmem(out, n, "EVALSHA", 7) != NULL,
@@ -543,7 +555,7 @@ static rlk_session *sess_ready(rlk_session_cb cb, int *r)
     rlk_session *s = rlk_session_new(&c);
     if (!s) return NULL;
     *r = rlk_session_connected(s, 1000);
-    if (*r == RLK_OK) *r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1000);
+    if (*r == RLK_OK) *r = sess_hello(s, "%1\r\n+server\r\n+redis\r\n", 1000);
     return s;
 }
 
@@ -577,7 +589,7 @@ static int sc_session_round(const char **msg)
         const char *out;
         rlk_session_closed(s, 2001);
         r = rlk_session_connected(s, 2001);
-        if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 2001);
+        if (r == RLK_OK) r = sess_hello(s, "%1\r\n+server\r\n+redis\r\n", 2001);
         if (r == RLK_OK) r = rlk_session_tick(s, 2002);
         size_t n = rlk_session_output(s, &out);
         CHECK_MSG(r == RLK_OK && memmem(out, n, "EVALSHA", 7) != NULL,
@@ -697,7 +709,7 @@ static int sc_session_resend(const char **msg)
         rlk_session_consume(s, (size_t)-1);
         rlk_session_closed(s, 1100);
         if (r == RLK_OK) r = rlk_session_connected(s, 1200);
-        if (r == RLK_OK) r = sess_feed(s, "%1\r\n+server\r\n+redis\r\n", 1200);
+        if (r == RLK_OK) r = sess_hello(s, "%1\r\n+server\r\n+redis\r\n", 1200);
         if (r == RLK_OK)
             r = sess_feed(s, round == 0 ? "*4\r\n:1\r\n:1700000000000005\r\n:1\r\n:1\r\n" : ":1\r\n", 1210);
         if (r == RLK_OK && (round == 0 ? sess_acquired : sess_released) != 1) r = RLK_ERR_PROTO;
@@ -728,8 +740,7 @@ static int sc_session_fcall(const char **msg)
     if (!s) return RLK_ERR_NOMEM;
     int r = rlk_session_connected(s, 1000);
     if (r == RLK_OK)
-        r = sess_feed(s, "%2\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n"
-                         ">3\r\n+subscribe\r\n+x\r\n:1\r\n", 1000);
+        r = sess_hello(s, "%2\r\n+server\r\n+redis\r\n+version\r\n+7.0.15\r\n", 1000);
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 3000;

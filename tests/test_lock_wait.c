@@ -23,6 +23,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 /* Fences grow (by the server's clock, not by one). */
 #define CHECK_FENCE_AFTER(f, prev)                                                            \
@@ -49,6 +50,7 @@ static void test_wait_zero_is_one_try(void)
     CHECK_EQ_INT(stat_calls(admin, "set"), 1);
     CHECK_EQ_INT(stat_calls(admin, SCRIPT_CALLS), 0);
     CHECK_EQ_INT(stat_calls(admin, "subscribe"), 0);
+    CHECK(rlk_client_wait_note(b) == NULL); /* the handoff channel was not refused */
     rlk_lock_release(l);
 out:
     rlk_client_free(a);
@@ -1172,6 +1174,217 @@ static void test_handoff_reentrant_waiter_simple_holder(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Users without channel permission                                    */
+
+/* ACL users of the shared server (password "pw"): one made the Redis 7
+ * way (acl-pubsub-default resetchannels: no channel at all), and one
+ * that may not run SUBSCRIBE. */
+#define NOCHAN "lw-nochan"
+#define NOSUB "lw-nosub"
+
+static void make_users(void)
+{
+    CMD(admin, "ACL", "DELUSER", NOCHAN, NOSUB);
+    CMD(admin, "ACL", "SETUSER", NOCHAN, "on", ">pw", "~*", "+@all");
+    CMD(admin, "ACL", "SETUSER", NOSUB, "on", ">pw", "~*", "&*", "+@all", "-subscribe");
+}
+
+static rlk_client *user_client(const char *user, int protocol, int64_t recheck_ms)
+{
+    char url[128];
+    snprintf(url, sizeof url, "redis://%s:pw@127.0.0.1:%d", user, srv->port);
+    return CLIENT_EX(url, protocol, recheck_ms, NULL);
+}
+
+/* The holder *la releases, and the waiter w gets the lock and releases
+ * it: nothing is left of name. */
+static void release_to(rlk_lock **la, struct waiter *w, int *joined, const char *name)
+{
+    if (hand_over(la, w, joined)) {
+        CHECK_EQ_INT(rlk_lock_release(w->l), RLK_OK);
+        w->l = NULL;
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+}
+
+/* A waiter whose SUBSCRIBE the server refuses (under RESP3 on its one
+ * connection, under RESP2 on the wait's own) still gets the lock once
+ * the holder releases it, within its wait: it re-checks, and is not in
+ * line, where nobody would hear its handoff. */
+static void wait_without_channels(const char *user, int protocol)
+{
+    char name[48], queue[64];
+    rlk_client *a = CLIENT(), *c = user_client(user, protocol, 200);
+    struct waiter w;
+    int joined = 0, started = 0;
+    const char *note;
+    rlk_lock *la = NULL;
+    snprintf(name, sizeof name, "nochan-wait-%s-%d", user, protocol);
+    HO_KEY(queue, name, "queue");
+    if (!a || !c) goto out;
+    CMD(admin, "DEL", name, queue);
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    reset_stats(admin);
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    /* Its first try and a re-check, then the release. */
+    CHECK(wait_calls(admin, "set", 3, LONG_MS));
+    CHECK_MSG(!waiter_done(&w), "the waiter returned: %d %s", w.rc, w.err);
+    CHECK_EQ_INT(CMD_INT(admin, "LLEN", queue), 0);
+    release_to(&la, &w, &joined, name);
+    /* Said, for a -v to print. */
+    note = rlk_client_wait_note(c);
+    CHECK_MSG(note && ts_contains(note, "SUBSCRIBE refused (NOPERM") && ts_contains(note, "re-check"),
+              "note: %s", note ? note : "(none)");
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
+static void test_wait_without_channels_resp3(void)
+{
+    make_users();
+    wait_without_channels(NOCHAN, 3);
+    wait_without_channels(NOSUB, 3);
+}
+
+static void test_wait_without_channels_resp2(void)
+{
+    make_users();
+    wait_without_channels(NOCHAN, 2);
+    wait_without_channels(NOSUB, 2);
+}
+
+/* A user given only the channels the lock uses waits in line, and is
+ * handed the lock by the release, under RESP3 and RESP2. */
+static void test_wait_with_lock_channels(void)
+{
+    const char *user = "lw-lockchans";
+    CMD(admin, "ACL", "DELUSER", user);
+    CMD(admin, "ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "&resplock:handoff:*",
+        "&redisson_lock__channel:*");
+    for (int protocol = 3; protocol >= 2; protocol--) {
+        char name[32];
+        rlk_client *a = CLIENT(), *c = user_client(user, protocol, 10000);
+        struct waiter w;
+        int joined = 0, started = 0;
+        rlk_lock *la = NULL;
+        snprintf(name, sizeof name, "lockchans-%d", protocol);
+        if (!a || !c) goto next;
+        CMD(admin, "DEL", name);
+        la = ACQ(a, name, 30000);
+        if (!la) goto next;
+        if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto next;
+        started = 1;
+        if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto next;
+        /* Handed over by the release (its re-check is 10 s away). */
+        if (hand_over(&la, &w, &joined)) CHECK(rlk_client_wait_note(c) == NULL);
+    next:
+        if (la) rlk_lock_release(la);
+        waiters_end(&w, &joined, started);
+        CMD(admin, "DEL", name);
+        rlk_client_free(a);
+        rlk_client_free(c);
+    }
+    CMD(admin, "ACL", "DELUSER", user);
+}
+
+/* Connections the shared server has accepted so far. */
+static long long connections_received(void)
+{
+    rlk_resp_value *v = CMD(admin, "INFO", "stats");
+    const char *p = v && v->str ? strstr(v->str, "total_connections_received:") : NULL;
+    return p ? strtoll(p + 27, NULL, 10) : -1;
+}
+
+/* A RESP2 wait whose listener the server drops because its user lost
+ * the channels (Redis 7 disconnects the subscribers an ACL change no
+ * longer permits): opened again and refused, the wait goes on by its
+ * re-checks, without a connection opened at every turn, and gets the
+ * lock once the holder releases it. */
+static void test_wait_listener_refused_later(void)
+{
+    const char *name = "nochan-later", *user = "lw-chan";
+    rlk_client *a = CLIENT(), *c;
+    struct waiter w;
+    int joined = 0, started = 0;
+    long long conns, more;
+    rlk_lock *la = NULL;
+    CMD(admin, "ACL", "DELUSER", user);
+    CMD(admin, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all");
+    c = user_client(user, 2, 200);
+    if (!a || !c) goto out;
+    CMD(admin, "DEL", name);
+    la = ACQ(a, name, 30000);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    reset_stats(admin); /* resets the connections counted too */
+    conns = connections_received();
+    CMD(admin, "ACL", "SETUSER", user, "resetchannels");
+    CHECK(wait_calls(admin, SCRIPT_CALLS, 4, LONG_MS));
+    more = connections_received() - conns;
+    CHECK_MSG(more >= 1 && more <= 2, "%lld connections opened over 4 re-checks", more);
+    CHECK_MSG(!waiter_done(&w), "the waiter returned: %d %s", w.rc, w.err);
+    release_to(&la, &w, &joined, name);
+    CHECK(rlk_client_wait_note(c) != NULL);
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(a);
+    rlk_client_free(c);
+    CMD(admin, "ACL", "DELUSER", user);
+}
+
+/* A holder that may not publish (no channel): its releases free the
+ * lock and say so, a reentrant lock's (whose release publishes "0") and
+ * a simple lock's with a waiter in line (whose release would hand it
+ * over with a message): the waiter, whom the release cannot tell, takes
+ * the lock at its next re-check, within its wait. */
+static void release_without_channels(int protocol)
+{
+    char name[48];
+    rlk_client *h = user_client(NOCHAN, protocol, 0), *c = CLIENT_EX(srv_url, 0, 200, NULL);
+    struct waiter w;
+    int joined = 0, started = 0, rc;
+    rlk_lock *la = NULL;
+    if (!h || !c) goto out;
+    snprintf(name, sizeof name, "nochan-rel-r-%d", protocol);
+    CMD(admin, "DEL", name);
+    la = ACQ_R(h, name, 30000);
+    if (!la) goto out;
+    rc = rlk_lock_release(la);
+    la = NULL;
+    CHECK_MSG(rc == RLK_OK, "reentrant release: %d %s", rc, rlk_client_errmsg(h));
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+
+    snprintf(name, sizeof name, "nochan-rel-s-%d", protocol);
+    CMD(admin, "DEL", name);
+    la = ACQ(h, name, 30000);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 10000, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    release_to(&la, &w, &joined, name);
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    rlk_client_free(h);
+    rlk_client_free(c);
+}
+
+static void test_release_without_channels(void)
+{
+    make_users();
+    release_without_channels(2);
+    release_without_channels(3);
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -1203,6 +1416,11 @@ int main(int argc, char **argv)
     RUN(test_reentrant_again_after_wait_resp2);
     RUN(test_handoff_simple_waiter_reentrant_holder);
     RUN(test_handoff_reentrant_waiter_simple_holder);
+    RUN(test_wait_without_channels_resp3);
+    RUN(test_wait_without_channels_resp2);
+    RUN(test_wait_listener_refused_later);
+    RUN(test_wait_with_lock_channels);
+    RUN(test_release_without_channels);
 
     return locktest_finish(t0);
 }

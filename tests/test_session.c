@@ -13,6 +13,7 @@
 #include "server.h"
 #include "conntest.h"
 #include "locktest.h"
+#include "internal.h"
 #include "lua.h"
 #include "resplock.h"
 #include "session_internal.h"
@@ -83,7 +84,9 @@ static const ev *find(const drv *d, rlk_session_event e, const rlk_session_lock 
     return NULL;
 }
 
-static void drv_init(drv *d, int protocol, int64_t recheck_ms)
+/* A session as user (password "pw"; NULL: the default user), speaking
+ * protocol, re-checking every recheck_ms. */
+static void drv_init_as(drv *d, int protocol, int64_t recheck_ms, const char *user)
 {
     memset(d, 0, sizeof *d);
     d->fd = -1;
@@ -93,12 +96,19 @@ static void drv_init(drv *d, int protocol, int64_t recheck_ms)
     rlk_session_config cfg;
     rlk_session_config_init(&cfg);
     cfg.protocol = protocol;
+    cfg.username = user;
+    cfg.password = user ? "pw" : NULL;
     cfg.command_timeout_ms = 2000;
     cfg.timing = &timing;
     cfg.cb = on_event;
     cfg.ctx = d;
     d->s = rlk_session_new(&cfg);
     CHECK(d->s != NULL);
+}
+
+static void drv_init(drv *d, int protocol, int64_t recheck_ms)
+{
+    drv_init_as(d, protocol, recheck_ms, NULL);
 }
 
 /* A blocking connect is fine here: the test is the event loop's owner;
@@ -887,6 +897,102 @@ static void test_fcall_refused(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Users who may not subscribe                                          */
+
+/* Whether the server holds the reentrant lock name for holder. */
+static int held_for(const char *name, const char *holder)
+{
+    return CMD_INT(adm, "HEXISTS", name, holder) == 1;
+}
+
+/* Three reentrant acquires queued before the handshake by a user whose
+ * SUBSCRIBE the server refuses (an error reply where a confirmation
+ * would come), one of them of a lock another holder has: each is
+ * reported as the server holds it (no ACQUIRED for the other's lock,
+ * nothing held on the server unreported, the connection never out of
+ * step); the wait for the other's lock takes it by re-checking once the
+ * other lets it go, within its wait; nothing is left once released. */
+static void no_subscribe_as(const char *user)
+{
+    static const char *const names[3] = {"sess:acl:a", "sess:acl:b", "sess:acl:c"};
+    rlk_session_lock *l[3];
+    drv d;
+    drv_init_as(&d, 0, 200, user);
+    CMD(adm, "DEL", names[0], names[1], names[2]);
+    CMD(adm, "HSET", names[0], "other:1", "1");
+    CMD(adm, "PEXPIRE", names[0], "30000");
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.kind = RLK_LOCK_REENTRANT;
+    o.ttl_ms = 10000;
+    d.now = ts_now_ms();
+    for (int i = 0; i < 3; i++) {
+        o.wait_ms = i == 0 ? 8000 : 0;
+        l[i] = rlk_session_acquire(d.s, names[i], &o, &d, d.now);
+        if (!CHECK(l[i] != NULL)) goto out;
+    }
+    drv_connect(&d, srv);
+    RUN_UNTIL(d.fd < 0 || d.nev >= 3, 5000, &d);
+    CHECK_MSG(d.fd >= 0, "the session broke: %s", rlk_session_errmsg(d.s));
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l[0]) == NULL && find(&d, RLK_SEV_NOT_ACQUIRED, l[0]) == NULL);
+    CHECK(!held_for(names[0], rlk_session_lock_token(l[0])));
+    for (int i = 1; i < 3; i++) {
+        const ev *e = find(&d, RLK_SEV_ACQUIRED, l[i]);
+        CHECK_MSG(e != NULL, "%s not reported acquired", names[i]);
+        /* Reported or not, the server agrees. */
+        CHECK_MSG(held_for(names[i], rlk_session_lock_token(l[i])) == (e != NULL),
+                  "%s: reported %s, held on the server: %d", names[i], e ? "held" : "not held",
+                  held_for(names[i], rlk_session_lock_token(l[i])));
+    }
+    /* The other holder lets go (no release message: it is not a
+     * resplock holder); the waiter finds it free at a re-check. */
+    CMD(adm, "DEL", names[0]);
+    RUN_UNTIL(d.fd < 0 || find(&d, RLK_SEV_ACQUIRED, l[0]) || find(&d, RLK_SEV_NOT_ACQUIRED, l[0]),
+              7000, &d);
+    CHECK_MSG(find(&d, RLK_SEV_ACQUIRED, l[0]) != NULL, "the wait ended without the lock: %s",
+              rlk_session_errmsg(d.s));
+    CHECK(held_for(names[0], rlk_session_lock_token(l[0])));
+    CHECK_MSG(d.fd >= 0, "the session broke: %s", rlk_session_errmsg(d.s));
+    /* Said, for a -v to print. */
+    const char *note = rlk_session_wait_note(d.s);
+    CHECK_MSG(note && ts_contains(note, "SUBSCRIBE refused (NOPERM") && ts_contains(note, "re-check"),
+              "note: %s", note ? note : "(none)");
+    for (int i = 0; i < 3; i++)
+        if (find(&d, RLK_SEV_ACQUIRED, l[i])) rlk_session_release(l[i], ts_now_ms());
+    RUN_UNTIL(count(&d, RLK_SEV_RELEASED) >= count(&d, RLK_SEV_ACQUIRED), 5000, &d);
+    for (int i = 0; i < 3; i++) {
+        const ev *e = find(&d, RLK_SEV_RELEASED, l[i]);
+        CHECK_MSG(!find(&d, RLK_SEV_ACQUIRED, l[i]) || (e && e->status == RLK_OK),
+                  "%s: released %d, status %d (%s)", names[i], e != NULL, e ? e->status : 0,
+                  rlk_session_errmsg(d.s));
+        CHECK_MSG(CMD_INT(adm, "EXISTS", names[i]) == 0, "%s is left", names[i]);
+    }
+out:
+    drv_free(&d);
+}
+
+/* Users made the Redis 7 way (acl-pubsub-default resetchannels: no
+ * channel at all), one of them without FCALL (its scripts by EVALSHA),
+ * and one that may not run SUBSCRIBE.  The scripts are on the server
+ * already, so that every try runs at once. */
+static void test_no_subscribe(void)
+{
+    static const char *const users[] = {"sess-nochan", "sess-nochan-nofcall", "sess-nosub"};
+    size_t len = 0;
+    char *lib = rlk__lua_library_text(&len);
+    if (!CHECK(lib != NULL)) return;
+    CMD(adm, "FUNCTION", "LOAD", "REPLACE", lib);
+    rlk__free(lib);
+    CMD(adm, "SCRIPT", "LOAD", rlk__lua_acquire);
+    CMD(adm, "ACL", "DELUSER", users[0], users[1], users[2]);
+    CMD(adm, "ACL", "SETUSER", users[0], "on", ">pw", "~*", "+@all");
+    CMD(adm, "ACL", "SETUSER", users[1], "on", ">pw", "~*", "+@all", "-fcall");
+    CMD(adm, "ACL", "SETUSER", users[2], "on", ">pw", "~*", "&*", "+@all", "-subscribe");
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) no_subscribe_as(users[i]);
+    CMD(adm, "ACL", "DELUSER", users[0], users[1], users[2]);
+}
+
+/* ------------------------------------------------------------------ */
 /* Made-up bytes and times                                              */
 
 /* Replies: the requests they answer were written first (a session takes
@@ -910,8 +1016,36 @@ static int out_has(drv *d, const char *needle)
     return r;
 }
 
+/* A (UN)SUBSCRIBE's answer under RESP3, as a server sends it: a push
+ * naming the channel, in the reply's place. */
+static void sub_reply(drv *d, const char *kind, const char *chan, int64_t now)
+{
+    char push[256];
+    snprintf(push, sizeof push, ">3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n:1\r\n", strlen(kind), kind,
+             strlen(chan), chan);
+    feed_str(d, push, now);
+}
+
+/* The answer to the UNSUBSCRIBE in the output (of the release channel
+ * kept after the wait before, left when another wait ends). */
+static void answer_unsubscribe(drv *d, int64_t now)
+{
+    const char *o;
+    size_t n = rlk_session_output(d->s, &o);
+    const char *at = memmem(o, n, "UNSUBSCRIBE\r\n$", 14);
+    char chan[96] = "";
+    if (CHECK(at != NULL)) {
+        int len = atoi(at + 14);
+        const char *p = memchr(at + 14, '\n', (size_t)(o + n - (at + 14)));
+        if (CHECK(p && len > 0 && len < (int)sizeof chan)) snprintf(chan, sizeof chan, "%.*s", len, p + 1);
+    }
+    sub_reply(d, "unsubscribe", chan, now);
+}
+
+#define HELLO_62 "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n"
+
 /* Ready after HELLO answered with hello (a server that tells no version
- * by default: scripts by EVALSHA). */
+ * by default: scripts by EVALSHA), its handoff channel subscribed. */
 static void manual_ready_as(drv *d, const char *hello)
 {
     drv_init(d, 0, 0);
@@ -919,10 +1053,11 @@ static void manual_ready_as(drv *d, const char *hello)
     CHECK_EQ_INT(rlk_session_connected(d->s, 1000), RLK_OK);
     CHECK(out_has(d, "HELLO"));
     rlk_session_consume(d->s, 1 << 20);
-    feed_str(d, hello ? hello : "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1000);
+    feed_str(d, hello ? hello : HELLO_62, 1000);
     CHECK(rlk_session_ready(d->s));
     CHECK(out_has(d, "SUBSCRIBE"));
     rlk_session_consume(d->s, 1 << 20);
+    sub_reply(d, "subscribe", rlk__session_handoff_channel(d->s), 1000);
 }
 
 static void manual_ready(drv *d) { manual_ready_as(d, NULL); }
@@ -1033,6 +1168,7 @@ static void test_handoff_bytes(void)
     CHECK(at != NULL);
     if (at) snprintf(chan, sizeof chan, "%.41s", at);
     rlk_session_consume(d.s, 1 << 20);
+    sub_reply(&d, "subscribe", "redisson_lock__channel:{hand}", 10002);
     feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 10002);
     CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 0);
     char push[256], pl[128];
@@ -1096,6 +1232,9 @@ static rlk_session_lock *in_line(drv *d, const char *name, int watchdog, int64_t
     chan[0] = 0;
     if (h) snprintf(chan, 64, "%.41s", h);
     rlk_session_consume(d->s, 1 << 20);
+    char rel[96];
+    snprintf(rel, sizeof rel, "redisson_lock__channel:{%s}", name);
+    sub_reply(d, "subscribe", rel, at + 2);
     feed_str(d, "*2\r\n:0\r\n:9000\r\n", at + 2);
     return l;
 }
@@ -1137,6 +1276,7 @@ static void held_once_confirmed(drv *d, const char *name, int watchdog, int64_t 
     CHECK(since(d, n, RLK_SEV_ACQUIRED, l) == NULL);
     rlk_session_consume(d->s, 1 << 20);
     feed_str(d, ":10000\r\n", msg_at + 1);
+    answer_unsubscribe(d, msg_at + 1); /* the channel kept before */
     CHECK(since(d, n, RLK_SEV_ACQUIRED, l) != NULL);
     CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, msg_at + 1), msg_at + 9898 - (msg_at + 1));
 }
@@ -1174,6 +1314,8 @@ static void test_handoff_background(void)
     CHECK_EQ_INT(rlk_session_release(m, 2010), RLK_OK);
     rlk_session_consume(d.s, 1 << 20);
     feed_str(&d, ":10000\r\n", 2011);
+    /* bg1's channel, kept until bg2's wait ended */
+    sub_reply(&d, "unsubscribe", "redisson_lock__channel:{bg1}", 2011);
     CHECK(since(&d, n, RLK_SEV_RELEASED, m) == NULL);
     CHECK_EQ_INT(count_since(&d, n, RLK_SEV_LOST), 0);
     feed_str(&d, ":1\r\n", 2012);
@@ -1194,6 +1336,114 @@ static void test_handoff_background(void)
     rlk_session_closed(d.s, 6101);
     CHECK_EQ_INT(count_since(&d, n, RLK_SEV_LOST), lost);
     CHECK_EQ_INT(rlk_session_lock_remaining_ms(c, 6101), 6001 + 1978 - 6101);
+    drv_free(&d);
+}
+
+#define NOPERM_CHANNELS \
+    "-NOPERM this user has no permissions to access one of the channels used as arguments\r\n"
+
+/* A SUBSCRIBE answered with an error (an ACL user without the channel):
+ * the refusal answers that request, nothing else.  Refused for the
+ * handoff channel (at the handshake's end), a busy wait does not join
+ * the line, where nobody would hear its handoff: it tries again (SET NX
+ * PX) at each re-check.  Refused for the lock's release channel, it
+ * waits in line (its handoff channel is heard), woken by its re-checks
+ * and its handoff, and subscribes no more. */
+static void test_subscribe_refused_bytes(void)
+{
+    drv d;
+    drv_init(&d, 0, 0);
+    d.manual = 1;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 10000;
+    o.wait_ms = 5000;
+    CHECK_EQ_INT(rlk_session_connected(d.s, 1000), RLK_OK);
+    rlk_session_lock *l = rlk_session_acquire(d.s, "nosub", &o, NULL, 1000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, HELLO_62, 1000);
+    CHECK(out_has(&d, "SUBSCRIBE") && out_has(&d, "$3\r\nSET\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOPERM_CHANNELS, 1001);
+    CHECK_EQ_INT(d.nev, 1); /* READY */
+    feed_str(&d, "$-1\r\n" TIME_REPLY, 1002);
+    CHECK_EQ_INT(d.nev, 1); /* busy, waiting */
+    const char *out;
+    CHECK_EQ_INT(rlk_session_output(d.s, &out), 0);
+    /* The re-check: every second (the default), a SET again. */
+    CHECK(rlk_session_wait_note(d.s) != NULL);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), 2002);
+    CHECK_EQ_INT(rlk_session_tick(d.s, 2002), RLK_OK);
+    CHECK(out_has(&d, "$3\r\nSET\r\n") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "EVAL"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n" TIME_REPLY, 2003);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    const char *note = rlk_session_wait_note(d.s);
+    CHECK_MSG(note && ts_contains(note, "not in line"), "note: %s", note ? note : "(none)");
+    /* A new connection may subscribe again (an ACL can change). */
+    rlk_session_closed(d.s, 2004);
+    CHECK_EQ_INT(rlk_session_connected(d.s, 2005), RLK_OK);
+    CHECK(rlk_session_wait_note(d.s) == NULL);
+    drv_free(&d);
+
+    /* The release channel refused. */
+    manual_ready(&d);
+    l = rlk_session_acquire(d.s, "nosub2", &o, NULL, 3000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "$-1\r\n" TIME_REPLY, 3001);
+    CHECK(out_has(&d, "SUBSCRIBE\r\n$31\r\nredisson_lock__channel:{nosub2}") && out_has(&d, "EVALSHA"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, NOPERM_CHANNELS, 3002);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 3002);
+    CHECK_EQ_INT(count(&d, RLK_SEV_NOT_ACQUIRED) + count(&d, RLK_SEV_ACQUIRED), 0);
+    CHECK_EQ_INT(rlk_session_output(d.s, &out), 0);
+    CHECK_EQ_INT(rlk_session_deadline(d.s), 4002);
+    CHECK_EQ_INT(rlk_session_tick(d.s, 4002), RLK_OK);
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE") && !out_has(&d, "$3\r\nSET\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 4003);
+    hand(&d, rlk__session_handoff_channel(d.s), l, 4004);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
+    note = rlk_session_wait_note(d.s);
+    CHECK_MSG(note && ts_contains(note, "not woken by releases"), "note: %s", note ? note : "(none)");
+    drv_free(&d);
+}
+
+/* A reply that matches no request breaks the connection, never shifts
+ * the replies after it onto the wrong requests: a confirmation naming
+ * another channel, one where no SUBSCRIBE waits, an OK to a SUBSCRIBE,
+ * a reply of a type its request cannot get (an integer to SET). */
+static void test_reply_matches_no_request(void)
+{
+    static const char *const bad[] = {">3\r\n$9\r\nsubscribe\r\n$5\r\nother\r\n:1\r\n",
+                                      ">3\r\n$11\r\nunsubscribe\r\n$1\r\nx\r\n:0\r\n", "+OK\r\n"};
+    drv d;
+    drv_init(&d, 0, 0);
+    d.manual = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_EQ_INT(rlk_session_connected(d.s, 1000), RLK_OK);
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, HELLO_62, 1000);
+        rlk_session_consume(d.s, 1 << 20);
+        CHECK_EQ_INT(rlk_session_feed(d.s, bad[i], strlen(bad[i]), 1001), RLK_ERR_PROTO);
+        rlk_session_closed(d.s, 1001);
+    }
+    /* The handoff channel's confirmation, then one more. */
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(rlk_session_connected(d.s, 2000), RLK_OK);
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, HELLO_62, 2000);
+        rlk_session_consume(d.s, 1 << 20);
+        sub_reply(&d, "subscribe", rlk__session_handoff_channel(d.s), 2001);
+        rlk_session_lock *l = rlk_session_acquire(d.s, "nomatch", &o, NULL, 2001);
+        rlk_session_consume(d.s, 1 << 20);
+        const char *more = i == 0 ? ":1\r\n" : ">3\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n:2\r\n";
+        CHECK_EQ_INT(rlk_session_feed(d.s, more, strlen(more), 2002), RLK_ERR_PROTO);
+        CHECK(find(&d, RLK_SEV_ACQUIRED, l) == NULL);
+        rlk_session_closed(d.s, 2002);
+    }
     drv_free(&d);
 }
 
@@ -1363,7 +1613,10 @@ static void test_reentrant_same_line(void)
     const char *at = memmem(o2, n, "resplock:handoff:", 17);
     if (at) snprintf(chan, sizeof chan, "%.41s", at);
     rlk_session_consume(d.s, 1 << 20);
-    feed_str(&d, "*2\r\n:0\r\n:9000\r\n*2\r\n:0\r\n:9000\r\n", 1002);
+    for (int i = 0; i < 2; i++) { /* each subscribed, then in line */
+        sub_reply(&d, "subscribe", "redisson_lock__channel:{rl}", 1002);
+        feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 1002);
+    }
     char push[256], pl[64] = "1700000000000111 app:7";
     snprintf(push, sizeof push, ">3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(chan),
              chan, strlen(pl), pl);
@@ -1539,6 +1792,7 @@ static void test_resend_rules(void)
     feed_str(&d, "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n", 1200);
     CHECK(out_has(&d, "EVALSHA") && out_has(&d, tok) && out_has(&d, "\r\n$1\r\nq\r\n"));
     rlk_session_consume(d.s, 1 << 20);
+    sub_reply(&d, "subscribe", rlk__session_handoff_channel(d.s), 1250);
     feed_str(&d, "*4\r\n:1\r\n:1700000000123456\r\n:1\r\n:1\r\n", 1250);
     const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
     CHECK(a != NULL && strcmp(a->token, tok) == 0);
@@ -1599,10 +1853,13 @@ int main(int argc, char **argv)
     tl_run("status, release and extend by token", test_calls);
     tl_run("Redis 7: FCALL, the library loaded after FUNCTION FLUSH", test_fcall);
     tl_run("Redis 7: FCALL refused by an ACL, EVALSHA", test_fcall_refused);
+    tl_run("users who may not subscribe: nothing shifts, waits re-check", test_no_subscribe);
     tl_run("a reply after the validity is over", test_late_reply);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);
+    tl_run("a SUBSCRIBE refused, made up: its own answer, waits re-check", test_subscribe_refused_bytes);
+    tl_run("a reply that matches no request breaks the connection", test_reply_matches_no_request);
     tl_run("a handoff confirmed in the background, made up", test_handoff_background);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);

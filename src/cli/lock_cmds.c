@@ -199,6 +199,10 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     lo.full_ttl = !watchdog;
     if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
     int r = rlk_lock_acquire(cl, name, &lo, l);
+    /* The server refused the wait's SUBSCRIBE (an ACL user without the
+     * channels): waits re-check instead of waiting in line. */
+    const char *note = rlk_client_wait_note(cl);
+    if (note) cli_verbose("%s", note);
     if (r == RLK_OK) {
         if (a->wait_ms > 0) cli_connected(rlk_client_info(cl));
         cli_verbose("acquired '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", name,

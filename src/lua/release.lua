@@ -29,8 +29,10 @@
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
 -- that wait for the "0" message on redisson_lock__channel:{NAME} get
--- their turn.  The writes maxmemory can refuse are made with pcall: a
--- release always frees the lock.
+-- their turn.  The writes maxmemory can refuse are made with pcall, and
+-- so are the messages an ACL can refuse (a user without the channels
+-- hands nothing over, and its waiters find the lock at their re-check):
+-- a release always frees the lock.
 --
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -74,8 +76,16 @@ local function pass_on()
     if e then
       redis.call('hdel', waiters, w)
       local exp, _, claim, wkind, ch = string.match(e, '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
-      if exp and tonumber(exp) > now and
-         redis.call('publish', ch, string.format('%.0f ', fence) .. w) > 0 then
+      local heard = exp and tonumber(exp) > now and
+                    redis.pcall('publish', ch, string.format('%.0f ', fence) .. w)
+      if type(heard) == 'table' then
+        -- This holder may not publish (an ACL without the channel): it
+        -- hands nothing over, and the waiter keeps its place.
+        redis.pcall('hset', waiters, w, e)
+        redis.pcall('lpush', queue, w)
+        break
+      end
+      if heard and heard > 0 then
         local ok
         if wkind == 's' then
           ok = redis.pcall('set', lock, w, 'px', claim)
@@ -94,7 +104,7 @@ local function pass_on()
     end
   end
   redis.call('del', lock)
-  redis.call('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
+  redis.pcall('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
 end
 
 if not tomb then
