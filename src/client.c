@@ -10,7 +10,7 @@
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
  * re-sends after a lost reply, the script calls) is the session's alone;
  * what is left here is the handles, the holder of a reentrant lock (the
- * client's id and the calling thread), one deadline per call, the pauses
+ * client's random id and the calling thread), one deadline per call, the pauses
  * of a try the server refused for a while (LOADING, BUSY), and who turns
  * the route.
  *
@@ -79,7 +79,12 @@ struct rlk_lock {
 struct rlk_client {
     rlk_client_config cfg;
     char *strings;            /* cfg.conn's strings, copied */
-    char client_id[64];
+    /* The holder of its reentrant locks, with ":THREAD-ID" after it:
+     * the configured client_id (its first 64 bytes) and ':', if any,
+     * then a random UUID of this client's, so that no two clients share
+     * a holder whatever their configuration (two containers each
+     * running as PID 1 with one client_id have the same thread ids). */
+    char client_id[104];
     rlk__route route;
     rlk__driver *d;           /* the route's one driver */
     rlk_lock *locks;
@@ -489,21 +494,18 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
     if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
     if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = RLK__DEFAULT_RECHECK_MS;
-    if (cl->cfg.client_id) {
-        snprintf(cl->client_id, sizeof cl->client_id, "%s", cl->cfg.client_id);
-    } else {
-        unsigned char u[16];
-        char h[33];
-        if (rlk__random_bytes(u, sizeof u) != 0) {
-            rlk__free(cl);
-            return NULL;
-        }
-        u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
-        u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
-        rlk__hex(u, sizeof u, h);
-        snprintf(cl->client_id, sizeof cl->client_id, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
-                 h + 12, h + 16, h + 20);
+    unsigned char u[16];
+    char h[33];
+    if (rlk__random_bytes(u, sizeof u) != 0) {
+        rlk__free(cl);
+        return NULL;
     }
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    rlk__hex(u, sizeof u, h);
+    const char *id = cl->cfg.client_id ? cl->cfg.client_id : "";
+    snprintf(cl->client_id, sizeof cl->client_id, "%.64s%s%.8s-%.4s-%.4s-%.4s-%.12s", id,
+             *id ? ":" : "", h, h + 8, h + 12, h + 16, h + 20);
     cl->cfg.client_id = NULL;
     int t = cl->cfg.conn.command_timeout_ms;
     cl->timeout = t == 0 ? DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
@@ -645,7 +647,8 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     so.ctx = NULL;
     so.holder = NULL;
     if (o->kind == RLK_LOCK_REENTRANT) {
-        /* The client's id and the calling thread: Redisson's layout. */
+        /* The client's random id and the calling thread: Redisson's
+         * layout, "UUID:THREAD" (client_id before it, when set). */
         snprintf(holder, sizeof holder, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
         so.holder = holder;
     }

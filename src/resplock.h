@@ -340,7 +340,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * getrandom, 32 hex digits), set with SET NX PX: the layout of redis-py's
  * Lock, go-redsync and node-redlock, so they and resplock exclude each
  * other on the same key.  A reentrant lock is a hash at NAME whose field
- * "<client-id>:<thread-id>" counts the holds, with a TTL on the key, and
+ * "[<client_id>:]<uuid>:<thread-id>" (the uuid random per client) counts
+ * the holds, with a TTL on the key, and
  * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released: the
  * layout of Redisson's RLock.  Release, extend and renewal are server-side
  * scripts that act only if the token (or field) still matches.
@@ -452,8 +453,13 @@ typedef struct rlk_client_config {
     /* The connection: url, TLS, timeouts, limits, client_name.  on_push,
      * on_connect and ctx are the client's own and must be left NULL. */
     rlk_conn_config conn;
-    /* Identifies this client in reentrant locks' fields; NULL: a random
-     * UUID, new for every client. */
+    /* A readable prefix of this client's reentrant locks' fields (its
+     * first 64 bytes): "ID:UUID:THREAD-ID" instead of "UUID:THREAD-ID",
+     * to tell in the server's data which service holds a lock.  It does
+     * not identify the holder: the UUID is random and new for every
+     * client, so two clients (two processes, two containers each running
+     * as PID 1) never share holds, whatever their client_id.  NULL: no
+     * prefix. */
     const char *client_id;
     /* Drift allowance beyond 1% of the TTL; 0: 2 ms. */
     int64_t drift_ms;
@@ -536,7 +542,7 @@ typedef struct rlk_lock_options {
     /* A reentrant lock's holder in a session (rlk_session_acquire): the
      * hash field whose holds it counts.  NULL: a holder of the handle's
      * own.  Ignored for simple locks, and by rlk_lock_acquire (whose
-     * holder is the client's id and thread). */
+     * holder is the client's own UUID and the thread). */
     const char *holder;
     void *reserved_[7];   /* zero: room for later fields                  */
 } rlk_lock_options;
@@ -920,7 +926,7 @@ const char *rlk_session_errmsg(const rlk_session *s);
  * when another handle of this session holds it for the same holder, the
  * new hold has that hold's fence.  Each release takes one hold away; the
  * last frees the lock (or hands it over).  A holder named as a blocking
- * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  A lock
+ * client's (its rlk_lock_token) shares that client's holds.  A lock
  * handed over under RESP3 without a watchdog is reported ACQUIRED at the
  * handoff's message, valid for the claim (see "Waiting in line" above);
  * its confirmation's reply, fed later, extends the validity to the TTL,

@@ -193,6 +193,9 @@ check "status: another client's string" 0 "^kind: +simple: another client's stri
 R HSET st3 "0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:57" 1 >/dev/null; R PEXPIRE st3 60000 >/dev/null
 check "status: Redisson's layout" 0 "^kind: +reentrant: Redisson's RLock layout" '' -- -u "$url" status st3
 grep -Eq '^holds: +1$' "$work/out" && ok "status: the reentrant hold count" || bad "status: the reentrant hold count" "$(cat "$work/out")"
+# A resplock client configured with a client_id: "ID:UUID:thread".
+R HSET st6 "svc:0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:1" 1 >/dev/null; R PEXPIRE st6 60000 >/dev/null
+check "status: resplock's layout with a client_id" 0 "^kind: +reentrant: Redisson's RLock layout" '' -- -u "$url" status st6
 R HSET st4 some-field 1 >/dev/null
 check "status: another hash" 0 "^kind: +hash: not a lock layout resplock knows$" '' -- -u "$url" status st4
 R RPUSH st5 a >/dev/null

@@ -674,16 +674,20 @@ static int all_of(const char *s, size_t n, const char *set)
 }
 
 /* "UUID:thread": the field of Redisson's RLock, resplock's reentrant
- * locks among them. */
+ * locks among them; "ID:UUID:thread" from a resplock client configured
+ * with a client_id. */
 static int is_rlock_field(const rlk_resp_value *v)
 {
     static const char hex[] = "0123456789abcdefABCDEF";
-    const char *s = v->str;
-    if (!is_bulk(v, NULL) || v->len < 38 || s[36] != ':') return 0;
+    if (!is_bulk(v, NULL)) return 0;
+    const char *colon = memrchr(v->str, ':', v->len);
+    if (!colon || colon - v->str < 36) return 0;
+    const char *s = colon - 36;
+    if (s > v->str && s[-1] != ':') return 0;
     for (int i = 0; i < 36; i++)
         if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !strchr(hex, s[i]) || !s[i])
             return 0;
-    return all_of(s + 37, v->len - 37, "0123456789");
+    return all_of(colon + 1, v->len - (size_t)(colon + 1 - v->str), "0123456789");
 }
 
 /* The kind of holder, from the key's type and value: the status alone
@@ -711,7 +715,7 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
         int rlock = v->len > 0;
         for (const rlk_resp_value *f = v->child; f; f = f->next) rlock = rlock && is_rlock_field(f);
         if (rlock)
-            snprintf(out, n, "reentrant: Redisson's RLock layout (UUID:thread fields), "
+            snprintf(out, n, "reentrant: Redisson's RLock layout ([ID:]UUID:thread fields), "
                              "from resplock or Redisson");
         else
             snprintf(out, n, "hash: not a lock layout resplock knows");
