@@ -632,20 +632,25 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         rlk_lock_options_init(&defaults);
         o = &defaults;
     }
-    if (!name || !*name) return cl_fail(cl, RLK_ERR_INVALID, "acquire: empty lock name");
-    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
-        return cl_fail(cl, RLK_ERR_INVALID, "acquire: unknown lock kind");
     enter(cl);
+    /* Refused before anything is queued, as the session would refuse it
+     * (o->holder is not the blocking client's). */
+    rlk_lock_options so = *o;
+    so.holder = NULL;
+    int bad = rlk__session_check_acquire(cl->d->s, name, &so);
+    if (bad != RLK_OK) {
+        session_fail(cl, bad);
+        leave(cl);
+        return bad;
+    }
     rlk_lock *l = new_handle(cl, name, o);
     if (!l) {
         leave(cl);
         return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     }
-    rlk_lock_options so = *o;
     char holder[128];
     so.on_lost = NULL;
     so.ctx = NULL;
-    so.holder = NULL;
     if (o->kind == RLK_LOCK_REENTRANT) {
         /* The client's random id and the calling thread: Redisson's
          * layout, "UUID:THREAD" (client_id before it, when set). */

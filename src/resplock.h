@@ -615,8 +615,10 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set; RLK_LOCK_BUSY (held by someone else for
- * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, no
- * random bytes from the kernel); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
+ * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, a
+ * TTL that leaves no validity: rlk_plan_valid_ms(cfg, ttl) <= 0, which
+ * every try would take and give back at once, no random bytes from the
+ * kernel; nothing is sent); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
  * refused: at maxmemory, an ACL, a key of another type, LOADING past the
  * wait); RLK_ERR_PROTO (an unexpected reply); or a connection status
  * (RLK_ERR_TIMEOUT, RLK_ERR_IO, RLK_ERR_CONNECT, RLK_ERR_TLS,
@@ -931,7 +933,9 @@ const char *rlk_session_errmsg(const rlk_session *s);
  * handoff's message, valid for the claim (see "Waiting in line" above);
  * its confirmation's reply, fed later, extends the validity to the TTL,
  * or gives RLK_SEV_LOST.  NULL (no event) for an empty name or holder, an
- * unknown kind, or no memory. */
+ * unknown kind, a TTL that leaves no validity (rlk_plan_valid_ms of the
+ * session's timing 0 or less), or no memory; rlk_session_errmsg says
+ * which. */
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now);
 

@@ -42,6 +42,14 @@ check "other failures still print: server unreachable" 69 '' 'Connection refused
 check "other failures still print: release with another token" 1 '' "held by someone else" -- -u "$url" release held 0123456789abcdef0123456789abcdef
 R DEL held >/dev/null
 
+# ---------------------------------- a TTL within the drift allowance: 64
+# (the lock would be valid for no time: every try would take it and give
+# it back, tens of thousands of server calls a second).
+R CONFIG RESETSTAT >/dev/null
+check "acquire --ttl 1ms: usage error" 64 '' "--ttl 1ms is too short" -- -u "$url" acquire tiny -t 1ms -w 1s
+check "run --ttl 2ms: usage error" 64 '' "--ttl 2ms is too short" -- -u "$url" run tiny -t 2ms -w 1s -- true
+expect_eq "a TTL too short: no SET on the server" "$(R INFO commandstats | grep -c '^cmdstat_set:')" 0
+
 # ------------------------------------------ the man page's shell snippet
 # The snippet as printed (roff escapes undone), between "From a shell
 # script" and its "...", run by sh (dash on Debian) and bash with a

@@ -907,6 +907,58 @@ static void test_reentrant_client_id_pid_namespaces(void)
     CHECK(wait_exists(admin, "re-ns", 0, LONG_MS));
 }
 
+/* A TTL within the drift allowance leaves the lock no validity: every
+ * try would take it, find its validity over already, give it back and
+ * try again (tens of thousands of calls a second).  It is refused before
+ * anything is sent, by the blocking client and the session alike. */
+static void test_ttl_without_validity(void)
+{
+    rlk_client_config cfg;
+    rlk_client *a;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    long long calls;
+    client_cfg(&cfg, srv_url);
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    CMD(admin, "DEL", "no-validity");
+    CHECK_EQ_INT(rlk_plan_valid_ms(NULL, 1), -1);
+    reset_stats(admin);
+    opts(&o, 1, 1000, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(a), "TTL 1 ms"), "message \"%s\"",
+              rlk_client_errmsg(a));
+    calls = stat_calls(admin, "set+eval+" SCRIPT_CALLS);
+    CHECK_MSG(calls == 0, "%lld lock calls on the server", calls);
+    /* The bound is the client's own drift allowance: 1% and drift_ms. */
+    opts(&o, 2, 0, RLK_LOCK_REENTRANT, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    rlk_client_free(a);
+    cfg.drift_ms = 50;
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    opts(&o, 50, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    opts(&o, 100, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_OK);
+    if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    calls = stat_calls(admin, "set");
+    CHECK_MSG(calls == 1, "%lld SET calls", calls);
+    rlk_client_free(a);
+
+    /* The session refuses it the same way (no event). */
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    rlk_session *s = rlk_session_new(&sc);
+    if (!CHECK(s != NULL)) return;
+    opts(&o, 1, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK(rlk_session_acquire(s, "no-validity", &o, NULL, 0) == NULL);
+    CHECK_MSG(ts_contains(rlk_session_errmsg(s), "TTL 1 ms"), "message \"%s\"",
+              rlk_session_errmsg(s));
+    rlk_session_free(s);
+}
+
 /* ------------------------------------------------------------------ */
 /* Mutual exclusion                                                    */
 
@@ -1122,6 +1174,7 @@ int main(int argc, char **argv)
     RUN(test_extend);
     RUN(test_validity);
     RUN(test_plan);
+    RUN(test_ttl_without_validity);
     RUN(test_reentrant);
     RUN(test_reentrant_client_id);
     RUN(test_reentrant_same_client_id);

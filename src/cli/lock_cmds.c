@@ -69,7 +69,15 @@ static int lock_opt(void *ctx, int c, const char *arg)
     lock_args *a = ctx;
     char *end;
     switch (c) {
-    case 't': return duration_opt("--ttl", arg, &a->ttl_ms, 0);
+    case 't':
+        if (duration_opt("--ttl", arg, &a->ttl_ms, 0) < 0) return -1;
+        /* The library refuses it too (RLK_ERR_INVALID); said here as the
+         * usage error it is. */
+        if (rlk_plan_valid_ms(NULL, a->ttl_ms) <= 0)
+            return cli_usage_error("--ttl %s is too short: the lock would be valid for no time "
+                                   "(%" PRId64 " ms go to the clock-drift allowance)",
+                                   arg, rlk_plan_drift_ms(NULL, a->ttl_ms)), -1;
+        return 1;
     case 'w': return duration_opt("--wait", arg, &a->wait_ms, 1);
     case 'n': a->wait_ms = 0; return 1;
     case 'E': {
