@@ -201,12 +201,26 @@ static void test_release_not_held(void)
     rlk_client *a = CLIENT();
     rlk_lock *l;
     if (!a) return;
+    /* Gone while it was still thought held (a flush, an eviction, a
+     * restart without persistence): not held. */
+    l = ACQ(a, "rel-gone", 10000);
+    if (l) {
+        CMD(admin, "DEL", "rel-gone");
+        CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+        CHECK(ts_contains(rlk_client_errmsg(a), "not held"));
+    }
+    /* Expired: its validity was over before the release, which says so
+     * (lost), and what it found. */
     l = ACQ(a, "rel-expired", 200);
     if (l) {
         CHECK(wait_exists(admin, "rel-expired", 0, 200 + LONG_MS));
         CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
-        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
-        CHECK(ts_contains(rlk_client_errmsg(a), "not held"));
+        CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(a), "lost before its release") &&
+                      ts_contains(rlk_client_errmsg(a), "not held"),
+                  "message \"%s\"", rlk_client_errmsg(a));
     }
     rlk_client_free(a);
 }
@@ -456,12 +470,12 @@ static void test_extend(void)
     CHECK_EQ_INT(rlk_lock_extend(l, 150, RLK_EXTEND_SET), RLK_OK);
     CHECK(wait_exists(admin, "ext", 0, 150 + LONG_MS));
     CHECK_EQ_INT(rlk_extend_token(a, "ext", tok, 1000, RLK_EXTEND_ADD, NULL), RLK_LOCK_NOT_HELD);
-    CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_NOT_HELD);
+    /* Its validity over: lost, nothing sent. */
     CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
     CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
     CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_LOST);
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "ext"), 0);
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 
     /* Someone else's. */
     l2 = ACQ(a, "ext2", 10000);
@@ -473,7 +487,7 @@ static void test_extend(void)
         CHECK_EQ_STR(got, "other");
         pttl = CMD_INT(admin, "PTTL", "ext2");
         CHECK_MSG(pttl <= 10000, "the other holder's key was extended: %lld", pttl);
-        CHECK_EQ_INT(rlk_lock_release(l2), RLK_LOCK_NOT_OWNER);
+        CHECK_EQ_INT(rlk_lock_release(l2), RLK_LOCK_LOST); /* found lost by the extend */
         CMD(admin, "DEL", "ext2");
     }
 
@@ -1090,7 +1104,9 @@ static void test_stopped_holder(void)
     lb = ACQ(b, "stopped", 10000);
     if (lb) {
         CHECK(rlk_lock_fence(lb) > rlk_lock_fence(la));
-        CHECK_EQ_INT(rlk_lock_release(la), RLK_LOCK_NOT_OWNER);
+        CHECK_EQ_INT(rlk_lock_release(la), RLK_LOCK_LOST);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(a), "someone else"), "message \"%s\"",
+                  rlk_client_errmsg(a));
         CHECK(CMD_STR(admin, got, "GET", "stopped") == 1);
         CHECK_EQ_STR(got, rlk_lock_token(lb));
         CHECK(CMD_INT(admin, "PTTL", "stopped") > 10000 - MARGIN);

@@ -356,6 +356,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         return status;
     }
     rlk_lock *l;
+    /* Tick mode (the loop below renews): the library refuses a watchdog
+     * lock that nothing renews.  Without a lock or a connection yet, the
+     * tick does no I/O. */
+    rlk_client_tick(cl, NULL);
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
@@ -574,8 +578,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     }
     rlk_client_free(cl);
     /* Not held to the end (it expired or was taken while resplock could
-     * not renew it, paused for example): the run was not exclusive. */
-    if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) code = CLI_EX_TEMPFAIL;
+     * not renew it, paused for example; lost: its validity was over
+     * before the release): the run was not exclusive. */
+    if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST)
+        code = CLI_EX_TEMPFAIL;
     else if (timed_out) code = CLI_EX_MAX_TIME;
     return code;
 }
