@@ -30,9 +30,9 @@ blocks=$(ls "$work"/readme-*.c 2>/dev/null | wc -l)
 
 # build NAME: compiles and links $work/NAME.c into $work/NAME.
 build() {
-  "$cc" $cflags -Wall -Wextra -Werror -I"$work/include" -c -o "$work/$1.o" "$work/$1.c" \
+  $cc $cflags -Wall -Wextra -Werror -I"$work/include" -c -o "$work/$1.o" "$work/$1.c" \
     >"$work/$1.build" 2>&1 &&
-    "$top_builddir/libtool" --quiet --mode=link --tag=CC "$cc" $cflags -static \
+    "$top_builddir/libtool" --quiet --mode=link --tag=CC $cc $cflags -static \
       -o "$work/$1" "$work/$1.o" "$top_builddir/libresplock.la" -pthread >>"$work/$1.build" 2>&1
 }
 
