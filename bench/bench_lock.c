@@ -1049,6 +1049,7 @@ static void watchdog(double *batched_ms, double *single_ms, double *rounds_b, do
     cfg.renew_divisor = 30;
     rlk_client *cl = rlk_client_new(&cfg), *single = rlk_client_new(&cfg);
     if (!cl || rlk_client_connect(cl) != RLK_OK) die("watchdog client");
+    if (rlk_client_tick(cl, NULL) != RLK_OK) die2("rlk_client_tick", rlk_client_errmsg(cl));
     if (!single || rlk_client_connect(single) != RLK_OK) die("extending client");
     rlk_lock **locks = malloc(sizeof *locks * WD_LOCKS);
     if (!locks) die("out of memory");

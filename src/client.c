@@ -10,7 +10,7 @@
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
  * re-sends after a lost reply, the script calls) is the session's alone;
  * what is left here is the handles, the holder of a reentrant lock (the
- * client's id and the calling thread), one deadline per call, the pauses
+ * client's random id and the calling thread), one deadline per call, the pauses
  * of a try the server refused for a while (LOADING, BUSY), and who turns
  * the route.
  *
@@ -68,8 +68,10 @@ struct rlk_lock {
     uint64_t fence;
     int64_t holds;
     int64_t ttl;              /* what renewals set (atomic: read by any thread) */
-    int lost;                 /* atomic */
+    int lost;                 /* atomic: reported lost, or found past its validity */
     int lost_due;             /* on_lost owed, called at the end of the call */
+    int held;                 /* handed to the caller by its acquire */
+    int releasing;            /* its release (or forget) is under way */
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
     int done, status;         /* the result of the request under way */
@@ -79,7 +81,12 @@ struct rlk_lock {
 struct rlk_client {
     rlk_client_config cfg;
     char *strings;            /* cfg.conn's strings, copied */
-    char client_id[64];
+    /* The holder of its reentrant locks, with ":THREAD-ID" after it:
+     * the configured client_id (its first 64 bytes) and ':', if any,
+     * then a random UUID of this client's, so that no two clients share
+     * a holder whatever their configuration (two containers each
+     * running as PID 1 with one client_id have the same thread ids). */
+    char client_id[104];
     rlk__route route;
     rlk__driver *d;           /* the route's one driver */
     rlk_lock *locks;
@@ -90,6 +97,8 @@ struct rlk_client {
     int stopping;
     int wake_pipe[2];
     int notify;               /* some handle's lost_due is set */
+    int ticking;              /* rlk_client_tick was called: tick mode */
+    int64_t next_expiry;      /* the thread's: when a held lock's validity ends next */
     int64_t timeout;          /* the command timeout (-1: none) */
     rlk_conn *own;            /* rlk_client_conn's */
     /* A RESP2 wait's listener: a connection of its own subscribed to the
@@ -150,11 +159,40 @@ void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
 
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
-/* Lets the mutex go, then (on the owner's side) calls the on_lost owed:
- * they may call the client's functions.  The list is walked again after
- * each call, which may have released or forgotten handles. */
+static void mark_lost(rlk_client *cl, rlk_lock *l);
+
+static int64_t sooner(int64_t a, int64_t b)
+{
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return a < b ? a : b;
+}
+
+/* Marks lost the held handles whose validity is over, whatever drives
+ * their renewal, or nothing does (no watchdog, a tick-mode client that
+ * does not tick): the session reports a watchdog lock lost before its
+ * validity ends only while someone turns it.  Returns when the next
+ * held handle's validity ends (-1: none). */
+static int64_t sweep(rlk_client *cl)
+{
+    int64_t now = rlk__now_ms(), next = -1;
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (!l->held || l->releasing || !l->sl || __atomic_load_n(&l->lost, __ATOMIC_RELAXED))
+            continue;
+        int64_t left = rlk_session_lock_remaining_ms(l->sl, now);
+        if (left > 0) next = sooner(next, now + left);
+        else mark_lost(cl, l);
+    }
+    return next;
+}
+
+/* Lets the mutex go, then (on the owner's side) calls the on_lost owed,
+ * those of locks whose validity ran out among them: they may call the
+ * client's functions.  The list is walked again after each call, which
+ * may have released or forgotten handles. */
 static void leave(rlk_client *cl)
 {
+    if (!cl->thread_on) sweep(cl);
     while (!cl->thread_on && cl->notify) {
         rlk_lock *l = cl->locks;
         while (l && !l->lost_due) l = l->next;
@@ -182,6 +220,25 @@ static void wake_thread(rlk_client *cl)
 
 /* ------------------------------------------------------------------ */
 /* Handles                                                              */
+
+/* l is lost (the session found it so, or its validity is over): marked
+ * once, and its on_lost called once: from the thread while it runs
+ * (with the mutex held, as documented: now, or at its next turn when
+ * the owner's call found it), else at the end of the owner's call.  Not
+ * for a handle whose call gave it up, nor one being released (the
+ * release reports it). */
+static void mark_lost(rlk_client *cl, rlk_lock *l)
+{
+    if (__atomic_exchange_n(&l->lost, 1, __ATOMIC_RELAXED)) return;
+    if (!l->on_lost || l->orphan || l->releasing) return;
+    if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
+        l->on_lost(l->ctx, l);
+    } else {
+        l->lost_due = 1;
+        cl->notify = 1;
+        wake_thread(cl);
+    }
+}
 
 static rlk_lock *new_handle(rlk_client *cl, const char *name, const rlk_lock_options *o)
 {
@@ -235,14 +292,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         l->sl = NULL;
         break;
     case RLK_SEV_LOST:
-        __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
-        if (!l->on_lost || l->orphan) return; /* an orphan's caller let it go */
-        if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
-            l->on_lost(l->ctx, l);
-        } else {
-            l->lost_due = 1;
-            cl->notify = 1;
-        }
+        mark_lost(cl, l);
         return;
     default:
         break;
@@ -257,13 +307,6 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
 
 /* ------------------------------------------------------------------ */
 /* Turning the route                                                    */
-
-static int64_t sooner(int64_t a, int64_t b)
-{
-    if (a < 0) return b;
-    if (b < 0) return a;
-    return a < b ? a : b;
-}
 
 /* ------------------------------------------------------------------ */
 /* The RESP2 listener                                                   */
@@ -356,8 +399,9 @@ static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
         p[2].events = POLLIN;
         p[2].revents = 0;
         n = 3;
-        /* Looks at the session again at least every recheck_ms. */
-        wake = sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms);
+        /* Looks at the session again at least every recheck_ms, and
+         * at the end of a held lock's validity (sweep). */
+        wake = sooner(sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms), cl->next_expiry);
     } else if (r != RLK_OK && !rlk__driver_can_go_on(cl->d)) {
         return r;
     }
@@ -507,21 +551,18 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
     if (cl->cfg.renew_divisor <= 0) cl->cfg.renew_divisor = 3;
     if (cl->cfg.recheck_ms <= 0) cl->cfg.recheck_ms = RLK__DEFAULT_RECHECK_MS;
-    if (cl->cfg.client_id) {
-        snprintf(cl->client_id, sizeof cl->client_id, "%s", cl->cfg.client_id);
-    } else {
-        unsigned char u[16];
-        char h[33];
-        if (rlk__random_bytes(u, sizeof u) != 0) {
-            rlk__free(cl);
-            return NULL;
-        }
-        u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
-        u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
-        rlk__hex(u, sizeof u, h);
-        snprintf(cl->client_id, sizeof cl->client_id, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8,
-                 h + 12, h + 16, h + 20);
+    unsigned char u[16];
+    char h[33];
+    if (rlk__random_bytes(u, sizeof u) != 0) {
+        rlk__free(cl);
+        return NULL;
     }
+    u[6] = (unsigned char)((u[6] & 0x0f) | 0x40); /* a version 4 UUID */
+    u[8] = (unsigned char)((u[8] & 0x3f) | 0x80);
+    rlk__hex(u, sizeof u, h);
+    const char *id = cl->cfg.client_id ? cl->cfg.client_id : "";
+    snprintf(cl->client_id, sizeof cl->client_id, "%.64s%s%.8s-%.4s-%.4s-%.4s-%.12s", id,
+             *id ? ":" : "", h, h + 8, h + 12, h + 16, h + 20);
     cl->cfg.client_id = NULL;
     int t = cl->cfg.conn.command_timeout_ms;
     cl->timeout = t == 0 ? DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
@@ -657,22 +698,36 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         rlk_lock_options_init(&defaults);
         o = &defaults;
     }
-    if (!name || !*name) return cl_fail(cl, RLK_ERR_INVALID, "acquire: empty lock name");
-    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
-        return cl_fail(cl, RLK_ERR_INVALID, "acquire: unknown lock kind");
     enter(cl);
+    /* Refused before anything is queued, as the session would refuse it
+     * (o->holder is not the blocking client's). */
+    rlk_lock_options so = *o;
+    so.holder = NULL;
+    int bad = rlk__session_check_acquire(cl->d->s, name, &so);
+    if (bad != RLK_OK) {
+        session_fail(cl, bad);
+        leave(cl);
+        return bad;
+    }
+    if (o->watchdog && !cl->thread_on && !cl->ticking) {
+        /* Nothing would renew it: it would run out unseen. */
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_INVALID,
+                       "acquire: a watchdog lock needs something to renew it: start the "
+                       "watchdog thread (rlk_client_watchdog_start) or call rlk_client_tick "
+                       "first (tick mode)");
+    }
     rlk_lock *l = new_handle(cl, name, o);
     if (!l) {
         leave(cl);
         return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     }
-    rlk_lock_options so = *o;
     char holder[128];
     so.on_lost = NULL;
     so.ctx = NULL;
-    so.holder = NULL;
     if (o->kind == RLK_LOCK_REENTRANT) {
-        /* The client's id and the calling thread: Redisson's layout. */
+        /* The client's random id and the calling thread: Redisson's
+         * layout, "UUID:THREAD" (client_id before it, when set). */
         snprintf(holder, sizeof holder, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
         so.holder = holder;
     }
@@ -768,7 +823,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     }
     if (cl->side_channel) side_end(cl); /* RESP2: the listener goes with the wait */
     if (status == RLK_OK) {
+        l->held = 1;
         *out = l;
+        wake_thread(cl); /* which then knows when its validity ends */
     } else if (l) {
         free_handle(l);
     }
@@ -779,10 +836,38 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 /* ------------------------------------------------------------------ */
 /* Release, extend, forget                                              */
 
+/* The status of the release of a lock that was lost before it: the
+ * release was still sent (it frees the key if it is still this
+ * holder's), and says what it found. */
+static int lost_release(rlk_client *cl, rlk_lock *l, int status)
+{
+    char found[sizeof cl->err];
+    snprintf(found, sizeof found, "%s", status == RLK_OK ? "released" : cl->err);
+    return cl_fail(cl, RLK_LOCK_LOST, "release: lock '%s' was lost before its release (%s)",
+                   l->name, found);
+}
+
 int rlk_lock_release(rlk_lock *l)
 {
     rlk_client *cl = l->cl;
     enter(cl);
+    if (l->releasing) { /* from its on_lost, which the release under way called */
+        leave(cl);
+        return cl_fail(cl, RLK_LOCK_LOST, "release: lock '%s' was lost; its release is under way",
+                       l->name);
+    }
+    /* A lock lost before the release reports RLK_LOCK_LOST, whatever the
+     * release finds; its on_lost, if still owed, is called first (from
+     * this thread without the watchdog thread). */
+    int lost = rlk_lock_is_lost(l);
+    if (lost) mark_lost(cl, l);
+    l->releasing = 1;
+    if (l->lost_due) {
+        l->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        l->on_lost(l->ctx, l);
+        pthread_mutex_lock(&cl->mu);
+    }
     int64_t start = rlk__now_ms();
     l->done = 0;
     /* Connected first (the session would end a release at once without
@@ -799,6 +884,7 @@ int rlk_lock_release(rlk_lock *l)
             status = l->status;
         } else {
             status = not_connected(cl, r, "release");
+            if (lost) status = lost_release(cl, l, status);
             l->orphan = 1; /* freed when the session is done with it */
             leave(cl);
             return status;
@@ -807,6 +893,7 @@ int rlk_lock_release(rlk_lock *l)
         rlk__session_forget(l->sl, start);
         l->sl = NULL;
     }
+    if (lost) status = lost_release(cl, l, status);
     free_handle(l);
     leave(cl);
     return status;
@@ -816,6 +903,10 @@ void rlk_lock_forget(rlk_lock *l)
 {
     rlk_client *cl = l->cl;
     enter(cl);
+    if (l->releasing) { /* from its on_lost, during its release: that frees it */
+        leave(cl);
+        return;
+    }
     if (l->sl) rlk__session_forget(l->sl, rlk__now_ms());
     free_handle(l);
     leave(cl);
@@ -824,11 +915,19 @@ void rlk_lock_forget(rlk_lock *l)
 int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 {
     rlk_client *cl = l->cl;
-    if (rlk_lock_is_lost(l))
-        return cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
-    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
-        return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
     enter(cl);
+    if (rlk_lock_is_lost(l)) {
+        /* Its validity may have just run out: on_lost, if owed, comes
+         * as this call ends. */
+        mark_lost(cl, l);
+        int status = cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
+        leave(cl);
+        return status;
+    }
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
+    }
     int64_t start = rlk__now_ms(), until = after_ms(cl, start, cl->timeout);
     int status, sent = 0;
     for (;;) {
@@ -956,7 +1055,13 @@ int64_t rlk_lock_remaining_ms(const rlk_lock *l)
     return l->sl && !rlk_lock_is_lost(l) ? rlk_session_lock_remaining_ms(l->sl, rlk__now_ms()) : 0;
 }
 
-int rlk_lock_is_lost(const rlk_lock *l) { return __atomic_load_n(&l->lost, __ATOMIC_RELAXED); }
+int rlk_lock_is_lost(const rlk_lock *l)
+{
+    if (__atomic_load_n(&l->lost, __ATOMIC_RELAXED)) return 1;
+    /* Its validity over, whatever renews it or not: lost, before any
+     * call marks it so. */
+    return l->held && l->sl && rlk_session_lock_remaining_ms(l->sl, rlk__now_ms()) == 0;
+}
 uint64_t rlk_lock_fence(const rlk_lock *l) { return l->fence; }
 const char *rlk_lock_token(const rlk_lock *l) { return l->token; }
 const char *rlk_lock_name(const rlk_lock *l) { return l->name; }
@@ -974,6 +1079,15 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     if (cl->thread_on) {
         leave(cl);
         return cl_fail(cl, RLK_ERR_INVALID, "tick: the watchdog thread runs");
+    }
+    cl->ticking = 1;
+    if (!cl->locks && !cl->d->up) {
+        /* Nothing to renew, nothing to read: no connect (a program that
+         * declares tick mode before its first acquire connects within
+         * that acquire's own deadline). */
+        if (next_ms) *next_ms = -1;
+        leave(cl);
+        return RLK_OK;
     }
     /* One turn that waits for nothing but a connect: what came is read,
      * what is due is sent. */
@@ -1003,6 +1117,15 @@ static void *thread_main(void *arg)
     pthread_mutex_lock(&cl->mu);
     while (!cl->stopping) {
         turn(cl, -1, cl->wake_pipe[0], 1);
+        cl->next_expiry = sweep(cl);
+        if (cl->notify) { /* owed by the owner's calls (an extend found it lost) */
+            cl->notify = 0;
+            for (rlk_lock *l = cl->locks; l; l = l->next)
+                if (l->lost_due) {
+                    l->lost_due = 0;
+                    l->on_lost(l->ctx, l);
+                }
+        }
         pthread_cond_broadcast(&cl->cv);
     }
     pthread_mutex_unlock(&cl->mu);
@@ -1021,6 +1144,7 @@ int rlk_client_watchdog_start(rlk_client *cl)
         return cl_fail(cl, RLK_ERR_IO, "watchdog: pipe: %s", strerror(errno));
     }
     cl->stopping = 0;
+    cl->next_expiry = sweep(cl); /* the locks held already */
     cl->thread_on = 1;
     if (pthread_create(&cl->thread, NULL, thread_main, cl) != 0) {
         cl->thread_on = 0;

@@ -340,7 +340,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * getrandom, 32 hex digits), set with SET NX PX: the layout of redis-py's
  * Lock, go-redsync and node-redlock, so they and resplock exclude each
  * other on the same key.  A reentrant lock is a hash at NAME whose field
- * "<client-id>:<thread-id>" counts the holds, with a TTL on the key, and
+ * "[<client_id>:]<uuid>:<thread-id>" (the uuid random per client) counts
+ * the holds, with a TTL on the key, and
  * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released: the
  * layout of Redisson's RLock.  Release, extend and renewal are server-side
  * scripts that act only if the token (or field) still matches.
@@ -442,7 +443,8 @@ enum {
                                  whole wait                               */
     RLK_LOCK_NOT_HELD = -21,  /* the lock is not held any more (expired)  */
     RLK_LOCK_NOT_OWNER = -22, /* the lock is held by someone else         */
-    RLK_LOCK_LOST = -23       /* the handle was marked lost earlier       */
+    RLK_LOCK_LOST = -23       /* the handle was lost earlier: reported lost,
+                                 or its validity over (rlk_lock_is_lost)  */
 };
 
 typedef struct rlk_client rlk_client;
@@ -452,8 +454,13 @@ typedef struct rlk_client_config {
     /* The connection: url, TLS, timeouts, limits, client_name.  on_push,
      * on_connect and ctx are the client's own and must be left NULL. */
     rlk_conn_config conn;
-    /* Identifies this client in reentrant locks' fields; NULL: a random
-     * UUID, new for every client. */
+    /* A readable prefix of this client's reentrant locks' fields (its
+     * first 64 bytes): "ID:UUID:THREAD-ID" instead of "UUID:THREAD-ID",
+     * to tell in the server's data which service holds a lock.  It does
+     * not identify the holder: the UUID is random and new for every
+     * client, so two clients (two processes, two containers each running
+     * as PID 1) never share holds, whatever their client_id.  NULL: no
+     * prefix. */
     const char *client_id;
     /* Drift allowance beyond 1% of the TTL; 0: 2 ms. */
     int64_t drift_ms;
@@ -533,16 +540,24 @@ typedef struct rlk_lock_options {
     int64_t ttl_ms;       /* 0: RLK_DEFAULT_TTL_MS                           */
     int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this    */
     rlk_lock_kind kind;
-    int watchdog;         /* 1: renew while held (rlk_client_tick, or the
-                             watchdog thread)                               */
+    int watchdog;         /* 1: renew while held, by rlk_client_tick (tick
+                             mode) or the watchdog thread: rlk_lock_acquire
+                             refuses it while neither is in use           */
     /* Called once when the lock is found lost (renewal or extend refused,
-     * or not renewed in time), before its validity ends.  In tick mode it
-     * is called from rlk_client_tick (or rlk_lock_extend) after the
-     * client's internal lock is released: it may call any function of the
-     * client, release this lock among them.  From the watchdog thread it
-     * is called with that lock held: it must not call the client's
-     * functions (the accessors rlk_lock_name, _fence, _token, _is_lost,
-     * _remaining_ms aside); set a flag for your own thread instead. */
+     * or not renewed in time), before its validity ends while renewals
+     * are driven.  A lock nothing renewed (no watchdog, or a tick-mode
+     * client that did not tick) is lost once its validity is over: its
+     * on_lost comes from the next call on the client (any call: the
+     * release of this very lock calls it before it goes on, from the
+     * caller's thread without the client's internal lock, also while the
+     * thread runs), or from the watchdog thread when the validity ends.  In tick mode it is called
+     * from the call that found it (rlk_client_tick, rlk_lock_extend...)
+     * after the client's internal lock is released: it may call any
+     * function of the client, release this lock among them.  From the
+     * watchdog thread it is called with that lock held: it must not call
+     * the client's functions (the accessors rlk_lock_name, _fence,
+     * _token, _is_lost, _remaining_ms aside); set a flag for your own
+     * thread instead. */
     void (*on_lost)(void *ctx, rlk_lock *l);
     void *ctx;
     /* Report the lock lost (and bound every renewal attempt) at least
@@ -552,7 +567,7 @@ typedef struct rlk_lock_options {
     /* A reentrant lock's holder in a session (rlk_session_acquire): the
      * hash field whose holds it counts.  NULL: a holder of the handle's
      * own.  Ignored for simple locks, and by rlk_lock_acquire (whose
-     * holder is the client's id and thread). */
+     * holder is the client's own UUID and the thread). */
     const char *holder;
     /* 1: a lock handed over by its last holder (waiting in line, RESP3)
      * is reported held only once its confirmation has extended it to the
@@ -639,8 +654,12 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set; RLK_LOCK_BUSY (held by someone else for
- * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, no
- * random bytes from the kernel); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
+ * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, a
+ * TTL that leaves no validity: rlk_plan_valid_ms(cfg, ttl) <= 0, which
+ * every try would take and give back at once, a watchdog lock that
+ * nothing would renew: the watchdog thread not running and
+ * rlk_client_tick never called on the client, no random bytes from the
+ * kernel; nothing is sent); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
  * refused: at maxmemory, an ACL, a key of another type, LOADING past the
  * wait); RLK_ERR_PROTO (an unexpected reply); or a connection status
  * (RLK_ERR_TIMEOUT, RLK_ERR_IO, RLK_ERR_CONNECT, RLK_ERR_TLS,
@@ -652,9 +671,14 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
 
 /*
  * Releases (one hold of a reentrant lock) and frees the handle, whatever
- * the outcome.  Returns RLK_OK (released), RLK_LOCK_NOT_HELD (expired
- * before the release), RLK_LOCK_NOT_OWNER (someone else holds it now;
- * nothing was deleted), or a connection status: then the lock expires by
+ * the outcome.  Returns RLK_OK (released), RLK_LOCK_LOST (lost before the
+ * release, as rlk_lock_is_lost says: reported lost, or its validity over,
+ * renewed or not; the release is still sent, which frees the key if it
+ * is still this holder's, and the message says what it found; on_lost,
+ * if not called yet, is called first), RLK_LOCK_NOT_HELD (gone although
+ * its validity was not over: a flush, an eviction, a restart without
+ * persistence), RLK_LOCK_NOT_OWNER (someone else holds it now; nothing
+ * was deleted), or a connection status: then the lock expires by
  * itself.  A release sent again after a reconnect because its reply was
  * lost reports RLK_OK when the first attempt had released it: exactly
  * for a reentrant lock (tombstones), and for a simple lock when its
@@ -673,7 +697,7 @@ int rlk_lock_release(rlk_lock *l);
 /* Extends the lock on the server and its validity here.  RLK_OK,
  * RLK_LOCK_NOT_HELD (expired: the handle is marked lost),
  * RLK_LOCK_NOT_OWNER (someone else holds it: marked lost), RLK_LOCK_LOST
- * (marked lost earlier), RLK_ERR_INVALID (ms < 1, or an unknown how),
+ * (lost earlier, or its validity is over: nothing is sent), RLK_ERR_INVALID (ms < 1, or an unknown how),
  * RLK_ERR_SERVER, RLK_ERR_PROTO, or a connection status.  An RLK_EXTEND_SET
  * call is re-sent once after a lost reply, an RLK_EXTEND_ADD is not.
  * on_lost is called before it returns when it marks the lock lost.  The
@@ -693,7 +717,9 @@ void rlk_lock_forget(rlk_lock *l);
  * counts down its claim until its confirmation's reply is read (see
  * rlk_lock_options), and the TTL from then. */
 int64_t rlk_lock_remaining_ms(const rlk_lock *l);
-/* Non-zero once the lock is known lost. */
+/* Non-zero once the lock is lost: reported lost, or its validity over by
+ * the monotonic clock (rlk_lock_remaining_ms 0), whatever renews it or
+ * nothing does. */
 int rlk_lock_is_lost(const rlk_lock *l);
 /* The fencing token of this acquisition. */
 uint64_t rlk_lock_fence(const rlk_lock *l);
@@ -730,7 +756,12 @@ int64_t rlk_lock_holds(const rlk_lock *l);
  * lasts; the next tick tries again).  Call it again after other calls on
  * the client too: a reconnect they made is re-checked at the next tick,
  * which *next_ms did not foresee.  rlk_lock_acquire renews while it
- * waits, there waiting for the replies.  Statuses: RLK_OK,
+ * waits, there waiting for the replies.  The first call puts the client
+ * in tick mode: rlk_lock_acquire takes watchdog locks from then on
+ * (without the watchdog thread it refuses them before); while the
+ * client holds no lock and is not connected, a tick does nothing else
+ * (no connect), so a program can declare tick mode before its first
+ * acquire.  Statuses: RLK_OK,
  * RLK_ERR_NOMEM, RLK_ERR_TIMEOUT (no reply in time), or a connection
  * status.  The client's owner thread; not while the watchdog thread
  * runs.
@@ -965,12 +996,14 @@ const char *rlk_session_wait_note(const rlk_session *s);
  * when another handle of this session holds it for the same holder, the
  * new hold has that hold's fence.  Each release takes one hold away; the
  * last frees the lock (or hands it over).  A holder named as a blocking
- * client's ("CLIENT-ID:THREAD-ID") shares that client's holds.  A lock
+ * client's (its rlk_lock_token) shares that client's holds.  A lock
  * handed over under RESP3 without a watchdog is reported ACQUIRED at the
  * handoff's message, valid for the claim (see "Waiting in line" above);
  * its confirmation's reply, fed later, extends the validity to the TTL,
  * or gives RLK_SEV_LOST.  NULL (no event) for an empty name or holder, an
- * unknown kind, or no memory. */
+ * unknown kind, a TTL that leaves no validity (rlk_plan_valid_ms of the
+ * session's timing 0 or less), or no memory; rlk_session_errmsg says
+ * which. */
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now);
 

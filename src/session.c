@@ -791,6 +791,24 @@ static int start(rlk_session *s, rlk_session_lock *l)
     return send_try(s, l, 0);
 }
 
+int rlk__session_check_acquire(rlk_session *s, const char *name, const rlk_lock_options *o)
+{
+    if (!name || !*name) return fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
+        return fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
+    if (o->kind == RLK_LOCK_REENTRANT && o->holder && !*o->holder)
+        return fail(s, RLK_ERR_INVALID, "acquire: empty holder");
+    /* A lock valid for no time would be given back by every try that
+     * takes it, and tried again at once: a busy loop on the server. */
+    int64_t ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    if (rlk_plan_valid_ms(&s->timing, ttl) <= 0)
+        return fail(s, RLK_ERR_INVALID,
+                    "acquire: TTL %lld ms leaves the lock no validity (the drift allowance "
+                    "is %lld ms): use a longer TTL",
+                    (long long)ttl, (long long)rlk_plan_drift_ms(&s->timing, ttl));
+    return RLK_OK;
+}
+
 rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now)
 {
@@ -799,19 +817,8 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
         rlk_lock_options_init(&d);
         o = &d;
     }
-    if (!name || !*name) {
-        fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
-        return NULL;
-    }
-    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT) {
-        fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
-        return NULL;
-    }
+    if (rlk__session_check_acquire(s, name, o) != RLK_OK) return NULL;
     int reentrant = o->kind == RLK_LOCK_REENTRANT;
-    if (reentrant && o->holder && !*o->holder) {
-        fail(s, RLK_ERR_INVALID, "acquire: empty holder");
-        return NULL;
-    }
     /* The token's room: 32 hex digits, a holder named, or the session's
      * prefix and a counter's 20 digits.  A reentrant release's
      * tombstone: its prefix, ':' and 32 hex digits. */

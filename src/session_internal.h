@@ -48,6 +48,11 @@ int rlk__session_release_token(rlk_session *s, const char *name, const char *tok
 int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
                               int how, rlk__session_call_cb cb, void *ctx, int64_t now);
 
+/* The checks of rlk_session_acquire's arguments (name, kind, holder, a
+ * TTL with validity left after the drift allowance): RLK_OK, or
+ * RLK_ERR_INVALID with the reason in the session's message. */
+int rlk__session_check_acquire(rlk_session *s, const char *name, const rlk_lock_options *o);
+
 /* Lets a held lock go without releasing it (rlk_lock_forget): no event,
  * no renewal any more; it runs out on the server by its TTL.  A handle
  * with a request under way goes on to its end unheard instead (its

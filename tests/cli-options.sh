@@ -42,6 +42,14 @@ check "other failures still print: server unreachable" 69 '' 'Connection refused
 check "other failures still print: release with another token" 1 '' "held by someone else" -- -u "$url" release held 0123456789abcdef0123456789abcdef
 R DEL held >/dev/null
 
+# ---------------------------------- a TTL within the drift allowance: 64
+# (the lock would be valid for no time: every try would take it and give
+# it back, tens of thousands of server calls a second).
+R CONFIG RESETSTAT >/dev/null
+check "acquire --ttl 1ms: usage error" 64 '' "--ttl 1ms is too short" -- -u "$url" acquire tiny -t 1ms -w 1s
+check "run --ttl 2ms: usage error" 64 '' "--ttl 2ms is too short" -- -u "$url" run tiny -t 2ms -w 1s -- true
+expect_eq "a TTL too short: no SET on the server" "$(R INFO commandstats | grep -c '^cmdstat_set:')" 0
+
 # ------------------------------------------ the man page's shell snippet
 # The snippet as printed (roff escapes undone), between "From a shell
 # script" and its "...", run by sh (dash on Debian) and bash with a
@@ -193,6 +201,9 @@ check "status: another client's string" 0 "^kind: +simple: another client's stri
 R HSET st3 "0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:57" 1 >/dev/null; R PEXPIRE st3 60000 >/dev/null
 check "status: Redisson's layout" 0 "^kind: +reentrant: Redisson's RLock layout" '' -- -u "$url" status st3
 grep -Eq '^holds: +1$' "$work/out" && ok "status: the reentrant hold count" || bad "status: the reentrant hold count" "$(cat "$work/out")"
+# A resplock client configured with a client_id: "ID:UUID:thread".
+R HSET st6 "svc:0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:1" 1 >/dev/null; R PEXPIRE st6 60000 >/dev/null
+check "status: resplock's layout with a client_id" 0 "^kind: +reentrant: Redisson's RLock layout" '' -- -u "$url" status st6
 R HSET st4 some-field 1 >/dev/null
 check "status: another hash" 0 "^kind: +hash: not a lock layout resplock knows$" '' -- -u "$url" status st4
 R RPUSH st5 a >/dev/null

@@ -73,6 +73,13 @@ rlk_client *client_with(const rlk_client_config *cfg, int line)
         rlk_client_free(cl);
         return NULL;
     }
+    /* Tick mode: the tests renew watchdog locks by rlk_client_tick (or
+     * start the watchdog thread), sometimes only after acquiring. */
+    rc = rlk_client_tick(cl, NULL);
+    if (!tl_ok(rc == RLK_OK, __FILE__, line, "tick: %d %s", rc, rlk_client_errmsg(cl))) {
+        rlk_client_free(cl);
+        return NULL;
+    }
     return cl;
 }
 

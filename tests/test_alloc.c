@@ -298,6 +298,7 @@ static int wd_setup(void)
     rlk_lock_options_init(&o);
     o.ttl_ms = 5000;
     o.watchdog = 1;
+    CHECK_EQ_INT(rlk_client_tick(wd_cl, NULL), RLK_OK); /* tick mode */
     if (!CHECK_MSG(rlk_lock_acquire(wd_cl, "alloc-wd", &o, &wd_lock) == RLK_OK, "%s",
                    rlk_client_errmsg(wd_cl)))
         return -1;
@@ -377,6 +378,7 @@ static void test_idle_client_heap(void)
     if (!CHECK(cl != NULL)) return;
     rlk_lock_options_init(&o);
     o.watchdog = 1;
+    CHECK_EQ_INT(rlk_client_tick(cl, NULL), RLK_OK); /* tick mode */
     if (CHECK(rlk_lock_acquire(cl, "alloc-idle", &o, &l) == RLK_OK)) {
         CHECK_EQ_INT(rlk_client_tick(cl, NULL), RLK_OK);
         size_t idle = H.live - before;

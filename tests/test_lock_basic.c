@@ -21,9 +21,13 @@
 #include "resplock.h"
 #include "server.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* Basics                                                              */
@@ -197,12 +201,26 @@ static void test_release_not_held(void)
     rlk_client *a = CLIENT();
     rlk_lock *l;
     if (!a) return;
+    /* Gone while it was still thought held (a flush, an eviction, a
+     * restart without persistence): not held. */
+    l = ACQ(a, "rel-gone", 10000);
+    if (l) {
+        CMD(admin, "DEL", "rel-gone");
+        CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+        CHECK(ts_contains(rlk_client_errmsg(a), "not held"));
+    }
+    /* Expired: its validity was over before the release, which says so
+     * (lost), and what it found. */
     l = ACQ(a, "rel-expired", 200);
     if (l) {
         CHECK(wait_exists(admin, "rel-expired", 0, 200 + LONG_MS));
         CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
-        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
-        CHECK(ts_contains(rlk_client_errmsg(a), "not held"));
+        CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(a), "lost before its release") &&
+                      ts_contains(rlk_client_errmsg(a), "not held"),
+                  "message \"%s\"", rlk_client_errmsg(a));
     }
     rlk_client_free(a);
 }
@@ -452,12 +470,12 @@ static void test_extend(void)
     CHECK_EQ_INT(rlk_lock_extend(l, 150, RLK_EXTEND_SET), RLK_OK);
     CHECK(wait_exists(admin, "ext", 0, 150 + LONG_MS));
     CHECK_EQ_INT(rlk_extend_token(a, "ext", tok, 1000, RLK_EXTEND_ADD, NULL), RLK_LOCK_NOT_HELD);
-    CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_NOT_HELD);
+    /* Its validity over: lost, nothing sent. */
     CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
     CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
     CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_ADD), RLK_LOCK_LOST);
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", "ext"), 0);
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 
     /* Someone else's. */
     l2 = ACQ(a, "ext2", 10000);
@@ -469,7 +487,7 @@ static void test_extend(void)
         CHECK_EQ_STR(got, "other");
         pttl = CMD_INT(admin, "PTTL", "ext2");
         CHECK_MSG(pttl <= 10000, "the other holder's key was extended: %lld", pttl);
-        CHECK_EQ_INT(rlk_lock_release(l2), RLK_LOCK_NOT_OWNER);
+        CHECK_EQ_INT(rlk_lock_release(l2), RLK_LOCK_LOST); /* found lost by the extend */
         CMD(admin, "DEL", "ext2");
     }
 
@@ -719,12 +737,240 @@ static void test_reentrant_client_id(void)
     if (!a) return;
     l = ACQ_R(a, "re-id", 10000);
     if (l) {
-        snprintf(want, sizeof want, "my-service-7:%ld", gettid_());
-        CHECK_EQ_STR(rlk_lock_token(l), want);
-        CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", "re-id", want), 1);
+        /* "ID:UUID:THREAD": the id, the client's random part, the thread. */
+        const char *f = rlk_lock_token(l);
+        snprintf(want, sizeof want, ":%ld", gettid_());
+        CHECK_MSG(strlen(f) == strlen("my-service-7:") + 36 + strlen(want) &&
+                      strncmp(f, "my-service-7:", 13) == 0 && f[13 + 8] == '-' &&
+                      strcmp(f + 13 + 36, want) == 0,
+                  "field \"%s\"", f);
+        CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", "re-id", f), 1);
         CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
     }
     rlk_client_free(a);
+}
+
+/* Two clients configured with the same client_id are two holders: the
+ * id is only a readable prefix of the hash field, whose random part is
+ * the client's own.  On one thread of one process the fields were the
+ * same ("svc:TID"), and the second client counted a hold of the first's
+ * lock instead of finding it busy. */
+static void test_reentrant_same_client_id(void)
+{
+    rlk_client_config cfg;
+    rlk_client *a, *b = NULL;
+    rlk_lock *la = NULL, *lb = NULL;
+    rlk_lock_options o;
+    char tid[32], got[32];
+    int rc;
+    client_cfg(&cfg, srv_url);
+    cfg.client_id = "svc";
+    a = CLIENT_WITH(&cfg);
+    b = CLIENT_WITH(&cfg);
+    if (!a || !b) goto out;
+    CMD(admin, "DEL", "re-same-id");
+    la = ACQ_R(a, "re-same-id", 10000);
+    if (!la) goto out;
+    opts(&o, 10000, 0, RLK_LOCK_REENTRANT, 0, NULL);
+    rc = rlk_lock_acquire(b, "re-same-id", &o, &lb);
+    CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-same-id"), 1);
+    CHECK(CMD_STR(admin, got, "HGET", "re-same-id", rlk_lock_token(la)) == 1);
+    CHECK_EQ_STR(got, "1");
+    /* The id still reads first, the thread last (Redisson's "ID:THREAD"). */
+    snprintf(tid, sizeof tid, ":%ld", gettid_());
+    CHECK_MSG(strncmp(rlk_lock_token(la), "svc:", 4) == 0, "field \"%s\"", rlk_lock_token(la));
+    CHECK_MSG(strlen(rlk_lock_token(la)) > strlen(tid) &&
+                  strcmp(rlk_lock_token(la) + strlen(rlk_lock_token(la)) - strlen(tid), tid) == 0,
+              "field \"%s\" does not end in \"%s\"", rlk_lock_token(la), tid);
+    if (lb) { /* a hold counted on a's lock (the bug) */
+        rlk_lock_release(lb);
+        lb = NULL;
+    }
+out:
+    if (la) CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
+/* The child's side of test_reentrant_client_id_pid_namespaces: as PID 1
+ * of a PID namespace of its own, client_id "svc", one try at the
+ * reentrant lock; reports "PID STATUS HOLDS FIELD", then holds it until
+ * its standard input closes. */
+static int child_reentrant_main(char **argv)
+{
+    rlk_client_config cfg;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    char buf[16];
+    client_cfg(&cfg, argv[0]);
+    cfg.client_id = "svc";
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl) return 2;
+    opts(&o, 20000, 0, RLK_LOCK_REENTRANT, 0, NULL);
+    int rc = rlk_lock_acquire(cl, argv[1], &o, &l);
+    printf("%ld %d %lld %s\n", (long)getpid(), rc, l ? (long long)rlk_lock_holds(l) : 0LL,
+           l ? rlk_lock_token(l) : "-");
+    fflush(stdout);
+    while (read(0, buf, sizeof buf) > 0) {
+    }
+    if (l) rlk_lock_release(l);
+    rlk_client_free(cl);
+    return 0;
+}
+
+static const char *self_path; /* this program, for the children */
+
+struct ns_child {
+    pid_t pid;
+    int in, out;   /* its standard input (closed: it ends) and output */
+    long pid_inside;
+    int rc;
+    long long holds;
+    char field[160];
+};
+
+/* Starts this program as PID 1 of a new PID namespace (unshare(1), as
+ * root) and reads its report, within ms.  1 when it reported. */
+static int ns_child_start(struct ns_child *c, const char *name, int64_t ms)
+{
+    int in[2], out[2];
+    char line[256];
+    size_t len = 0;
+    memset(c, 0, sizeof *c);
+    c->pid = -1;
+    c->in = c->out = -1;
+    if (!CHECK(pipe(in) == 0)) return 0;
+    if (!CHECK(pipe(out) == 0)) {
+        close(in[0]);
+        close(in[1]);
+        return 0;
+    }
+    c->pid = fork();
+    if (c->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        /* Runs natively even under valgrind: only this process is checked. */
+        execlp("unshare", "unshare", "--pid", "--fork", "--mount-proc", self_path,
+               "--child-reentrant", srv_url, name, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c->in = in[1];
+    c->out = out[0];
+    if (!CHECK(c->pid > 0)) return 0;
+    int64_t deadline = ts_now_ms() + ms;
+    while (!memchr(line, '\n', len)) {
+        struct pollfd p = {c->out, POLLIN, 0};
+        int64_t left = deadline - ts_now_ms();
+        ssize_t n;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
+        n = read(c->out, line + len, sizeof line - 1 - len);
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    line[len] = '\0';
+    return CHECK_MSG(sscanf(line, "%ld %d %lld %159s", &c->pid_inside, &c->rc, &c->holds,
+                            c->field) == 4,
+                     "no report from the child in a PID namespace (unshare needs root): \"%s\"",
+                     line);
+}
+
+static void ns_child_end(struct ns_child *c)
+{
+    int st;
+    if (c->in >= 0) close(c->in);
+    if (c->out >= 0) close(c->out);
+    if (c->pid > 0) {
+        CHECK(waitpid(c->pid, &st, 0) == c->pid);
+        CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    }
+}
+
+/* Two containers, each running its service as PID 1 with the same
+ * configured client_id: the same id and the same thread id.  The
+ * second must find the first's reentrant lock busy, not count a hold
+ * of it. */
+static void test_reentrant_client_id_pid_namespaces(void)
+{
+    struct ns_child c1, c2;
+    char got[32];
+    CMD(admin, "DEL", "re-ns");
+    int ok1 = ns_child_start(&c1, "re-ns", LONG_MS);
+    int ok2 = ok1 && ns_child_start(&c2, "re-ns", LONG_MS);
+    if (ok1) {
+        CHECK_EQ_INT(c1.pid_inside, 1);
+        CHECK_EQ_INT(c1.rc, RLK_OK);
+        CHECK_EQ_INT(c1.holds, 1);
+    }
+    if (ok2) {
+        CHECK_EQ_INT(c2.pid_inside, 1);
+        CHECK_MSG(c2.rc == RLK_LOCK_BUSY, "second holder: status %d, holds %lld, field %s (first: %s)",
+                  c2.rc, c2.holds, c2.field, c1.field);
+        CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-ns"), 1);
+        CHECK(CMD_STR(admin, got, "HGET", "re-ns", c1.field) == 1);
+        CHECK_EQ_STR(got, "1");
+    }
+    if (ok1 && ok2) ns_child_end(&c2);
+    ns_child_end(&c1);
+    CHECK(wait_exists(admin, "re-ns", 0, LONG_MS));
+}
+
+/* A TTL within the drift allowance leaves the lock no validity: every
+ * try would take it, find its validity over already, give it back and
+ * try again (tens of thousands of calls a second).  It is refused before
+ * anything is sent, by the blocking client and the session alike. */
+static void test_ttl_without_validity(void)
+{
+    rlk_client_config cfg;
+    rlk_client *a;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    long long calls;
+    client_cfg(&cfg, srv_url);
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    CMD(admin, "DEL", "no-validity");
+    CHECK_EQ_INT(rlk_plan_valid_ms(NULL, 1), -1);
+    reset_stats(admin);
+    opts(&o, 1, 1000, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(a), "TTL 1 ms"), "message \"%s\"",
+              rlk_client_errmsg(a));
+    calls = stat_calls(admin, "set+eval+" SCRIPT_CALLS);
+    CHECK_MSG(calls == 0, "%lld lock calls on the server", calls);
+    /* The bound is the client's own drift allowance: 1% and drift_ms. */
+    opts(&o, 2, 0, RLK_LOCK_REENTRANT, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    rlk_client_free(a);
+    cfg.drift_ms = 50;
+    a = CLIENT_WITH(&cfg);
+    if (!a) return;
+    opts(&o, 50, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_ERR_INVALID);
+    opts(&o, 100, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "no-validity", &o, &l), RLK_OK);
+    if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    calls = stat_calls(admin, "set");
+    CHECK_MSG(calls == 1, "%lld SET calls", calls);
+    rlk_client_free(a);
+
+    /* The session refuses it the same way (no event). */
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    rlk_session *s = rlk_session_new(&sc);
+    if (!CHECK(s != NULL)) return;
+    opts(&o, 1, 0, RLK_LOCK_SIMPLE, 0, NULL);
+    CHECK(rlk_session_acquire(s, "no-validity", &o, NULL, 0) == NULL);
+    CHECK_MSG(ts_contains(rlk_session_errmsg(s), "TTL 1 ms"), "message \"%s\"",
+              rlk_session_errmsg(s));
+    rlk_session_free(s);
 }
 
 /* ------------------------------------------------------------------ */
@@ -858,7 +1104,9 @@ static void test_stopped_holder(void)
     lb = ACQ(b, "stopped", 10000);
     if (lb) {
         CHECK(rlk_lock_fence(lb) > rlk_lock_fence(la));
-        CHECK_EQ_INT(rlk_lock_release(la), RLK_LOCK_NOT_OWNER);
+        CHECK_EQ_INT(rlk_lock_release(la), RLK_LOCK_LOST);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(a), "someone else"), "message \"%s\"",
+                  rlk_client_errmsg(a));
         CHECK(CMD_STR(admin, got, "GET", "stopped") == 1);
         CHECK_EQ_STR(got, rlk_lock_token(lb));
         CHECK(CMD_INT(admin, "PTTL", "stopped") > 10000 - MARGIN);
@@ -925,6 +1173,9 @@ static void test_status(void)
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
+    if (argc == 4 && strcmp(argv[1], "--child-reentrant") == 0)
+        return child_reentrant_main(argv + 2);
+    self_path = strchr(argv[0], '/') ? argv[0] : "/proc/self/exe"; /* found through PATH */
     tl_init(argc, argv);
     if (locktest_setup() != 0) return 1;
 
@@ -939,8 +1190,11 @@ int main(int argc, char **argv)
     RUN(test_extend);
     RUN(test_validity);
     RUN(test_plan);
+    RUN(test_ttl_without_validity);
     RUN(test_reentrant);
     RUN(test_reentrant_client_id);
+    RUN(test_reentrant_same_client_id);
+    RUN(test_reentrant_client_id_pid_namespaces);
     RUN(test_mutual_exclusion);
     RUN(test_stopped_holder);
     RUN(test_status);

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ */
 /* Watchdog, tick mode                                                 */
@@ -88,7 +89,7 @@ static void test_watchdog_tick(void)
     CHECK_EQ_INT(lost_calls(&lr), 1);
     CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
     CHECK_EQ_INT(t.next, -1);
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 out:
     rlk_client_free(a);
 }
@@ -137,7 +138,7 @@ static void test_watchdog_on_lost_may_call_client(void)
         poll(&p, 1, (int)(next < 0 || next > 50 ? 50 : next));
     }
     CHECK_EQ_INT(e.calls, 1);
-    CHECK_EQ_INT(e.release_status, RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(e.release_status, RLK_LOCK_LOST);
     CHECK_EQ_INT(e.acquire_status, RLK_OK);
     if (e.next) CHECK_EQ_INT(rlk_lock_release(e.next), RLK_OK);
 out:
@@ -176,7 +177,7 @@ static void test_watchdog_lost_on_delete(void)
     tick_for(&t, 300, 0);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     CHECK_EQ_INT(t.next, -1);
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 
     /* Taken by someone else meanwhile: lost, and their key is intact. */
     memset(&lr, 0, sizeof lr);
@@ -187,7 +188,10 @@ static void test_watchdog_lost_on_delete(void)
     tick_for(&t, 600 + LONG_MS, 1);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     CHECK(lr.at <= t.valid_est);
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_OWNER);
+    /* Lost before its release, which says what it found. */
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(a), "someone else"), "message \"%s\"",
+              rlk_client_errmsg(a));
     CHECK(CMD_STR(admin, got, "GET", "wd-taken") == 1);
     CHECK_EQ_STR(got, "other");
     CMD(admin, "DEL", "wd-taken");
@@ -480,7 +484,7 @@ static void test_reconnect_rechecks(void)
     tick_for(&t, 2000, 1);
     CHECK_EQ_INT(lost_calls(&lr), 1);
     CHECK_MSG(lr.at - t_kill < MARGIN, "lost %lld ms after the kill", (long long)(lr.at - t_kill));
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 out:
     rlk_client_free(a);
 }
@@ -552,7 +556,7 @@ static void test_watchdog_thread(void)
     rlk_client_watchdog_stop(a);
     CHECK_MSG(ts_now_ms() - t0 < 100 + MARGIN, "stop took %lld ms", (long long)(ts_now_ms() - t0));
     rlk_client_watchdog_stop(a); /* not running: nothing */
-    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_NOT_HELD);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
 
     /* Started again, and freed while running. */
     CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
@@ -596,8 +600,10 @@ static void test_watchdog_thread_server_killed(void)
     }
     CHECK_EQ_INT(rlk_lock_remaining_ms(l), 0);
     rlk_client_watchdog_stop(a);
-    CHECK_MSG(rlk_lock_release(l) == RLK_ERR_CONNECT, "release with the server gone: %s",
-              rlk_client_errmsg(a));
+    /* Lost before: so it says, with what the release found. */
+    CHECK_MSG(rlk_lock_release(l) == RLK_LOCK_LOST &&
+                  ts_contains(rlk_client_errmsg(a), "Connection refused"),
+              "release with the server gone: %s", rlk_client_errmsg(a));
 out:
     rlk_client_free(a);
     ts_stop(s);
@@ -634,6 +640,142 @@ out:
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* A lock nobody renews                                                 */
+
+/* Waits until l's validity is over (remaining 0), within ms. */
+static int wait_validity_over(rlk_lock *l, int64_t ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    while (rlk_lock_remaining_ms(l) > 0) {
+        if (ts_now_ms() >= deadline) return 0;
+        ts_pause_ms(5); /* sampling interval */
+    }
+    return 1;
+}
+
+/* A watchdog lock whose client is in tick mode but never ticks (the
+ * program does its work instead): once its validity is over it reads as
+ * lost, and the release, the first call on the client after it, calls
+ * on_lost and reports RLK_LOCK_LOST (not RLK_LOCK_NOT_HELD, which says
+ * the lock went while it was thought held). */
+static void test_unrenewed_watchdog_lock_lost(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock *l;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "wd-idle");
+    CHECK_EQ_INT(rlk_client_tick(a, NULL), RLK_OK); /* tick mode */
+    l = ACQ_WD(a, "wd-idle", 600, &lr);
+    if (!l) goto out;
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 0);
+    CHECK(wait_validity_over(l, 600 + LONG_MS));
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(a), "lost"), "message \"%s\"", rlk_client_errmsg(a));
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(lr.is_lost, 1);
+    CHECK_EQ_INT(lr.remaining, 0);
+out:
+    rlk_client_free(a);
+}
+
+/* Without a watchdog the same: lost when the validity is over, on_lost
+ * by the next call on the client (any call), once; extend and release
+ * report RLK_LOCK_LOST. */
+static void test_unrenewed_lock_lost(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock_options o;
+    rlk_lock_status st;
+    rlk_lock *l = NULL;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "plain-idle");
+    opts(&o, 300, 0, RLK_LOCK_SIMPLE, 0, &lr);
+    if (!CHECK(rlk_lock_acquire(a, "plain-idle", &o, &l) == RLK_OK)) goto out;
+    CHECK(wait_validity_over(l, 300 + LONG_MS));
+    CHECK_EQ_INT(rlk_lock_is_lost(l), 1);
+    CHECK_EQ_INT(rlk_lock_get_status(a, "someone-else", &st), RLK_OK);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    CHECK_EQ_INT(lr.is_lost, 1);
+    CHECK_EQ_INT(rlk_lock_extend(l, 1000, RLK_EXTEND_SET), RLK_LOCK_LOST);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+out:
+    rlk_client_free(a);
+}
+
+/* In thread mode the thread reports it (from the thread) when the
+ * validity ends, with no call on the client meanwhile. */
+static void test_unrenewed_lock_lost_thread(void)
+{
+    rlk_client *a = CLIENT();
+    struct lost_rec lr;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    int64_t deadline;
+    memset(&lr, 0, sizeof lr);
+    if (!a) return;
+    CMD(admin, "DEL", "plain-thread");
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    opts(&o, 300, 0, RLK_LOCK_SIMPLE, 0, &lr);
+    if (!CHECK(rlk_lock_acquire(a, "plain-thread", &o, &l) == RLK_OK)) goto out;
+    deadline = ts_now_ms() + 300 + LONG_MS;
+    while (!lost_calls(&lr) && ts_now_ms() < deadline) ts_pause_ms(5); /* sampling */
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+    if (lost_calls(&lr) == 1) {
+        CHECK(!pthread_equal(lr.thread, pthread_self()));
+        CHECK_EQ_INT(lr.is_lost, 1);
+    }
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_LOCK_LOST);
+    CHECK_EQ_INT(lost_calls(&lr), 1);
+out:
+    rlk_client_watchdog_stop(a);
+    rlk_client_free(a);
+}
+
+/* A watchdog lock that nothing would renew (no thread, and the client
+ * never ticked) is refused before anything is sent; tick mode starts
+ * with the first rlk_client_tick, which does no I/O while the client
+ * holds nothing and is not connected. */
+static void test_watchdog_needs_a_driver(void)
+{
+    rlk_client_config cfg;
+    rlk_client *a;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    int64_t next = 0;
+    client_cfg(&cfg, srv_url);
+    a = rlk_client_new(&cfg);
+    if (!CHECK(a != NULL)) return;
+    CMD(admin, "DEL", "wd-driver");
+    opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 1, NULL);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "wd-driver", &o, &l), RLK_ERR_INVALID);
+    CHECK(l == NULL);
+    CHECK_MSG(ts_contains(rlk_client_errmsg(a), "rlk_client_tick") &&
+                  ts_contains(rlk_client_errmsg(a), "rlk_client_watchdog_start"),
+              "message \"%s\"", rlk_client_errmsg(a));
+    CHECK_EQ_INT(rlk_client_generation(a), 0);
+    CHECK_EQ_INT(rlk_client_tick(a, &next), RLK_OK);
+    CHECK_EQ_INT(next, -1);
+    CHECK_EQ_INT(rlk_client_generation(a), 0);
+    CHECK_EQ_INT(rlk_lock_acquire(a, "wd-driver", &o, &l), RLK_OK);
+    if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    rlk_client_free(a);
+    /* The watchdog thread renews it as well. */
+    a = rlk_client_new(&cfg);
+    if (!CHECK(a != NULL)) return;
+    CHECK_EQ_INT(rlk_client_watchdog_start(a), RLK_OK);
+    l = NULL;
+    CHECK_EQ_INT(rlk_lock_acquire(a, "wd-driver", &o, &l), RLK_OK);
+    if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    rlk_client_free(a);
+}
+
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
@@ -653,6 +795,10 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread);
     RUN(test_watchdog_thread_extend_shorter);
     RUN(test_watchdog_thread_server_killed);
+    RUN(test_unrenewed_watchdog_lock_lost);
+    RUN(test_unrenewed_lock_lost);
+    RUN(test_unrenewed_lock_lost_thread);
+    RUN(test_watchdog_needs_a_driver);
 
     return locktest_finish(t0);
 }

@@ -69,7 +69,15 @@ static int lock_opt(void *ctx, int c, const char *arg)
     lock_args *a = ctx;
     char *end;
     switch (c) {
-    case 't': return duration_opt("--ttl", arg, &a->ttl_ms, 0);
+    case 't':
+        if (duration_opt("--ttl", arg, &a->ttl_ms, 0) < 0) return -1;
+        /* The library refuses it too (RLK_ERR_INVALID); said here as the
+         * usage error it is. */
+        if (rlk_plan_valid_ms(NULL, a->ttl_ms) <= 0)
+            return cli_usage_error("--ttl %s is too short: the lock would be valid for no time "
+                                   "(%" PRId64 " ms go to the clock-drift allowance)",
+                                   arg, rlk_plan_drift_ms(NULL, a->ttl_ms)), -1;
+        return 1;
     case 'w': return duration_opt("--wait", arg, &a->wait_ms, 1);
     case 'n': a->wait_ms = 0; return 1;
     case 'E': {
@@ -355,6 +363,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         return status;
     }
     rlk_lock *l;
+    /* Tick mode (the loop below renews): the library refuses a watchdog
+     * lock that nothing renews.  Without a lock or a connection yet, the
+     * tick does no I/O. */
+    rlk_client_tick(cl, NULL);
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
@@ -573,8 +585,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     }
     rlk_client_free(cl);
     /* Not held to the end (it expired or was taken while resplock could
-     * not renew it, paused for example): the run was not exclusive. */
-    if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER) code = CLI_EX_TEMPFAIL;
+     * not renew it, paused for example; lost: its validity was over
+     * before the release): the run was not exclusive. */
+    if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST)
+        code = CLI_EX_TEMPFAIL;
     else if (timed_out) code = CLI_EX_MAX_TIME;
     return code;
 }
@@ -681,16 +695,20 @@ static int all_of(const char *s, size_t n, const char *set)
 }
 
 /* "UUID:thread": the field of Redisson's RLock, resplock's reentrant
- * locks among them. */
+ * locks among them; "ID:UUID:thread" from a resplock client configured
+ * with a client_id. */
 static int is_rlock_field(const rlk_resp_value *v)
 {
     static const char hex[] = "0123456789abcdefABCDEF";
-    const char *s = v->str;
-    if (!is_bulk(v, NULL) || v->len < 38 || s[36] != ':') return 0;
+    if (!is_bulk(v, NULL)) return 0;
+    const char *colon = memrchr(v->str, ':', v->len);
+    if (!colon || colon - v->str < 36) return 0;
+    const char *s = colon - 36;
+    if (s > v->str && s[-1] != ':') return 0;
     for (int i = 0; i < 36; i++)
         if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' : !strchr(hex, s[i]) || !s[i])
             return 0;
-    return all_of(s + 37, v->len - 37, "0123456789");
+    return all_of(colon + 1, v->len - (size_t)(colon + 1 - v->str), "0123456789");
 }
 
 /* The kind of holder, from the key's type and value: the status alone
@@ -718,7 +736,7 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
         int rlock = v->len > 0;
         for (const rlk_resp_value *f = v->child; f; f = f->next) rlock = rlock && is_rlock_field(f);
         if (rlock)
-            snprintf(out, n, "reentrant: Redisson's RLock layout (UUID:thread fields), "
+            snprintf(out, n, "reentrant: Redisson's RLock layout ([ID:]UUID:thread fields), "
                              "from resplock or Redisson");
         else
             snprintf(out, n, "hash: not a lock layout resplock knows");

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Every ```c block of README.md is a whole program: each is compiled as it
+# stands against the built library (warnings are errors), run against a
+# throwaway redis-server (REDIS_URL, and HOST PORT as arguments), and
+# must exit 0 with the output its kind of example prints.  A block this
+# script does not know fails, so a new example comes with its check.
+. "$top_srcdir/tests/cli-lock-lib.sh"
+readme="$top_srcdir/README.md"
+cc=${RLK_CC:-cc}
+cflags=${RLK_CFLAGS:-}
+
+rlk_redis_start main "$work" || die "could not start redis-server"
+port=$RLK_REDIS_PORT
+R() { redis-cli -p "$port" "$@"; }
+
+# The headers as installed: <resplock/resplock.h>, <resplock/resp.h>.
+mkdir -p "$work/include/resplock"
+ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$work/include/resplock/"
+
+# The blocks, one file each: readme-1.c, readme-2.c...
+awk -v dir="$work" '
+  /^```c$/ { n++; file = dir "/readme-" n ".c"; on = 1; next }
+  on && /^```$/ { on = 0; close(file); next }
+  on { print > file }
+  END { if (on) exit 1 }' "$readme" || bad "README.md: a C block is not closed"
+blocks=$(ls "$work"/readme-*.c 2>/dev/null | wc -l)
+[ "$blocks" -ge 3 ] && ok "README.md has $blocks C blocks" ||
+  bad "README.md has $blocks C blocks, want at least 3 (client, session, codec)"
+
+# build NAME: compiles and links $work/NAME.c into $work/NAME.
+build() {
+  $cc $cflags -Wall -Wextra -Werror -I"$work/include" -c -o "$work/$1.o" "$work/$1.c" \
+    >"$work/$1.build" 2>&1 &&
+    "$top_builddir/libtool" --quiet --mode=link --tag=CC $cc $cflags -static \
+      -o "$work/$1" "$work/$1.o" "$top_builddir/libresplock.la" -pthread >>"$work/$1.build" 2>&1
+}
+
+for src in "$work"/readme-*.c; do
+  name=$(basename "$src" .c)
+  first=$(grep -m1 -E 'rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
+  case $first in
+    *rlk_client_new*) kind=client ;;
+    *rlk_session_new*) kind=session ;;
+    *rlk_resp_parser_init*) kind=codec ;;
+    *) bad "$name: a C block this test does not know (give it a check)" "$(head -5 "$src")"
+       continue ;;
+  esac
+  if ! build "$name"; then
+    bad "$name ($kind): compiles and links" "$(sed 's/^/  /' "$work/$name.build")"
+    continue
+  fi
+  ok "$name ($kind): compiles and links"
+  R DEL orders >/dev/null
+  REDIS_URL="redis://127.0.0.1:$port" $RLK_WRAP "$work/$name" 127.0.0.1 "$port" \
+    </dev/null >"$work/$name.out" 2>"$work/$name.err"
+  code=$?
+  show=("$(sed 's/^/out: /' "$work/$name.out")" "$(sed 's/^/err: /' "$work/$name.err")")
+  if [ "$code" = 0 ]; then ok "$name ($kind): exit 0"; else bad "$name ($kind): exit $code" "${show[@]}"; fi
+  out=$(cat "$work/$name.out")
+  case $kind in
+    client)
+      want=$'writing with fence [0-9]+\nreleased' ;;
+    session)
+      want=$'acquired orders fence [0-9]+\nreleased' ;;
+    codec)
+      want=$'1: "hello"\n1: 42\nneed more; [0-9]+ bytes kept for the next read' ;;
+  esac
+  if [[ "$out" =~ ^$want$ ]]; then ok "$name ($kind): its output"
+  else bad "$name ($kind): its output" "want /$want/" "${show[@]}"; fi
+  if [ "$kind" != codec ]; then
+    expect_eq "$name ($kind): the lock is released" "$(R EXISTS orders)" 0
+  fi
+done
+finish
