@@ -4,7 +4,8 @@
  * loopback ports: waits that wake on a release and on expiry (RESP3 and
  * RESP2), and the handoff of a released lock to the first live waiter in
  * line (order, dead and deaf entries, timeouts, reentrant and by-token
- * releases, forged messages, kept subscriptions, reconnects).
+ * releases, forged messages, kept subscriptions, reconnects), and the
+ * window after 2 s of handoffs, which new clients keep away from too.
  *
  * Every wait is on a condition under a deadline.  Timing assertions have
  * margins (MARGIN) that grow under valgrind.
