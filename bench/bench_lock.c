@@ -10,8 +10,10 @@
  *   uncontended   acquire + release cycles on one free lock, one client:
  *                 rlk_lock_acquire (wait 0) + rlk_lock_release, against
  *                 the raw floor (the same requests, byte for byte, as the
- *                 same two round trips over a blocking socket: SET NX PX
- *                 and TIME together, then the release's FCALL, or EVALSHA
+ *                 same two round trips over a blocking socket: SET NX PX,
+ *                 HGET of the window resplock keeps away in (see
+ *                 src/lua/release.lua) and TIME together, then the
+ *                 release's FCALL, or EVALSHA
  *                 on a server without FUNCTIONs) and
  *                 against redis-py (python3-redis: r.lock(name,
  *                 timeout=30), acquire(blocking=False), release(), timed
@@ -38,7 +40,7 @@
  *                 one after the other.
  *   server time   the server's own time per uncontended cycle (INFO
  *                 commandstats after CONFIG RESETSTAT, summed over the
- *                 top-level commands: SET, TIME, EVALSHA, FCALL; a
+ *                 top-level commands: SET, HGET, TIME, EVALSHA, FCALL; a
  *                 script's inner calls are within its caller's time),
  *                 resplock's cycle
  *                 against the minimal correct one: SET NX PX, then a
@@ -47,7 +49,7 @@
  *                 same-round ratios are printed, with the time per call
  *                 of each command.  The
  *                 calls are counted: as many SETs, script calls (and for
- *                 resplock TIMEs) as cycles, or the run stops.
+ *                 resplock HGETs and TIMEs) as cycles, or the run stops.
  *
  * Where the processes run changes a loopback round trip several times
  * over (one CPU: two context switches; two CPUs: a wake-up of the other
@@ -61,9 +63,10 @@
  * which records what the client sends during one acquire + release
  * cycle after a warm-up (so the scripts are loaded and no SCRIPT LOAD is
  * in the way).  Those bytes are split into the requests and checked:
- * the acquire's round trip is SET NX PX on the lock and TIME (its fence),
- * the release's is FCALL (or EVALSHA) on the lock.  They are replayed as they are,
- * and the replies checked: +OK and TIME's two numbers, then :1.  Only the
+ * the acquire's round trip is SET NX PX on the lock, HGET of the window
+ * and TIME (its fence), the release's is FCALL (or EVALSHA) on the lock.
+ * They are replayed as they are, and the replies checked: +OK, a null
+ * (no window) and TIME's two numbers, then :1.  Only the
  * random token differs from what the library sends in each cycle (same
  * length).
  *
@@ -389,9 +392,9 @@ static void capture_fail(const char *what)
     die(msg);
 }
 
-/* Checks the i-th request of a cycle: SET name token NX PX ttl, TIME,
- * then FCALL of the library's release, or EVALSHA, with the lock as its
- * first key. */
+/* Checks the i-th request of a cycle: SET name token NX PX ttl, HGET
+ * {name}:waiters ~yield, TIME, then FCALL of the library's release, or
+ * EVALSHA, with the lock as its first key. */
 static void check_request(const rlk_resp_value *v, int i, const char *name, captured *cap)
 {
     const rlk_resp_value *cmd = rlk_resp_value_at(v, 0);
@@ -406,8 +409,14 @@ static void check_request(const rlk_resp_value *v, int i, const char *name, capt
         if (!arg_is(cmd, "SET") || !arg_eq(rlk_resp_value_at(v, 1), name) || !nx || !px)
             capture_fail("the acquire's first request is not SET NX PX on the lock");
     } else if (i == 1) {
+        char waiters[128];
+        snprintf(waiters, sizeof waiters, "{%s}:waiters", name);
+        if (!arg_is(cmd, "HGET") || v->len != 3 || !arg_eq(rlk_resp_value_at(v, 1), waiters) ||
+            !arg_eq(rlk_resp_value_at(v, 2), "~yield"))
+            capture_fail("the acquire's second request is not HGET of the window");
+    } else if (i == 2) {
         if (!arg_is(cmd, "TIME") || v->len != 1)
-            capture_fail("the acquire's second request is not TIME");
+            capture_fail("the acquire's third request is not TIME");
     } else {
         const rlk_resp_value *sha = rlk_resp_value_at(v, 1);
         cap->release_fcall = arg_is(cmd, "FCALL");
@@ -450,10 +459,10 @@ static void capture(int port, captured *cap)
     rlk_buf_init(&cap->acquire);
     rlk_buf_init(&cap->release);
     cap->acq_desc[0] = cap->rel_desc[0] = '\0';
-    /* One round trip of SET and TIME (the fence), then the release. */
-    for (int i = 0; i < 3; i++) {
+    /* One round trip of SET, HGET and TIME (the fence), then the release. */
+    for (int i = 0; i < 4; i++) {
         if (rlk_resp_read(&rd, all.data + off, all.len - off, &used, &v) != 1)
-            capture_fail("not SET, TIME and a release, each whole");
+            capture_fail("not SET, HGET, TIME and a release, each whole");
         check_request(v, i, unc_name, cap);
         if (i == 0) {
             const rlk_resp_value *tok = rlk_resp_value_at(v, 2);
@@ -462,8 +471,8 @@ static void capture(int port, captured *cap)
             cap->token[tok->len] = '\0';
             cap->set_len = used;
         }
-        describe(v, i < 2 ? cap->acq_desc : cap->rel_desc, sizeof cap->acq_desc);
-        if (rlk_buf_append(i < 2 ? &cap->acquire : &cap->release, all.data + off, used) != RLK_OK)
+        describe(v, i < 3 ? cap->acq_desc : cap->rel_desc, sizeof cap->acq_desc);
+        if (rlk_buf_append(i < 3 ? &cap->acquire : &cap->release, all.data + off, used) != RLK_OK)
             die("out of memory");
         off += used;
         rlk_resp_arena_reset(&arena);
@@ -620,11 +629,12 @@ static int bulk_digits(const char **p, const char *end)
     return 1;
 }
 
-/* Whether the n bytes at buf are SET's +OK and TIME's two numbers. */
+/* Whether the n bytes at buf are SET's +OK, HGET's null (no window) and
+ * TIME's two numbers. */
 static int acquired_and_time(const char *buf, size_t n)
 {
-    const char *p = buf + 9, *end = buf + n;
-    return n > 9 && memcmp(buf, "+OK\r\n*2\r\n", 9) == 0 && bulk_digits(&p, end) &&
+    const char *p = buf + 14, *end = buf + n;
+    return n > 14 && memcmp(buf, "+OK\r\n$-1\r\n*2\r\n", 14) == 0 && bulk_digits(&p, end) &&
            bulk_digits(&p, end) && p == end;
 }
 
@@ -634,7 +644,7 @@ static void unc_raw(env *e, long n, double *secs, double *cpu)
     double c0 = cpu_now();
     int64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
-        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 6, buf,
+        size_t k = raw_roundtrip(e->raw_fd, e->cap.acquire.data, e->cap.acquire.len, 7, buf,
                                  sizeof buf);
         if (!acquired_and_time(buf, k)) die("raw: acquire: not acquired, or no TIME");
         k = raw_roundtrip(e->raw_fd, e->cap.release.data, e->cap.release.len, 1, buf,
@@ -1134,8 +1144,8 @@ static const char cad_script[] =
     "return 0";
 
 /* The top-level commands of both cycles. */
-enum { ST_SET, ST_TIME, ST_EVALSHA, ST_FCALL, ST_N };
-static const char *const st_names[ST_N] = {"set", "time", "evalsha", "fcall"};
+enum { ST_SET, ST_HGET, ST_TIME, ST_EVALSHA, ST_FCALL, ST_N };
+static const char *const st_names[ST_N] = {"set", "hget", "time", "evalsha", "fcall"};
 
 typedef struct srvcycle {
     const char *label;
@@ -1225,8 +1235,8 @@ static void server_time(const captured *c, srvcycle *s)
     rlk_client *cl = new_client(url);
     minimal m;
     minimal_init(&m, c);
-    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 1, 0}};
-    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, !c->release_fcall, c->release_fcall}};
+    s[0] = (srvcycle){.label = "minimal cycle", .want = {1, 0, 0, 1, 0}};
+    s[1] = (srvcycle){.label = "resplock", .want = {1, 1, 1, !c->release_fcall, c->release_fcall}};
     minimal_cycles(&m, SRV_WARMUP);
     for (long i = 0; i < SRV_WARMUP; i++) acquire_release(cl, unc_name);
     for (int r = 0; r < SRV_ROUNDS; r++)
@@ -1398,8 +1408,8 @@ static void run_regime(regime *g)
     server_time(&cap, g->srv);
     printf("\n   4. server time per uncontended cycle (INFO commandstats, top-level commands),"
            "\n      median of %d rounds of %d cycles\n", SRV_ROUNDS, SRV_OPS);
-    printf("    %-46s %9s %13s %8s %8s %10s %8s\n", "cycle", "us/cycle", "(min..max)", "SET us",
-           "TIME us", "EVALSHA us", "FCALL us");
+    printf("    %-46s %9s %13s %8s %8s %8s %10s %8s\n", "cycle", "us/cycle", "(min..max)",
+           "SET us", "HGET us", "TIME us", "EVALSHA us", "FCALL us");
     double med[2];
     for (int i = 0; i < 2; i++) {
         srvcycle *s = &g->srv[i];
@@ -1411,9 +1421,10 @@ static void run_regime(regime *g)
             if (s->want[k]) snprintf(per[k], sizeof per[k], "%.2f",
                                      quantile(s->call[k], SRV_ROUNDS, 0.5));
             else snprintf(per[k], sizeof per[k], "-");
-        printf("    %-46s %9.2f %13s %8s %8s %10s %8s\n",
+        printf("    %-46s %9.2f %13s %8s %8s %8s %10s %8s\n",
                i ? "resplock acquire+release" : "minimal: SET NX PX + compare-and-delete",
-               med[i], range, per[ST_SET], per[ST_TIME], per[ST_EVALSHA], per[ST_FCALL]);
+               med[i], range, per[ST_SET], per[ST_HGET], per[ST_TIME], per[ST_EVALSHA],
+               per[ST_FCALL]);
     }
     /* Rounds of the two ran next to each other: the median of the
      * same-round ratios, as in 1. */
@@ -1549,8 +1560,8 @@ int main(void)
            "   the library's SET NX PX as captured, then by EVALSHA the compare-and-delete\n"
            "     %s\n"
            "   resplock: rlk_lock_acquire + rlk_lock_release as in 1 (its release by\n"
-           "   FCALL where the server has FUNCTIONs).  The calls of SET, TIME and the\n"
-           "   script are counted against the cycles: a cycle off the\n"
+           "   FCALL where the server has FUNCTIONs).  The calls of SET, HGET, TIME and\n"
+           "   the script are counted against the cycles: a cycle off the\n"
            "   uncontended path ends the run.\n\n",
            SRV_ROUNDS, SRV_OPS, cad_script);
 

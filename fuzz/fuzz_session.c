@@ -258,8 +258,8 @@ static const char *const names[] = {"job", "a{b}c", "order:42"};
 
 enum cmd {
     C_OTHER, C_HELLO, C_AUTH, C_SELECT, C_CLIENT, C_PING, C_INFO, C_SUBSCRIBE,
-    C_UNSUBSCRIBE, C_SET, C_TIME, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT, C_STATUS,
-    C_FUNCTION,
+    C_UNSUBSCRIBE, C_SET, C_TIME, C_HGET, C_ACQUIRE, C_RELEASE, C_EXTEND, C_RENEW, C_SCRIPT,
+    C_STATUS, C_FUNCTION,
     C_MESSAGE                    /* not a request: a message fed (see (e)) */
 };
 
@@ -566,8 +566,10 @@ static void sent_command(const rlk_resp_value *v)
         p.cmd = C_SET;
         if (argc > 2) copy_arg(p.tok, sizeof p.tok, argv[2]);
         memcpy(H.last_set_tok, p.tok, sizeof p.tok);
-    } else if (arg_is(argv[0], "TIME")) {
-        p.cmd = C_TIME;
+    } else if (arg_is(argv[0], "TIME") || arg_is(argv[0], "HGET")) {
+        /* The first try's other parts: SET NX PX, HGET of the window,
+         * TIME (the lock is reported at TIME's reply). */
+        p.cmd = arg_is(argv[0], "TIME") ? C_TIME : C_HGET;
         memcpy(p.tok, H.last_set_tok, sizeof p.tok);
     }
     else if (arg_is(argv[0], "SUBSCRIBE") || arg_is(argv[0], "UNSUBSCRIBE")) {
@@ -1161,6 +1163,10 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
         put_bulk(w, us);
         return;
     }
+    case C_HGET:             /* the window: none, none, open, over (TIME's second) */
+        if (v < 2) put_null(w);
+        else put_bulk(w, v == 2 ? "y 1700000001000" : "y 1699999999000");
+        return;
     case C_FUNCTION:         /* LOAD: loaded, there already, refused twice */
         if (v == 0) put_bulk(w, "resplock_0123456789ab");
         else if (v == 1) put(w, "-ERR Library 'resplock_0123456789ab' already exists\r\n");

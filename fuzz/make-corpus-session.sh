@@ -56,15 +56,23 @@ seed() {
 # The handshake under RESP3: HELLO answered, the handoff channel's
 # subscription confirmed.
 H3="$REPLY 00 00 $REPLY 00 00"
-# A try with SET NX PX and TIME, answered: taken; or busy (null).
-TAKEN="$REPLY 00 00 $REPLY 00 00"
-BUSY="$REPLY 02 00 $REPLY 00 00"
+# A first try, SET NX PX, HGET of the window (none) and TIME, answered:
+# taken; or busy (null).
+TAKEN="$REPLY 00 00 $REPLY 00 00 $REPLY 00 00"
+BUSY="$REPLY 02 00 $REPLY 00 00 $REPLY 00 00"
 
 seed try-release          21 40 "$H3 $ACQ 01 00 $TAKEN $ADV 20 $REL 00 $REPLY 00 00"
 seed try-busy             21 40 "$H3 $ACQ 01 00 $BUSY $ADV 05"
-seed try-split-replies    21 40 "$H3 $ACQ 02 00 $REPLY 00 03 $REPLY 00 07 $REL 00 $REPLY 00 02"
+seed try-split-replies    21 40 "$H3 $ACQ 02 00 $REPLY 00 03 $REPLY 00 02 $REPLY 00 07 $REL 00 $REPLY 00 02"
 seed try-timeout          01 40 "$H3 $ACQ 01 00 $ADV 40 $TICKDUE $TICKDUE"
-seed try-expired-reply    01 40 "$H3 $ACQ 00 00 $ADV c5 $REPLY 00 00 $REPLY 00 00"
+seed try-expired-reply    01 40 "$H3 $ACQ 00 00 $ADV c5 $REPLY 00 00 $REPLY 00 00 $REPLY 00 00"
+# taken by the SET inside the window resplock keeps away in (HGET's
+# reply 02): given back by the script in mode 'q', busy; a window over
+# (03) does not count; an error to the HGET is no window
+seed try-in-window        21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 02 00 $REPLY 00 00 $REPLY 02 00 05"
+seed try-in-window-wait   21 40 "$H3 $ACQ 12 00 $REPLY 00 00 $REPLY 02 00 $REPLY 00 00 $REPLY 02 00 05 $REPLY 00 00 $REPLY 02 0a 00 $TICKDUE $REPLY 00 00 00"
+seed try-window-over      21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 03 00 $REPLY 00 00 $REL 00 $REPLY 00 00"
+seed try-window-error     21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 04 00 $REPLY 00 00 $REL 00 $REPLY 00 00"
 seed release-not-held     21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 01 00"
 seed release-other        21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 02 00"
 seed release-noscript     21 40 "$H3 $ACQ 01 00 $TAKEN $REL 00 $REPLY 05 00 $REPLY 00 00"
@@ -109,8 +117,8 @@ seed big-bulk             20 40 "$H3 $BIG 10 $ACQ 01 00"
 seed big-array            21 41 "$H3 $ACQ 01 00 $BIG 90"
 # a NOSCRIPT to a command that runs no script (TIME) is an error reply,
 # not a reason to send a release in EVAL form
-seed noscript-to-time     21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 0c 00 $REPLY 00 00"
-seed error-replies        21 40 "$H3 $ACQ 01 00 $REPLY 04 00 $REPLY 0c 00 $ACQ 01 00 $REPLY 06 00 $REPLY 07 00"
+seed noscript-to-time     21 40 "$H3 $ACQ 01 00 $REPLY 00 00 $REPLY 00 00 $REPLY 0c 00 $REPLY 00 00"
+seed error-replies        21 40 "$H3 $ACQ 01 00 $REPLY 04 00 $REPLY 0c 00 $REPLY 0c 00 $ACQ 01 00 $REPLY 06 00 $REPLY 07 00 $REPLY 07 00"
 seed stall-output         21 40 "$H3 $STALL 04 $ACQ 01 00 $ADV 10 $ADV 10 $ADV 10 $ADV 10 $TAKEN"
 seed fail-alloc           21 40 "$FAILALLOC 00 $H3 $FAILALLOC 03 $ACQ 12 00 $BUSY $FAILALLOC 01 $REPLY 00 00 $REPLY 02 00 05"
 seed reconnect-twice      21 40 "$CONNECT $H3 $CLOSE $CLOSE $CONNECT $REPLY 00 00 $TICK"

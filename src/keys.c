@@ -227,3 +227,16 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v)
     return f[1] < 1000000 ? f[0] * 1000000 + f[1] : 0;
 }
 
+uint64_t rlk__window_end(const rlk_resp_value *v)
+{
+    if (v->type != RLK_RESP_BULK || !v->str || v->len < 3 || v->len > 17 ||
+        memcmp(v->str, "y ", 2) != 0)
+        return 0;
+    uint64_t end = 0;
+    for (size_t j = 2; j < v->len; j++) {
+        char ch = v->str[j];
+        if (ch < '0' || ch > '9') return 0;
+        end = end * 10 + (uint64_t)(ch - '0');
+    }
+    return end;
+}

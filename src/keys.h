@@ -33,6 +33,12 @@ void rlk__make_keys(const char *name, char *buf, size_t cap);
  * the reply is not one). */
 uint64_t rlk__fence_of_time(const rlk_resp_value *v);
 
+/* The end, in the server's ms, of the window in which resplock's clients
+ * keep away from a freed lock (release.lua's "~yield": "y END"), from
+ * the reply to an HGET of it; 0 when there is none (a null, or anything
+ * but that form). */
+uint64_t rlk__window_end(const rlk_resp_value *v);
+
 /* v is an error reply. */
 int rlk__is_error(const rlk_resp_value *v);
 /* v's element i is an integer: *out, 0; else -1. */

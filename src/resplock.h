@@ -348,7 +348,7 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  *
  * Every acquisition also takes a fencing token, a 64-bit number that
  * grows with every acquisition of the lock: the server's clock (TIME) in
- * microseconds, read right after the SET (in the same round trip; for a
+ * microseconds, read after the SET in the same round trip (for a
  * handoff, in the release's script).  A later holder's SET comes after
  * this hold ended, so its fence is larger while the server's clock does
  * not step back; nothing is stored for it, so nothing can be evicted or
@@ -356,8 +356,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * back (keep it slewed, not stepped: chrony's or ntpd's default after
  * boot) or after a failover to a replica whose clock is behind.  Fences
  * are exact (below 2^53) until the year 2255.  An uncontended simple
- * lock's whole cost on the server is SET NX PX, TIME, and at release one
- * script of GET, EXISTS and DEL: nothing else is written, and nothing is
+ * lock's whole cost on the server is SET NX PX, an HGET (of the window
+ * below), TIME, and at release one script of GET, EXISTS and DEL: nothing else is written, and nothing is
  * left behind (see the releases below).
  *
  * Waiting in line: a waiter joins a queue kept next to the lock (a list
@@ -394,8 +394,12 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * stopped), and a waiter whose channel has no subscriber is skipped.
  * After 2 s of handing the lock from waiter to waiter (with gaps under
  * 1 s), a release frees it once instead, publishes "0", and resplock's
- * waiters keep away from it for 200 ms: clients that poll (redis-py) or
- * that wait for that message (Redisson) get their turn.  Holders using
+ * clients keep away from it for 200 ms, new ones too: a first try whose
+ * SET NX took the lock in that window gives it back at once (the HGET
+ * sent with it tells the window) and waits until the window's end, or
+ * reports RLK_LOCK_BUSY without a wait.  So clients that poll (redis-py,
+ * node-redlock) or that wait for that message (Redisson) get their
+ * turn.  Holders using
  * other clients do not hand over: their waiters find the lock free at
  * their next re-check or when its TTL runs out, and take it with SET NX
  * like anyone (no queue order then).  Requires Redis 5 or later (scripts

@@ -39,7 +39,8 @@ enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
 /* What a reply in the queue answers. */
 enum {
     Q_HELLO, Q_AUTH, Q_SETNAME, Q_SELECT, /* the handshake */
-    Q_SET, Q_TIME,                        /* a first try: SET NX PX, TIME */
+    Q_SET, Q_YIELD, Q_TIME,               /* a first try: SET NX PX, HGET of the
+                                             window (see on_try), TIME */
     Q_ACQ,                                /* the acquire script */
     Q_CONFIRM,                            /* a handoff's confirmation */
     Q_RELEASE,
@@ -121,7 +122,8 @@ struct rlk_session_lock {
     int64_t try_start;    /* the try (or confirmation) in flight was queued */
     int inflight;         /* requests in the queue naming it */
     int set_result;       /* Q_SET's: 1 taken, 0 busy, <0 a status */
-    char mode;            /* of the next try: 0 (SET+TIME), 'w', 'q' */
+    uint64_t window_end;  /* Q_YIELD's: rlk__window_end */
+    char mode;            /* of the next try: 0 (SET+HGET+TIME), 'w', 'q' */
     int final;            /* the try in flight is the last */
     int cancel;           /* released while acquiring */
     int resend;           /* a try's reply was lost: try again, in the form
@@ -460,8 +462,10 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
     l->resent = 0; /* the tries after it are the acquire's own */
     if (!l->mode) {
         const char *set[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
+        const char *yield[3] = {"HGET", key(l, RLK__K_WAITERS), "~yield"};
         const char *time[1] = {"TIME"};
         int r = send_cmd(s, Q_SET, l, 0, 0, dl, 6, set, NULL);
+        if (r == RLK_OK) r = send_cmd(s, Q_YIELD, l, 0, 0, dl, 3, yield, NULL);
         return r != RLK_OK ? r : send_cmd(s, Q_TIME, l, 0, 0, dl, 1, time, NULL);
     }
     rlk__wait_plan p;
@@ -767,8 +771,9 @@ static int confirmed(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *
 
 static void lost_cb(void *ctx, void *owner);
 
-/* A simple lock's first try is SET NX PX; a reentrant lock's, the
- * script in mode '0', which counts another hold of its holder. */
+/* A simple lock's first try is SET NX PX (with HGET of the window and
+ * TIME); a reentrant lock's, the script in mode '0', which counts another
+ * hold of its holder. */
 static int start(rlk_session *s, rlk_session_lock *l)
 {
     l->resent = l->resend;
@@ -1091,11 +1096,23 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
         else l->set_result = fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to SET");
         return RLK_OK;
     }
+    if (q->kind == Q_YIELD) {
+        l->window_end = rlk__window_end(v);
+        return RLK_OK;
+    }
     if (q->kind == Q_TIME) {
         uint64_t fence = rlk__fence_of_time(v);
         if (l->set_result == 1 && !fence) {
             send_release(s, l, Q_IGNORE, 1);
             return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
+        }
+        if (l->set_result == 1 && fence / 1000 < l->window_end) {
+            /* Taken by a SET NX inside the window in which resplock keeps
+             * away from a lock it freed (see release.lua): the script in
+             * mode 'q' gives it back and tells how long the window lasts
+             * (the form of a try sent again after a lost reply). */
+            l->mode = 'q';
+            return send_try(s, l, 0);
         }
         if (l->set_result == 1) return acquired(s, l, fence, 1, l->ttl);
         if (l->set_result < 0) return not_acquired(s, l, l->set_result);

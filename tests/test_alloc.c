@@ -517,7 +517,7 @@ static int sc_session(const char **msg)
     rlk_session_lock *l = NULL;
     if (r == RLK_OK && !(l = rlk_session_acquire(s, "alloc:s", &o, NULL, 1000)))
         r = RLK_ERR_NOMEM;
-    if (r == RLK_OK) r = sess_feed(s, "+OK\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
+    if (r == RLK_OK) r = sess_feed(s, "+OK\r\n$-1\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
     if (r == RLK_OK && sess_acquired != 1) r = RLK_ERR_PROTO;
     if (r == RLK_OK) r = rlk_session_tick(s, 2001); /* the renewal is due */
     if (r == RLK_ERR_NOMEM && H.failed && sess_acquired == 1) {
@@ -581,7 +581,7 @@ static int sc_session_round(const char **msg)
         char name[32];
         snprintf(name, sizeof name, "alloc:round:%02d", i);
         if (!rlk_session_acquire(s, name, &o, NULL, 1000)) r = RLK_ERR_NOMEM;
-        if (r == RLK_OK) r = sess_feed(s, "+OK\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
+        if (r == RLK_OK) r = sess_feed(s, "+OK\r\n$-1\r\n*2\r\n$10\r\n1700000000\r\n$1\r\n5\r\n", 1001);
     }
     if (r == RLK_OK && sess_acquired != N) r = RLK_ERR_PROTO;
     int ticked = r == RLK_OK;

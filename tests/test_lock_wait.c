@@ -4,7 +4,8 @@
  * loopback ports: waits that wake on a release and on expiry (RESP3 and
  * RESP2), and the handoff of a released lock to the first live waiter in
  * line (order, dead and deaf entries, timeouts, reentrant and by-token
- * releases, forged messages, kept subscriptions, reconnects).
+ * releases, forged messages, kept subscriptions, reconnects), and the
+ * window after 2 s of handoffs, which new clients keep away from too.
  *
  * Every wait is on a condition under a deadline.  Timing assertions have
  * margins (MARGIN) that grow under valgrind.
@@ -1173,6 +1174,126 @@ static void test_handoff_reentrant_waiter_simple_holder(void)
     handoff_other_kind(RLK_LOCK_SIMPLE, RLK_LOCK_REENTRANT);
 }
 
+/* The first of the waiters w[0..n-1] not joined yet to return, joined;
+ * -1 when none returns within LONG_MS (a test failure). */
+static int join_first(struct waiter *w, int *joined, int n)
+{
+    int64_t deadline = ts_now_ms() + LONG_MS;
+    int i;
+    for (;;) {
+        for (i = 0; i < n; i++)
+            if (!joined[i] && waiter_done(&w[i])) {
+                pthread_join(w[i].th, NULL);
+                joined[i] = 1;
+                return i;
+            }
+        if (!CHECK_MSG(ts_now_ms() < deadline, "no waiter returned within %lld ms",
+                       (long long)LONG_MS))
+            return -1;
+        ts_pause_ms(2);
+    }
+}
+
+/* After 2 s of handing the lock from waiter to waiter, a release frees
+ * it and resplock keeps away for a window (the waiters hash's "~yield":
+ * "y END", the server's ms), so that clients that poll get their turn.
+ * A client new to the lock keeps away too: its first try (a simple
+ * lock's plain SET NX, a reentrant lock's script in mode '0') does not
+ * take the free lock, and one that waits gets it only once the window is
+ * over (its fence is the server's clock then), as the waiter in line
+ * does. */
+static void yield_window(rlk_lock_kind kind)
+{
+    const char *name = kind == RLK_LOCK_SIMPLE ? "ho-yield-s" : "ho-yield-r";
+    rlk_client *c[2] = {CLIENT(), CLIENT()}, *fresh = CLIENT(), *fresh_w = CLIENT();
+    struct waiter w[2];
+    int joined[2] = {0, 0}, started = 0, cur = 0, handoffs = 0, i, k;
+    char waiters[64], queue[64], y[64];
+    rlk_lock *held = NULL;
+    long long end = 0, after;
+    int64_t t0;
+    HO_KEY(waiters, name, "waiters");
+    HO_KEY(queue, name, "queue");
+    if (!c[0] || !c[1] || !fresh || !fresh_w) goto out;
+    CMD(admin, "DEL", name, waiters, queue);
+    /* The new clients connect (and the scripts are loaded) on another
+     * lock: what they send for this one is their first try. */
+    CHECK_EQ_INT(try_acquire(fresh, "ho-yield-other", kind), RLK_OK);
+    CHECK_EQ_INT(try_acquire(fresh_w, "ho-yield-other", kind), RLK_OK);
+    held = acquire(c[0], name, 10000, kind, 0, NULL, __LINE__);
+    if (!held) goto out;
+    /* The chain: the other client waits in line, the holder releases
+     * (handing the lock over), and the two swap, until a release frees
+     * the lock and opens the window. */
+    t0 = ts_now_ms();
+    for (;;) {
+        if (!waiter_start(&w[0], c[1 - cur], name, 10000, HO_WAIT_MS, kind)) goto out;
+        started = 1;
+        joined[0] = 0;
+        if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+        CHECK_EQ_INT(rlk_lock_release(held), RLK_OK);
+        held = NULL;
+        if (CMD_STR(admin, y, "HGET", waiters, "~yield") == 1) break;
+        pthread_join(w[0].th, NULL);
+        joined[0] = 1;
+        if (!CHECK_MSG(w[0].rc == RLK_OK && w[0].l, "handoff %d: %d %s", handoffs + 1, w[0].rc,
+                       w[0].err))
+            goto out;
+        held = w[0].l;
+        w[0].l = NULL;
+        handoffs++;
+        cur = 1 - cur;
+        if (!CHECK_MSG(ts_now_ms() - t0 < 10000, "no window after %d handoffs in 10 s", handoffs))
+            goto out;
+    }
+    CHECK_MSG(ts_now_ms() - t0 >= 2000 && handoffs > 10, "the window opened after %d handoffs in %lld ms",
+              handoffs, (long long)(ts_now_ms() - t0));
+    CHECK_MSG(sscanf(y, "y %lld", &end) == 1, "~yield is \"%s\"", y);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+
+    /* In the window the lock is free, and a new client's try finds it
+     * busy; nothing of it is left behind. */
+    CHECK_EQ_INT(try_acquire(fresh, name, kind), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    /* A new client that waits joins the line behind the waiter. */
+    if (!waiter_start(&w[1], fresh_w, name, 10000, HO_WAIT_MS, kind)) goto out;
+    started = 2;
+    joined[1] = 0;
+    {
+        int64_t deadline = ts_now_ms() + LONG_MS;
+        while (!waiter_done(&w[1]) && waiter_entries(waiters) < 2 && ts_now_ms() < deadline)
+            ts_pause_ms(1);
+    }
+    after = server_time_ms();
+    CHECK_MSG(after < end, "the new clients' tries ended %lld ms after the window: the test cannot tell",
+              after - end);
+    /* Each gets the lock once the window is over, one after the other. */
+    for (k = 0; k < 2; k++) {
+        i = join_first(w, joined, 2);
+        if (i < 0) goto out;
+        if (!CHECK_MSG(w[i].rc == RLK_OK && w[i].l, "%s: %d %s", i ? "the new client" : "the waiter",
+                       w[i].rc, w[i].err))
+            continue;
+        CHECK_MSG(rlk_lock_fence(w[i].l) >= (uint64_t)end * 1000,
+                  "%s got the lock %lld ms before the window ended", i ? "the new client" : "the waiter",
+                  end - (long long)(rlk_lock_fence(w[i].l) / 1000));
+        CHECK_EQ_INT(rlk_lock_release(w[i].l), RLK_OK);
+        w[i].l = NULL;
+    }
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    CHECK(nothing_in_line(waiters, queue));
+out:
+    if (held) rlk_lock_release(held);
+    waiters_end(w, joined, started);
+    CMD(admin, "DEL", name, waiters, queue);
+    for (i = 0; i < 2; i++) rlk_client_free(c[i]);
+    rlk_client_free(fresh);
+    rlk_client_free(fresh_w);
+}
+
+static void test_yield_window_new_client_simple(void) { yield_window(RLK_LOCK_SIMPLE); }
+static void test_yield_window_new_client_reentrant(void) { yield_window(RLK_LOCK_REENTRANT); }
+
 /* ------------------------------------------------------------------ */
 /* Users without channel permission                                    */
 
@@ -1421,6 +1542,8 @@ int main(int argc, char **argv)
     RUN(test_wait_listener_refused_later);
     RUN(test_wait_with_lock_channels);
     RUN(test_release_without_channels);
+    RUN(test_yield_window_new_client_simple);
+    RUN(test_yield_window_new_client_reentrant);
 
     return locktest_finish(t0);
 }

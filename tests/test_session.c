@@ -1066,7 +1066,8 @@ static void manual_ready_as(drv *d, const char *hello)
 
 static void manual_ready(drv *d) { manual_ready_as(d, NULL); }
 
-#define TIME_REPLY "*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"
+/* After a first try's SET: no window open (HGET's null), then TIME. */
+#define TIME_REPLY "$-1\r\n*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n"
 
 /* The acquire's reply comes after the TTL it was sent with: no success,
  * and the lock it took is given back. */
@@ -1147,6 +1148,37 @@ static void test_pending_deadline(void)
     const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
     CHECK(e && e->status == RLK_ERR_TIMEOUT);
     CHECK_EQ_INT(rlk_session_deadline(d.s), -1);
+    drv_free(&d);
+}
+
+/* A first try's SET that took the lock inside the window in which
+ * resplock keeps away from a lock it freed (HGET of the waiters hash's
+ * "~yield" ends it after TIME's ms, 1700000000123): not held, the acquire
+ * script goes in mode 'q' (which gives the lock back) and its answer
+ * counts.  A window over by TIME's ms does not. */
+static void test_first_try_in_window(void)
+{
+    drv d;
+    manual_ready(&d);
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    rlk_session_lock *l = rlk_session_acquire(d.s, "win", &o, NULL, 1000);
+    CHECK(out_has(&d, "*3\r\n$4\r\nHGET\r\n$13\r\n{win}:waiters\r\n$6\r\n~yield\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n$15\r\ny 1700000000124\r\n*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n",
+             1001);
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED), 0);
+    CHECK(out_has(&d, "EVALSHA") && out_has(&d, "$3\r\nwin\r\n") && out_has(&d, "$1\r\nq\r\n"));
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "*2\r\n:0\r\n:1\r\n", 1002);
+    const ev *e = find(&d, RLK_SEV_NOT_ACQUIRED, l);
+    CHECK(e && e->status == RLK_LOCK_BUSY);
+    CHECK_EQ_INT(count(&d, RLK_SEV_ACQUIRED), 0);
+    l = rlk_session_acquire(d.s, "win2", &o, NULL, 2000);
+    rlk_session_consume(d.s, 1 << 20);
+    feed_str(&d, "+OK\r\n$15\r\ny 1700000000123\r\n*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n",
+             2001);
+    CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL);
     drv_free(&d);
 }
 
@@ -1859,6 +1891,7 @@ int main(int argc, char **argv)
     tl_run("Redis 7: FCALL refused by an ACL, EVALSHA", test_fcall_refused);
     tl_run("users who may not subscribe: nothing shifts, waits re-check", test_no_subscribe);
     tl_run("a reply after the validity is over", test_late_reply);
+    tl_run("a first try inside the window resplock keeps away in, made up", test_first_try_in_window);
     tl_run("deadlines, garbage, bounds", test_deadlines_and_garbage);
     tl_run("an acquire before any connection ends at its deadline", test_pending_deadline);
     tl_run("handoff messages, made up", test_handoff_bytes);

@@ -1,6 +1,8 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- One try to take a lock, for a holder that may be waiting in line.
--- (The first try of a simple lock is a plain SET NX PX, without this.)
+-- (The first try of a simple lock is a plain SET NX PX, without this;
+-- when that SET took the lock in the window below, a try in mode 'q'
+-- gives it back.)
 --
 -- KEYS: lock, queue, waiters.
 -- ARGV: token (a simple lock's token, a reentrant lock's hash field),
@@ -15,8 +17,10 @@
 -- now (found 0), or found holding this token (found 1: handed over since
 -- the last try, or taken by a try whose reply was lost), and then
 -- extended to the full ttl.  {0, ms} when someone else holds it: its
--- PTTL, or while resplock's waiters keep away (see release.lua) the time
--- until they may come back.
+-- PTTL, or while resplock's clients keep away from a lock a release
+-- freed (see release.lua) the time until they may come back.  They keep
+-- away in every mode but a reentrant lock's '0' on a lock held by its
+-- holder (another hold).
 --
 -- The fence is the server's clock in microseconds: every acquisition
 -- comes after the last holder's ended, so fences grow while the clock
@@ -71,12 +75,23 @@ local function not_now(ms)
   return {0, ms}
 end
 
-if mode ~= '0' then
+-- The ms left of the window in which resplock keeps away, or nil.
+local function window()
   local y = redis.call('hget', waiters, '~yield')
   if y then
     local left = (tonumber(string.sub(y, 3)) or 0) - now
-    if left > 0 then return not_now(left) end
+    if left > 0 then return left end
     redis.call('hdel', waiters, '~yield')
+  end
+end
+
+if mode ~= '0' then
+  local left = window()
+  if left then
+    -- Holding this token now, a simple lock was taken by this acquire's
+    -- SET NX (nothing else gives it this token in the window): given back.
+    if kind == 's' and redis.pcall('get', lock) == token then redis.call('del', lock) end
+    return not_now(left)
   end
 end
 
@@ -92,6 +107,8 @@ if kind == 's' then
   end
 else
   local t = redis.call('type', lock)['ok']
+  local left = t == 'none' and mode == '0' and window()
+  if left then return not_now(left) end
   if t == 'none' then
     redis.call('hincrby', lock, token, 1)
     redis.call('pexpire', lock, ttl)
