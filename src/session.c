@@ -1376,6 +1376,7 @@ static int fits(const sreq *q, const rlk_resp_value *v)
     case Q_HELLO: return t == RLK_RESP_MAP || t == RLK_RESP_ARRAY;
     case Q_AUTH: case Q_SETNAME: case Q_SELECT: return t == RLK_RESP_SIMPLE;
     case Q_SET: return t == RLK_RESP_SIMPLE || t == RLK_RESP_NULL;
+    case Q_YIELD: return t == RLK_RESP_BULK || t == RLK_RESP_NULL;
     case Q_TIME: case Q_ACQ: case Q_RENEW: return t == RLK_RESP_ARRAY;
     case Q_LOAD: return t == RLK_RESP_BULK || t == RLK_RESP_SIMPLE || t == RLK_RESP_VERBATIM;
     case Q_CALL: return t == (q->call->which == SC_STATUS ? RLK_RESP_ARRAY : RLK_RESP_INTEGER);
