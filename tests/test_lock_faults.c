@@ -782,6 +782,145 @@ out:
     ts_stop(s);
 }
 
+/* How many errors with code (their first word: "OOM") the server gave
+ * since the last CONFIG RESETSTAT, from INFO errorstats; -1 on failure. */
+static long long errors_of(rlk_conn *c, const char *code)
+{
+    char key[64];
+    size_t kl;
+    rlk_resp_value *v = CMD(c, "INFO", "errorstats");
+    if (!v || !v->str) return -1;
+    kl = (size_t)snprintf(key, sizeof key, "errorstat_%s:count=", code);
+    for (size_t i = 0; i + kl <= v->len; i++)
+        if (memcmp(v->str + i, key, kl) == 0) return strtoll(v->str + i + kl, NULL, 10);
+    return 0;
+}
+
+/* Puts the server over maxmemory for good: maxmemory set to half of
+ * what it uses, which noeviction does not free, so that every write
+ * that may grow the data is refused whatever the server's own buffers
+ * do meanwhile.  1 when a SET is refused then. */
+static int stay_oom(rlk_conn *c)
+{
+    rlk_resp_value *v = CMD(c, "INFO", "memory");
+    long long used = 0;
+    char max[32];
+    const char *p = v && v->str ? strstr(v->str, "used_memory:") : NULL;
+    if (p) used = strtoll(p + strlen("used_memory:"), NULL, 10);
+    if (!CHECK_MSG(used > 2, "used_memory %lld", used)) return 0;
+    snprintf(max, sizeof max, "%lld", used / 2);
+    v = CMD(c, "CONFIG", "SET", "maxmemory", max);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) return 0;
+    v = CMD(c, "SET", "f-oom-probe", "x");
+    return CHECK_MSG(v && v->type == RLK_RESP_ERROR && ts_contains(v->str, "OOM"),
+                     "SET over maxmemory: %s", v && v->str ? v->str : "(no error)");
+}
+
+/* One user's locks at maxmemory (noeviction), each taken before the
+ * server filled up: a reentrant lock held twice is released twice, a
+ * lock is extended, the watchdog renews a lock past its TTL.  None of
+ * those calls grows the data, so none is refused: not FCALL of the
+ * function before it runs, not EVAL or EVALSHA at a write inside.
+ * fcall: the user's calls go as FCALL (else EVALSHA, and EVAL once per
+ * script). */
+static void oom_holds(const char *url, rlk_conn *adm, int fcall)
+{
+    const char *re = "f-oom-re", *ex = "f-oom-ex", *wd = "f-oom-wd";
+    rlk_client *cl = CLIENT_EX(url, 0, 0, NULL);
+    rlk_lock *r1 = NULL, *r2 = NULL, *e = NULL, *w = NULL;
+    struct lost_rec lost;
+    char got[96];
+    int rc;
+    long long n;
+    memset(&lost, 0, sizeof lost);
+    if (!cl) return;
+    r1 = ACQ_R(cl, re, 60000);
+    r2 = ACQ_R(cl, re, 60000);
+    e = ACQ(cl, ex, 60000);
+    w = ACQ_WD(cl, wd, 1500, &lost);
+    if (!r1 || !r2 || !e || !w || !CHECK(rlk_client_watchdog_start(cl) == RLK_OK) ||
+        !stay_oom(adm))
+        goto out;
+    reset_stats(adm);
+
+    /* Extended: from 60 s to 90 s. */
+    rc = rlk_lock_extend(e, 90000, RLK_EXTEND_SET);
+    CHECK_MSG(rc == RLK_OK, "extend at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "PTTL", ex);
+    CHECK_MSG(n > 60000, "PTTL %lld after the extend to 90 s", n);
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "extend at OOM: %lld calls refused for OOM", n);
+
+    /* Renewed by the watchdog thread, four rounds (two TTLs) at least. */
+    reset_stats(adm);
+    CHECK_MSG(wait_calls(adm, "fcall+evalsha+eval", 4, SLOWX(10000)),
+              "%lld renewal calls", stat_calls(adm, "fcall+evalsha+eval"));
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "renewals at OOM: %lld calls refused for OOM", n);
+    CHECK_EQ_INT(lost_calls(&lost), 0);
+    if (CHECK(held_by(adm, wd, got, sizeof got) == 1)) CHECK_EQ_STR(got, rlk_lock_token(w));
+
+    /* Released twice: one hold, then the lock. */
+    reset_stats(adm);
+    rc = rlk_lock_release(r2);
+    r2 = NULL;
+    CHECK_MSG(rc == RLK_OK, "first release at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "EXISTS", re);
+    CHECK_MSG(n == 1, "EXISTS %lld after one release of two holds", n);
+    rc = rlk_lock_release(r1);
+    r1 = NULL;
+    CHECK_MSG(rc == RLK_OK, "second release at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "EXISTS", re);
+    CHECK_MSG(n == 0, "EXISTS %lld after both releases", n);
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "releases at OOM: %lld calls refused for OOM", n);
+
+    /* By the path meant. */
+    if (fcall) {
+        CHECK_MSG(stat_calls(adm, "fcall") > 0, "no FCALL");
+        CHECK_EQ_INT(stat_calls(adm, "evalsha+eval"), 0);
+    } else {
+        CHECK_EQ_INT(stat_calls(adm, "fcall"), 0);
+        CHECK_MSG(stat_calls(adm, "evalsha") > 0, "no EVALSHA");
+    }
+out:
+    if (r2) rlk_lock_release(r2);
+    if (r1) rlk_lock_release(r1);
+    if (e) rlk_lock_release(e);
+    if (w) rlk_lock_release(w);
+    rlk_client_free(cl);
+    CMD(adm, "CONFIG", "SET", "maxmemory", "0");
+    CMD(adm, "FLUSHALL");
+}
+
+/* The scripts that free or keep a lock run at maxmemory, as FCALL of
+ * their functions and as EVALSHA (a user without FCALL and FUNCTION). */
+static void test_holds_at_maxmemory(void)
+{
+    static const char *const extra[] = {"--maxmemory-policy", "noeviction", NULL};
+    ts_options to;
+    ts_server *s;
+    rlk_conn *adm = NULL;
+    char url[64], user_url[128];
+    memset(&to, 0, sizeof to);
+    to.extra = extra;
+    s = ts_start(&to);
+    if (!CHECK(s != NULL)) return;
+    url_of(url, sizeof url, s);
+    adm = CONNECT(url);
+    if (!adm) goto out;
+    printf("    by FCALL\n");
+    oom_holds(url, adm, 1);
+    CMD(adm, "ACL", "SETUSER", "f-nofn", "on", ">f-pw", "~*", "&*", "+@all", "-fcall",
+        "-function");
+    snprintf(user_url, sizeof user_url, "redis://f-nofn:f-pw@%s:%d", s->host, s->port);
+    printf("    by EVALSHA\n");
+    oom_holds(user_url, adm, 0);
+out:
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
 /* A release that handed the lock over, whose reply was lost, is sent
  * again after the next holder released: it still reports that it
  * released. */
@@ -1135,6 +1274,7 @@ int main(int argc, char **argv)
     RUN(test_tick_mode_renews_while_waiting);
     RUN(test_watchdog_thread_local_calls);
     RUN(test_release_at_maxmemory);
+    RUN(test_holds_at_maxmemory);
     RUN(test_retried_release_exact);
     RUN(test_fence_never_back);
     RUN(test_deadline_frozen_server);

@@ -25,8 +25,15 @@
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
 -- that wait for the "0" message on redisson_lock__channel:{NAME} get
--- their turn.  The writes maxmemory can refuse are made with pcall: a
--- release always frees the lock.
+-- their turn.
+--
+-- Function flags: allow-oom
+-- (A release frees memory: on Redis 7+ it runs at maxmemory, as a
+-- function and as EVAL, with all its writes: a hold taken away, a
+-- tombstone, a handoff.  Older servers refuse EVAL there at its first
+-- write that may grow the data (HINCRBY, SET, HSET; not LPOP or DEL):
+-- there taking one of several holds away fails, and the writes that may
+-- be refused are made with pcall on the way to freeing the lock.)
 --
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
