@@ -5,7 +5,9 @@
  * foreign waiters beside cycling resplock clients, nested reentrant
  * holds of different TTLs, batched renewal on a cluster-enabled server,
  * renewal while a tick-mode client waits, local calls while the watchdog
- * thread's server is frozen, release at maxmemory, a retried release
+ * thread's server is frozen, release at maxmemory (and a reentrant
+ * lock's releases, an extend and renewals there), a release that yields
+ * with a dead waiter first in line (the line's TTLs), a retried release
  * that handed the lock over, fences after eviction and restart, and one
  * deadline per call (frozen server, bounded wait, restart, late start).
  *
@@ -921,6 +923,45 @@ out:
     ts_stop(s);
 }
 
+/* The line of a name whose only waiter died, when a release yields
+ * (after a chain of handoffs, the lock is freed once and the waiter kept
+ * first in line): every key under the name still has a TTL.  The waiter
+ * is a process of its own, killed in line; the chain (the "~chain" field
+ * of the waiters hash: "c START LAST", server ms) is written here as a
+ * run of handoffs that started 3 s ago and goes on. */
+static void test_yield_keeps_ttls(void)
+{
+    const char *name = "f-yield";
+    rlk_client *a = CLIENT();
+    rlk_lock *l = NULL;
+    struct child ch;
+    char waiters[64], chain[64], first[256];
+    long long now, n;
+    int rc;
+    memset(&ch, 0, sizeof ch);
+    ch.pid = -1;
+    ch.fd = -1;
+    HO_KEY(waiters, name, "waiters");
+    if (!a || !(l = ACQ(a, name, 60000))) goto out;
+    if (!child_start(&ch, srv_url, name, 10000, 60000) || !wait_in_line(a, name, 1, SLOWX(5000)))
+        goto out;
+    child_end(&ch);
+    now = server_time_ms();
+    snprintf(chain, sizeof chain, "c %lld %lld", now - 3000, now);
+    CMD(admin, "HSET", waiters, "~chain", chain);
+    rc = rlk_lock_release(l);
+    l = NULL;
+    CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
+    /* It yielded (what this test is about): waiters keep away a while. */
+    CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", waiters, "~yield"), 1);
+    n = keys_without_ttl(admin, "*f-yield*", first, sizeof first);
+    CHECK_MSG(n == 0, "%lld keys without a TTL after the release, %s first", n, first);
+out:
+    child_end(&ch);
+    if (l) rlk_lock_release(l);
+    rlk_client_free(a);
+}
+
 /* A release that handed the lock over, whose reply was lost, is sent
  * again after the next holder released: it still reports that it
  * released. */
@@ -1275,6 +1316,7 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread_local_calls);
     RUN(test_release_at_maxmemory);
     RUN(test_holds_at_maxmemory);
+    RUN(test_yield_keeps_ttls);
     RUN(test_retried_release_exact);
     RUN(test_fence_never_back);
     RUN(test_deadline_frozen_server);

@@ -56,7 +56,10 @@ local CHAIN, GAP, YIELD = 2000, 1000, 200
 local function pass_on()
   local now, fence, chain
   for _ = 1, 100 do
-    local w = redis.call('lpop', queue)
+    -- The first in line leaves the line only once it is passed over or
+    -- handed the lock: a yield leaves the line as it is, with its TTL
+    -- (the list goes with its last waiter, and one made again has none).
+    local w = redis.call('lindex', queue, 0)
     if not w then break end
     if not now then
       local tm = redis.call('time')
@@ -67,12 +70,13 @@ local function pass_on()
       chain = now
       if c0 and now - tonumber(c1) < GAP then chain = tonumber(c0) end
       if now - chain >= CHAIN then
-        redis.pcall('lpush', queue, w)
-        redis.call('hdel', waiters, '~chain')
+        -- ~yield first: the hash, never emptied, keeps its TTL.
         redis.pcall('hset', waiters, '~yield', string.format('y %.0f', now + YIELD))
+        redis.call('hdel', waiters, '~chain')
         break
       end
     end
+    redis.call('lpop', queue)
     local e = redis.call('hget', waiters, w)
     if e then
       redis.call('hdel', waiters, w)
