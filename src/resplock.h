@@ -390,7 +390,9 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * left.  Waiters are
  * served first come, first served.  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
- * stopped), and a waiter whose channel has no subscriber is skipped.
+ * stopped), and a waiter whose channel has no subscriber is skipped; a
+ * releaser whose user may not PUBLISH (an ACL) frees the lock instead,
+ * publishing nothing: waiters find it free at their next re-check.
  * After 2 s of handing the lock from waiter to waiter (with gaps under
  * 1 s), a release frees it once instead, publishes "0", and resplock's
  * waiters keep away from it for 200 ms: clients that poll (redis-py) or

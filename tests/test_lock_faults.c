@@ -6,10 +6,11 @@
  * holds of different TTLs, batched renewal on a cluster-enabled server,
  * renewal while a tick-mode client waits, local calls while the watchdog
  * thread's server is frozen, release at maxmemory (and a reentrant
- * lock's releases, an extend and renewals there), a release that yields
- * with a dead waiter first in line (the line's TTLs), a retried release
- * that handed the lock over, fences after eviction and restart, and one
- * deadline per call (frozen server, bounded wait, restart, late start).
+ * lock's releases, an extend and renewals there), a release by a user
+ * without PUBLISH, a release that yields with a dead waiter first in
+ * line (the line's TTLs), a retried release that handed the lock over,
+ * fences after eviction and restart, and one deadline per call (frozen
+ * server, bounded wait, restart, late start).
  *
  * A waiter that must be paused runs in a process of its own: this
  * program again, started with --child-wait, which reports its result on
@@ -923,6 +924,64 @@ out:
     ts_stop(s);
 }
 
+/* A releaser whose user may not PUBLISH (ACL -publish; channels &*, so
+ * that its client's own SUBSCRIBE of its handoff channel passes): its
+ * release still frees the lock, with a waiter in line (of a user that
+ * may publish), who gets it at its next look rather than at the end of
+ * the releaser's TTL; and a reentrant lock's release, which publishes
+ * "0" on Redisson's channel, frees it too. */
+static void test_release_without_publish(void)
+{
+    const char *name = "f-nopub", *rname = "f-nopub-r";
+    char url[128], got[96];
+    rlk_client *a = NULL, *b = CLIENT();
+    rlk_lock *l = NULL;
+    struct waiter w;
+    int started = 0, rc;
+    int64_t t_rel, deadline;
+    CMD(admin, "ACL", "SETUSER", "f-nopub", "reset", "on", ">f-pw", "~*", "&*", "+@all",
+        "-publish");
+    snprintf(url, sizeof url, "redis://f-nopub:f-pw@%s:%d", srv->host, srv->port);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a || !b) goto out;
+
+    /* Nobody in line: a reentrant lock. */
+    l = ACQ_R(a, rname, 60000);
+    if (!l) goto out;
+    rc = rlk_lock_release(l);
+    CHECK_MSG(rc == RLK_OK, "reentrant release without PUBLISH: %d %s", rc,
+              rlk_client_errmsg(a));
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", rname), 0);
+
+    /* A waiter in line. */
+    l = ACQ(a, name, 60000);
+    if (!l) goto out;
+    started = waiter_start(&w, b, name, 60000, SLOWX(20000), RLK_LOCK_SIMPLE);
+    if (!started || !wait_in_line(a, name, 1, SLOWX(5000))) goto out;
+    rc = rlk_lock_release(l);
+    t_rel = ts_now_ms();
+    CHECK_MSG(rc == RLK_OK, "release without PUBLISH: %d %s", rc, rlk_client_errmsg(a));
+    /* The waiter looks again at least every second (its re-check). */
+    deadline = t_rel + SLOWX(5000);
+    while (!waiter_done(&w) && ts_now_ms() < deadline) ts_pause_ms(5);
+    CHECK_MSG(waiter_done(&w), "the waiter has not got the lock %lld ms after the release",
+              (long long)(ts_now_ms() - t_rel));
+    pthread_join(w.th, NULL);
+    started = 0;
+    printf("    waiter: rc %d %lld ms after the release\n", w.rc, (long long)(w.done_at - t_rel));
+    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
+        CHECK(held_by(admin, name, got, sizeof got) == 1);
+        CHECK_EQ_STR(got, rlk_lock_token(w.l));
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+        w.l = NULL;
+    }
+out:
+    waiter_end(&w, &started);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    CMD(admin, "ACL", "DELUSER", "f-nopub");
+}
+
 /* The line of a name whose only waiter died, when a release yields
  * (after a chain of handoffs, the lock is freed once and the waiter kept
  * first in line): every key under the name still has a TTL.  The waiter
@@ -1316,6 +1375,7 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread_local_calls);
     RUN(test_release_at_maxmemory);
     RUN(test_holds_at_maxmemory);
+    RUN(test_release_without_publish);
     RUN(test_yield_keeps_ttls);
     RUN(test_retried_release_exact);
     RUN(test_fence_never_back);

@@ -25,7 +25,9 @@
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
 -- that wait for the "0" message on redisson_lock__channel:{NAME} get
--- their turn.
+-- their turn.  A release whose user may not PUBLISH (an ACL) still frees
+-- the lock, publishing nothing and handing nothing over: waiters find
+-- it free at their next look (their re-check).
 --
 -- Function flags: allow-oom
 -- (A release frees memory: on Redis 7+ it runs at maxmemory, as a
@@ -76,32 +78,37 @@ local function pass_on()
         break
       end
     end
-    redis.call('lpop', queue)
     local e = redis.call('hget', waiters, w)
-    if e then
-      redis.call('hdel', waiters, w)
-      local exp, _, claim, wkind, ch = string.match(e, '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
-      if exp and tonumber(exp) > now and
-         redis.call('publish', ch, string.format('%.0f ', fence) .. w) > 0 then
-        local ok
-        if wkind == 's' then
-          ok = redis.pcall('set', lock, w, 'px', claim)
-        else
-          redis.call('del', lock)
-          ok = redis.pcall('hset', lock, w, 1)
-          redis.call('pexpire', lock, claim)
-        end
-        if type(ok) == 'table' and ok.err then break end
-        -- The chain outlives its last waiter (who may come back to the
-        -- line right after its release) by the hash's TTL, at least 5 s.
-        redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
-        if redis.call('pttl', waiters) < 5000 then redis.call('pexpire', waiters, 5000) end
-        return
+    local exp, _, claim, wkind, ch = string.match(e or '', '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
+    local heard = 0
+    if exp and tonumber(exp) > now then
+      -- pcall: a releaser whose user may not PUBLISH (an ACL) cannot tell
+      -- the waiter.  The lock is freed then, the line left as it is, and
+      -- the waiter takes the lock at its next look.
+      heard = redis.pcall('publish', ch, string.format('%.0f ', fence) .. w)
+      if type(heard) ~= 'number' then break end
+    end
+    redis.call('lpop', queue)
+    if e then redis.call('hdel', waiters, w) end
+    if heard > 0 then
+      local ok
+      if wkind == 's' then
+        ok = redis.pcall('set', lock, w, 'px', claim)
+      else
+        redis.call('del', lock)
+        ok = redis.pcall('hset', lock, w, 1)
+        redis.call('pexpire', lock, claim)
       end
+      if type(ok) == 'table' and ok.err then break end
+      -- The chain outlives its last waiter (who may come back to the
+      -- line right after its release) by the hash's TTL, at least 5 s.
+      redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
+      if redis.call('pttl', waiters) < 5000 then redis.call('pexpire', waiters, 5000) end
+      return
     end
   end
   redis.call('del', lock)
-  redis.call('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
+  redis.pcall('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
 end
 
 if not tomb then
