@@ -213,6 +213,20 @@ static void waiter_end(struct waiter *w, int *started)
     w->l = NULL;
 }
 
+/* A server of its own, started with extra arguments (NULL-terminated),
+ * its URL in url; NULL on failure (a test failure). */
+static ts_server *own_server(const char *const *extra, char *url, size_t n)
+{
+    ts_options to;
+    ts_server *s;
+    memset(&to, 0, sizeof to);
+    to.extra = extra;
+    s = ts_start(&to);
+    if (!CHECK(s != NULL)) return NULL;
+    url_of(url, n, s);
+    return s;
+}
+
 /* A client of a server of its own, with these timeouts (0: LONG_MS). */
 static rlk_client *own_client(ts_server *s, char *url, size_t n, int timeout_ms, int connect)
 {
@@ -727,7 +741,6 @@ static void test_release_at_maxmemory(void)
     static const char *const extra[] = {"--maxmemory", "3mb", "--maxmemory-policy", "noeviction",
                                         NULL};
     const char *name = "f-oom";
-    ts_options to;
     ts_server *s;
     rlk_conn *adm = NULL;
     rlk_client *a = NULL, *b = NULL;
@@ -736,11 +749,7 @@ static void test_release_at_maxmemory(void)
     int started = 0, rc;
     int64_t t_rel;
     char url[64], got[96];
-    memset(&to, 0, sizeof to);
-    to.extra = extra;
-    s = ts_start(&to);
-    if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
+    if (!(s = own_server(extra, url, sizeof url))) return;
     adm = CONNECT(url);
     a = CLIENT_EX(url, 0, 0, NULL);
     b = CLIENT_EX(url, 0, 0, NULL);
@@ -901,15 +910,10 @@ out:
 static void test_holds_at_maxmemory(void)
 {
     static const char *const extra[] = {"--maxmemory-policy", "noeviction", NULL};
-    ts_options to;
     ts_server *s;
     rlk_conn *adm = NULL;
     char url[64], user_url[128];
-    memset(&to, 0, sizeof to);
-    to.extra = extra;
-    s = ts_start(&to);
-    if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
+    if (!(s = own_server(extra, url, sizeof url))) return;
     adm = CONNECT(url);
     if (!adm) goto out;
     printf("    by FCALL\n");

@@ -18,6 +18,10 @@
 -- PTTL, or while resplock's waiters keep away (see release.lua) the time
 -- until they may come back.
 --
+-- No function flags: a try may grow the data, so at maxmemory it is
+-- refused, as a function before it runs, as EVAL at its first write that
+-- may grow the data.
+--
 -- The fence is the server's clock in microseconds: every acquisition
 -- comes after the last holder's ended, so fences grow while the clock
 -- does not step back.  Lua numbers are exact to 2^53, microseconds since
