@@ -414,13 +414,14 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * and RLK_LOCK_NOT_HELD or RLK_LOCK_NOT_OWNER after it (it cannot tell
  * whether the first attempt or the TTL ended the lock);
  * rlk_release_token, which knows no validity, reports those too.  At
- * maxmemory (noeviction) a release still frees the lock.  On Redis 7+
- * the release, extend and renewal scripts run there as anywhere (flag
- * allow-oom, as functions and as EVAL): one of several holds is taken
- * away, a tombstone left, a lock handed over.  Before 7, where EVAL
- * meets maxmemory at its first write that may grow the data, taking one
- * of several holds away fails there, and a tombstone and a handoff are
- * best effort (without them the lock is simply freed).
+ * maxmemory (noeviction) a release still frees the lock, and extends
+ * and renewals go on.  On Redis 7+ (told by HELLO, which protocol 2
+ * skips) the release, extend and renewal scripts run there as anywhere
+ * (flag allow-oom, as functions and as EVAL): one of several holds is
+ * taken away, a tombstone left, a lock handed over.  Elsewhere, where
+ * EVAL meets maxmemory at its first write that may grow the data, taking
+ * one of several holds away fails there, and a tombstone and a handoff
+ * are best effort (without them the lock is simply freed).
  *
  * Reentrant holds: another hold of the same lock (same client and
  * thread) never shortens the key's expiry, and releasing one of several
