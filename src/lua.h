@@ -11,11 +11,11 @@
 
 #include <stddef.h>
 
-extern const char rlk__lua_acquire[];
-extern const char rlk__lua_release[];
-extern const char rlk__lua_extend[];
-extern const char rlk__lua_renew[];
-extern const char rlk__lua_status[];
+extern const char *const rlk__lua_acquire;
+extern const char *const rlk__lua_release;
+extern const char *const rlk__lua_extend;
+extern const char *const rlk__lua_renew;
+extern const char *const rlk__lua_status;
 
 /*
  * The same scripts as one FUNCTION library for Redis 7+ (script.c runs
@@ -38,6 +38,13 @@ typedef struct rlk__lua_function {
     const char *text;   /* one of the scripts above */
     size_t len;
     const char *name;   /* its function: "resplock_H_NAME" */
+    /* A script whose header gives flags ("-- Function flags: ..."): its
+     * text for EVAL where the server reads them (RLK_CAP_SCRIPT_FLAGS),
+     * the line "#!lua flags=..." and then text, and that text's SHA1.
+     * Older servers fail on that line.  NULL for a script without. */
+    const char *flagged;
+    size_t flagged_len;
+    const char *flagged_sha1;
 } rlk__lua_function;
 
 extern const rlk__lua_function rlk__lua_functions[];

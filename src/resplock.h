@@ -391,7 +391,9 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * left.  Waiters are
  * served first come, first served.  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
- * stopped), and a waiter whose channel has no subscriber is skipped.
+ * stopped), and a waiter whose channel has no subscriber is skipped; a
+ * releaser whose user may not PUBLISH (an ACL) frees the lock instead,
+ * publishing nothing: waiters find it free at their next re-check.
  * After 2 s of handing the lock from waiter to waiter (with gaps under
  * 1 s), a release frees it once instead, publishes "0", and resplock's
  * clients keep away from it for 200 ms, new ones too: a first try whose
@@ -417,8 +419,14 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * and RLK_LOCK_NOT_HELD or RLK_LOCK_NOT_OWNER after it (it cannot tell
  * whether the first attempt or the TTL ended the lock);
  * rlk_release_token, which knows no validity, reports those too.  At
- * maxmemory (noeviction) a release still frees the lock (a tombstone and
- * a handoff are best effort; without them the lock is simply freed).
+ * maxmemory (noeviction) a release still frees the lock, and extends
+ * and renewals go on.  On Redis 7+ (told by HELLO, which protocol 2
+ * skips) the release, extend and renewal scripts run there as anywhere
+ * (flag allow-oom, as functions and as EVAL): one of several holds is
+ * taken away, a tombstone left, a lock handed over.  Elsewhere, where
+ * EVAL meets maxmemory at its first write that may grow the data, taking
+ * one of several holds away fails there, and a tombstone and a handoff
+ * are best effort (without them the lock is simply freed).
  *
  * Reentrant holds: another hold of the same lock (same client and
  * thread) never shortens the key's expiry, and releasing one of several

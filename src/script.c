@@ -15,9 +15,16 @@
  * go as EVALSHA for the rest of the connection.  An FCALL refused before
  * it ran for a state of the server that EVAL only meets at its first
  * write (at maxmemory, writes stopped, a read-only replica) is sent again
- * as EVALSHA, which behaves as before: a release at maxmemory still frees
- * the lock, since DEL is allowed there.  Other scripts (rlk_conn_eval of
- * a caller's own) always go as EVALSHA.
+ * as EVALSHA, which meets it there, if at all.  Other scripts
+ * (rlk_conn_eval of a caller's own) always go as EVALSHA.
+ *
+ * A script's flags (allow-oom: the release, extend and renewal run at
+ * maxmemory) are its function's, and, where the caller says the server
+ * reads them (RLK__CALL_FLAGS: Redis 7+), its EVAL text's too: the line
+ * "#!lua flags=..." before its code, so that EVAL and EVALSHA are
+ * admitted where FCALL is.  An older server would fail on that line: it
+ * gets the code alone, and EVAL there meets maxmemory at its first write
+ * that may grow the data.
  *
  * The connection below only carries commands; what the scripts do is not
  * this file's business either.
@@ -73,8 +80,18 @@ static void as_evalsha(rlk__cmd *q, const rlk_request *r)
 int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
                      char *digits)
 {
-    const rlk__lua_function *f = how == RLK__CALL_FCALL ? function_of(s) : NULL;
-    if (f) {
+    int flags = how & RLK__CALL_FLAGS;
+    how &= ~RLK__CALL_FLAGS;
+    const rlk__lua_function *f = how == RLK__CALL_FCALL || flags ? function_of(s) : NULL;
+    /* What EVAL sends and EVALSHA names. */
+    const char *text = s->text, *sha1 = s->sha1;
+    size_t len = s->len;
+    if (flags && f && f->flagged) {
+        text = f->flagged;
+        len = f->flagged_len;
+        sha1 = f->flagged_sha1;
+    }
+    if (f && how == RLK__CALL_FCALL) {
         w[0] = FCALL;
         wl[0] = sizeof FCALL - 1;
         w[1] = f->name;
@@ -82,13 +99,13 @@ int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, si
     } else if (how == RLK__CALL_EVAL) {
         w[0] = "EVAL";
         wl[0] = 4;
-        w[1] = s->text;
-        wl[1] = s->len;
+        w[1] = text;
+        wl[1] = len;
     } else {
         how = RLK__CALL_EVALSHA;
         w[0] = "EVALSHA";
         wl[0] = 7;
-        w[1] = s->sha1;
+        w[1] = sha1;
         wl[1] = 40;
     }
     w[2] = digits;

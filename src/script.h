@@ -44,12 +44,19 @@ int rlk__script_missing(const rlk_resp_value *v);
 /* How a call of a script goes. */
 enum { RLK__CALL_EVALSHA, RLK__CALL_EVAL, RLK__CALL_FCALL };
 
+/* Added to how where the server reads script flags (RLK_CAP_SCRIPT_FLAGS):
+ * EVAL and EVALSHA of an embedded script with flags send (or name) its
+ * text with them, so that the server admits the call where it admits
+ * the script's function (allow-oom: at maxmemory). */
+#define RLK__CALL_FLAGS 0x10
+
 /*
  * The three head words of a call of script s with nkeys keys, into w and
  * wl: how RLK__CALL_FCALL, FCALL of its function when s is one of the
  * embedded scripts (lua.h), else EVALSHA; RLK__CALL_EVALSHA; or
- * RLK__CALL_EVAL of its text.  digits (12 bytes) holds the key count and
- * must live as long as the words.  Returns how the call goes.  For the
+ * RLK__CALL_EVAL of its text; either plus RLK__CALL_FLAGS.  digits (12
+ * bytes) holds the key count and must live as long as the words.
+ * Returns how the call goes (without RLK__CALL_FLAGS).  For the
  * script layer here and the session (session.c), which has no rlk_conn.
  */
 int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,

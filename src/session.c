@@ -165,6 +165,9 @@ struct rlk_session {
     /* Script calls go as FCALL (HELLO told a server with FUNCTIONs, and
      * none was refused since); a FUNCTION LOAD is in flight. */
     int fcall, loading;
+    /* HELLO told a server that reads script flags: EVAL and EVALSHA go
+     * with the scripts' texts that give theirs (script.c). */
+    int script_flags;
     int hs_left;          /* handshake replies still owed */
     int64_t now;
     int depth;            /* public calls under way (callbacks call in) */
@@ -395,9 +398,9 @@ static int send_script(rlk_session *s, int which, int kind, rlk_session_lock *l,
     size_t al[sizeof av / sizeof av[0]];
     char nk[12];
     if (argc + 3 > (int)(sizeof av / sizeof av[0])) return broken(s, RLK_ERR_INVALID, "too many arguments");
-    int how = rlk__script_head(&s->scripts[which],
-                               eval ? RLK__CALL_EVAL : s->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
-                               nkeys, av, al, nk);
+    int how = eval ? RLK__CALL_EVAL : s->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA;
+    if (s->script_flags) how |= RLK__CALL_FLAGS;
+    how = rlk__script_head(&s->scripts[which], how, nkeys, av, al, nk);
     for (int i = 0; i < argc; i++) {
         av[3 + i] = argv[i];
         al[3 + i] = lens ? lens[i] : strlen(argv[i]);
@@ -1080,6 +1083,7 @@ static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
         rlk__server sv;
         rlk__server_from_hello(&sv, v);
         s->fcall = (sv.caps & RLK_CAP_FUNCTIONS) != 0;
+        s->script_flags = (sv.caps & RLK_CAP_SCRIPT_FLAGS) != 0;
         int r = send_auth_select(s, 0, 0);
         if (r != RLK_OK) return r;
     }
@@ -1598,7 +1602,7 @@ int rlk_session_connected(rlk_session *s, int64_t now)
     s->broken = 0;
     s->resp3 = 0;
     s->hs_left = 0;
-    s->fcall = s->loading = 0;
+    s->fcall = s->loading = s->script_flags = 0;
     s->rechecked = 0;
     s->nosub = 0;
     s->note[0] = '\0';
@@ -1639,7 +1643,7 @@ void rlk_session_closed(rlk_session *s, int64_t now)
     if (!s->connected) return;
     enter(s, now);
     s->connected = s->ready = s->resp3 = 0;
-    s->fcall = s->loading = 0;
+    s->fcall = s->loading = s->script_flags = 0;
     s->broken = 0;
     s->hs_left = 0;
     rlk_buf_free(&s->in);

@@ -479,6 +479,34 @@ int wait_waiters(const char *name, long long n, int64_t ms)
     }
 }
 
+long long keys_without_ttl(rlk_conn *c, const char *match, char *first, size_t n)
+{
+    char cursor[32] = "0";
+    long long found = 0;
+    if (n) first[0] = '\0';
+    do {
+        rlk_resp_value *v = CMD(c, "SCAN", cursor, "MATCH", match, "COUNT", "1000");
+        const rlk_resp_value *next = v ? rlk_resp_value_at(v, 0) : NULL;
+        const rlk_resp_value *keys = v ? rlk_resp_value_at(v, 1) : NULL;
+        size_t nkeys = 0;
+        if (!CHECK(next && next->str && keys && keys->type == RLK_RESP_ARRAY)) return -1;
+        snprintf(cursor, sizeof cursor, "%.*s", (int)next->len, next->str);
+        /* The keys copied first: the PTTL calls reuse the reply's memory. */
+        for (const rlk_resp_value *k = keys->child; k; k = k->next) nkeys++;
+        char (*names)[256] = calloc(nkeys ? nkeys : 1, sizeof *names);
+        if (!CHECK(names != NULL)) return -1;
+        size_t i = 0;
+        for (const rlk_resp_value *k = keys->child; k; k = k->next, i++)
+            snprintf(names[i], sizeof names[i], "%.*s", (int)k->len, k->str);
+        for (i = 0; i < nkeys; i++) {
+            if (CMD_INT(c, "PTTL", names[i]) != -1) continue;
+            if (!found++ && n) snprintf(first, n, "%s", names[i]);
+        }
+        free(names);
+    } while (strcmp(cursor, "0") != 0);
+    return found;
+}
+
 long long server_time_ms(void)
 {
     char s[32], us[32];
@@ -512,8 +540,26 @@ int locktest_setup(void)
     return admin ? 0 : -1;
 }
 
+/* Every key resplock writes has a TTL: once the tests ran, no key on the
+ * shared server is left without one (the tests' own keys have one too,
+ * or are deleted).  Counted as a test of its own, whatever the filter. */
+static void no_key_without_ttl(void)
+{
+    char first[256];
+    long long n;
+    tl_state.test = "no key without a TTL";
+    tl_state.test_failed = 0;
+    n = keys_without_ttl(admin, "*", first, sizeof first);
+    CHECK_MSG(n == 0, "%lld keys without a TTL on the shared server, %s first", n, first);
+    if (tl_state.test_failed) tl_state.failed++;
+    else tl_state.passed++;
+    printf("%s no key without a TTL\n", tl_state.test_failed ? "FAILED" : "ok");
+    tl_state.test = NULL;
+}
+
 int locktest_finish(int64_t t0)
 {
+    if (ran_any && admin) no_key_without_ttl();
     rlk_conn_free(admin);
     ts_stop(srv);
     if (ran_any) printf("# total %lld ms\n", (long long)(ts_now_ms() - t0));

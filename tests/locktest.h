@@ -189,6 +189,11 @@ fake_server *proxy_start(struct proxy *px, char *url, size_t n);
 long long waiter_entries(const char *key);
 int wait_waiters(const char *name, long long n, int64_t ms);
 
+/* How many keys matching match (a SCAN pattern) have no TTL (PTTL -1),
+ * the first of them into first (n bytes); -1 on failure (a test
+ * failure).  Every key resplock writes has a TTL. */
+long long keys_without_ttl(rlk_conn *c, const char *match, char *first, size_t n);
+
 /* The server's clock (TIME) in ms, or -1 (a test failure). */
 long long server_time_ms(void);
 

@@ -1080,6 +1080,7 @@ static void test_mutual_exclusion(void)
     CHECK_EQ_INT(sh.nonmonotonic, 0);
     CHECK(CMD_STR(admin, got, "GET", "mx-counter") == 1);
     CHECK_EQ_INT(atoll(got), MX_THREADS * MX_ITERS);
+    CMD(admin, "DEL", "mx-counter"); /* the test's, not a lock's: no key without a TTL is left */
 out:
     for (i = 0; i < MX_THREADS; i++) {
         rlk_client_free(t[i].cl);

@@ -5,11 +5,14 @@
  * foreign waiters beside cycling resplock clients, nested reentrant
  * holds of different TTLs, batched renewal on a cluster-enabled server,
  * renewal while a tick-mode client waits, local calls while the watchdog
- * thread's server is frozen, release at maxmemory, a retried release
- * that handed the lock over, fences after eviction and restart, one
- * deadline per call (frozen server, bounded wait, restart, late start),
- * reconnects refused by a server full of clients, and a connection
- * reset under a waiting acquire.
+ * thread's server is frozen, release at maxmemory (and a reentrant
+ * lock's releases, an extend and renewals there), a release by a user
+ * without PUBLISH, a release that yields with a dead waiter first in
+ * line (the line's TTLs), a reentrant release's re-send that comes late,
+ * a retried release that handed the lock over, fences after eviction and
+ * restart, one deadline per call (frozen server, bounded wait, restart,
+ * late start), reconnects refused by a server full of clients, and a
+ * connection reset under a waiting acquire.
  *
  * A waiter that must be paused runs in a process of its own: this
  * program again, started with --child-wait, which reports its result on
@@ -210,6 +213,20 @@ static void waiter_end(struct waiter *w, int *started)
     *started = 0;
     if (w->l) rlk_lock_release(w->l);
     w->l = NULL;
+}
+
+/* A server of its own, started with extra arguments (NULL-terminated),
+ * its URL in url; NULL on failure (a test failure). */
+static ts_server *own_server(const char *const *extra, char *url, size_t n)
+{
+    ts_options to;
+    ts_server *s;
+    memset(&to, 0, sizeof to);
+    to.extra = extra;
+    s = ts_start(&to);
+    if (!CHECK(s != NULL)) return NULL;
+    url_of(url, n, s);
+    return s;
 }
 
 /* A client of a server of its own, with these timeouts (0: LONG_MS). */
@@ -726,7 +743,6 @@ static void test_release_at_maxmemory(void)
     static const char *const extra[] = {"--maxmemory", "3mb", "--maxmemory-policy", "noeviction",
                                         NULL};
     const char *name = "f-oom";
-    ts_options to;
     ts_server *s;
     rlk_conn *adm = NULL;
     rlk_client *a = NULL, *b = NULL;
@@ -735,11 +751,7 @@ static void test_release_at_maxmemory(void)
     int started = 0, rc;
     int64_t t_rel;
     char url[64], got[96];
-    memset(&to, 0, sizeof to);
-    to.extra = extra;
-    s = ts_start(&to);
-    if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
+    if (!(s = own_server(extra, url, sizeof url))) return;
     adm = CONNECT(url);
     a = CLIENT_EX(url, 0, 0, NULL);
     b = CLIENT_EX(url, 0, 0, NULL);
@@ -782,6 +794,237 @@ out:
     rlk_client_free(b);
     rlk_conn_free(adm);
     ts_stop(s);
+}
+
+/* How many errors with code (their first word: "OOM") the server gave
+ * since the last CONFIG RESETSTAT, from INFO errorstats; -1 on failure. */
+static long long errors_of(rlk_conn *c, const char *code)
+{
+    char key[64];
+    size_t kl;
+    rlk_resp_value *v = CMD(c, "INFO", "errorstats");
+    if (!v || !v->str) return -1;
+    kl = (size_t)snprintf(key, sizeof key, "errorstat_%s:count=", code);
+    for (size_t i = 0; i + kl <= v->len; i++)
+        if (memcmp(v->str + i, key, kl) == 0) return strtoll(v->str + i + kl, NULL, 10);
+    return 0;
+}
+
+/* Puts the server over maxmemory for good: maxmemory set to half of
+ * what it uses, which noeviction does not free, so that every write
+ * that may grow the data is refused whatever the server's own buffers
+ * do meanwhile.  1 when a SET is refused then. */
+static int stay_oom(rlk_conn *c)
+{
+    rlk_resp_value *v = CMD(c, "INFO", "memory");
+    long long used = 0;
+    char max[32];
+    const char *p = v && v->str ? strstr(v->str, "used_memory:") : NULL;
+    if (p) used = strtoll(p + strlen("used_memory:"), NULL, 10);
+    if (!CHECK_MSG(used > 2, "used_memory %lld", used)) return 0;
+    snprintf(max, sizeof max, "%lld", used / 2);
+    v = CMD(c, "CONFIG", "SET", "maxmemory", max);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) return 0;
+    v = CMD(c, "SET", "f-oom-probe", "x");
+    return CHECK_MSG(v && v->type == RLK_RESP_ERROR && ts_contains(v->str, "OOM"),
+                     "SET over maxmemory: %s", v && v->str ? v->str : "(no error)");
+}
+
+/* One user's locks at maxmemory (noeviction), each taken before the
+ * server filled up: a reentrant lock held twice is released twice, a
+ * lock is extended, the watchdog renews a lock past its TTL.  None of
+ * those calls grows the data, so none is refused: not FCALL of the
+ * function before it runs, not EVAL or EVALSHA at a write inside.
+ * fcall: the user's calls go as FCALL (else EVALSHA, and EVAL once per
+ * script). */
+static void oom_holds(const char *url, rlk_conn *adm, int fcall)
+{
+    const char *re = "f-oom-re", *ex = "f-oom-ex", *wd = "f-oom-wd";
+    rlk_client *cl = CLIENT_EX(url, 0, 0, NULL);
+    rlk_lock *r1 = NULL, *r2 = NULL, *e = NULL, *w = NULL;
+    struct lost_rec lost;
+    char got[96];
+    int rc;
+    long long n;
+    memset(&lost, 0, sizeof lost);
+    if (!cl) return;
+    r1 = ACQ_R(cl, re, 60000);
+    r2 = ACQ_R(cl, re, 60000);
+    e = ACQ(cl, ex, 60000);
+    w = ACQ_WD(cl, wd, 1500, &lost);
+    if (!r1 || !r2 || !e || !w || !CHECK(rlk_client_watchdog_start(cl) == RLK_OK) ||
+        !stay_oom(adm))
+        goto out;
+    reset_stats(adm);
+
+    /* Extended: from 60 s to 90 s. */
+    rc = rlk_lock_extend(e, 90000, RLK_EXTEND_SET);
+    CHECK_MSG(rc == RLK_OK, "extend at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "PTTL", ex);
+    CHECK_MSG(n > 60000, "PTTL %lld after the extend to 90 s", n);
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "extend at OOM: %lld calls refused for OOM", n);
+
+    /* Renewed by the watchdog thread, four rounds (two TTLs) at least. */
+    reset_stats(adm);
+    CHECK_MSG(wait_calls(adm, "fcall+evalsha+eval", 4, SLOWX(10000)),
+              "%lld renewal calls", stat_calls(adm, "fcall+evalsha+eval"));
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "renewals at OOM: %lld calls refused for OOM", n);
+    CHECK_EQ_INT(lost_calls(&lost), 0);
+    if (CHECK(held_by(adm, wd, got, sizeof got) == 1)) CHECK_EQ_STR(got, rlk_lock_token(w));
+
+    /* Released twice: one hold, then the lock. */
+    reset_stats(adm);
+    rc = rlk_lock_release(r2);
+    r2 = NULL;
+    CHECK_MSG(rc == RLK_OK, "first release at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "EXISTS", re);
+    CHECK_MSG(n == 1, "EXISTS %lld after one release of two holds", n);
+    rc = rlk_lock_release(r1);
+    r1 = NULL;
+    CHECK_MSG(rc == RLK_OK, "second release at OOM: %d %s", rc, rlk_client_errmsg(cl));
+    n = CMD_INT(adm, "EXISTS", re);
+    CHECK_MSG(n == 0, "EXISTS %lld after both releases", n);
+    n = errors_of(adm, "OOM");
+    CHECK_MSG(n == 0, "releases at OOM: %lld calls refused for OOM", n);
+
+    /* By the path meant. */
+    if (fcall) {
+        CHECK_MSG(stat_calls(adm, "fcall") > 0, "no FCALL");
+        CHECK_EQ_INT(stat_calls(adm, "evalsha+eval"), 0);
+    } else {
+        CHECK_EQ_INT(stat_calls(adm, "fcall"), 0);
+        CHECK_MSG(stat_calls(adm, "evalsha") > 0, "no EVALSHA");
+    }
+out:
+    if (r2) rlk_lock_release(r2);
+    if (r1) rlk_lock_release(r1);
+    if (e) rlk_lock_release(e);
+    if (w) rlk_lock_release(w);
+    rlk_client_free(cl);
+    CMD(adm, "CONFIG", "SET", "maxmemory", "0");
+    CMD(adm, "FLUSHALL");
+}
+
+/* The scripts that free or keep a lock run at maxmemory, as FCALL of
+ * their functions and as EVALSHA (a user without FCALL and FUNCTION). */
+static void test_holds_at_maxmemory(void)
+{
+    static const char *const extra[] = {"--maxmemory-policy", "noeviction", NULL};
+    ts_server *s;
+    rlk_conn *adm = NULL;
+    char url[64], user_url[128];
+    if (!(s = own_server(extra, url, sizeof url))) return;
+    adm = CONNECT(url);
+    if (!adm) goto out;
+    printf("    by FCALL\n");
+    oom_holds(url, adm, 1);
+    CMD(adm, "ACL", "SETUSER", "f-nofn", "on", ">f-pw", "~*", "&*", "+@all", "-fcall",
+        "-function");
+    snprintf(user_url, sizeof user_url, "redis://f-nofn:f-pw@%s:%d", s->host, s->port);
+    printf("    by EVALSHA\n");
+    oom_holds(user_url, adm, 0);
+out:
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+/* A releaser whose user may not PUBLISH (ACL -publish; channels &*, so
+ * that its client's own SUBSCRIBE of its handoff channel passes): its
+ * release still frees the lock, with a waiter in line (of a user that
+ * may publish), who gets it at its next look rather than at the end of
+ * the releaser's TTL; and a reentrant lock's release, which publishes
+ * "0" on Redisson's channel, frees it too. */
+static void test_release_without_publish(void)
+{
+    const char *name = "f-nopub", *rname = "f-nopub-r";
+    char url[128], got[96];
+    rlk_client *a = NULL, *b = CLIENT();
+    rlk_lock *l = NULL;
+    struct waiter w;
+    int started = 0, rc;
+    int64_t t_rel, deadline;
+    CMD(admin, "ACL", "SETUSER", "f-nopub", "reset", "on", ">f-pw", "~*", "&*", "+@all",
+        "-publish");
+    snprintf(url, sizeof url, "redis://f-nopub:f-pw@%s:%d", srv->host, srv->port);
+    a = CLIENT_EX(url, 0, 0, NULL);
+    if (!a || !b) goto out;
+
+    /* Nobody in line: a reentrant lock. */
+    l = ACQ_R(a, rname, 60000);
+    if (!l) goto out;
+    rc = rlk_lock_release(l);
+    CHECK_MSG(rc == RLK_OK, "reentrant release without PUBLISH: %d %s", rc,
+              rlk_client_errmsg(a));
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", rname), 0);
+
+    /* A waiter in line. */
+    l = ACQ(a, name, 60000);
+    if (!l) goto out;
+    started = waiter_start(&w, b, name, 60000, SLOWX(20000), RLK_LOCK_SIMPLE);
+    if (!started || !wait_in_line(a, name, 1, SLOWX(5000))) goto out;
+    rc = rlk_lock_release(l);
+    t_rel = ts_now_ms();
+    CHECK_MSG(rc == RLK_OK, "release without PUBLISH: %d %s", rc, rlk_client_errmsg(a));
+    /* The waiter looks again at least every second (its re-check). */
+    deadline = t_rel + SLOWX(5000);
+    while (!waiter_done(&w) && ts_now_ms() < deadline) ts_pause_ms(5);
+    CHECK_MSG(waiter_done(&w), "the waiter has not got the lock %lld ms after the release",
+              (long long)(ts_now_ms() - t_rel));
+    pthread_join(w.th, NULL);
+    started = 0;
+    printf("    waiter: rc %d %lld ms after the release\n", w.rc, (long long)(w.done_at - t_rel));
+    if (CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) {
+        CHECK(held_by(admin, name, got, sizeof got) == 1);
+        CHECK_EQ_STR(got, rlk_lock_token(w.l));
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+        w.l = NULL;
+    }
+out:
+    waiter_end(&w, &started);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    CMD(admin, "ACL", "DELUSER", "f-nopub");
+}
+
+/* The line of a name whose only waiter died, when a release yields
+ * (after a chain of handoffs, the lock is freed once and the waiter kept
+ * first in line): every key under the name still has a TTL.  The waiter
+ * is a process of its own, killed in line; the chain (the "~chain" field
+ * of the waiters hash: "c START LAST", server ms) is written here as a
+ * run of handoffs that started 3 s ago and goes on. */
+static void test_yield_keeps_ttls(void)
+{
+    const char *name = "f-yield";
+    rlk_client *a = CLIENT();
+    rlk_lock *l = NULL;
+    struct child ch;
+    char waiters[64], chain[64], first[256];
+    long long now, n;
+    int rc;
+    memset(&ch, 0, sizeof ch);
+    ch.pid = -1;
+    ch.fd = -1;
+    HO_KEY(waiters, name, "waiters");
+    if (!a || !(l = ACQ(a, name, 60000))) goto out;
+    if (!child_start(&ch, srv_url, name, 10000, 60000) || !wait_in_line(a, name, 1, SLOWX(5000)))
+        goto out;
+    child_end(&ch);
+    now = server_time_ms();
+    snprintf(chain, sizeof chain, "c %lld %lld", now - 3000, now);
+    CMD(admin, "HSET", waiters, "~chain", chain);
+    rc = rlk_lock_release(l);
+    l = NULL;
+    CHECK_MSG(rc == RLK_OK, "release: %d %s", rc, rlk_client_errmsg(a));
+    /* It yielded (what this test is about): waiters keep away a while. */
+    CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", waiters, "~yield"), 1);
+    n = keys_without_ttl(admin, "*f-yield*", first, sizeof first);
+    CHECK_MSG(n == 0, "%lld keys without a TTL after the release, %s first", n, first);
+out:
+    child_end(&ch);
+    if (l) rlk_lock_release(l);
+    rlk_client_free(a);
 }
 
 /* A release that handed the lock over, whose reply was lost, is sent
@@ -1524,6 +1767,9 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread_local_calls);
     RUN(test_release_at_maxmemory);
     RUN(test_late_resend_reentrant_release);
+    RUN(test_holds_at_maxmemory);
+    RUN(test_release_without_publish);
+    RUN(test_yield_keeps_ttls);
     RUN(test_retried_release_exact);
     RUN(test_fence_never_back);
     RUN(test_deadline_frozen_server);

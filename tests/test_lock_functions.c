@@ -155,6 +155,47 @@ static void test_library_name(void)
     rlk__free(lib);
 }
 
+/* The scripts that free or keep a lock (release, extend, renew) may run
+ * at maxmemory (allow-oom), as functions and as EVAL on Redis 7: their
+ * text for EVAL is the line "#!lua flags=allow-oom" and their code, with
+ * that text's SHA1.  Acquire, which grows the data, has no flags. */
+static void test_script_flags(void)
+{
+    static const struct {
+        const char *name, *flags;
+    } want[] = {{"acquire", NULL},        {"release", "allow-oom"}, {"extend", "allow-oom"},
+                {"renew", "allow-oom"},   {"status", "no-writes"}};
+    size_t n = 0;
+    char *lib = rlk__lua_library_text(&n);
+    if (!CHECK(lib != NULL)) return;
+    CHECK_EQ_INT(rlk__lua_nfunctions, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < rlk__lua_nfunctions && i < sizeof want / sizeof want[0]; i++) {
+        const rlk__lua_function *f = &rlk__lua_functions[i];
+        const char *body = strstr(lib, f->text);
+        char tail[64], line[64], sha[41];
+        size_t nl = strlen(f->name) - strlen(want[i].name);
+        CHECK_EQ_STR(f->name + nl, want[i].name);
+        if (!want[i].flags) {
+            CHECK(f->flagged == NULL);
+            CHECK(body && strncmp(body + f->len, "end}\n", 5) == 0);
+            continue;
+        }
+        snprintf(tail, sizeof tail, "end, flags={'%s'}}\n", want[i].flags);
+        CHECK(body && strncmp(body + f->len, tail, strlen(tail)) == 0);
+        snprintf(line, sizeof line, "#!lua flags=%s\n", want[i].flags);
+        if (!CHECK(f->flagged != NULL)) continue;
+        CHECK_EQ_INT(f->flagged_len, strlen(line) + f->len);
+        CHECK_EQ_INT(strlen(f->flagged), f->flagged_len);
+        CHECK(strncmp(f->flagged, line, strlen(line)) == 0);
+        /* The code once in the binary: the text without flags is the end
+         * of the text with them. */
+        CHECK(f->text == f->flagged + strlen(line));
+        rlk__sha1_hex(f->flagged, f->flagged_len, sha);
+        CHECK_EQ_STR(f->flagged_sha1, sha);
+    }
+    rlk__free(lib);
+}
+
 /* The first lock call finds no function, loads the library and runs
  * again once as EVAL (sent with the load, it does not depend on it);
  * every later script runs as FCALL, none by EVALSHA. */
@@ -465,6 +506,7 @@ int main(int argc, char **argv)
     if (locktest_setup() != 0) return 1;
 
     RUN(test_library_name);
+    RUN(test_script_flags);
     RUN(test_calls_are_fcall);
     RUN(test_function_flush);
     RUN(test_restart);

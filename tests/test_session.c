@@ -17,6 +17,7 @@
 #include "lua.h"
 #include "resplock.h"
 #include "session_internal.h"
+#include "sha1.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -1622,6 +1623,49 @@ out:
     drv_free(&d);
 }
 
+/* The text of a script with flags for EVAL, or the SHA1 EVALSHA names:
+ * with its "#!lua flags=..." line only where HELLO told a server that
+ * reads it (Redis 7), never on Redis 6.2, which would fail on the line.
+ * A reentrant release is sent as EVALSHA (Redis 6.2) and again as EVAL
+ * after NOSCRIPT, or as FCALL (Redis 7) and again as EVAL after an OOM
+ * that refused it before it ran. */
+static void test_script_flags_bytes(void)
+{
+    const rlk__lua_function *rel = NULL;
+    char plain[41];
+    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
+        if (rlk__lua_functions[i].text == rlk__lua_release) rel = &rlk__lua_functions[i];
+    if (!CHECK(rel && rel->flagged)) return;
+    rlk__sha1_hex(rlk__lua_release, strlen(rlk__lua_release), plain);
+    for (int v7 = 0; v7 < 2; v7++) {
+        drv d;
+        manual_ready_as(&d, v7 ? HELLO_AS("6\r\n7.0.15") : HELLO_AS("6\r\n6.2.14"));
+        rlk_session_lock *l = acq_bytes(&d, "flags", 1100);
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, ACQ_REPLY, 1101);
+        if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) {
+            drv_free(&d);
+            return;
+        }
+        CHECK_EQ_INT(rlk_session_release(l, 1102), RLK_OK);
+        if (v7) {
+            CHECK(out_has(&d, "FCALL") && out_has(&d, rel->name));
+            rlk_session_consume(d.s, 1 << 20);
+            feed_str(&d, "-OOM command not allowed when used memory > 'maxmemory'.\r\n", 1103);
+            CHECK(out_has(&d, "$4\r\nEVAL\r\n") && out_has(&d, "#!lua flags=allow-oom\n"));
+        } else {
+            CHECK(out_has(&d, "EVALSHA") && out_has(&d, plain) && !out_has(&d, rel->flagged_sha1));
+            rlk_session_consume(d.s, 1 << 20);
+            feed_str(&d, "-NOSCRIPT No matching script. Please use EVAL.\r\n", 1103);
+            CHECK(out_has(&d, "$4\r\nEVAL\r\n") && !out_has(&d, "#!"));
+        }
+        rlk_session_consume(d.s, 1 << 20);
+        feed_str(&d, ":1\r\n", 1104);
+        CHECK(find(&d, RLK_SEV_RELEASED, l) != NULL);
+        drv_free(&d);
+    }
+}
+
 /* Two acquires of one reentrant holder waiting in line share its place:
  * the handoff goes to one; the other, finding the holder's field when it
  * tries again, takes a hold of its own (a try in mode '0', counted) with
@@ -1901,6 +1945,7 @@ int main(int argc, char **argv)
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
     tl_run("FCALL, made up: Redis 6.2 and 7, not found, refused", test_fcall_bytes);
+    tl_run("script flags, made up: EVAL has them on Redis 7 only", test_script_flags_bytes);
     tl_run("reentrant, made up: two waiters of one holder", test_reentrant_same_line);
     tl_run("a lost try's reply: tried again, the lock kept", test_resend_acquire);
     tl_run("a lost release reply: sent again once", test_resend_release);

@@ -22,6 +22,10 @@
 -- away in every mode but a reentrant lock's '0' on a lock held by its
 -- holder (another hold).
 --
+-- No function flags: a try may grow the data, so at maxmemory it is
+-- refused, as a function before it runs, as EVAL at its first write that
+-- may grow the data.
+--
 -- The fence is the server's clock in microseconds: every acquisition
 -- comes after the last holder's ended, so fences grow while the clock
 -- does not step back.  Lua numbers are exact to 2^53, microseconds since

@@ -7,6 +7,10 @@
 -- Returns the new TTL, or -1 not held, -2 held by someone else.  A
 -- reentrant lock's expiry never shortens: other holds may rely on it.
 --
+-- Function flags: allow-oom
+-- (It only sets an expiry: it runs at maxmemory, where a lock held must
+-- still be kept, and a handoff's confirmation made.)
+--
 -- Try it:  redis-cli --eval extend.lua job , tok1 30000 set s
 local lock = KEYS[1]
 local token, ms, how, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]

@@ -29,10 +29,17 @@
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
 -- that wait for the "0" message on redisson_lock__channel:{NAME} get
--- their turn.  The writes maxmemory can refuse are made with pcall, and
--- so are the messages an ACL can refuse (a user without the channels
--- hands nothing over, and its waiters find the lock at their re-check):
--- a release always frees the lock.
+-- their turn.  A release whose user may not PUBLISH (an ACL) still frees
+-- the lock, publishing nothing and handing nothing over: waiters find
+-- it free at their next look (their re-check).
+--
+-- Function flags: allow-oom
+-- (A release frees memory: on Redis 7+ it runs at maxmemory, as a
+-- function and as EVAL, with all its writes: a hold taken away, a
+-- tombstone, a handoff.  Older servers refuse EVAL there at its first
+-- write that may grow the data (HINCRBY, SET, HSET; not LPOP or DEL):
+-- there taking one of several holds away fails, and the writes that may
+-- be refused are made with pcall on the way to freeing the lock.)
 --
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -55,7 +62,10 @@ local CHAIN, GAP, YIELD = 2000, 1000, 200
 local function pass_on()
   local now, fence, chain
   for _ = 1, 100 do
-    local w = redis.call('lpop', queue)
+    -- The first in line leaves the line only once it is passed over or
+    -- handed the lock: a yield leaves the line as it is, with its TTL
+    -- (the list goes with its last waiter, and one made again has none).
+    local w = redis.call('lindex', queue, 0)
     if not w then break end
     if not now then
       local tm = redis.call('time')
@@ -66,41 +76,39 @@ local function pass_on()
       chain = now
       if c0 and now - tonumber(c1) < GAP then chain = tonumber(c0) end
       if now - chain >= CHAIN then
-        redis.pcall('lpush', queue, w)
-        redis.call('hdel', waiters, '~chain')
+        -- ~yield first: the hash, never emptied, keeps its TTL.
         redis.pcall('hset', waiters, '~yield', string.format('y %.0f', now + YIELD))
+        redis.call('hdel', waiters, '~chain')
         break
       end
     end
     local e = redis.call('hget', waiters, w)
-    if e then
-      redis.call('hdel', waiters, w)
-      local exp, _, claim, wkind, ch = string.match(e, '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
-      local heard = exp and tonumber(exp) > now and
-                    redis.pcall('publish', ch, string.format('%.0f ', fence) .. w)
-      if type(heard) == 'table' then
-        -- This holder may not publish (an ACL without the channel): it
-        -- hands nothing over, and the waiter keeps its place.
-        redis.pcall('hset', waiters, w, e)
-        redis.pcall('lpush', queue, w)
-        break
+    local exp, _, claim, wkind, ch = string.match(e or '', '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
+    local heard = 0
+    if exp and tonumber(exp) > now then
+      -- pcall: a releaser whose user may not PUBLISH (an ACL) cannot tell
+      -- the waiter.  The lock is freed then, the line left as it is, and
+      -- the waiter takes the lock at its next look.
+      heard = redis.pcall('publish', ch, string.format('%.0f ', fence) .. w)
+      if type(heard) ~= 'number' then break end
+    end
+    redis.call('lpop', queue)
+    if e then redis.call('hdel', waiters, w) end
+    if heard > 0 then
+      local ok
+      if wkind == 's' then
+        ok = redis.pcall('set', lock, w, 'px', claim)
+      else
+        redis.call('del', lock)
+        ok = redis.pcall('hset', lock, w, 1)
+        redis.call('pexpire', lock, claim)
       end
-      if heard and heard > 0 then
-        local ok
-        if wkind == 's' then
-          ok = redis.pcall('set', lock, w, 'px', claim)
-        else
-          redis.call('del', lock)
-          ok = redis.pcall('hset', lock, w, 1)
-          redis.call('pexpire', lock, claim)
-        end
-        if type(ok) == 'table' and ok.err then break end
-        -- The chain outlives its last waiter (who may come back to the
-        -- line right after its release) by the hash's TTL, at least 5 s.
-        redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
-        if redis.call('pttl', waiters) < 5000 then redis.call('pexpire', waiters, 5000) end
-        return
-      end
+      if type(ok) == 'table' and ok.err then break end
+      -- The chain outlives its last waiter (who may come back to the
+      -- line right after its release) by the hash's TTL, at least 5 s.
+      redis.pcall('hset', waiters, '~chain', string.format('c %.0f %.0f', chain, now))
+      if redis.call('pttl', waiters) < 5000 then redis.call('pexpire', waiters, 5000) end
+      return
     end
   end
   redis.call('del', lock)

@@ -12,6 +12,9 @@
 -- A reentrant lock's expiry never shortens: another hold of the same
 -- holder may rely on a longer one.
 --
+-- Function flags: allow-oom
+-- (It only sets expiries: the watchdog keeps its locks at maxmemory.)
+--
 -- Try it:  redis-cli --eval renew.lua job , s tok1 30000
 local vals = redis.call('mget', unpack(KEYS))
 local kinds, out = ARGV[1], {}

@@ -5,8 +5,8 @@
 -- Returns {held, type, pttl, holds, waiters in line (places not lapsed)}.
 --
 -- Function flags: no-writes
--- (It writes nothing: as a function it then runs wherever EVAL of it
--- runs, at maxmemory and on a read-only replica too.)
+-- (It writes nothing: it runs at maxmemory and on a read-only replica
+-- too, as a function and as EVAL.)
 --
 -- Try it:  redis-cli --eval status.lua job {job}:queue {job}:waiters
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
