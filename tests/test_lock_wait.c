@@ -743,9 +743,9 @@ out:
  * was sent.  Never
  * longer than the server keeps it (PTTL, read first, is at least the
  * validity read after). */
-static void test_handoff_validity(void)
+static void handoff_validity(int full)
 {
-    const char *name = "ho-valid";
+    const char *name = full ? "ho-full" : "ho-valid";
     const int64_t ttl = 10000, drift = 10000 / 100 + 2;
     rlk_client *a = CLIENT(), *c = CLIENT();
     struct waiter w;
@@ -753,22 +753,39 @@ static void test_handoff_validity(void)
     rlk_lock *la = NULL;
     long long pttl;
     int64_t rem;
+    char waiters[64], queue[64];
     if (!a || !c) goto out;
-    CMD(admin, "DEL", name, "{ho-valid}:waiters", "{ho-valid}:queue");
+    HO_KEY(waiters, name, "waiters");
+    HO_KEY(queue, name, "queue");
+    CMD(admin, "DEL", name, waiters, queue);
     la = ACQ(a, name, 30000);
     if (!la) goto out;
-    if (!waiter_start(&w, c, name, ttl, HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    memset(&w, 0, sizeof w);
+    w.cl = c;
+    w.name = name;
+    opts(&w.o, ttl, HO_WAIT_MS, RLK_LOCK_SIMPLE, 0, NULL);
+    w.o.full_ttl = full;
+    if (!CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0)) goto out;
     started = 1;
     if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    if (full) {
+        /* The confirmation goes as EVALSHA or FCALL, is refused, and goes
+         * again as EVAL: all before the acquire returns. */
+        CMD(admin, "SCRIPT", "FLUSH");
+        CMD(admin, "FUNCTION", "FLUSH");
+    }
     if (!hand_over(&la, &w, &joined)) goto out;
     pttl = CMD_INT(admin, "PTTL", name);
     rem = rlk_lock_remaining_ms(w.l);
-    CHECK_MSG(rem > 0 && rem <= 2000, "remaining %lld before the confirmation is read",
-              (long long)rem);
-    CHECK_MSG(pttl >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
-    tick_until_confirmed(c, w.l, 2000);
-    rem = rlk_lock_remaining_ms(w.l);
-    pttl = CMD_INT(admin, "PTTL", name);
+    if (!full) {
+        CHECK_MSG(rem > 0 && rem <= 2000, "remaining %lld before the confirmation is read",
+                  (long long)rem);
+        CHECK_MSG(pttl >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
+        tick_until_confirmed(c, w.l, 2000);
+        rem = rlk_lock_remaining_ms(w.l);
+        pttl = CMD_INT(admin, "PTTL", name);
+    }
+    /* With full_ttl, no turn of c between the acquire's return and here. */
     CHECK_MSG(rem > 0 && rem <= ttl - drift, "remaining %lld (TTL %lld)", (long long)rem,
               (long long)ttl);
     CHECK_MSG(pttl + MARGIN >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
@@ -784,51 +801,14 @@ out:
     rlk_client_free(c);
 }
 
+static void test_handoff_validity(void) { handoff_validity(0); }
+
 /* With full_ttl a handed-over lock is reported held only once its
  * confirmation extended it to the TTL, even when the confirmation's
  * script is gone (SCRIPT FLUSH and FUNCTION FLUSH: NOSCRIPT, then EVAL):
  * for a caller that hands the token on and never turns the client
  * again (resplock acquire). */
-static void test_handoff_full_ttl(void)
-{
-    const char *name = "ho-full";
-    const int64_t ttl = 20000, drift = 20000 / 100 + 2;
-    rlk_client *a = CLIENT(), *c = CLIENT();
-    struct waiter w;
-    int joined = 0, started = 0;
-    rlk_lock *la = NULL;
-    long long pttl;
-    int64_t rem;
-    if (!a || !c) goto out;
-    CMD(admin, "DEL", name, "{ho-full}:waiters", "{ho-full}:queue");
-    la = ACQ(a, name, 30000);
-    if (!la) goto out;
-    memset(&w, 0, sizeof w);
-    w.cl = c;
-    w.name = name;
-    opts(&w.o, ttl, HO_WAIT_MS, RLK_LOCK_SIMPLE, 0, NULL);
-    w.o.full_ttl = 1;
-    if (!CHECK(pthread_create(&w.th, NULL, waiter_main, &w) == 0)) goto out;
-    started = 1;
-    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
-    CMD(admin, "SCRIPT", "FLUSH");
-    CMD(admin, "FUNCTION", "FLUSH");
-    if (!hand_over(&la, &w, &joined)) goto out;
-    /* No turn of c between the acquire's return and these reads. */
-    rem = rlk_lock_remaining_ms(w.l);
-    pttl = CMD_INT(admin, "PTTL", name);
-    CHECK_MSG(rem >= ttl - drift - MARGIN && rem <= ttl - drift,
-              "remaining %lld at the acquire's return (TTL %lld)", (long long)rem, (long long)ttl);
-    CHECK_MSG(pttl + MARGIN >= rem, "PTTL %lld < remaining %lld", pttl, (long long)rem);
-    CHECK_EQ_INT(rlk_lock_is_lost(w.l), 0);
-    CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-    w.l = NULL;
-out:
-    if (la) rlk_lock_release(la);
-    waiters_end(&w, &joined, started);
-    rlk_client_free(a);
-    rlk_client_free(c);
-}
+static void test_handoff_full_ttl(void) { handoff_validity(1); }
 
 /* Waiting twice for the same lock.  Under RESP3 the subscriptions of the
  * first wait stay: the second one subscribes to nothing and is in line
