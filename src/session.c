@@ -1156,13 +1156,14 @@ static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_
 }
 
 /* The release script's reply, as a status. */
-static int release_status(rlk_session *s, const rlk_resp_value *v, const char *name)
+static int release_status(rlk_session *s, const rlk_resp_value *v, const char *name,
+                          int resent)
 {
     if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
     if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
     if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
     if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
-    if (v->integer == -3)
+    if (v->integer == -3 && resent) /* only a re-send carries its bound */
         return fail(s, RLK_ERR_TIMEOUT,
                     "release: lock '%s': its re-send came too late to tell whether the first "
                     "attempt ran; it did nothing",
@@ -1172,7 +1173,7 @@ static int release_status(rlk_session *s, const rlk_resp_value *v, const char *n
 
 static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
 {
-    finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys));
+    finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys, l->kind == 'r' && l->rel_resend));
     return RLK_OK;
 }
 
@@ -1266,7 +1267,7 @@ static int on_call(rlk_session *s, const sreq *q, const rlk_resp_value *v, int n
         return r;
     }
     if (c->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
-    else if (c->which == SC_RELEASE) res.status = release_status(s, v, c->keys);
+    else if (c->which == SC_RELEASE) res.status = release_status(s, v, c->keys, 0);
     else res.status = extend_status(s, v, c->keys, &res.ttl_ms_after);
     call_done(s, c, &res);
     return RLK_OK;
