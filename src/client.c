@@ -98,7 +98,10 @@ struct rlk_client {
     int wake_pipe[2];
     int notify;               /* some handle's lost_due is set */
     int ticking;              /* rlk_client_tick was called: tick mode */
-    int64_t next_expiry;      /* the thread's: when a held lock's validity ends next */
+    /* When a held lock's validity ends next, at the soonest (-1: none):
+     * the sweep is due then, not at every call (a client may hold
+     * thousands of locks). */
+    int64_t next_expiry;
     int64_t timeout;          /* the command timeout (-1: none) */
     rlk_conn *own;            /* rlk_client_conn's */
     /* A RESP2 wait's listener: a connection of its own subscribed to the
@@ -186,13 +189,22 @@ static int64_t sweep(rlk_client *cl)
     return next;
 }
 
+/* l's validity ends now + what is left of it: the sweep comes then at
+ * the latest (an acquire, or an extend that may have shortened it). */
+static void expires(rlk_client *cl, rlk_lock *l)
+{
+    int64_t now = rlk__now_ms();
+    cl->next_expiry = sooner(cl->next_expiry, now + rlk_session_lock_remaining_ms(l->sl, now));
+}
+
 /* Lets the mutex go, then (on the owner's side) calls the on_lost owed,
  * those of locks whose validity ran out among them: they may call the
  * client's functions.  The list is walked again after each call, which
  * may have released or forgotten handles. */
 static void leave(rlk_client *cl)
 {
-    if (!cl->thread_on) sweep(cl);
+    if (!cl->thread_on && cl->next_expiry >= 0 && rlk__now_ms() >= cl->next_expiry)
+        cl->next_expiry = sweep(cl);
     while (!cl->thread_on && cl->notify) {
         rlk_lock *l = cl->locks;
         while (l && !l->lost_due) l = l->next;
@@ -824,6 +836,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     if (cl->side_channel) side_end(cl); /* RESP2: the listener goes with the wait */
     if (status == RLK_OK) {
         l->held = 1;
+        expires(cl, l);
         *out = l;
         wake_thread(cl); /* which then knows when its validity ends */
     } else if (l) {
@@ -954,6 +967,7 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
         if (status != RLK_ERR_CLOSED || how != RLK_EXTEND_SET || sent > 1) break;
     }
     if (status == RLK_OK && how == RLK_EXTEND_SET) __atomic_store_n(&l->ttl, ms, __ATOMIC_RELAXED);
+    if (l->sl) expires(cl, l);
     leave(cl);
     return status;
 }

@@ -734,8 +734,9 @@ static void end_forgotten(rlk_session *s, rlk_session_lock *l)
  * for instead when that would leave less than a quarter of the claim,
  * for a watchdog lock (its renewals and loss reports go by its TTL), for
  * one asked to be held at its full TTL (full_ttl: its caller may not
- * turn the session again), for an acquire called off, and under RESP2 (the message came on another
- * connection: no order with the try's reply). */
+ * turn the session again), for an acquire called off, and under RESP2
+ * (the message came on another connection: no order with the try's
+ * reply). */
 static int handed_over(rlk_session *s, rlk_session_lock *l)
 {
     rlk__wait_plan p;
@@ -1369,7 +1370,7 @@ static int fits(const sreq *q, const rlk_resp_value *v)
     if (q->kind == Q_SUB || q->kind == Q_UNSUB) {
         if (rlk__is_error(v)) return 1;
         const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
-        return is_sub_push(v) &&
+        return t == RLK_RESP_PUSH &&
                rlk__str_is(rlk_resp_value_at(v, 0), q->kind == Q_SUB ? "subscribe" : "unsubscribe",
                            q->kind == Q_SUB ? 9 : 11) &&
                ch && (ch->type == RLK_RESP_BULK || ch->type == RLK_RESP_SIMPLE) &&
