@@ -321,7 +321,12 @@ typedef enum rlk_error_class {
     RLK_EC_READONLY,
     RLK_EC_WRONGPASS,
     RLK_EC_NOAUTH,
-    RLK_EC_OTHER
+    RLK_EC_OTHER,       /* any other error */
+    RLK_EC_TRYAGAIN,    /* Cluster: a multi-key command during a migration */
+    RLK_EC_CLUSTERDOWN, /* Cluster: the slot is not served for now */
+    RLK_EC_CROSSSLOT,   /* Cluster: keys of several slots in one command */
+    RLK_EC_OOM,         /* a write refused over maxmemory */
+    RLK_EC_NOPERM       /* an ACL refused a command, key or channel */
 } rlk_error_class;
 
 /* Classifies a reply by its error code (the first word of an error).

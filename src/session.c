@@ -17,13 +17,12 @@
 #endif
 
 #include "resplock.h"
-#include "conn_internal.h"
+#include "core.h"
 #include "internal.h"
 #include "keys.h"
 #include "lease.h"
 #include "lua.h"
 #include "script.h"
-#include "serverinfo.h"
 #include "session_internal.h"
 #include "waiter.h"
 
@@ -31,28 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_TIMEOUT_MS 5000
-#define DEFAULT_MAX_INPUT (1u << 20)
-
 enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
-
-/* What a reply in the queue answers. */
-enum {
-    Q_HELLO, Q_AUTH, Q_SETNAME, Q_SELECT, /* the handshake */
-    Q_SET, Q_YIELD, Q_TIME,               /* a first try: SET NX PX, HGET of the
-                                             window (see on_try), TIME */
-    Q_ACQ,                                /* the acquire script */
-    Q_CONFIRM,                            /* a handoff's confirmation */
-    Q_RELEASE,
-    Q_EXTEND,                             /* rlk_session_extend's */
-    Q_CALL,                               /* a call without a handle */
-    Q_RENEW,                              /* one request of the round */
-    Q_IGNORE,                             /* a release nobody waits for */
-    Q_LOAD,                               /* FUNCTION LOAD of the library */
-    Q_SUB, Q_UNSUB                        /* (UN)SUBSCRIBE of one channel (RESP3):
-                                             answered by a push naming it, in
-                                             the reply's place, or an error */
-};
 
 /* What a connection may not subscribe to (rlk_session.nosub). */
 enum {
@@ -73,10 +51,11 @@ enum {
     L_DONE       /* its terminal event was given */
 };
 
-/* A call without a handle (session_internal.h), owned by its place in
- * the queue. */
+/* A call without a handle (session_internal.h), owned by its request
+ * in the core's queue, and listed on the session until its end. */
 typedef struct scall {
-    struct scall *next;  /* closing's list */
+    struct scall *prev, *next; /* the session's calls under way */
+    rlk_session *s;
     int which;           /* SC_STATUS, SC_RELEASE or SC_EXTEND */
     int how;
     int64_t ms;
@@ -86,22 +65,6 @@ typedef struct scall {
     char *token;         /* after the keys */
     char keys[];         /* rlk__make_keys' slots */
 } scall;
-
-typedef struct sreq {
-    unsigned char kind;
-    unsigned char eval;  /* sent as EVAL: a NOSCRIPT is not retried */
-    unsigned char fcall; /* sent as FCALL */
-    char mode;           /* Q_ACQ's; Q_SUB's: 'h' the handoff channel, 'r' a
-                            release channel */
-    uint64_t chan;       /* Q_SUB's, Q_UNSUB's: the channel's hash (its
-                            confirmation must name it) */
-    rlk_session_lock *l;
-    scall *call;         /* Q_CALL's */
-    int64_t deadline;    /* -1: none */
-    uint64_t out_end;    /* the request's last byte, counted over the
-                            connection's output: its reply can come only
-                            once that much was consumed (sent) */
-} sreq;
 
 struct rlk_session_lock {
     rlk_session *s;
@@ -121,8 +84,8 @@ struct rlk_session_lock {
     int64_t wake_at;      /* L_WAIT tries again */
     int64_t try_start;    /* the try (or confirmation) in flight was queued */
     int inflight;         /* requests in the queue naming it */
-    int set_result;       /* Q_SET's: 1 taken, 0 busy, <0 a status */
-    uint64_t window_end;  /* Q_YIELD's: rlk__window_end */
+    int set_result;       /* SET NX PX's: 1 taken, 0 busy, <0 a status */
+    uint64_t window_end;  /* the window's HGET's: rlk__window_end */
     char mode;            /* of the next try: 0 (SET+HGET+TIME), 'w', 'q' */
     int final;            /* the try in flight is the last */
     int cancel;           /* released while acquiring */
@@ -135,6 +98,9 @@ struct rlk_session_lock {
     int64_t rel_not_after; /* reentrant: the server's time (ms) from which a
                               re-send of its release may find the tombstone
                               of the first gone, and must do nothing */
+    char rel_flag;        /* the release in flight as sent: a simple lock's
+                             re-send within its validity ('1'), */
+    char rel_na[24];      /* ... a reentrant re-send's bound ("0": none) */
     int64_t srv_ms, srv_at; /* the server's clock (ms) read before now srv_at */
     int handed;           /* a handoff came during a try in flight */
     uint64_t handed_fence;
@@ -156,29 +122,17 @@ struct rlk_session_lock {
 struct rlk_session {
     rlk_session_config cfg;
     rlk_client_config timing;
-    char *strings;        /* the config's strings, copied */
+    rlk__core *core;      /* the connection's protocol */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
+    uint64_t handoff_hash; /* its chan_hash */
     char id[40];          /* "HEX:", the default reentrant holders' prefix */
     uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
-    int connected, ready, resp3, broken;
-    /* Script calls go as FCALL (HELLO told a server with FUNCTIONs, and
-     * none was refused since); a FUNCTION LOAD is in flight. */
-    int fcall, loading;
-    /* HELLO told a server that reads script flags: EVAL and EVALSHA go
-     * with the scripts' texts that give theirs (script.c). */
-    int script_flags;
-    int hs_left;          /* handshake replies still owed */
     int64_t now;
     int depth;            /* public calls under way (callbacks call in) */
-    rlk_buf in, out;
-    uint64_t consumed;    /* output bytes sent on this connection */
-    rlk_resp_arena arena;
-    rlk_resp_reader reader;
-    sreq *q;              /* the queue: q[qhead..qtail) */
-    size_t qhead, qtail, qcap;
     rlk_session_lock *head;
     rlk_session_lock *zombies;
+    scall *calls;         /* calls without a handle under way */
     rlk__leases leases;
     rlk__round round;
     int round_on, renew_eval;
@@ -190,7 +144,6 @@ struct rlk_session {
     /* RESP2: the caller relays this session's messages from a connection
      * of its own (rlk__session_set_listener): waiters wait in line. */
     int listener;
-    rlk_conn_info info;   /* what the handshake learned (rlk__session_info) */
     /* rlk_session_deadline's last answer, while dl_valid: every call that
      * may change it (enter, a request queued) clears dl_valid, so that a
      * client holding many locks does not walk them at every turn. */
@@ -231,25 +184,25 @@ static int broken(rlk_session *s, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    s->broken = vfail(s, status, fmt, ap);
+    vfail(s, status, fmt, ap);
     va_end(ap);
-    return status;
+    return rlk__core_fail(s->core, status, "%s", s->err);
+}
+
+/* The core failed (r, not RLK_OK): its reason becomes the session's. */
+static int core_failed(rlk_session *s, int r)
+{
+    if (r != RLK_OK) snprintf(s->err, sizeof s->err, "%s", rlk__core_errmsg(s->core));
+    return r;
 }
 
 const char *rlk_session_errmsg(const rlk_session *s) { return s->err; }
-int rlk_session_ready(const rlk_session *s) { return s->ready; }
+int rlk_session_ready(const rlk_session *s) { return rlk__core_ready(s->core); }
 
-static int64_t timeout_ms(const rlk_session *s)
-{
-    int t = s->cfg.command_timeout_ms;
-    return t == 0 ? DEFAULT_TIMEOUT_MS : t;
-}
-
-static int64_t reply_deadline(const rlk_session *s)
-{
-    int64_t t = timeout_ms(s);
-    return t < 0 ? -1 : s->now + t;
-}
+static int64_t timeout_ms(const rlk_session *s) { return rlk__core_timeout_ms(s->core); }
+static int64_t reply_deadline(const rlk_session *s) { return rlk__core_reply_deadline(s->core); }
+static int resp3(const rlk_session *s) { return rlk__core_resp3(s->core); }
+static int ready(const rlk_session *s) { return rlk__core_ready(s->core); }
 
 /* The caller's clock never goes back; a time before the last is taken
  * as the last. */
@@ -257,6 +210,7 @@ static void set_now(rlk_session *s, int64_t now)
 {
     if (now > s->now) s->now = now;
     s->leases.clock_now = s->now;
+    rlk__core_clock(s->core, s->now);
 }
 
 /* ------------------------------------------------------------------ */
@@ -342,119 +296,135 @@ int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
 /* ------------------------------------------------------------------ */
 /* Sending                                                              */
 
-static int push_req(rlk_session *s, int kind, rlk_session_lock *l, int64_t deadline, int eval,
-                    char mode)
-{
-    s->dl_valid = 0;
-    if (s->qtail == s->qcap) {
-        if (s->qhead > 0) {
-            memmove(s->q, s->q + s->qhead, (s->qtail - s->qhead) * sizeof *s->q);
-            s->qtail -= s->qhead;
-            s->qhead = 0;
-        } else {
-            size_t cap = s->qcap ? 2 * s->qcap : 16;
-            sreq *q = rlk__realloc(s->q, cap * sizeof *q);
-            if (!q) return RLK_ERR_NOMEM;
-            s->q = q;
-            s->qcap = cap;
-        }
-    }
-    sreq *r = &s->q[s->qtail++];
-    r->kind = (unsigned char)kind;
-    r->eval = (unsigned char)eval;
-    r->fcall = 0;
-    r->mode = mode;
-    r->l = l;
-    r->call = NULL;
-    r->deadline = deadline;
-    if (l) l->inflight++;
-    return RLK_OK;
-}
-
-/* Appends a command to the output and its place in the queue.  All or
- * nothing. */
-static int send_cmd(rlk_session *s, int kind, rlk_session_lock *l, int eval, char mode,
-                    int64_t deadline, int argc, const char *const *argv, const size_t *lens)
-{
-    size_t was = s->out.len;
-    int r = rlk_resp_append_command(&s->out, argc, argv, lens);
-    if (r != RLK_OK) return broken(s, r, "out of memory");
-    if (push_req(s, kind, l, deadline, eval, mode) != RLK_OK) {
-        s->out.len = was;
-        return broken(s, RLK_ERR_NOMEM, "out of memory");
-    }
-    s->q[s->qtail - 1].out_end = s->consumed + s->out.len;
-    return RLK_OK;
-}
-
-/* A script call: FCALL of its function where the server runs the
- * library, else EVALSHA; or EVAL (eval set: after its script or library
- * was missing or FCALL refused, or where no retry could follow). */
-static int send_script(rlk_session *s, int which, int kind, rlk_session_lock *l, int eval,
-                       char mode, int64_t deadline, int nkeys, int argc,
-                       const char *const *argv, const size_t *lens)
-{
-    const char *av[2 + 3 + 3 * RLK__RENEW_BATCH + 1];
-    size_t al[sizeof av / sizeof av[0]];
-    char nk[12];
-    if (argc + 3 > (int)(sizeof av / sizeof av[0])) return broken(s, RLK_ERR_INVALID, "too many arguments");
-    int how = eval ? RLK__CALL_EVAL : s->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA;
-    if (s->script_flags) how |= RLK__CALL_FLAGS;
-    how = rlk__script_head(&s->scripts[which], how, nkeys, av, al, nk);
-    for (int i = 0; i < argc; i++) {
-        av[3 + i] = argv[i];
-        al[3 + i] = lens ? lens[i] : strlen(argv[i]);
-    }
-    int r = send_cmd(s, kind, l, eval, mode, deadline, argc + 3, av, al);
-    if (r == RLK_OK) s->q[s->qtail - 1].fcall = how == RLK__CALL_FCALL;
-    return r;
-}
-
-/* FUNCTION LOAD of the library, for the FCALLs after a "Function not
- * found" (FUNCTION FLUSH, a fresh server); one at a time.  Without
- * REPLACE, as the blocking client's: a library of the same name has the
- * same code (its name hashes it). */
-static int send_load(rlk_session *s)
-{
-    if (s->loading) return RLK_OK;
-    size_t len = 0;
-    char *text = rlk__lua_library_text(&len);
-    if (!text) return broken(s, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
-    const char *av[3] = {"FUNCTION", "LOAD", text};
-    size_t al[3] = {8, 4, len};
-    int r = send_cmd(s, Q_LOAD, NULL, 0, 0, reply_deadline(s), 3, av, al);
-    rlk__free(text);
-    if (r == RLK_OK) s->loading = 1;
-    return r;
-}
-
-static int starts(const rlk_resp_value *v, const char *p);
-
-/* Whether script call q, answered v, goes again as EVAL (once): its
- * script was not cached (NOSCRIPT to EVALSHA), or FCALL did not run (its
- * library missing, loaded now for the calls after; FCALL refused to the
- * connection, EVALSHA from now; refused for a state EVAL meets only at
- * its first write).  A load that cannot be queued breaks the session,
- * and the call goes on as if it had been: closing ends it. */
-static int script_again(rlk_session *s, const sreq *q, const rlk_resp_value *v)
-{
-    if (q->eval || !rlk__is_error(v)) return 0;
-    if (!q->fcall) return starts(v, "NOSCRIPT");
-    int e = rlk__fcall_error(v);
-    if (e == RLK__FCALL_UNUSABLE) s->fcall = 0;
-    if (e == RLK__FCALL_MISSING && s->fcall) send_load(s);
-    return e != 0;
-}
+/* Each request goes to the core with its handle (or the session, or a
+ * call) as context, and its ops build its command from there: so the
+ * core can send it again (as EVAL after NOSCRIPT) without a copy.  A
+ * handle's requests count in its inflight; each reply callback takes
+ * one off first, and a NULL reply (the connection closed) leaves the
+ * handle's state to rlk_session_closed. */
 
 static const char *key(const rlk_session_lock *l, int which)
 {
     return l->keys + (size_t)which * l->cap;
 }
 
-static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
+static rlk_session_lock *owed(rlk__req *q)
 {
+    rlk_session_lock *l = q->ctx;
+    l->inflight--;
+    return l;
+}
+
+static int submit(rlk_session *s, const rlk__req_ops *ops, rlk_session_lock *l, int64_t arg,
+                  int64_t deadline, int flags)
+{
+    s->dl_valid = 0;
+    int r = rlk__core_submit(s->core, ops, l, arg, deadline, flags);
+    if (r == RLK_OK) l->inflight++;
+    else core_failed(s, r);
+    return r;
+}
+
+static void ttl_str(char *out, int64_t v) { snprintf(out, 24, "%lld", (long long)v); }
+
+static int build_set(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
     char ttl[24];
-    snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl);
+    ttl_str(ttl, l->ttl);
+    const char *argv[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
+    return rlk__core_put(c, 6, argv, NULL);
+}
+
+static int build_yield(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    const char *argv[3] = {"HGET", key(l, RLK__K_WAITERS), "~yield"};
+    return rlk__core_put(c, 3, argv, NULL);
+}
+
+static int build_time(rlk__core *c, rlk__req *q)
+{
+    (void)q;
+    const char *argv[1] = {"TIME"};
+    return rlk__core_put(c, 1, argv, NULL);
+}
+
+/* The acquire script in mode q->arg (see src/lua/acquire.lua). */
+static int build_acq(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    rlk_session *s = l->s;
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    char ttl[24], ls[24], cs[24], m[2] = {(char)q->arg, 0}, k[2] = {l->kind, 0};
+    ttl_str(ttl, l->ttl);
+    ttl_str(ls, p.lease);
+    ttl_str(cs, p.claim);
+    const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
+                            k, m, ls, s->handoff, cs};
+    return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, 10, argv, NULL);
+}
+
+/* The extend script setting the lock's TTL (a handoff's confirmation),
+ * or adding or setting ext_ms (rlk_session_extend's). */
+static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
+{
+    rlk_session_lock *l = q->ctx;
+    char ms[24];
+    ttl_str(ms, confirm ? l->ttl : l->ext_ms);
+    const char *argv[5] = {l->keys, l->token, ms,
+                           confirm || l->ext_how == RLK_EXTEND_SET ? "set" : "add",
+                           l->kind == 'r' ? "r" : "s"};
+    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, 5, argv, NULL);
+}
+
+static int build_confirm(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 1); }
+static int build_extend(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 0); }
+
+/* The release script, with the arguments send_release chose. */
+static int build_release(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    rlk_session *s = l->s;
+    /* A reentrant release names its tombstone, which holds its result
+     * for a while (see src/lua/release.lua): twice the command timeout,
+     * at least a second, a minute without a timeout, as the blocking
+     * client's. */
+    int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
+    char life[24];
+    ttl_str(life, life_ms);
+    const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
+    const char *reentrant[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life, l->rel_na};
+    int r = l->kind == 'r';
+    return rlk__core_put_script(c, q, &s->scripts[SC_RELEASE], r ? 4 : 3,
+                                r ? 8 : 4 + (l->rel_flag == '1'), r ? reentrant : simple, NULL);
+}
+
+static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_yield(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static int confirm_again(rlk__core *c, const rlk__req *q);
+static int extend_again(rlk__core *c, const rlk__req *q);
+
+static const rlk__req_ops set_ops = {build_set, on_set, NULL, RLK__T_SIMPLE | RLK__T_NULL};
+static const rlk__req_ops yield_ops = {build_yield, on_yield, NULL, RLK__T_BULK | RLK__T_NULL};
+static const rlk__req_ops time_ops = {build_time, on_time, NULL, RLK__T_ARRAY};
+static const rlk__req_ops acq_ops = {build_acq, on_acq, NULL, RLK__T_ARRAY};
+static const rlk__req_ops confirm_ops = {build_confirm, on_confirm, confirm_again,
+                                         RLK__T_INTEGER};
+static const rlk__req_ops extend_ops = {build_extend, on_extend, extend_again, RLK__T_INTEGER};
+static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
+static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_INTEGER};
+
+static int send_try(rlk_session *s, rlk_session_lock *l)
+{
     l->try_start = s->now;
     l->state = L_TRY;
     int64_t dl = reply_deadline(s);
@@ -464,45 +434,27 @@ static int send_try(rlk_session *s, rlk_session_lock *l, int eval)
         dl = l->pending_until;
     l->resent = 0; /* the tries after it are the acquire's own */
     if (!l->mode) {
-        const char *set[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
-        const char *yield[3] = {"HGET", key(l, RLK__K_WAITERS), "~yield"};
-        const char *time[1] = {"TIME"};
-        int r = send_cmd(s, Q_SET, l, 0, 0, dl, 6, set, NULL);
-        if (r == RLK_OK) r = send_cmd(s, Q_YIELD, l, 0, 0, dl, 3, yield, NULL);
-        return r != RLK_OK ? r : send_cmd(s, Q_TIME, l, 0, 0, dl, 1, time, NULL);
+        int r = submit(s, &set_ops, l, 0, dl, 0);
+        if (r == RLK_OK) r = submit(s, &yield_ops, l, 0, dl, 0);
+        return r != RLK_OK ? r : submit(s, &time_ops, l, 0, dl, 0);
     }
-    rlk__wait_plan p;
-    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
-    char ls[24], cs[24], m[2] = {l->mode, 0}, k[2] = {l->kind, 0};
-    snprintf(ls, sizeof ls, "%lld", (long long)p.lease);
-    snprintf(cs, sizeof cs, "%lld", (long long)p.claim);
-    const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
-                            k, m, ls, s->handoff, cs};
-    return send_script(s, SC_ACQUIRE, Q_ACQ, l, eval, l->mode, dl, 3, 10, argv,
-                       NULL);
+    return submit(s, &acq_ops, l, l->mode, dl, 0);
 }
 
-static int send_confirm(rlk_session *s, rlk_session_lock *l, int eval)
+static int send_confirm(rlk_session *s, rlk_session_lock *l)
 {
-    char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)l->ttl);
-    const char *argv[5] = {l->keys, l->token, ms, "set", l->kind == 'r' ? "r" : "s"};
     if (l->confirming) {
         l->conf_start = s->now; /* the lock is reported held already */
     } else {
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return send_script(s, SC_EXTEND, Q_CONFIRM, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
+    return submit(s, &confirm_ops, l, 0, RLK__DL_DEFAULT, 0);
 }
 
-static int send_extend(rlk_session *s, rlk_session_lock *l, int eval)
+static int send_extend(rlk_session *s, rlk_session_lock *l)
 {
-    char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)l->ext_ms);
-    const char *argv[5] = {l->keys, l->token, ms, l->ext_how == RLK_EXTEND_ADD ? "add" : "set",
-                           l->kind == 'r' ? "r" : "s"};
-    return send_script(s, SC_EXTEND, Q_EXTEND, l, eval, 0, reply_deadline(s), 1, 5, argv, NULL);
+    return submit(s, &extend_ops, l, 0, RLK__DL_DEFAULT, 0);
 }
 
 /* The least the server's clock (ms) can read now: what it read at
@@ -514,26 +466,18 @@ static int64_t server_now_min(const rlk_session *s, const rlk_session_lock *l)
     return l->srv_ms + d - d / 500 - 1;
 }
 
-/* kind Q_IGNORE: the handle goes now and nobody reads the reply. */
-static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
+/* ignore: the handle goes now and nobody reads the reply (sent as EVAL,
+ * since no NOSCRIPT could be answered). */
+static int send_release(rlk_session *s, rlk_session_lock *l, int ignore)
 {
-    /* A reentrant release names its tombstone, which holds its result
-     * for a while (see src/lua/release.lua): twice the command timeout,
-     * at least a second, a minute without a timeout, as the blocking
-     * client's. */
     int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
-    char life[24], not_after[24] = "0";
-    snprintf(life, sizeof life, "%lld", (long long)life_ms);
+    int64_t dl = reply_deadline(s);
     /* A simple lock's re-send within the validity says so ("1"): a lock
      * gone or held by another was then released by the first attempt
      * (see release.lua).  A reentrant one learns it from its tombstone. */
-    const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
-    const char *reentrant[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
-                                l->token, "0", life, not_after};
-    int r = l->kind == 'r';
-    int64_t dl = reply_deadline(s);
-    int flag = 0;
-    if (kind == Q_RELEASE) {
+    l->rel_flag = 0;
+    snprintf(l->rel_na, sizeof l->rel_na, "0");
+    if (!ignore) {
         if (l->state != L_RELEASING && l->state != L_REL_PENDING) {
             /* The first sending: a re-send must come within one command
              * timeout of it, while a reentrant tombstone still tells. */
@@ -546,17 +490,18 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int kind, int eval)
              * re-send carries that bound, and does nothing after it. */
             l->rel_not_after = server_now_min(s, l) + life_ms;
         } else if (l->rel_resend) {
-            flag = l->rel_valid >= 0 && s->now < l->rel_valid;
+            if (l->rel_valid >= 0 && s->now < l->rel_valid) l->rel_flag = '1';
             if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
-            if (r) snprintf(not_after, sizeof not_after, "%lld", (long long)l->rel_not_after);
+            if (l->kind == 'r')
+                snprintf(l->rel_na, sizeof l->rel_na, "%lld", (long long)l->rel_not_after);
         }
         l->state = L_RELEASING;
     }
-    return send_script(s, SC_RELEASE, kind, kind == Q_RELEASE ? l : NULL, eval, 0, dl,
-                       r ? 4 : 3, r ? 8 : 4 + flag, r ? reentrant : simple, NULL);
+    return ignore ? submit(s, &ignore_ops, l, 0, dl, RLK__REQ_EVAL)
+                  : submit(s, &release_ops, l, 0, dl, 0);
 }
 
-/* FNV-1a: a channel as its (UN)SUBSCRIBE's place in the queue keeps it. */
+/* FNV-1a of a channel, as its subscription's reply callback is told it. */
 static uint64_t chan_hash(const char *p, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -564,23 +509,25 @@ static uint64_t chan_hash(const char *p, size_t n)
     return h;
 }
 
+static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
+
 /* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3: its answer takes a
  * place in the queue like any reply (the server's confirmation, a push,
  * comes in the reply's place; a refusal is an error reply). */
 static int send_sub(rlk_session *s, int on, const char *ch)
 {
-    const char *argv[2] = {on ? "SUBSCRIBE" : "UNSUBSCRIBE", ch};
-    int r = send_cmd(s, on ? Q_SUB : Q_UNSUB, NULL, 0, ch == s->handoff ? 'h' : 'r',
-                     reply_deadline(s), 2, argv, NULL);
-    if (r == RLK_OK) s->q[s->qtail - 1].chan = chan_hash(ch, strlen(ch));
-    return r;
+    s->dl_valid = 0;
+    int r = rlk__core_subscribe(s->core, on, 0, ch, &sub_ops, s,
+                                (int64_t)chan_hash(ch, strlen(ch)));
+    return core_failed(s, r);
 }
 
 /* RESP3: the release channel of a lock waited for.  Left when no other
  * handle waits for it. */
 static int subscribe(rlk_session *s, rlk_session_lock *l, int on)
 {
-    if (!s->resp3) {
+    if (!resp3(s)) {
         /* The listener's connection is subscribed by the caller. */
         if (s->listener || !on) l->subscribed = on;
         return RLK_OK;
@@ -651,7 +598,7 @@ static int acquired(rlk_session *s, rlk_session_lock *l, uint64_t fence, int64_t
     if (l->lease.valid_until <= s->now) {
         /* The reply came after the validity it gave was over: no success
          * is reported for it; the lock is given back. */
-        r = send_release(s, l, Q_IGNORE, 1);
+        r = send_release(s, l, 1);
         finish(s, l, l->cancel ? RLK_SEV_RELEASED : RLK_SEV_NOT_ACQUIRED,
                l->cancel ? RLK_LOCK_NOT_HELD
                          : fail(s, RLK_ERR_TIMEOUT, "acquire: the reply came after the validity it gave"));
@@ -679,7 +626,7 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
 {
     if (l->handed) {
         l->handed = 0;
-        return send_confirm(s, l, 0);
+        return send_confirm(s, l);
     }
     if (l->final || l->wait_ms == 0)
         return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
@@ -689,9 +636,9 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
             return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
         l->final = 1;
         l->mode = 'q';
-        return send_try(s, l, 0);
+        return send_try(s, l);
     }
-    if ((s->resp3 || s->listener) && !l->subscribed && l->mode != 'w' &&
+    if ((resp3(s) || s->listener) && !l->subscribed && l->mode != 'w' &&
         !(s->nosub & NOSUB_HANDOFF)) {
         /* Subscribed first, then in line: a release in between is not
          * missed, and a handoff finds a listener.  Where the release
@@ -705,7 +652,7 @@ static int busy(rlk_session *s, rlk_session_lock *l, int64_t pttl)
             if (r != RLK_OK) return r;
         }
         l->mode = 'w';
-        return send_try(s, l, 0);
+        return send_try(s, l);
     }
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
@@ -742,10 +689,10 @@ static int handed_over(rlk_session *s, rlk_session_lock *l)
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
     int64_t until = l->try_start + rlk_plan_valid_ms(&s->timing, p.claim);
-    if (!s->resp3 || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
-        return send_confirm(s, l, 0);
+    if (!resp3(s) || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
+        return send_confirm(s, l);
     l->confirming = 1;
-    int r = send_confirm(s, l, 0);
+    int r = send_confirm(s, l);
     if (r != RLK_OK) {
         l->confirming = 0;
         return r;
@@ -788,7 +735,7 @@ static int start(rlk_session *s, rlk_session_lock *l)
             return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
     } else if (l->kind == 's' && l->wait_ms != 0 &&
                ((s->kept && strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) ||
-                (!s->resp3 && s->listener))) {
+                (!resp3(s) && s->listener))) {
         /* Waited for before and still subscribed: in line at the first
          * try (which a release that let the lock go to others for a
          * while also keeps away from it, see release.lua). */
@@ -797,7 +744,7 @@ static int start(rlk_session *s, rlk_session_lock *l)
     } else {
         l->mode = l->kind == 'r' ? '0' : 0;
     }
-    return send_try(s, l, 0);
+    return send_try(s, l);
 }
 
 int rlk__session_check_acquire(rlk_session *s, const char *name, const rlk_lock_options *o)
@@ -887,7 +834,7 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name,
     l->state = L_PENDING;
     /* A failure here broke the session: the caller sees it at its next
      * feed or tick, and closing ends this acquire with the others. */
-    if (s->ready) start(s, l);
+    if (ready(s)) start(s, l);
     leave(s);
     return l;
 }
@@ -904,11 +851,11 @@ static void lost_cb(void *ctx, void *owner)
 
 static int release_now(rlk_session *s, rlk_session_lock *l)
 {
-    if (!s->ready) {
+    if (!ready(s)) {
         finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: not connected"));
         return RLK_OK;
     }
-    return send_release(s, l, Q_RELEASE, 0);
+    return send_release(s, l, 0);
 }
 
 int rlk_session_release(rlk_session_lock *l, int64_t now)
@@ -927,7 +874,7 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
         l->cancel = 1;
         l->final = 1;
         if (l->mode == 'w') l->mode = 'q';
-        r = send_try(s, l, 0);
+        r = send_try(s, l);
         break;
     case L_TRY:
     case L_CONFIRM:
@@ -957,16 +904,16 @@ void rlk__session_forget(rlk_session_lock *l, int64_t now)
     leave(s);
 }
 
-const rlk_conn_info *rlk__session_info(const rlk_session *s) { return &s->info; }
+const rlk_conn_info *rlk__session_info(const rlk_session *s) { return rlk__core_info(s->core); }
 const char *rlk_session_wait_note(const rlk_session *s) { return s->note[0] ? s->note : NULL; }
 const char *rlk__session_handoff_channel(const rlk_session *s) { return s->handoff; }
 void rlk__session_set_listener(rlk_session *s, int on) { s->listener = on; }
-size_t rlk__session_buffered(const rlk_session *s) { return s->in.len; }
+size_t rlk__session_buffered(const rlk_session *s) { return rlk__core_buffered(s->core); }
 
 int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now)
 {
-    if (s->broken) return s->broken;
-    if (!s->connected) return RLK_OK;
+    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
+    if (!rlk__core_connected_now(s->core)) return RLK_OK;
     enter(s, now);
     int r = on_push(s, msg);
     leave(s);
@@ -986,13 +933,13 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
     if (l->ext_on) return fail(s, RLK_ERR_INVALID, "extend: under way already");
     if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED))
         return fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
-    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
+    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
     enter(s, now);
     l->ext_on = 1;
     l->ext_ms = ms;
     l->ext_how = how;
     l->ext_start = s->now;
-    int r = send_extend(s, l, 0);
+    int r = send_extend(s, l);
     if (r != RLK_OK) l->ext_on = 0; /* not queued: no event will come */
     leave(s);
     return r;
@@ -1001,159 +948,142 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
 /* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
-static int handshake_step(rlk_session *s)
+/* The core's handshake is done: the handoff channel is subscribed to
+ * (RESP3), and the acquires and releases that waited for a connection
+ * go. */
+static void on_ready(void *ctx, rlk__core *c)
 {
-    if (--s->hs_left > 0) return RLK_OK;
-    if (s->resp3) {
-        int r = send_sub(s, 1, s->handoff);
-        if (r != RLK_OK) return r;
-    }
-    s->ready = 1;
-    s->info.protocol = s->resp3 ? 3 : 2;
+    (void)c;
+    rlk_session *s = ctx;
+    if (resp3(s) && send_sub(s, 1, s->handoff) != RLK_OK) return;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_READY, NULL, RLK_OK);
-    for (rlk_session_lock *l = s->head; l && s->ready && !s->broken; l = l->next)
+    for (rlk_session_lock *l = s->head; l && ready(s) && !rlk__core_broken(s->core); l = l->next)
         if (l->state == L_PENDING || l->state == L_REL_PENDING) {
-            int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, Q_RELEASE, 0);
-            if (r != RLK_OK) return r;
+            int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, 0);
+            if (r != RLK_OK) return;
         }
-    return RLK_OK;
-}
-
-static int send_auth_select(rlk_session *s, int auth, int setname)
-{
-    int r = RLK_OK;
-    if (auth && s->cfg.password) {
-        /* Without a user name, the one-argument form: a server without
-         * HELLO may predate ACL users (Redis 5). */
-        const char *argv[3] = {"AUTH", s->cfg.username, s->cfg.password};
-        if (!s->cfg.username) argv[1] = s->cfg.password;
-        r = send_cmd(s, Q_AUTH, NULL, 0, 0, reply_deadline(s), s->cfg.username ? 3 : 2, argv, NULL);
-        s->hs_left++;
-    }
-    if (r == RLK_OK && setname && s->cfg.client_name) {
-        const char *argv[3] = {"CLIENT", "SETNAME", s->cfg.client_name};
-        r = send_cmd(s, Q_SETNAME, NULL, 0, 0, reply_deadline(s), 3, argv, NULL);
-        s->hs_left++;
-    }
-    if (r == RLK_OK && s->cfg.db > 0) {
-        char db[12];
-        rlk__utoa(db, (unsigned)s->cfg.db);
-        const char *argv[2] = {"SELECT", db};
-        r = send_cmd(s, Q_SELECT, NULL, 0, 0, reply_deadline(s), 2, argv, NULL);
-        s->hs_left++;
-    }
-    return r;
 }
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
 
-static int starts(const rlk_resp_value *v, const char *p)
+/* A first try's replies: SET NX PX, the window's HGET, then TIME, which
+ * decides. */
+static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    size_t n = strlen(p);
-    return v->len >= n && memcmp(v->str, p, n) == 0;
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
+    if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+    else if (v->type == RLK_RESP_NULL) l->set_result = 0;
+    else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
+        l->set_result = 1;
+    else l->set_result = fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to SET");
 }
 
-static int on_handshake(rlk_session *s, const sreq *q, const rlk_resp_value *v)
+static void on_yield(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    /* A server full of clients says so as it accepts, before it reads
-     * anything: the reply of whichever request went first, an AUTH's
-     * too, and no refused password. */
-    if (rlk__is_error(v) && starts(v, "ERR max number of clients"))
-        return broken(s, RLK_ERR_SERVER, "handshake: %.*s", errlen(v), v->str);
-    if (q->kind == Q_HELLO && rlk__is_error(v)) {
-        if (starts(v, "ERR unknown command") || starts(v, "NOPROTO") ||
-            starts(v, "ERR unknown or unsupported")) {
-            /* No RESP3 here: RESP2, with AUTH and SELECT of their own. */
-            s->resp3 = 0;
-            int r = send_auth_select(s, 1, 1);
-            return r != RLK_OK ? r : handshake_step(s);
-        }
-        if (starts(v, "WRONGPASS") || starts(v, "NOAUTH"))
-            return broken(s, RLK_ERR_AUTH, "authentication failed: %.*s", errlen(v), v->str);
-        return broken(s, RLK_ERR_SERVER, "handshake: %.*s", errlen(v), v->str);
-    }
-    if (rlk__is_error(v))
-        return broken(s, q->kind == Q_AUTH ? RLK_ERR_AUTH : RLK_ERR_SERVER,
-                      q->kind == Q_AUTH ? "authentication failed: %.*s" : "handshake: %.*s",
-                      errlen(v), v->str);
-    if (q->kind == Q_HELLO) {
-        if (v->type != RLK_RESP_MAP && v->type != RLK_RESP_ARRAY)
-            return broken(s, RLK_ERR_PROTO, "handshake: unexpected reply to HELLO");
-        s->resp3 = v->type == RLK_RESP_MAP;
-        rlk__hello_info(&s->info, NULL, v);
-        rlk__server sv;
-        rlk__server_from_hello(&sv, v);
-        s->fcall = (sv.caps & RLK_CAP_FUNCTIONS) != 0;
-        s->script_flags = (sv.caps & RLK_CAP_SCRIPT_FLAGS) != 0;
-        int r = send_auth_select(s, 0, 0);
-        if (r != RLK_OK) return r;
-    }
-    return handshake_step(s);
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (v) l->window_end = rlk__window_end(v);
 }
 
-static int on_try(rlk_session *s, const sreq *q, rlk_session_lock *l, const rlk_resp_value *v)
+static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    if (q->kind == Q_SET) {
-        if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
-        else if (v->type == RLK_RESP_NULL) l->set_result = 0;
-        else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
-            l->set_result = 1;
-        else l->set_result = fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to SET");
-        return RLK_OK;
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
+    uint64_t fence = rlk__fence_of_time(v);
+    if (l->set_result == 1 && !fence) {
+        send_release(s, l, 1);
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
+    } else if (l->set_result == 1 && fence / 1000 < l->window_end) {
+        /* Taken by a SET NX inside the window in which resplock keeps
+         * away from a lock it freed (see release.lua): the script in
+         * mode 'q' gives it back and tells how long the window lasts
+         * (the form of a try sent again after a lost reply). */
+        l->mode = 'q';
+        send_try(s, l);
+    } else if (l->set_result == 1) {
+        acquired(s, l, fence, 1, l->ttl);
+    } else if (l->set_result < 0) {
+        not_acquired(s, l, l->set_result);
+    } else {
+        busy(s, l, -1);
     }
-    if (q->kind == Q_YIELD) {
-        l->window_end = rlk__window_end(v);
-        return RLK_OK;
+}
+
+/* A confirmation is sent again as EVAL after NOSCRIPT while its result
+ * still matters: waited for, or of a lock still held. */
+static int confirm_again(rlk__core *c, const rlk__req *q)
+{
+    (void)c;
+    const rlk_session_lock *l = q->ctx;
+    return !l->confirming || l->state == L_HELD;
+}
+
+static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
+    if (l->confirming) {
+        confirmed(s, l, v);
+        return;
     }
-    if (q->kind == Q_TIME) {
-        uint64_t fence = rlk__fence_of_time(v);
-        if (l->set_result == 1 && !fence) {
-            send_release(s, l, Q_IGNORE, 1);
-            return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
-        }
-        if (l->set_result == 1 && fence / 1000 < l->window_end) {
-            /* Taken by a SET NX inside the window in which resplock keeps
-             * away from a lock it freed (see release.lua): the script in
-             * mode 'q' gives it back and tells how long the window lasts
-             * (the form of a try sent again after a lost reply). */
-            l->mode = 'q';
-            return send_try(s, l, 0);
-        }
-        if (l->set_result == 1) return acquired(s, l, fence, 1, l->ttl);
-        if (l->set_result < 0) return not_acquired(s, l, l->set_result);
-        return busy(s, l, -1);
+    if (v->type != RLK_RESP_INTEGER) {
+        not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
+                                "acquire: unexpected reply to the confirmation"));
+        return;
     }
-    if (q->kind == Q_CONFIRM) {
-        if (l->confirming) return confirmed(s, l, v);
-        if (v->type != RLK_RESP_INTEGER)
-            return not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
-                                           "acquire: unexpected reply to the confirmation"));
-        if (v->integer >= 0) return acquired(s, l, l->handed_fence, 1, l->ttl);
-        /* Read too late: someone else has it now. */
-        l->mode = l->final ? 'q' : 'w';
-        return l->final ? send_try(s, l, 0) : busy(s, l, -1);
+    if (v->integer >= 0) {
+        acquired(s, l, l->handed_fence, 1, l->ttl);
+        return;
     }
-    /* Q_ACQ: {1, fence, holds, found} or {0, pttl}. */
+    /* Read too late: someone else has it now. */
+    l->mode = l->final ? 'q' : 'w';
+    if (l->final) send_try(s, l);
+    else busy(s, l, -1);
+}
+
+/* The acquire script: {1, fence, holds, found} or {0, pttl}. */
+static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
     int64_t ok, x, holds;
-    if (rlk__is_error(v))
-        return not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
-    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x))
-        return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
-    if (ok) {
-        if (x <= 0) return not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
-        if (rlk__int_at(v, 2, &holds) || holds < 1) holds = 1;
-        int64_t found;
-        if (l->mode != '0' && l->kind == 'r' && !rlk__int_at(v, 3, &found) && found &&
-            held_before(s, l)) {
-            /* Found its holder's field, not counted: a hold of another
-             * handle (both waited in line under one holder), not a
-             * handoff to this one.  A try that counts a hold. */
-            l->mode = '0';
-            return send_try(s, l, 0);
-        }
-        return acquired(s, l, (uint64_t)x, holds, l->ttl);
+    if (rlk__is_error(v)) {
+        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
+        return;
     }
-    return busy(s, l, x);
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x)) {
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
+        return;
+    }
+    if (!ok) {
+        busy(s, l, x);
+        return;
+    }
+    if (x <= 0) {
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
+        return;
+    }
+    if (rlk__int_at(v, 2, &holds) || holds < 1) holds = 1;
+    int64_t found;
+    if ((char)q->arg != '0' && l->kind == 'r' && !rlk__int_at(v, 3, &found) && found &&
+        held_before(s, l)) {
+        /* Found its holder's field, not counted: a hold of another
+         * handle (both waited in line under one holder), not a handoff
+         * to this one.  A try that counts a hold. */
+        l->mode = '0';
+        send_try(s, l);
+        return;
+    }
+    acquired(s, l, (uint64_t)x, holds, l->ttl);
 }
 
 /* The release script's reply, as a status. */
@@ -1172,10 +1102,21 @@ static int release_status(rlk_session *s, const rlk_resp_value *v, const char *n
     return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
 }
 
-static int on_release(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
     finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys, l->kind == 'r' && l->rel_resend));
-    return RLK_OK;
+}
+
+/* A release nobody waits for: its handle is gone (see send_release). */
+static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    (void)v;
+    owed(q);
 }
 
 /* The extend script's reply: RLK_OK with the TTL set in *after, or a
@@ -1191,8 +1132,22 @@ static int extend_status(rlk_session *s, const rlk_resp_value *v, const char *na
     return RLK_OK;
 }
 
-static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *v)
+/* An extend of a lock whose release is queued behind it is not sent
+ * again after NOSCRIPT: its result must come before the release's
+ * (which ends the handle), so the NOSCRIPT is its result. */
+static int extend_again(rlk__core *c, const rlk__req *q)
 {
+    (void)c;
+    const rlk_session_lock *l = q->ctx;
+    return l->state == L_HELD;
+}
+
+static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk_session *s = l->s;
     int64_t after = 0;
     int st = extend_status(s, v, l->keys, &after);
     rlk__lease *e = &l->lease;
@@ -1211,30 +1166,36 @@ static int on_extend(rlk_session *s, rlk_session_lock *l, const rlk_resp_value *
         rlk__lease_mark_lost(&s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s, RLK_SEV_EXTENDED, l, st);
     end_forgotten(s, l);
-    return RLK_OK;
 }
 
 /* ------------------------------------------------------------------ */
 /* Calls without a handle                                               */
 
-static int send_call(rlk_session *s, scall *c, int eval)
+static int build_call(rlk__core *c, rlk__req *q)
 {
-    const char *ks[4] = {c->keys, c->keys + RLK__K_QUEUE * c->cap,
-                         c->keys + RLK__K_WAITERS * c->cap, c->token};
+    scall *k = q->ctx;
+    const char *ks[4] = {k->keys, k->keys + RLK__K_QUEUE * k->cap,
+                         k->keys + RLK__K_WAITERS * k->cap, k->token};
     char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)c->ms);
-    const char *ext[5] = {c->keys, c->token, ms, c->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
-    int ext_call = c->which == SC_EXTEND;
-    int r = send_script(s, c->which, Q_CALL, NULL, eval, 0, reply_deadline(s), ext_call ? 1 : 3,
-                        ext_call ? 5 : c->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks, NULL);
-    if (r == RLK_OK) s->q[s->qtail - 1].call = c;
-    return r;
+    ttl_str(ms, k->ms);
+    const char *ext[5] = {k->keys, k->token, ms, k->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
+    int ext_call = k->which == SC_EXTEND;
+    return rlk__core_put_script(c, q, &k->s->scripts[k->which], ext_call ? 1 : 3,
+                                ext_call ? 5 : k->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks,
+                                NULL);
 }
 
-static void call_done(rlk_session *s, scall *c, rlk__session_result *res)
+static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static const rlk__req_ops call_array_ops = {build_call, on_call, NULL, RLK__T_ARRAY};
+static const rlk__req_ops call_int_ops = {build_call, on_call, NULL, RLK__T_INTEGER};
+
+static void call_done(rlk_session *s, scall *k, rlk__session_result *res)
 {
-    if (c->cb) c->cb(c->ctx, s, res);
-    rlk__free(c);
+    if (k->prev) k->prev->next = k->next;
+    else s->calls = k->next;
+    if (k->next) k->next->prev = k->prev;
+    if (k->cb) k->cb(k->ctx, s, res);
+    rlk__free(k);
 }
 
 /* The status script's reply: {held, type, pttl, holds, waiters}. */
@@ -1254,24 +1215,18 @@ static int read_status(rlk_session *s, const rlk_resp_value *v, rlk_lock_status 
     return RLK_OK;
 }
 
-static int on_call(rlk_session *s, const sreq *q, const rlk_resp_value *v, int noscript)
+static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    scall *c = q->call;
+    (void)c;
+    scall *k = q->ctx;
+    rlk_session *s = k->s;
     rlk__session_result res;
     memset(&res, 0, sizeof res);
-    if (noscript && !q->eval) {
-        /* The script cache was flushed: again as EVAL. */
-        int r = send_call(s, c, 1);
-        if (r == RLK_OK) return RLK_OK;
-        res.status = r;
-        call_done(s, c, &res);
-        return r;
-    }
-    if (c->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
-    else if (c->which == SC_RELEASE) res.status = release_status(s, v, c->keys, 0);
-    else res.status = extend_status(s, v, c->keys, &res.ttl_ms_after);
-    call_done(s, c, &res);
-    return RLK_OK;
+    if (!v) res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
+    else if (k->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
+    else if (k->which == SC_RELEASE) res.status = release_status(s, v, k->keys, 0);
+    else res.status = extend_status(s, v, k->keys, &res.ttl_ms_after);
+    call_done(s, k, &res);
 }
 
 static int call(rlk_session *s, int which, const char *name, const char *token, int64_t ms,
@@ -1281,23 +1236,32 @@ static int call(rlk_session *s, int which, const char *name, const char *token, 
         return fail(s, RLK_ERR_INVALID, "empty lock name or token");
     if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
         return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
-    if (!s->ready) return fail(s, RLK_ERR_CLOSED, "not connected");
+    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "not connected");
     size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
-    scall *c = rlk__malloc(sizeof *c + RLK__NKEYS * cap + tl);
-    if (!c) return fail(s, RLK_ERR_NOMEM, "out of memory");
-    memset(c, 0, sizeof *c);
-    c->which = which;
-    c->how = how;
-    c->ms = ms;
-    c->cb = cb;
-    c->ctx = ctx;
-    c->cap = cap;
-    rlk__make_keys(name, c->keys, cap);
-    c->token = c->keys + RLK__NKEYS * cap;
-    if (token) memcpy(c->token, token, tl);
+    scall *k = rlk__malloc(sizeof *k + RLK__NKEYS * cap + tl);
+    if (!k) return fail(s, RLK_ERR_NOMEM, "out of memory");
+    memset(k, 0, sizeof *k);
+    k->s = s;
+    k->which = which;
+    k->how = how;
+    k->ms = ms;
+    k->cb = cb;
+    k->ctx = ctx;
+    k->cap = cap;
+    rlk__make_keys(name, k->keys, cap);
+    k->token = k->keys + RLK__NKEYS * cap;
+    if (token) memcpy(k->token, token, tl);
     enter(s, now);
-    int r = send_call(s, c, 0);
-    if (r != RLK_OK) rlk__free(c);
+    int r = rlk__core_submit(s->core, which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
+                             RLK__DL_DEFAULT, 0);
+    if (r != RLK_OK) {
+        core_failed(s, r);
+        rlk__free(k);
+    } else {
+        k->next = s->calls;
+        if (s->calls) s->calls->prev = k;
+        s->calls = k;
+    }
     leave(s);
     return r;
 }
@@ -1343,66 +1307,35 @@ static int on_push(rlk_session *s, const rlk_resp_value *v)
         }
         if (l->state == L_WAIT &&
             (handoff || rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))) {
-            int r = send_try(s, l, 0);
+            int r = send_try(s, l);
             if (r != RLK_OK) return r;
         }
     }
     return RLK_OK;
 }
 
-/* A (un)subscription's confirmation: a push ["subscribe", channel,
- * count] (or "unsubscribe"), which comes in the reply's place. */
-static int is_sub_push(const rlk_resp_value *v)
+static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
 {
-    const rlk_resp_value *k = rlk_resp_value_at(v, 0);
-    return v->type == RLK_RESP_PUSH &&
-           (rlk__str_is(k, "subscribe", 9) || rlk__str_is(k, "unsubscribe", 11));
+    (void)c;
+    on_push(ctx, v);
 }
 
-/* Whether v can answer q: its confirmation naming its channel for an
- * (UN)SUBSCRIBE, an error for anything, else a reply of the type the
- * command or script gives.  Any other is a reply out of step (the
- * server's, or a proxy's), which must break the connection, never be
- * read as the answer to another request. */
-static int fits(const sreq *q, const rlk_resp_value *v)
+/* The answer to a SUBSCRIBE or UNSUBSCRIBE (q->arg: its channel's
+ * hash).  A SUBSCRIBE refused (an ACL user without the channel: Redis
+ * 7's default for new users, or without the command) is remembered for
+ * the connection, and its waiters re-check instead (see busy); a
+ * refused UNSUBSCRIBE leaves a channel whose messages no waiter needs. */
+static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    int t = v->type;
-    if (q->kind == Q_SUB || q->kind == Q_UNSUB) {
-        if (rlk__is_error(v)) return 1;
-        const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
-        return t == RLK_RESP_PUSH &&
-               rlk__str_is(rlk_resp_value_at(v, 0), q->kind == Q_SUB ? "subscribe" : "unsubscribe",
-                           q->kind == Q_SUB ? 9 : 11) &&
-               ch && (ch->type == RLK_RESP_BULK || ch->type == RLK_RESP_SIMPLE) &&
-               chan_hash(ch->str, ch->len) == q->chan;
-    }
-    if (t == RLK_RESP_PUSH) return 0;
-    if (rlk__is_error(v)) return 1;
-    switch (q->kind) {
-    case Q_HELLO: return t == RLK_RESP_MAP || t == RLK_RESP_ARRAY;
-    case Q_AUTH: case Q_SETNAME: case Q_SELECT: return t == RLK_RESP_SIMPLE;
-    case Q_SET: return t == RLK_RESP_SIMPLE || t == RLK_RESP_NULL;
-    case Q_YIELD: return t == RLK_RESP_BULK || t == RLK_RESP_NULL;
-    case Q_TIME: case Q_ACQ: case Q_RENEW: return t == RLK_RESP_ARRAY;
-    case Q_LOAD: return t == RLK_RESP_BULK || t == RLK_RESP_SIMPLE || t == RLK_RESP_VERBATIM;
-    case Q_CALL: return t == (q->call->which == SC_STATUS ? RLK_RESP_ARRAY : RLK_RESP_INTEGER);
-    default: return t == RLK_RESP_INTEGER; /* release, extend, confirmation */
-    }
-}
-
-/* The answer to a SUBSCRIBE or UNSUBSCRIBE of q.  A SUBSCRIBE refused
- * (an ACL user without the channel: Redis 7's default for new users, or
- * without the command) is remembered for the connection, and its
- * waiters re-check instead (see busy); a refused UNSUBSCRIBE leaves a
- * channel whose messages no waiter needs. */
-static int on_sub(rlk_session *s, const sreq *q, const rlk_resp_value *v)
-{
-    if (q->kind == Q_UNSUB || !rlk__is_error(v)) return RLK_OK;
-    if (q->mode == 'h') {
+    (void)c;
+    rlk_session *s = q->ctx;
+    if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
+    uint64_t chan = (uint64_t)q->arg;
+    if (chan == s->handoff_hash) {
         s->nosub |= NOSUB_HANDOFF;
         snprintf(s->note, sizeof s->note,
                  "SUBSCRIBE refused (%.*s): waits re-check the lock, not in line", errlen(v), v->str);
-        return RLK_OK;
+        return;
     }
     s->nosub |= NOSUB_RELEASE;
     if (!(s->nosub & NOSUB_HANDOFF))
@@ -1411,90 +1344,14 @@ static int on_sub(rlk_session *s, const sreq *q, const rlk_resp_value *v)
                  errlen(v), v->str);
     for (rlk_session_lock *h = s->head; h; h = h->next) {
         const char *ch = key(h, RLK__K_CHANNEL);
-        if (h->subscribed && chan_hash(ch, strlen(ch)) == q->chan) h->subscribed = 0;
+        if (h->subscribed && chan_hash(ch, strlen(ch)) == chan) h->subscribed = 0;
     }
-    return RLK_OK;
-}
-
-static int on_reply(rlk_session *s, const rlk_resp_value *v)
-{
-    if (v->type == RLK_RESP_PUSH && !is_sub_push(v)) return on_push(s, v);
-    if (s->qhead == s->qtail) return broken(s, RLK_ERR_PROTO, "a reply to no request");
-    /* A server answers what it received: bytes that read as the reply
-     * of a request still in the output are not its reply. */
-    if (s->q[s->qhead].out_end > s->consumed)
-        return broken(s, RLK_ERR_PROTO, "a reply to a request not sent yet");
-    if (!fits(&s->q[s->qhead], v))
-        return broken(s, RLK_ERR_PROTO, "a reply ('%c') that cannot answer its request", (char)v->type);
-    sreq q = s->q[s->qhead++];
-    rlk_session_lock *l = q.l;
-    if (l) l->inflight--;
-    if (q.kind <= Q_SELECT) return on_handshake(s, &q, v);
-    if (q.kind == Q_SUB || q.kind == Q_UNSUB) return on_sub(s, &q, v);
-    if (q.kind == Q_LOAD) {
-        /* Refused (an ACL, a server that has no FUNCTION after all):
-         * EVALSHA for the rest of the connection. */
-        s->loading = 0;
-        if (!rlk__library_loaded(v) && !rlk__state_refused(v)) s->fcall = 0;
-        return RLK_OK;
-    }
-    int again = script_again(s, &q, v);
-    if (q.kind == Q_RENEW) {
-        if (again) s->renew_eval = 1;
-        if (rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
-        return RLK_OK;
-    }
-    if (q.kind == Q_IGNORE) return RLK_OK;
-    if (q.kind == Q_CALL) return on_call(s, &q, v, again);
-    /* An extend of a lock whose release is queued behind it is not sent
-     * again: its result must come before the release's (which ends the
-     * handle), so the NOSCRIPT (or FCALL's error) is its result. */
-    if (again && !q.eval &&
-        (q.kind == Q_ACQ || q.kind == Q_RELEASE ||
-         (q.kind == Q_CONFIRM && (!l->confirming || l->state == L_HELD)) ||
-         (q.kind == Q_EXTEND && l->state == L_HELD))) {
-        /* The script cache was flushed (or FCALL did not run): the same
-         * request again as EVAL, which loads the script too. */
-        if (q.kind == Q_ACQ) {
-            l->mode = q.mode;
-            return send_try(s, l, 1);
-        }
-        if (q.kind == Q_CONFIRM) return send_confirm(s, l, 1);
-        if (q.kind == Q_EXTEND) return send_extend(s, l, 1);
-        return send_release(s, l, Q_RELEASE, 1);
-    }
-    if (q.kind == Q_RELEASE) return on_release(s, l, v);
-    if (q.kind == Q_EXTEND) return on_extend(s, l, v);
-    return on_try(s, &q, l, v);
 }
 
 int rlk_session_feed(rlk_session *s, const char *buf, size_t len, int64_t now)
 {
-    if (s->broken) return s->broken;
-    if (!s->connected) return fail(s, RLK_ERR_INVALID, "feed: not connected");
     enter(s, now);
-    int r = rlk_buf_append(&s->in, buf, len);
-    if (r != RLK_OK) r = broken(s, r, "out of memory");
-    size_t pos = 0;
-    while (r == RLK_OK && !s->broken && pos < s->in.len) {
-        size_t used = 0;
-        rlk_resp_value *v = NULL;
-        int got = rlk_resp_read(&s->reader, s->in.data + pos, s->in.len - pos, &used, &v);
-        if (got < 0) {
-            r = broken(s, got, "bad reply from the server: %s", rlk_strerror(got));
-            break;
-        }
-        if (got == 0) break;
-        pos += used;
-        r = on_reply(s, v);
-        rlk_resp_arena_reset(&s->arena);
-    }
-    if (r == RLK_OK && s->broken) r = s->broken;
-    if (r == RLK_OK) {
-        rlk_buf_consume(&s->in, pos);
-        size_t max = s->cfg.max_input ? s->cfg.max_input : DEFAULT_MAX_INPUT;
-        if (s->in.len > max) r = broken(s, RLK_ERR_LIMIT, "a reply over %zu bytes", max);
-    }
+    int r = core_failed(s, rlk__core_feed(s->core, buf, len, s->now));
     rlk__leases_notify_lost(&s->leases, 0);
     leave(s);
     return r;
@@ -1502,6 +1359,34 @@ int rlk_session_feed(rlk_session *s, const char *buf, size_t len, int64_t now)
 
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
+
+/* One request of the renewal round (q->arg: its index in the plan). */
+static int build_renew(rlk__core *c, rlk__req *q)
+{
+    rlk_session *s = q->ctx;
+    const rlk_request *r = &s->round.reqs[q->arg];
+    return rlk__core_put_script(c, q, &s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
+                                r->argvlen);
+}
+
+/* A round's reply: its leases' results.  A missing script is not sent
+ * again (the round's time is short): the next round goes as EVAL. */
+static int renew_again(rlk__core *c, const rlk__req *q)
+{
+    (void)c;
+    (void)q;
+    return 0;
+}
+
+static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session *s = q->ctx;
+    if (q->missing) s->renew_eval = 1;
+    if (s->round_on && rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
+}
+
+static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
 
 static int send_round(rlk_session *s)
 {
@@ -1515,10 +1400,10 @@ static int send_round(rlk_session *s)
     s->renew_eval = 0;
     s->round_on = 1;
     s->rechecked = 1;
+    s->dl_valid = 0;
     for (size_t i = 0; i < nreq; i++) {
-        r = send_script(s, SC_RENEW, Q_RENEW, NULL, eval, 0, dl, rd->reqs[i].nkeys,
-                        rd->reqs[i].argc, rd->reqs[i].argv, rd->reqs[i].argvlen);
-        if (r != RLK_OK) return r; /* broken: closing ends the round */
+        r = rlk__core_submit(s->core, &renew_ops, s, (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
+        if (r != RLK_OK) return core_failed(s, r); /* broken: closing ends the round */
     }
     return RLK_OK;
 }
@@ -1541,7 +1426,7 @@ static int64_t deadline_now(const rlk_session *s)
 {
     int64_t next = -1;
 #define AT(t) do { int64_t t_ = (t); if (t_ >= 0 && (next < 0 || t_ < next)) next = t_; } while (0)
-    for (size_t i = s->qhead; i < s->qtail; i++) AT(s->q[i].deadline);
+    AT(rlk__core_deadline(s->core));
     for (const rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_PENDING) AT(l->pending_until);
         else if (l->state == L_REL_PENDING) AT(l->rel_until);
@@ -1549,7 +1434,7 @@ static int64_t deadline_now(const rlk_session *s)
     }
     /* A renewal is due when a round can be sent (connected, none in
      * flight); a loss to report, always. */
-    int can_send = s->ready && !s->round_on && !s->broken;
+    int can_send = ready(s) && !s->round_on && !rlk__core_broken(s->core);
     /* After a reconnect every lock is checked at once (the server may
      * have lost its keys), by the connection's first round. */
     int now_all = can_send && !s->rechecked && s->leases.recheck_all;
@@ -1564,14 +1449,9 @@ static int64_t deadline_now(const rlk_session *s)
 
 int rlk_session_tick(rlk_session *s, int64_t now)
 {
-    if (s->broken) return s->broken;
+    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
     enter(s, now);
-    int r = RLK_OK;
-    for (size_t i = s->qhead; i < s->qtail; i++)
-        if (s->q[i].deadline >= 0 && s->q[i].deadline <= s->now) {
-            r = broken(s, RLK_ERR_TIMEOUT, "no reply from the server in time");
-            break;
-        }
+    int r = core_failed(s, rlk__core_tick(s->core, s->now));
     for (rlk_session_lock *l = s->head; r == RLK_OK && l; l = l->next) {
         if (l->state == L_PENDING && l->pending_until >= 0 && s->now >= l->pending_until) {
             not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
@@ -1582,13 +1462,13 @@ int rlk_session_tick(rlk_session *s, int64_t now)
                 l->final = 1;
                 if (l->mode == 'w') l->mode = 'q';
             }
-            r = send_try(s, l, 0);
+            r = send_try(s, l);
         }
     }
-    if (r == RLK_OK && s->ready && !s->round_on) r = send_round(s);
+    if (r == RLK_OK && ready(s) && !s->round_on) r = send_round(s);
     rlk__leases_expire(&s->leases, s->now);
     rlk__leases_notify_lost(&s->leases, 0);
-    if (r == RLK_OK && s->broken) r = s->broken;
+    if (r == RLK_OK && rlk__core_broken(s->core)) r = core_failed(s, rlk__core_broken(s->core));
     leave(s);
     return r;
 }
@@ -1598,83 +1478,26 @@ int rlk_session_tick(rlk_session *s, int64_t now)
 
 int rlk_session_connected(rlk_session *s, int64_t now)
 {
-    if (s->connected) return fail(s, RLK_ERR_INVALID, "connected: already");
+    if (rlk__core_connected_now(s->core)) return fail(s, RLK_ERR_INVALID, "connected: already");
     enter(s, now);
-    s->connected = 1;
-    s->broken = 0;
-    s->resp3 = 0;
-    s->hs_left = 0;
-    s->fcall = s->loading = s->script_flags = 0;
     s->rechecked = 0;
     s->nosub = 0;
     s->note[0] = '\0';
-    memset(&s->info, 0, sizeof s->info);
-    s->info.client_id = -1;
-    s->info.db = s->cfg.db;
-    snprintf(s->info.user, sizeof s->info.user, "%s",
-             s->cfg.password && s->cfg.username ? s->cfg.username : "default");
     if (s->leases.head) s->leases.recheck_all = 1;
-    int r;
-    if (s->cfg.protocol != 2) {
-        const char *argv[7] = {"HELLO", "3"};
-        int argc = 2;
-        if (s->cfg.password) {
-            argv[argc++] = "AUTH";
-            argv[argc++] = s->cfg.username ? s->cfg.username : "default";
-            argv[argc++] = s->cfg.password;
-        }
-        if (s->cfg.client_name) {
-            argv[argc++] = "SETNAME";
-            argv[argc++] = s->cfg.client_name;
-        }
-        r = send_cmd(s, Q_HELLO, NULL, 0, 0, reply_deadline(s), argc, argv, NULL);
-        s->hs_left++;
-    } else {
-        r = send_auth_select(s, 1, 1);
-        if (r == RLK_OK && s->hs_left == 0) {
-            s->hs_left = 1;
-            r = handshake_step(s);
-        }
-    }
+    int r = core_failed(s, rlk__core_connected(s->core, s->now));
     leave(s);
     return r;
 }
 
 void rlk_session_closed(rlk_session *s, int64_t now)
 {
-    if (!s->connected) return;
+    if (!rlk__core_connected_now(s->core)) return;
     enter(s, now);
-    s->connected = s->ready = s->resp3 = 0;
-    s->fcall = s->loading = s->script_flags = 0;
-    s->broken = 0;
-    s->hs_left = 0;
-    rlk_buf_free(&s->in);
-    rlk_buf_free(&s->out);
-    s->consumed = 0;
-    rlk_resp_reader_reset(&s->reader);
-    rlk_resp_arena_reset(&s->arena);
-    /* The replies owed will not come: the round's leases are tried again
-     * on the next connection, while validity lasts. */
-    scall *calls = NULL, **tail = &calls;
-    for (size_t i = s->qhead; i < s->qtail; i++) {
-        if (s->q[i].kind == Q_RENEW && s->round_on &&
-            rlk__round_apply_one(&s->leases, &s->round, NULL))
-            s->round_on = 0;
-        if (s->q[i].l) s->q[i].l->inflight--;
-        if (s->q[i].call) {
-            *tail = s->q[i].call;
-            tail = &s->q[i].call->next;
-        }
-    }
-    s->qhead = s->qtail = 0;
-    while (calls) {
-        scall *c = calls;
-        calls = c->next;
-        rlk__session_result res;
-        memset(&res, 0, sizeof res);
-        res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
-        call_done(s, c, &res);
-    }
+    /* The replies owed will not come: each request's callback hears so
+     * (a round's leases are tried again on the next connection, while
+     * validity lasts; calls end RLK_ERR_CLOSED); the handles' states
+     * are settled below. */
+    rlk__core_closed(s->core, s->now);
     /* A round whose sending failed part way has requests that were never
      * queued: it ends here too, or no round would follow. */
     while (s->round_on)
@@ -1730,21 +1553,13 @@ void rlk_session_closed(rlk_session *s, int64_t now)
 
 size_t rlk_session_output(const rlk_session *s, const char **buf)
 {
-    *buf = s->out.data;
-    return s->out.len;
+    return rlk__core_output(s->core, buf);
 }
 
-void rlk_session_consume(rlk_session *s, size_t n)
-{
-    if (n > s->out.len) n = s->out.len;
-    s->consumed += n;
-    rlk_buf_consume(&s->out, n);
-}
+void rlk_session_consume(rlk_session *s, size_t n) { rlk__core_consume(s->core, n); }
 
 /* ------------------------------------------------------------------ */
 /* Life                                                                 */
-
-static size_t copy_len(const char *p) { return p ? strlen(p) + 1 : 0; }
 
 rlk_session *rlk_session_new(const rlk_session_config *cfg)
 {
@@ -1759,24 +1574,31 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     s->cfg = *cfg;
     if (cfg->timing) s->timing = *cfg->timing;
     s->cfg.timing = &s->timing;
-    size_t n = copy_len(cfg->username) + copy_len(cfg->password) + copy_len(cfg->client_name);
+    /* The connection's strings are the core's (copied there). */
+    s->cfg.username = s->cfg.password = s->cfg.client_name = NULL;
+    rlk__core_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.username = cfg->username;
+    cc.password = cfg->password;
+    cc.client_name = cfg->client_name;
+    cc.db = cfg->db;
+    cc.protocol = cfg->protocol;
+    cc.command_timeout_ms = cfg->command_timeout_ms;
+    cc.max_input = cfg->max_input;
+    cc.library = rlk__lua_library_text;
+    cc.hooks.ready = on_ready;
+    cc.hooks.push = on_core_push;
+    cc.hooks.ctx = s;
     unsigned char rnd[12 + 16];
-    if ((n && !(s->strings = rlk__malloc(n))) || rlk__random_bytes(rnd, sizeof rnd) != 0 ||
+    if (!(s->core = rlk__core_new(&cc)) || rlk__random_bytes(rnd, sizeof rnd) != 0 ||
         rlk__leases_init(&s->leases, &s->timing) != 0) {
-        rlk__free(s->strings);
+        rlk__core_free(s->core);
         rlk__free(s);
         return NULL;
     }
-    char *p = s->strings;
-    const char **f[3] = {&s->cfg.username, &s->cfg.password, &s->cfg.client_name};
-    for (int i = 0; i < 3; i++)
-        if (*f[i]) {
-            size_t k = strlen(*f[i]) + 1;
-            *f[i] = memcpy(p, *f[i], k);
-            p += k;
-        }
     memcpy(s->handoff, "resplock:handoff:", 17);
     rlk__hex(rnd, 12, s->handoff + 17);
+    s->handoff_hash = chan_hash(s->handoff, strlen(s->handoff));
     rlk__hex(rnd + 12, 16, s->id);
     s->id[32] = ':';
     s->id[33] = 0;
@@ -1784,18 +1606,6 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
                                    rlk__lua_renew, rlk__lua_status};
     for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
-    rlk_resp_limits lim;
-    rlk_resp_limits_default(&lim);
-    size_t max = cfg->max_input ? cfg->max_input : DEFAULT_MAX_INPUT;
-    lim.max_bulk = max;
-    lim.max_depth = 8;
-    /* Every element takes 3 bytes at least: no more of them than the
-     * bytes buffered allow. */
-    lim.max_elements = max / 3 + 16;
-    /* A reply's tree takes at most ~22 bytes per byte of input (a node
-     * per 3 bytes): bounded by max_input too. */
-    rlk_resp_arena_init(&s->arena, NULL, 0, 24 * max + 65536);
-    rlk_resp_reader_init(&s->reader, &s->arena, &lim);
     return s;
 }
 
@@ -1822,13 +1632,12 @@ void rlk_session_free(rlk_session *s)
         s->zombies = l->znext;
         free_handle(l);
     }
-    for (size_t i = s->qhead; i < s->qtail; i++) rlk__free(s->q[i].call);
+    while (s->calls) {
+        scall *k = s->calls;
+        s->calls = k->next;
+        rlk__free(k);
+    }
     rlk__leases_destroy(&s->leases);
-    rlk_resp_reader_free(&s->reader);
-    rlk_resp_arena_free(&s->arena);
-    rlk_buf_free(&s->in);
-    rlk_buf_free(&s->out);
-    rlk__free(s->q);
-    rlk__free(s->strings);
+    rlk__core_free(s->core);
     rlk__free(s);
 }

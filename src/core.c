@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The request core (see core.h). */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "core.h"
+#include "conn_internal.h"
+#include "internal.h"
+#include "keys.h"
+#include "script.h"
+#include "serverinfo.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_MAX_INPUT (1u << 20)
+
+/* The handshake's steps (rlk__req.arg of the core's own requests). */
+enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_LOAD };
+
+struct rlk__core {
+    rlk__core_config cfg;
+    char *strings;            /* cfg's strings, copied */
+    int64_t now;
+    int connected, ready, resp3, broken;
+    /* Script calls go as FCALL (HELLO told a server with FUNCTIONs and a
+     * library is known, and none was refused since); a FUNCTION LOAD is
+     * in flight; HELLO told a server that reads script flags. */
+    int fcall, loading, script_flags;
+    int hs_left;              /* handshake replies still owed */
+    rlk_buf in, out;
+    uint64_t consumed;        /* output bytes sent on this connection */
+    rlk_resp_arena arena;
+    rlk_resp_reader reader;
+    rlk__req *q;              /* the queue: q[qhead..qtail) */
+    size_t qhead, qtail, qcap;
+    rlk_conn_info info;
+    char err[256];
+};
+
+static int vfail(rlk__core *c, int status, const char *fmt, va_list ap)
+{
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    return status;
+}
+
+int rlk__core_fail(rlk__core *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    c->broken = vfail(c, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* A failure of one call, which leaves the core as it was. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int say(rlk__core *c, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(c, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int rlk__core_connected_now(const rlk__core *c) { return c->connected; }
+int rlk__core_ready(const rlk__core *c) { return c->ready; }
+int rlk__core_resp3(const rlk__core *c) { return c->resp3; }
+int rlk__core_broken(const rlk__core *c) { return c->broken; }
+const char *rlk__core_errmsg(const rlk__core *c) { return c->err; }
+const rlk_conn_info *rlk__core_info(const rlk__core *c) { return &c->info; }
+size_t rlk__core_owed(const rlk__core *c) { return c->qtail - c->qhead; }
+size_t rlk__core_buffered(const rlk__core *c) { return c->in.len; }
+int64_t rlk__core_now(const rlk__core *c) { return c->now; }
+
+int64_t rlk__core_timeout_ms(const rlk__core *c)
+{
+    int t = c->cfg.command_timeout_ms;
+    return t == 0 ? RLK__DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
+}
+
+int64_t rlk__core_reply_deadline(const rlk__core *c)
+{
+    int64_t t = rlk__core_timeout_ms(c);
+    return t < 0 ? -1 : c->now + t;
+}
+
+static void set_now(rlk__core *c, int64_t now)
+{
+    if (now > c->now) c->now = now;
+}
+
+void rlk__core_clock(rlk__core *c, int64_t now) { set_now(c, now); }
+
+static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
+
+int rlk__error_starts(const rlk_resp_value *v, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return rlk__is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
+}
+
+rlk_error_class rlk__reply_class(const rlk_resp_value *v)
+{
+    if (!v || !rlk__is_error(v)) return RLK_EC_NONE;
+    static const struct {
+        const char *code;
+        rlk_error_class ec;
+    } codes[] = {
+        {"MOVED", RLK_EC_MOVED},         {"ASK", RLK_EC_ASK},
+        {"NOSCRIPT", RLK_EC_NOSCRIPT},   {"LOADING", RLK_EC_LOADING},
+        {"BUSY", RLK_EC_BUSY},           {"READONLY", RLK_EC_READONLY},
+        {"WRONGPASS", RLK_EC_WRONGPASS}, {"NOAUTH", RLK_EC_NOAUTH},
+        {"TRYAGAIN", RLK_EC_TRYAGAIN},   {"CLUSTERDOWN", RLK_EC_CLUSTERDOWN},
+        {"CROSSSLOT", RLK_EC_CROSSSLOT}, {"OOM", RLK_EC_OOM},
+        {"NOPERM", RLK_EC_NOPERM},
+    };
+    size_t w = 0;
+    while (w < v->len && v->str[w] != ' ') w++;
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+        if (strlen(codes[i].code) == w && memcmp(v->str, codes[i].code, w) == 0)
+            return codes[i].ec;
+    return RLK_EC_OTHER;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                              */
+
+int rlk__core_put(rlk__core *c, int argc, const char *const *argv, const size_t *lens)
+{
+    int r = rlk_resp_append_command(&c->out, argc, argv, lens);
+    return r == RLK_OK ? r : rlk__core_fail(c, r, "out of memory");
+}
+
+int rlk__core_put_script(rlk__core *c, rlk__req *q, const rlk_script *s, int nkeys, int argc,
+                         const char *const *argv, const size_t *lens)
+{
+    const char *stack_av[48];
+    size_t stack_al[48];
+    const char **av = stack_av;
+    size_t *al = stack_al;
+    if (argc < 0) return rlk__core_fail(c, RLK_ERR_INVALID, "bad script call");
+    if ((size_t)argc + 3 > sizeof stack_av / sizeof stack_av[0]) {
+        av = rlk__malloc(((size_t)argc + 3) * sizeof *av);
+        al = rlk__malloc(((size_t)argc + 3) * sizeof *al);
+        if (!av || !al) {
+            rlk__free(av);
+            rlk__free(al);
+            return rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+        }
+    }
+    char nk[12];
+    int how = q->eval ? RLK__CALL_EVAL : c->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA;
+    if (c->script_flags) how |= RLK__CALL_FLAGS;
+    how = rlk__script_head(s, how, nkeys, av, al, nk);
+    for (int i = 0; i < argc; i++) {
+        av[3 + i] = argv[i];
+        al[3 + i] = lens ? lens[i] : strlen(argv[i]);
+    }
+    int r = rlk__core_put(c, argc + 3, av, al);
+    if (av != stack_av) {
+        rlk__free(av);
+        rlk__free(al);
+    }
+    q->script = 1;
+    q->fcall = how == RLK__CALL_FCALL;
+    return r;
+}
+
+/* Room for one more request at the queue's tail. */
+static int room(rlk__core *c)
+{
+    if (c->qtail < c->qcap) return RLK_OK;
+    if (c->qhead > 0) {
+        memmove(c->q, c->q + c->qhead, (c->qtail - c->qhead) * sizeof *c->q);
+        c->qtail -= c->qhead;
+        c->qhead = 0;
+        return RLK_OK;
+    }
+    size_t cap = c->qcap ? 2 * c->qcap : 16;
+    rlk__req *q = rlk__realloc(c->q, cap * sizeof *q);
+    if (!q) return RLK_ERR_NOMEM;
+    c->q = q;
+    c->qcap = cap;
+    return RLK_OK;
+}
+
+/* Queues t (its fields but out_end set) and builds its command: all or
+ * nothing. */
+static int enqueue(rlk__core *c, const rlk__req *t)
+{
+    if (room(c) != RLK_OK) return rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+    size_t was = c->out.len;
+    rlk__req *q = &c->q[c->qtail];
+    *q = *t;
+    q->script = q->fcall = 0;
+    int r = q->ops->build(c, q);
+    if (r != RLK_OK) {
+        c->out.len = was;
+        return r;
+    }
+    q->out_end = c->consumed + c->out.len;
+    c->qtail++;
+    return RLK_OK;
+}
+
+/* A request whose reply nobody reads. */
+static const rlk__req_ops null_ops = {NULL, NULL, NULL, RLK__T_ANY};
+
+static int64_t deadline_of(const rlk__core *c, int64_t deadline)
+{
+    return deadline == RLK__DL_DEFAULT ? rlk__core_reply_deadline(c) : deadline;
+}
+
+int rlk__core_submit(rlk__core *c, const rlk__req_ops *ops, void *ctx, int64_t arg,
+                     int64_t deadline, int flags)
+{
+    if (!ops || !ops->build) return say(c, RLK_ERR_INVALID, "a request without a command");
+    if (!c->ready) return say(c, RLK_ERR_CLOSED, "not connected");
+    rlk__req t;
+    memset(&t, 0, sizeof t);
+    t.ops = ops;
+    t.ctx = ctx;
+    t.arg = arg;
+    t.eval = (flags & RLK__REQ_EVAL) != 0;
+    t.deadline = deadline_of(c, deadline);
+    return enqueue(c, &t);
+}
+
+/* FNV-1a: a channel as its (UN)SUBSCRIBE's place in the queue keeps it. */
+static uint64_t chan_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+typedef struct sub_build {
+    const rlk__req_ops *ops; /* the owner's */
+    const char *verb, *ch;
+} sub_build;
+
+static int build_sub(rlk__core *c, rlk__req *q)
+{
+    const sub_build *b = q->ctx;
+    const char *argv[2] = {b->verb, b->ch};
+    return rlk__core_put(c, 2, argv, NULL);
+}
+
+int rlk__core_subscribe(rlk__core *c, int on, int sharded, const char *ch,
+                        const rlk__req_ops *ops, void *ctx, int64_t arg)
+{
+    if (!c->ready) return say(c, RLK_ERR_CLOSED, "not connected");
+    /* The words are written at once: build runs inside this call only
+     * (a confirmation is never sent again). */
+    static const rlk__req_ops sub_ops = {build_sub, NULL, NULL, 0};
+    sub_build b = {ops, on ? (sharded ? "SSUBSCRIBE" : "SUBSCRIBE")
+                           : (sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE"),
+                   ch};
+    rlk__req t;
+    memset(&t, 0, sizeof t);
+    t.ops = &sub_ops;
+    t.ctx = &b;
+    t.deadline = rlk__core_reply_deadline(c);
+    t.sub = on ? RLK__SUB_ON : RLK__SUB_OFF;
+    t.chan = chan_hash(ch, strlen(ch)) ^ (uint64_t)(sharded != 0);
+    int r = enqueue(c, &t);
+    if (r == RLK_OK) {
+        rlk__req *q = &c->q[c->qtail - 1];
+        q->ops = ops ? ops : &null_ops;
+        q->ctx = ctx;
+        q->arg = arg;
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The handshake                                                        */
+
+static int build_hs(rlk__core *c, rlk__req *q);
+static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static const rlk__req_ops hs_ops = {build_hs, on_hs, NULL, RLK__T_ANY};
+
+/* The handshake's words, by step (the core's strings live as long as
+ * it). */
+static int build_hs(rlk__core *c, rlk__req *q)
+{
+    const char *argv[7];
+    int argc = 0;
+    switch ((int)q->arg) {
+    case HS_HELLO:
+        argv[argc++] = "HELLO";
+        argv[argc++] = "3";
+        if (c->cfg.password) {
+            argv[argc++] = "AUTH";
+            argv[argc++] = c->cfg.username ? c->cfg.username : "default";
+            argv[argc++] = c->cfg.password;
+        }
+        if (c->cfg.client_name) {
+            argv[argc++] = "SETNAME";
+            argv[argc++] = c->cfg.client_name;
+        }
+        break;
+    case HS_AUTH:
+        /* Without a user name, the one-argument form: a server without
+         * HELLO may predate ACL users (Redis 5). */
+        argv[argc++] = "AUTH";
+        if (c->cfg.username) argv[argc++] = c->cfg.username;
+        argv[argc++] = c->cfg.password;
+        break;
+    case HS_SETNAME:
+        argv[argc++] = "CLIENT";
+        argv[argc++] = "SETNAME";
+        argv[argc++] = c->cfg.client_name;
+        break;
+    case HS_SELECT: {
+        char db[12];
+        rlk__utoa(db, (unsigned)c->cfg.db);
+        argv[argc++] = "SELECT";
+        argv[argc++] = db;
+        return rlk__core_put(c, argc, argv, NULL);
+    }
+    default: { /* HS_LOAD */
+        size_t len = 0;
+        char *text = c->cfg.library(&len);
+        if (!text) return rlk__core_fail(c, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
+        const char *av[3] = {"FUNCTION", "LOAD", text};
+        size_t al[3] = {8, 4, len};
+        int r = rlk__core_put(c, 3, av, al);
+        rlk__free(text);
+        return r;
+    }
+    }
+    return rlk__core_put(c, argc, argv, NULL);
+}
+
+static int send_hs(rlk__core *c, int step)
+{
+    rlk__req t;
+    memset(&t, 0, sizeof t);
+    t.ops = &hs_ops;
+    t.arg = step;
+    t.hs = 1;
+    t.deadline = rlk__core_reply_deadline(c);
+    int r = enqueue(c, &t);
+    if (r == RLK_OK && step != HS_LOAD) c->hs_left++;
+    return r;
+}
+
+static int send_auth_select(rlk__core *c, int auth, int setname)
+{
+    int r = RLK_OK;
+    if (auth && c->cfg.password) r = send_hs(c, HS_AUTH);
+    if (r == RLK_OK && setname && c->cfg.client_name) r = send_hs(c, HS_SETNAME);
+    if (r == RLK_OK && c->cfg.db > 0) r = send_hs(c, HS_SELECT);
+    return r;
+}
+
+static void hs_step(rlk__core *c)
+{
+    if (--c->hs_left > 0) return;
+    c->ready = 1;
+    c->info.protocol = c->resp3 ? 3 : 2;
+    if (c->cfg.hooks.ready) c->cfg.hooks.ready(c->cfg.hooks.ctx, c);
+}
+
+/* Errors that say the credentials were refused. */
+static int auth_refusal(const rlk_resp_value *v)
+{
+    static const char *const words[] = {"WRONGPASS", "NOAUTH", "NOPERM", "ERR invalid password",
+                                        "ERR invalid username", "ERR AUTH",
+                                        "ERR Client sent AUTH"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (rlk__error_starts(v, words[i])) return 1;
+    return 0;
+}
+
+/* HELLO refused as a command or protocol the server does not have (not
+ * as a refusal of the credentials): a server before Redis 6, or a proxy
+ * without RESP3. */
+static int hello_unknown(const rlk_resp_value *v)
+{
+    static const char *const words[] = {"ERR unknown command", "NOPROTO", "ERR unknown subcommand",
+                                        "ERR unknown or unsupported", "ERR Syntax error"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (rlk__error_starts(v, words[i])) return 1;
+    return 0;
+}
+
+static void on_load(rlk__core *c, const rlk_resp_value *v)
+{
+    /* Refused (an ACL, a server that has no FUNCTION after all):
+     * EVALSHA for the rest of the connection. */
+    c->loading = 0;
+    if (v && !rlk__library_loaded(v) && !rlk__state_refused(v)) c->fcall = 0;
+}
+
+static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    int step = (int)q->arg;
+    if (step == HS_LOAD) {
+        on_load(c, v);
+        return;
+    }
+    if (!v || c->broken) return;
+    /* A server full of clients says so as it accepts, before it reads
+     * anything: the reply of whichever request went first. */
+    if (rlk__error_starts(v, "ERR max number of clients")) {
+        rlk__core_fail(c, RLK_ERR_SERVER, "handshake: %.*s", errlen(v), v->str);
+        return;
+    }
+    if (rlk__is_error(v)) {
+        if (step == HS_HELLO && hello_unknown(v) && c->cfg.protocol != 3) {
+            /* No RESP3 here: RESP2, with AUTH and SETNAME of their own. */
+            c->resp3 = 0;
+            if (send_auth_select(c, 1, 1) == RLK_OK) hs_step(c);
+            return;
+        }
+        if (step == HS_SETNAME && !rlk__error_starts(v, "NOAUTH")) {
+            /* A name is for the server's CLIENT LIST only: a server or
+             * a user without CLIENT SETNAME still serves. */
+            hs_step(c);
+            return;
+        }
+        if (auth_refusal(v))
+            rlk__core_fail(c, RLK_ERR_AUTH, "authentication failed: %.*s", errlen(v), v->str);
+        else
+            rlk__core_fail(c, RLK_ERR_SERVER, "%s refused: %.*s",
+                           step == HS_HELLO ? "HELLO 3" : step == HS_AUTH ? "AUTH" : "SELECT",
+                           errlen(v), v->str);
+        return;
+    }
+    if (step == HS_HELLO) {
+        if (v->type != RLK_RESP_MAP && c->cfg.protocol == 3) {
+            rlk__core_fail(c, RLK_ERR_PROTO, "HELLO 3 was answered in RESP2");
+            return;
+        }
+        c->resp3 = v->type == RLK_RESP_MAP;
+        rlk__hello_info(&c->info, NULL, v);
+        rlk__server sv;
+        rlk__server_from_hello(&sv, v);
+        c->fcall = c->cfg.library && (sv.caps & RLK_CAP_FUNCTIONS) != 0;
+        c->script_flags = (sv.caps & RLK_CAP_SCRIPT_FLAGS) != 0;
+        if (send_auth_select(c, 0, 0) != RLK_OK) return;
+    }
+    hs_step(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies                                                              */
+
+static int kind_is(const rlk_resp_value *v, const char *word)
+{
+    return rlk__str_is(rlk_resp_value_at(v, 0), word, strlen(word));
+}
+
+/* A (un)subscription's confirmation: a push ["subscribe", channel,
+ * count] (or its other verbs), which comes in the reply's place. */
+static int is_sub_push(const rlk_resp_value *v)
+{
+    return v->type == RLK_RESP_PUSH &&
+           (kind_is(v, "subscribe") || kind_is(v, "unsubscribe") || kind_is(v, "ssubscribe") ||
+            kind_is(v, "sunsubscribe"));
+}
+
+/* The channel a confirmation names, as rlk__core_subscribe keeps it
+ * (0: none). */
+static uint64_t push_chan(const rlk_resp_value *v)
+{
+    const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
+    if (!ch || (ch->type != RLK_RESP_BULK && ch->type != RLK_RESP_SIMPLE)) return 0;
+    int sharded = kind_is(v, "ssubscribe") || kind_is(v, "sunsubscribe");
+    return chan_hash(ch->str, ch->len) ^ (uint64_t)sharded;
+}
+
+static unsigned type_bit(int t)
+{
+    switch (t) {
+    case RLK_RESP_SIMPLE: return RLK__T_SIMPLE;
+    case RLK_RESP_BULK: return RLK__T_BULK;
+    case RLK_RESP_INTEGER: return RLK__T_INTEGER;
+    case RLK_RESP_ARRAY: return RLK__T_ARRAY;
+    case RLK_RESP_NULL: return RLK__T_NULL;
+    case RLK_RESP_MAP: return RLK__T_MAP;
+    case RLK_RESP_VERBATIM: return RLK__T_VERBATIM;
+    default: return 0x8000u;
+    }
+}
+
+/* Whether v can answer q: its confirmation naming its channel for an
+ * (UN)SUBSCRIBE, an error for anything, else a reply of a type q
+ * expects.  Any other is a reply out of step (the server's, or a
+ * proxy's), which must break the connection, never be read as the
+ * answer to another request. */
+static int fits(const rlk__req *q, const rlk_resp_value *v)
+{
+    if (rlk__is_error(v)) return 1;
+    if (q->sub) {
+        int on = q->sub == RLK__SUB_ON;
+        return v->type == RLK_RESP_PUSH &&
+               (kind_is(v, on ? "subscribe" : "unsubscribe") ||
+                kind_is(v, on ? "ssubscribe" : "sunsubscribe")) &&
+               push_chan(v) == q->chan;
+    }
+    if (v->type == RLK_RESP_PUSH) return 0;
+    return (q->ops->expect & type_bit(v->type)) != 0;
+}
+
+/* Whether script call q, answered v, goes again as EVAL (once): its
+ * script was not cached (NOSCRIPT to EVALSHA), or FCALL did not run (its
+ * library missing, loaded now for the calls after; FCALL refused to the
+ * connection, EVALSHA from now; refused for a state EVAL meets only at
+ * its first write). */
+static int script_again(rlk__core *c, const rlk__req *q, const rlk_resp_value *v)
+{
+    if (!q->script || q->eval || !rlk__is_error(v)) return 0;
+    if (!q->fcall) return rlk__reply_class(v) == RLK_EC_NOSCRIPT;
+    int e = rlk__fcall_error(v);
+    if (e == RLK__FCALL_UNUSABLE) c->fcall = 0;
+    if (e == RLK__FCALL_MISSING && c->fcall && !c->loading && send_hs(c, HS_LOAD) == RLK_OK)
+        c->loading = 1;
+    return e != 0;
+}
+
+static int on_reply(rlk__core *c, const rlk_resp_value *v)
+{
+    int sub = is_sub_push(v);
+    /* A push that is no confirmation is a message; so is an unsubscribe
+     * the server sends by itself (a slot that moved away) when the
+     * request owed is not the one it confirms. */
+    if (v->type == RLK_RESP_PUSH &&
+        (!sub || (kind_is(v, "sunsubscribe") &&
+                  (c->qhead == c->qtail || c->q[c->qhead].sub != RLK__SUB_OFF ||
+                   c->q[c->qhead].chan != push_chan(v))))) {
+        if (c->cfg.hooks.push) c->cfg.hooks.push(c->cfg.hooks.ctx, c, v);
+        return RLK_OK;
+    }
+    if (c->qhead == c->qtail) return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to no request");
+    /* A server answers what it received: bytes that read as the reply
+     * of a request still in the output are not its reply. */
+    if (c->q[c->qhead].out_end > c->consumed)
+        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to a request not sent yet");
+    if (!fits(&c->q[c->qhead], v))
+        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply ('%c') that cannot answer its request",
+                              (char)v->type);
+    rlk__req q = c->q[c->qhead++];
+    if (script_again(c, &q, v)) {
+        if (!q.ops->again || q.ops->again(c, &q)) {
+            /* The script cache was flushed (or FCALL did not run): the
+             * same request again as EVAL, which loads the script too. */
+            q.eval = 1;
+            if (q.deadline >= 0) q.deadline = rlk__core_reply_deadline(c);
+            int r = enqueue(c, &q);
+            if (r == RLK_OK) return RLK_OK;
+            if (!c->broken) rlk__core_fail(c, r, "%s", "a script call could not be sent again");
+            return r;
+        }
+        q.missing = 1;
+    }
+    if (q.ops->reply) q.ops->reply(c, &q, v);
+    return RLK_OK;
+}
+
+int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
+{
+    if (c->broken) return c->broken;
+    if (!c->connected) return say(c, RLK_ERR_INVALID, "feed: not connected");
+    set_now(c, now);
+    int r = rlk_buf_append(&c->in, buf, len);
+    if (r != RLK_OK) r = rlk__core_fail(c, r, "out of memory");
+    size_t pos = 0;
+    while (r == RLK_OK && !c->broken && pos < c->in.len) {
+        size_t used = 0;
+        rlk_resp_value *v = NULL;
+        int got = rlk_resp_read(&c->reader, c->in.data + pos, c->in.len - pos, &used, &v);
+        if (got < 0) {
+            r = rlk__core_fail(c, got, "bad reply from the server: %s", rlk_strerror(got));
+            break;
+        }
+        if (got == 0) break;
+        pos += used;
+        r = on_reply(c, v);
+        rlk_resp_arena_reset(&c->arena);
+    }
+    if (r == RLK_OK && c->broken) r = c->broken;
+    if (r == RLK_OK) {
+        rlk_buf_consume(&c->in, pos);
+        size_t max = c->cfg.max_input ? c->cfg.max_input : DEFAULT_MAX_INPUT;
+        if (c->in.len > max) r = rlk__core_fail(c, RLK_ERR_LIMIT, "a reply over %zu bytes", max);
+    }
+    return r;
+}
+
+size_t rlk__core_output(const rlk__core *c, const char **buf)
+{
+    *buf = c->out.data;
+    return c->out.len;
+}
+
+void rlk__core_consume(rlk__core *c, size_t n)
+{
+    if (n > c->out.len) n = c->out.len;
+    c->consumed += n;
+    rlk_buf_consume(&c->out, n);
+}
+
+int64_t rlk__core_deadline(const rlk__core *c)
+{
+    int64_t next = -1;
+    for (size_t i = c->qhead; i < c->qtail; i++) {
+        int64_t t = c->q[i].deadline;
+        if (t >= 0 && (next < 0 || t < next)) next = t;
+    }
+    return next;
+}
+
+int rlk__core_tick(rlk__core *c, int64_t now)
+{
+    if (c->broken) return c->broken;
+    set_now(c, now);
+    for (size_t i = c->qhead; i < c->qtail; i++)
+        if (c->q[i].deadline >= 0 && c->q[i].deadline <= c->now)
+            return rlk__core_fail(c, RLK_ERR_TIMEOUT, "no reply from the server in time");
+    return RLK_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* The connection                                                       */
+
+int rlk__core_connected(rlk__core *c, int64_t now)
+{
+    if (c->connected) return say(c, RLK_ERR_INVALID, "connected: already");
+    set_now(c, now);
+    c->connected = 1;
+    c->broken = c->ready = c->resp3 = 0;
+    c->hs_left = 0;
+    c->fcall = c->loading = c->script_flags = 0;
+    c->err[0] = '\0';
+    memset(&c->info, 0, sizeof c->info);
+    c->info.client_id = -1;
+    c->info.db = c->cfg.db;
+    snprintf(c->info.user, sizeof c->info.user, "%s",
+             c->cfg.password && c->cfg.username ? c->cfg.username : "default");
+    if (c->cfg.protocol != 2) return send_hs(c, HS_HELLO);
+    int r = send_auth_select(c, 1, 1);
+    if (r == RLK_OK && c->hs_left == 0) {
+        c->hs_left = 1;
+        hs_step(c);
+    }
+    return r;
+}
+
+void rlk__core_closed(rlk__core *c, int64_t now)
+{
+    if (!c->connected) return;
+    set_now(c, now);
+    c->connected = c->ready = c->resp3 = 0;
+    c->fcall = c->loading = c->script_flags = 0;
+    c->broken = 0;
+    c->hs_left = 0;
+    rlk_buf_free(&c->in);
+    rlk_buf_free(&c->out);
+    c->consumed = 0;
+    rlk_resp_reader_reset(&c->reader);
+    rlk_resp_arena_reset(&c->arena);
+    /* The replies owed will not come.  The queue is emptied first, so
+     * that a callback sees a core with nothing owed. */
+    size_t n = c->qtail - c->qhead;
+    if (n == 0) return;
+    rlk__req stack[16], *owed = n <= 16 ? stack : rlk__malloc(n * sizeof *owed);
+    if (!owed) {
+        /* No room to copy: each in place, none can be queued meanwhile
+         * (not connected). */
+        while (c->qhead < c->qtail) {
+            rlk__req q = c->q[c->qhead++];
+            if (q.ops->reply) q.ops->reply(c, &q, NULL);
+        }
+        c->qhead = c->qtail = 0;
+        return;
+    }
+    memcpy(owed, c->q + c->qhead, n * sizeof *owed);
+    c->qhead = c->qtail = 0;
+    for (size_t i = 0; i < n; i++)
+        if (owed[i].ops->reply) owed[i].ops->reply(c, &owed[i], NULL);
+    if (owed != stack) rlk__free(owed);
+}
+
+/* ------------------------------------------------------------------ */
+/* Life                                                                 */
+
+static size_t copy_len(const char *p) { return p ? strlen(p) + 1 : 0; }
+
+rlk__core *rlk__core_new(const rlk__core_config *cfg)
+{
+    rlk__core *c = rlk__malloc(sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+    c->cfg = *cfg;
+    size_t n = copy_len(cfg->username) + copy_len(cfg->password) + copy_len(cfg->client_name);
+    if (n && !(c->strings = rlk__malloc(n))) {
+        rlk__free(c);
+        return NULL;
+    }
+    char *p = c->strings;
+    const char **f[3] = {&c->cfg.username, &c->cfg.password, &c->cfg.client_name};
+    for (int i = 0; i < 3; i++)
+        if (*f[i]) {
+            size_t k = strlen(*f[i]) + 1;
+            *f[i] = memcpy(p, *f[i], k);
+            p += k;
+        }
+    rlk_resp_limits lim;
+    rlk_resp_limits_default(&lim);
+    size_t max = cfg->max_input ? cfg->max_input : DEFAULT_MAX_INPUT;
+    lim.max_bulk = max;
+    lim.max_depth = 8;
+    /* Every element takes 3 bytes at least: no more of them than the
+     * bytes buffered allow. */
+    lim.max_elements = max / 3 + 16;
+    /* A reply's tree takes at most ~22 bytes per byte of input (a node
+     * per 3 bytes): bounded by max_input too. */
+    rlk_resp_arena_init(&c->arena, NULL, 0, 24 * max + 65536);
+    rlk_resp_reader_init(&c->reader, &c->arena, &lim);
+    return c;
+}
+
+void rlk__core_free(rlk__core *c)
+{
+    if (!c) return;
+    rlk_resp_reader_free(&c->reader);
+    rlk_resp_arena_free(&c->arena);
+    rlk_buf_free(&c->in);
+    rlk_buf_free(&c->out);
+    rlk__free(c->q);
+    rlk__free(c->strings);
+    rlk__free(c);
+}
