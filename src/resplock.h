@@ -931,8 +931,10 @@ typedef struct rlk_session_config {
     const char *password;   /* NULL: no AUTH                               */
     const char *client_name; /* CLIENT SETNAME (in HELLO); NULL: none       */
     int db;                 /* SELECT when > 0                             */
-    int protocol;           /* 0 or 3: RESP3, RESP2 where HELLO is missing;
-                               2: RESP2                                    */
+    int protocol;           /* as rlk_conn_config's: 0: RESP3, RESP2 where
+                               HELLO is refused as unknown; 2: RESP2 (no
+                               HELLO); 3: RESP3 only (a server without it
+                               fails the handshake, RLK_ERR_SERVER)     */
     int command_timeout_ms; /* for each reply; 0: 5000; -1: none           */
     size_t max_input;       /* bytes of one reply (or push) buffered at
                                most; 0: 1 MiB                              */

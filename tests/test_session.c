@@ -1756,6 +1756,70 @@ static void test_no_hello_auth(void)
     }
 }
 
+/* The handshake's rules are the request core's, the same for every
+ * connection (rlk_conn's were the reference): HELLO refused as unknown
+ * in any of the servers' and proxies' words falls back to RESP2; a
+ * refused CLIENT SETNAME leaves a connection that serves; protocol 3
+ * means RESP3 only. */
+static void test_handshake_rules(void)
+{
+    static const char *const unknown[] = {
+        "-ERR unknown command 'HELLO', with args beginning with: '3'\r\n",
+        "-ERR unknown subcommand 'HELLO'\r\n",
+        "-ERR Syntax error\r\n",
+        "-NOPROTO unsupported protocol version\r\n",
+        "-ERR unknown or unsupported protocol version\r\n",
+    };
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        drv d;
+        drv_init(&d, 0, 0);
+        CHECK_EQ_INT(rlk_session_connected(d.s, 100), RLK_OK);
+        rlk_session_consume(d.s, 1 << 20);
+        CHECK_MSG(rlk_session_feed(d.s, unknown[i], strlen(unknown[i]), 101) == RLK_OK,
+                  "%s: %s", unknown[i], rlk_session_errmsg(d.s));
+        CHECK_MSG(rlk_session_ready(d.s), "%s: not ready", unknown[i]);
+        CHECK_EQ_INT(rlk__session_info(d.s)->protocol, 2);
+        drv_free(&d);
+    }
+    /* A refused CLIENT SETNAME (an ACL user without CLIENT, a proxy). */
+    for (int protocol = 0; protocol <= 2; protocol += 2) {
+        drv d;
+        memset(&d, 0, sizeof d);
+        d.fd = -1;
+        rlk_session_config cfg;
+        rlk_session_config_init(&cfg);
+        cfg.protocol = protocol;
+        cfg.client_name = "worker-7";
+        cfg.cb = on_event;
+        cfg.ctx = &d;
+        d.s = rlk_session_new(&cfg);
+        CHECK_EQ_INT(rlk_session_connected(d.s, 100), RLK_OK);
+        if (protocol == 0) {
+            rlk_session_consume(d.s, 1 << 20);
+            feed_str(&d, "-ERR unknown command 'HELLO'\r\n", 101);
+        }
+        CHECK(out_has(&d, "CLIENT\r\n$7\r\nSETNAME\r\n$8\r\nworker-7"));
+        rlk_session_consume(d.s, 1 << 20);
+        const char *no = "-NOPERM this user has no permissions to run the 'client|setname' command\r\n";
+        CHECK_MSG(rlk_session_feed(d.s, no, strlen(no), 102) == RLK_OK, "protocol %d: %s", protocol,
+                  rlk_session_errmsg(d.s));
+        CHECK_MSG(rlk_session_ready(d.s), "protocol %d: a refused SETNAME failed the handshake",
+                  protocol);
+        drv_free(&d);
+    }
+    /* protocol 3: RESP3 or nothing, as rlk_conn's. */
+    drv d;
+    drv_init(&d, 3, 0);
+    CHECK_EQ_INT(rlk_session_connected(d.s, 100), RLK_OK);
+    rlk_session_consume(d.s, 1 << 20);
+    const char *refused = "-ERR unknown command 'HELLO'\r\n";
+    CHECK_EQ_INT(rlk_session_feed(d.s, refused, strlen(refused), 101), RLK_ERR_SERVER);
+    CHECK(!rlk_session_ready(d.s));
+    CHECK_MSG(strstr(rlk_session_errmsg(d.s), "HELLO") != NULL, "%s", rlk_session_errmsg(d.s));
+    CHECK(!out_has(&d, "AUTH") && !out_has(&d, "SELECT"));
+    drv_free(&d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Re-sends after a lost reply                                          */
 
@@ -1943,6 +2007,7 @@ int main(int argc, char **argv)
     tl_run("a reply that matches no request breaks the connection", test_reply_matches_no_request);
     tl_run("a handoff confirmed in the background, made up", test_handoff_background);
     tl_run("no HELLO: RESP2, AUTH in its old form", test_no_hello_auth);
+    tl_run("the handshake's rules: HELLO's refusals, a refused SETNAME, protocol 3", test_handshake_rules);
     tl_run("extend, made up: validity from the request, NOSCRIPT, late", test_extend_bytes);
     tl_run("FCALL, made up: Redis 6.2 and 7, not found, refused", test_fcall_bytes);
     tl_run("script flags, made up: EVAL has them on Redis 7 only", test_script_flags_bytes);
