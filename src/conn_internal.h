@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "resplock.h"
+#include "reply.h"
 
 /* Records a failure message on the connection and returns status. */
 #if defined(__GNUC__)
@@ -109,21 +110,5 @@ void rlk__pause_ms(int64_t ms);
 
 /* The command timeout in force (ms; -1: none). */
 int rlk__conn_timeout_ms(const rlk_conn *c);
-
-/* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
- * returns their count.  For hot paths where snprintf costs more than the
- * rest of a command's encoding. */
-static inline size_t rlk__utoa(char *out, unsigned v)
-{
-    char tmp[12];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-    out[n] = '\0';
-    return n;
-}
 
 #endif

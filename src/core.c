@@ -5,9 +5,8 @@
 #endif
 
 #include "core.h"
-#include "conn_internal.h"
 #include "internal.h"
-#include "keys.h"
+#include "reply.h"
 #include "script.h"
 #include "serverinfo.h"
 

@@ -2,8 +2,8 @@
 /*
  * The request core (core.c): one server connection's protocol, sans-I/O.
  *
- * It is fed the bytes received and asked for the bytes to send, as the
- * session is (resplock.h), and it keeps a queue of requests, each with
+ * It is fed the bytes received and asked for the bytes to send (the
+ * caller owns the socket), and it keeps a queue of requests, each with
  * its own reply callback, context, deadline and re-send policy: replies
  * come back in the order requests went out, so the oldest request owed
  * is answered by the next reply that is not a push.  It does the one
@@ -89,7 +89,7 @@ typedef struct rlk__core_hooks {
 } rlk__core_hooks;
 
 typedef struct rlk__core_config {
-    const char *username;      /* as rlk_session_config's (copied) */
+    const char *username;      /* as rlk_conn_config's URL gives (copied) */
     const char *password;
     const char *client_name;
     int db;

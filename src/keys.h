@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "resplock.h"
+#include "reply.h"
 
 #define RLK__RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
 
@@ -39,11 +40,5 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v);
  * but that form). */
 uint64_t rlk__window_end(const rlk_resp_value *v);
 
-/* v is an error reply. */
-int rlk__is_error(const rlk_resp_value *v);
-/* v's element i is an integer: *out, 0; else -1. */
-int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);
-/* v is the string s[0..n) (simple or bulk). */
-int rlk__str_is(const rlk_resp_value *v, const char *s, size_t n);
 
 #endif

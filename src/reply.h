@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Readings of one reply, for every layer above the codec (reply.c), and
+ * the numbers commands carry. */
+#ifndef RESPLOCK_REPLY_H
+#define RESPLOCK_REPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resplock.h"
+
+/* v is an error reply (simple or blob); NULL is not. */
+int rlk__is_error(const rlk_resp_value *v);
+/* v's element i is an integer: *out, 0; else -1. */
+int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);
+/* v is the string s[0..n) (simple or bulk). */
+int rlk__str_is(const rlk_resp_value *v, const char *s, size_t n);
+
+/* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
+ * returns their count.  For hot paths where snprintf costs more than the
+ * rest of a command's encoding. */
+static inline size_t rlk__utoa(char *out, unsigned v)
+{
+    char tmp[12];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+#endif
