@@ -16,6 +16,7 @@
 #include "resplock.h"
 #include "transport.h"
 #include "clock.h"
+#include "core.h"
 #include "url.h"
 #include "conn_internal.h"
 #include "retry.h"
@@ -1105,22 +1106,7 @@ int rlk__conn_poll_replies(rlk_conn *c)
 
 /* ------------------------------------------------------------------ */
 
-rlk_error_class rlk_reply_error_class(const rlk_resp_value *v)
-{
-    if (!v || !is_error(v)) return RLK_EC_NONE;
-    static const struct { const char *code; rlk_error_class ec; } codes[] = {
-        {"MOVED", RLK_EC_MOVED},       {"ASK", RLK_EC_ASK},
-        {"NOSCRIPT", RLK_EC_NOSCRIPT}, {"LOADING", RLK_EC_LOADING},
-        {"BUSY", RLK_EC_BUSY},         {"READONLY", RLK_EC_READONLY},
-        {"WRONGPASS", RLK_EC_WRONGPASS}, {"NOAUTH", RLK_EC_NOAUTH},
-    };
-    size_t w = 0;
-    while (w < v->len && v->str[w] != ' ') w++;
-    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        if (strlen(codes[i].code) == w && memcmp(v->str, codes[i].code, w) == 0)
-            return codes[i].ec;
-    return RLK_EC_OTHER;
-}
+rlk_error_class rlk_reply_error_class(const rlk_resp_value *v) { return rlk__reply_class(v); }
 
 void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms)
 {
