@@ -123,6 +123,7 @@ struct rlk_session {
     rlk_session_config cfg;
     rlk_client_config timing;
     rlk__core *core;      /* the connection's protocol */
+    rlk_session_lock *giving_back; /* an ignored release's handle, while it is built */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
     uint64_t handoff_hash; /* its chan_hash */
     char id[40];          /* "HEX:", the default reentrant holders' prefix */
@@ -382,10 +383,15 @@ static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
 static int build_confirm(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 1); }
 static int build_extend(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 0); }
 
-/* The release script, with the arguments send_release chose. */
+static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+
+/* The release script, with the arguments send_release chose, of the
+ * request's handle, or of the handle being given back (an ignored
+ * release's context is the session: its handle goes before the reply
+ * comes). */
 static int build_release(rlk__core *c, rlk__req *q)
 {
-    rlk_session_lock *l = q->ctx;
+    rlk_session_lock *l = q->ops->reply == on_ignored ? ((rlk_session *)q->ctx)->giving_back : q->ctx;
     rlk_session *s = l->s;
     /* A reentrant release names its tombstone, which holds its result
      * for a while (see src/lua/release.lua): twice the command timeout,
@@ -409,7 +415,6 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
-static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static int confirm_again(rlk__core *c, const rlk__req *q);
 static int extend_again(rlk__core *c, const rlk__req *q);
 
@@ -497,8 +502,12 @@ static int send_release(rlk_session *s, rlk_session_lock *l, int ignore)
         }
         l->state = L_RELEASING;
     }
-    return ignore ? submit(s, &ignore_ops, l, 0, dl, RLK__REQ_EVAL)
-                  : submit(s, &release_ops, l, 0, dl, 0);
+    if (!ignore) return submit(s, &release_ops, l, 0, dl, 0);
+    s->giving_back = l;
+    s->dl_valid = 0;
+    int r = core_failed(s, rlk__core_submit(s->core, &ignore_ops, s, 0, dl, RLK__REQ_EVAL));
+    s->giving_back = NULL;
+    return r;
 }
 
 /* FNV-1a of a channel, as its subscription's reply callback is told it. */
@@ -1115,8 +1124,8 @@ static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     (void)c;
+    (void)q;
     (void)v;
-    owed(q);
 }
 
 /* The extend script's reply: RLK_OK with the TTL set in *after, or a
