@@ -96,6 +96,7 @@ static void set_now(rlk__core *c, int64_t now)
 }
 
 void rlk__core_clock(rlk__core *c, int64_t now) { set_now(c, now); }
+void rlk__core_set_hooks(rlk__core *c, const rlk__core_hooks *hooks) { c->cfg.hooks = *hooks; }
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
 
@@ -646,6 +647,7 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     c->info.db = c->cfg.db;
     snprintf(c->info.user, sizeof c->info.user, "%s",
              c->cfg.password && c->cfg.username ? c->cfg.username : "default");
+    if (c->cfg.hooks.connected) c->cfg.hooks.connected(c->cfg.hooks.ctx, c);
     if (c->cfg.protocol != 2) return send_hs(c, HS_HELLO);
     int r = send_auth_select(c, 1, 1);
     if (r == RLK_OK && c->hs_left == 0) {
@@ -671,7 +673,10 @@ void rlk__core_closed(rlk__core *c, int64_t now)
     /* The replies owed will not come.  The queue is emptied first, so
      * that a callback sees a core with nothing owed. */
     size_t n = c->qtail - c->qhead;
-    if (n == 0) return;
+    if (n == 0) {
+        if (c->cfg.hooks.closed) c->cfg.hooks.closed(c->cfg.hooks.ctx, c);
+        return;
+    }
     rlk__req stack[16], *owed = n <= 16 ? stack : rlk__malloc(n * sizeof *owed);
     if (!owed) {
         /* No room to copy: each in place, none can be queued meanwhile
@@ -681,13 +686,14 @@ void rlk__core_closed(rlk__core *c, int64_t now)
             if (q.ops->reply) q.ops->reply(c, &q, NULL);
         }
         c->qhead = c->qtail = 0;
-        return;
+    } else {
+        memcpy(owed, c->q + c->qhead, n * sizeof *owed);
+        c->qhead = c->qtail = 0;
+        for (size_t i = 0; i < n; i++)
+            if (owed[i].ops->reply) owed[i].ops->reply(c, &owed[i], NULL);
+        if (owed != stack) rlk__free(owed);
     }
-    memcpy(owed, c->q + c->qhead, n * sizeof *owed);
-    c->qhead = c->qtail = 0;
-    for (size_t i = 0; i < n; i++)
-        if (owed[i].ops->reply) owed[i].ops->reply(c, &owed[i], NULL);
-    if (owed != stack) rlk__free(owed);
+    if (c->cfg.hooks.closed) c->cfg.hooks.closed(c->cfg.hooks.ctx, c);
 }
 
 /* ------------------------------------------------------------------ */

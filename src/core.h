@@ -80,8 +80,12 @@ struct rlk__req {
 
 /* What the core tells its owner. */
 typedef struct rlk__core_hooks {
+    /* A new connection: its handshake is about to be queued. */
+    void (*connected)(void *ctx, rlk__core *c);
     /* The handshake is done: requests may be submitted. */
     void (*ready)(void *ctx, rlk__core *c);
+    /* The connection went, after every request owed heard so. */
+    void (*closed)(void *ctx, rlk__core *c);
     /* A push that answers no request (a message, an unsubscribe the server
      * sent by itself). */
     void (*push)(void *ctx, rlk__core *c, const rlk_resp_value *v);
@@ -110,6 +114,8 @@ typedef struct rlk__core_config {
 
 /* A core (copies cfg's strings); NULL when out of memory. */
 rlk__core *rlk__core_new(const rlk__core_config *cfg);
+/* Replaces the hooks given at creation. */
+void rlk__core_set_hooks(rlk__core *c, const rlk__core_hooks *hooks);
 /* Frees it; the requests owed end without their callbacks. */
 void rlk__core_free(rlk__core *c);
 

@@ -1,0 +1,1635 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lock (see lock.h): the lock protocol as callbacks on a request
+ * core, over the caller's clock.
+ *
+ * Each request goes to the core with the callback that reads its
+ * reply (see "Sending").  A handle (rlk_session_lock) moves through the states below; its held
+ * validity, renewal and loss live in the lease registry (lease.c), the
+ * waiting rules in waiter.c, the keys and tokens in keys.c, the scripts
+ * in src/lua/.  Handles are freed only at the end of the outermost
+ * public call (the zombie list), so a callback may release or acquire
+ * while the lock walks its handles.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "resplock.h"
+#include "core.h"
+#include "internal.h"
+#include "keys.h"
+#include "lease.h"
+#include "lock.h"
+#include "lua.h"
+#include "script.h"
+#include "session_internal.h"
+#include "waiter.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
+
+/* What a connection may not subscribe to (rlk__locks.nosub). */
+enum {
+    NOSUB_HANDOFF = 1,   /* its handoff channel: its waiters poll, not in line */
+    NOSUB_RELEASE = 2    /* a release channel: in line, woken by re-checks */
+};
+
+/* A handle's states. */
+enum {
+    L_PENDING,   /* before the handshake is done */
+    L_TRY,       /* a try in flight (SET+TIME, or the script) */
+    L_WAIT,      /* in line (or polling) until wake_at, a message, or the end */
+    L_CONFIRM,   /* a handoff's confirmation in flight */
+    L_HELD,
+    L_RELEASING,
+    L_REL_PENDING, /* a release whose reply was lost, sent again after the
+                      next handshake */
+    L_DONE       /* its terminal event was given */
+};
+
+/* A call without a handle (session_internal.h), owned by its request
+ * in the core's queue, and listed on the session until its end. */
+typedef struct scall {
+    struct scall *prev, *next; /* the session's calls under way */
+    rlk__locks *s;
+    int which;           /* SC_STATUS, SC_RELEASE or SC_EXTEND */
+    int how;
+    int64_t ms;
+    rlk__session_call_cb cb;
+    void *ctx;
+    size_t cap;
+    char *token;         /* after the keys */
+    char keys[];         /* rlk__make_keys' slots */
+} scall;
+
+struct rlk_session_lock {
+    rlk__locks *s;
+    rlk_session_lock *prev, *next; /* the session's handles */
+    rlk_session_lock *znext;       /* on the zombie list */
+    char *keys;           /* rlk__make_keys' slots, then token and tomb */
+    size_t cap;
+    char *token;          /* simple: random hex; reentrant: the holder */
+    char *tomb;           /* reentrant: this handle's release's tombstone */
+    char kind;            /* the scripts' letter: 's' simple, 'r' reentrant */
+    int64_t holds;
+    void *user;
+    int state;
+    int64_t ttl, wait_ms;
+    int64_t until;        /* the wait ends (-1: never) */
+    int64_t pending_until; /* L_PENDING gives up (-1: never) */
+    int64_t wake_at;      /* L_WAIT tries again */
+    int64_t try_start;    /* the try (or confirmation) in flight was queued */
+    int inflight;         /* requests in the queue naming it */
+    int set_result;       /* SET NX PX's: 1 taken, 0 busy, <0 a status */
+    uint64_t window_end;  /* the window's HGET's: rlk__window_end */
+    char mode;            /* of the next try: 0 (SET+HGET+TIME), 'w', 'q' */
+    int final;            /* the try in flight is the last */
+    int cancel;           /* released while acquiring */
+    int resend;           /* a try's reply was lost: try again, in the form
+                             that finds a lock that try took ('q') */
+    int resent;           /* the next try sent is that re-send */
+    int rel_resend;       /* the release is (to be) sent a second time */
+    int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
+    int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
+    int64_t rel_not_after; /* reentrant: the server's time (ms) from which a
+                              re-send of its release may find the tombstone
+                              of the first gone, and must do nothing */
+    char rel_flag;        /* the release in flight as sent: a simple lock's
+                             re-send within its validity ('1'), */
+    char rel_na[24];      /* ... a reentrant re-send's bound ("0": none) */
+    int64_t srv_ms, srv_at; /* the server's clock (ms) read before now srv_at */
+    int handed;           /* a handoff came during a try in flight */
+    uint64_t handed_fence;
+    int confirming;       /* held: a handoff's confirmation in flight in
+                             the background (see handed_over) */
+    int64_t conf_start;   /* ... queued then */
+    int forgotten;        /* rlk__locks_forget'ed while busy: ends unheard */
+    int full;             /* held only once a handoff is confirmed (full_ttl) */
+    int subscribed;       /* to its release channel (RESP3) */
+    int leased;           /* in the lease registry */
+    int ext_on;           /* an extend in flight: */
+    int ext_how;
+    int64_t ext_ms;
+    int64_t ext_start;    /* ... queued then */
+    uint64_t fence;
+    rlk__lease lease;
+};
+
+struct rlk__locks {
+    rlk_session_config cfg;
+    rlk_client_config timing;
+    rlk__core *core;      /* the connection's protocol (not owned) */
+    void *owner;          /* what the callbacks are given as the session */
+    rlk_session_lock *giving_back; /* an ignored release's handle, while it is built */
+    char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
+    uint64_t handoff_hash; /* its chan_hash */
+    char id[40];          /* "HEX:", the default reentrant holders' prefix */
+    uint64_t holders;     /* ... and their counter */
+    rlk_script scripts[SC_COUNT];
+    int64_t now;
+    int depth;            /* public calls under way (callbacks call in) */
+    rlk_session_lock *head;
+    rlk_session_lock *zombies;
+    scall *calls;         /* calls without a handle under way */
+    rlk__leases leases;
+    rlk__round round;
+    int round_on, renew_eval;
+    int rechecked;        /* a round went on this connection (see recheck_all) */
+    /* RESP3: the release channel of the last lock waited for stays
+     * subscribed after its wait (NULL: none), so that waiting for it
+     * again starts in line (see start). */
+    char *kept;
+    /* RESP2: the caller relays this session's messages from a connection
+     * of its own (rlk__locks_set_listener): waiters wait in line. */
+    int listener;
+    /* rlk__locks_deadline's last answer, while dl_valid: every call that
+     * may change it (enter, a request queued) clears dl_valid, so that a
+     * client holding many locks does not walk them at every turn. */
+    int64_t dl_cache;
+    int dl_valid;
+    /* NOSUB_*: SUBSCRIBEs this connection's user was refused (an ACL
+     * without the channel), and why (rlk__locks_wait_note; "": none). */
+    int nosub;
+    char note[320];
+    char err[256];
+};
+
+
+static int vfail(rlk__locks *s, int status, const char *fmt, va_list ap)
+{
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    return status;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int fail(rlk__locks *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(s, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* A failure the caller must answer by closing the connection. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int broken(rlk__locks *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(s, status, fmt, ap);
+    va_end(ap);
+    return rlk__core_fail(s->core, status, "%s", s->err);
+}
+
+/* The core failed (r, not RLK_OK): its reason becomes the session's. */
+static int core_failed(rlk__locks *s, int r)
+{
+    if (r != RLK_OK) snprintf(s->err, sizeof s->err, "%s", rlk__core_errmsg(s->core));
+    return r;
+}
+
+const char *rlk__locks_errmsg(const rlk__locks *s) { return s->err; }
+
+static int64_t timeout_ms(const rlk__locks *s) { return rlk__core_timeout_ms(s->core); }
+static int64_t reply_deadline(const rlk__locks *s) { return rlk__core_reply_deadline(s->core); }
+static int resp3(const rlk__locks *s) { return rlk__core_resp3(s->core); }
+static int ready(const rlk__locks *s) { return rlk__core_ready(s->core); }
+
+/* The caller's clock never goes back; a time before the last is taken
+ * as the last. */
+static void set_now(rlk__locks *s, int64_t now)
+{
+    if (now > s->now) s->now = now;
+    s->leases.clock_now = s->now;
+    rlk__core_clock(s->core, s->now);
+}
+
+/* ------------------------------------------------------------------ */
+/* Handles                                                              */
+
+static void free_handle(rlk_session_lock *l)
+{
+    rlk__free(l->keys);
+    rlk__free(l);
+}
+
+/* The lease registry's destroy: a round outlived the handle. */
+static void destroy_handle(void *owner)
+{
+    rlk_session_lock *l = owner;
+    rlk__locks *s = l->s;
+    if (s->depth > 0) {
+        l->znext = s->zombies;
+        s->zombies = l;
+    } else {
+        free_handle(l);
+    }
+}
+
+static void unlink_handle(rlk__locks *s, rlk_session_lock *l)
+{
+    if (l->prev) l->prev->next = l->next;
+    else s->head = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->prev = NULL;
+}
+
+/* The handle's terminal event: it leaves the session; its memory goes at
+ * the end of the outermost call (or with the round that holds its
+ * lease).  Its `next` stays as it was, so that a walk standing on it
+ * goes on (zombies are chained by znext). */
+static void finish(rlk__locks *s, rlk_session_lock *l, rlk_session_event ev, int status)
+{
+    l->state = L_DONE;
+    unlink_handle(s, l);
+    int mine = 1;
+    if (l->leased) {
+        l->leased = 0;
+        mine = rlk__lease_unlink(&s->leases, &l->lease);
+    }
+    if (s->cfg.cb && ev) s->cfg.cb(s->cfg.ctx, s->owner, ev, l, status);
+    if (mine) {
+        l->znext = s->zombies;
+        s->zombies = l;
+    }
+}
+
+static void enter(rlk__locks *s, int64_t now)
+{
+    s->dl_valid = 0;
+    s->depth++;
+    set_now(s, now);
+}
+
+static void leave(rlk__locks *s)
+{
+    if (--s->depth > 0) return;
+    while (s->zombies) {
+        rlk_session_lock *l = s->zombies;
+        s->zombies = l->znext;
+        free_handle(l);
+    }
+}
+
+void rlk__locks_enter(rlk__locks *s, int64_t now) { enter(s, now); }
+
+int rlk__locks_leave(rlk__locks *s, int r)
+{
+    if (r != RLK_OK) core_failed(s, r);
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+    return r;
+}
+
+void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
+const char *rlk_session_lock_name(const rlk_session_lock *l) { return l->keys; }
+const char *rlk_session_lock_token(const rlk_session_lock *l) { return l->token; }
+uint64_t rlk_session_lock_fence(const rlk_session_lock *l) { return l->fence; }
+int64_t rlk_session_lock_holds(const rlk_session_lock *l) { return l->holds; }
+
+int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now)
+{
+    if (!l->leased || __atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED)) return 0;
+    int64_t left = __atomic_load_n(&l->lease.valid_until, __ATOMIC_RELAXED) - now;
+    return left > 0 ? left : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                              */
+
+/* Each request goes to the core with its handle (or the session, or a
+ * call) as context, and its ops build its command from there: so the
+ * core can send it again (as EVAL after NOSCRIPT) without a copy.  A
+ * handle's requests count in its inflight; each reply callback takes
+ * one off first, and a NULL reply (the connection closed) leaves the
+ * handle's state to rlk_session_closed. */
+
+static const char *key(const rlk_session_lock *l, int which)
+{
+    return l->keys + (size_t)which * l->cap;
+}
+
+static rlk_session_lock *owed(rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    l->inflight--;
+    return l;
+}
+
+static int submit(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, int64_t arg,
+                  int64_t deadline, int flags)
+{
+    s->dl_valid = 0;
+    int r = rlk__core_submit(s->core, ops, l, arg, deadline, flags);
+    if (r == RLK_OK) l->inflight++;
+    else core_failed(s, r);
+    return r;
+}
+
+static void ttl_str(char *out, int64_t v) { snprintf(out, 24, "%lld", (long long)v); }
+
+static int build_set(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    char ttl[24];
+    ttl_str(ttl, l->ttl);
+    const char *argv[6] = {"SET", l->keys, l->token, "NX", "PX", ttl};
+    return rlk__core_put(c, 6, argv, NULL);
+}
+
+static int build_yield(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    const char *argv[3] = {"HGET", key(l, RLK__K_WAITERS), "~yield"};
+    return rlk__core_put(c, 3, argv, NULL);
+}
+
+static int build_time(rlk__core *c, rlk__req *q)
+{
+    (void)q;
+    const char *argv[1] = {"TIME"};
+    return rlk__core_put(c, 1, argv, NULL);
+}
+
+/* The acquire script in mode q->arg (see src/lua/acquire.lua). */
+static int build_acq(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ctx;
+    rlk__locks *s = l->s;
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    char ttl[24], ls[24], cs[24], m[2] = {(char)q->arg, 0}, k[2] = {l->kind, 0};
+    ttl_str(ttl, l->ttl);
+    ttl_str(ls, p.lease);
+    ttl_str(cs, p.claim);
+    const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
+                            k, m, ls, s->handoff, cs};
+    return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, 10, argv, NULL);
+}
+
+/* The extend script setting the lock's TTL (a handoff's confirmation),
+ * or adding or setting ext_ms (rlk_session_extend's). */
+static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
+{
+    rlk_session_lock *l = q->ctx;
+    char ms[24];
+    ttl_str(ms, confirm ? l->ttl : l->ext_ms);
+    const char *argv[5] = {l->keys, l->token, ms,
+                           confirm || l->ext_how == RLK_EXTEND_SET ? "set" : "add",
+                           l->kind == 'r' ? "r" : "s"};
+    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, 5, argv, NULL);
+}
+
+static int build_confirm(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 1); }
+static int build_extend(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 0); }
+
+static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+
+/* The release script, with the arguments send_release chose, of the
+ * request's handle, or of the handle being given back (an ignored
+ * release's context is the session: its handle goes before the reply
+ * comes). */
+static int build_release(rlk__core *c, rlk__req *q)
+{
+    rlk_session_lock *l = q->ops->reply == on_ignored ? ((rlk__locks *)q->ctx)->giving_back : q->ctx;
+    rlk__locks *s = l->s;
+    /* A reentrant release names its tombstone, which holds its result
+     * for a while (see src/lua/release.lua): twice the command timeout,
+     * at least a second, a minute without a timeout, as the blocking
+     * client's. */
+    int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
+    char life[24];
+    ttl_str(life, life_ms);
+    const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
+    const char *reentrant[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life, l->rel_na};
+    int r = l->kind == 'r';
+    return rlk__core_put_script(c, q, &s->scripts[SC_RELEASE], r ? 4 : 3,
+                                r ? 8 : 4 + (l->rel_flag == '1'), r ? reentrant : simple, NULL);
+}
+
+static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_yield(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static int confirm_again(rlk__core *c, const rlk__req *q);
+static int extend_again(rlk__core *c, const rlk__req *q);
+
+static const rlk__req_ops set_ops = {build_set, on_set, NULL, RLK__T_SIMPLE | RLK__T_NULL};
+static const rlk__req_ops yield_ops = {build_yield, on_yield, NULL, RLK__T_BULK | RLK__T_NULL};
+static const rlk__req_ops time_ops = {build_time, on_time, NULL, RLK__T_ARRAY};
+static const rlk__req_ops acq_ops = {build_acq, on_acq, NULL, RLK__T_ARRAY};
+static const rlk__req_ops confirm_ops = {build_confirm, on_confirm, confirm_again,
+                                         RLK__T_INTEGER};
+static const rlk__req_ops extend_ops = {build_extend, on_extend, extend_again, RLK__T_INTEGER};
+static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
+static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_INTEGER};
+
+static int send_try(rlk__locks *s, rlk_session_lock *l)
+{
+    l->try_start = s->now;
+    l->state = L_TRY;
+    int64_t dl = reply_deadline(s);
+    /* A re-sent try keeps to the acquire's own deadline, as the first
+     * try did: the blocking client's one deadline per call. */
+    if (l->resent && l->pending_until >= 0 && (dl < 0 || l->pending_until < dl))
+        dl = l->pending_until;
+    l->resent = 0; /* the tries after it are the acquire's own */
+    if (!l->mode) {
+        int r = submit(s, &set_ops, l, 0, dl, 0);
+        if (r == RLK_OK) r = submit(s, &yield_ops, l, 0, dl, 0);
+        return r != RLK_OK ? r : submit(s, &time_ops, l, 0, dl, 0);
+    }
+    return submit(s, &acq_ops, l, l->mode, dl, 0);
+}
+
+static int send_confirm(rlk__locks *s, rlk_session_lock *l)
+{
+    if (l->confirming) {
+        l->conf_start = s->now; /* the lock is reported held already */
+    } else {
+        l->try_start = s->now;
+        l->state = L_CONFIRM;
+    }
+    return submit(s, &confirm_ops, l, 0, RLK__DL_DEFAULT, 0);
+}
+
+static int send_extend(rlk__locks *s, rlk_session_lock *l)
+{
+    return submit(s, &extend_ops, l, 0, RLK__DL_DEFAULT, 0);
+}
+
+/* The least the server's clock (ms) can read now: what it read at
+ * srv_at, plus the time since by our clock, less 0.2% of it for the two
+ * clocks' rates (NTP slews by 0.05% at most). */
+static int64_t server_now_min(const rlk__locks *s, const rlk_session_lock *l)
+{
+    int64_t d = s->now - l->srv_at;
+    return l->srv_ms + d - d / 500 - 1;
+}
+
+/* ignore: the handle goes now and nobody reads the reply (sent as EVAL,
+ * since no NOSCRIPT could be answered). */
+static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
+{
+    int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
+    int64_t dl = reply_deadline(s);
+    /* A simple lock's re-send within the validity says so ("1"): a lock
+     * gone or held by another was then released by the first attempt
+     * (see release.lua).  A reentrant one learns it from its tombstone. */
+    l->rel_flag = 0;
+    snprintf(l->rel_na, sizeof l->rel_na, "0");
+    if (!ignore) {
+        if (l->state != L_RELEASING && l->state != L_REL_PENDING) {
+            /* The first sending: a re-send must come within one command
+             * timeout of it, while a reentrant tombstone still tells. */
+            l->rel_until = t < 0 ? -1 : s->now + t;
+            l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
+            /* The first attempt runs no earlier than this sending, and
+             * its tombstone lives life_ms from then: a re-send that runs
+             * before the server's clock reads rel_not_after still finds
+             * it.  Nothing bounds when bytes on the way arrive, so the
+             * re-send carries that bound, and does nothing after it. */
+            l->rel_not_after = server_now_min(s, l) + life_ms;
+        } else if (l->rel_resend) {
+            if (l->rel_valid >= 0 && s->now < l->rel_valid) l->rel_flag = '1';
+            if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
+            if (l->kind == 'r')
+                snprintf(l->rel_na, sizeof l->rel_na, "%lld", (long long)l->rel_not_after);
+        }
+        l->state = L_RELEASING;
+    }
+    if (!ignore) return submit(s, &release_ops, l, 0, dl, 0);
+    s->giving_back = l;
+    s->dl_valid = 0;
+    int r = core_failed(s, rlk__core_submit(s->core, &ignore_ops, s, 0, dl, RLK__REQ_EVAL));
+    s->giving_back = NULL;
+    return r;
+}
+
+/* FNV-1a of a channel, as its subscription's reply callback is told it. */
+static uint64_t chan_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
+
+/* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3: its answer takes a
+ * place in the queue like any reply (the server's confirmation, a push,
+ * comes in the reply's place; a refusal is an error reply). */
+static int send_sub(rlk__locks *s, int on, const char *ch)
+{
+    s->dl_valid = 0;
+    int r = rlk__core_subscribe(s->core, on, 0, ch, &sub_ops, s,
+                                (int64_t)chan_hash(ch, strlen(ch)));
+    return core_failed(s, r);
+}
+
+/* RESP3: the release channel of a lock waited for.  Left when no other
+ * handle waits for it. */
+static int subscribe(rlk__locks *s, rlk_session_lock *l, int on)
+{
+    if (!resp3(s)) {
+        /* The listener's connection is subscribed by the caller. */
+        if (s->listener || !on) l->subscribed = on;
+        return RLK_OK;
+    }
+    if (l->subscribed == on) return RLK_OK;
+    const char *ch = key(l, RLK__K_CHANNEL);
+    if (s->kept && strcmp(s->kept, ch) == 0) {
+        l->subscribed = on; /* the session's kept subscription */
+        return RLK_OK;
+    }
+    if (!on)
+        for (rlk_session_lock *h = s->head; h; h = h->next)
+            if (h != l && h->subscribed && strcmp(h->keys, l->keys) == 0) {
+                l->subscribed = 0; /* the other keeps it */
+                return RLK_OK;
+            }
+    l->subscribed = on;
+    if (!on) {
+        /* Kept for the next wait instead of left; the one kept before
+         * is left now. */
+        size_t n = strlen(ch) + 1;
+        char *k = rlk__malloc(n);
+        if (k) {
+            int r = RLK_OK;
+            if (s->kept) {
+                r = send_sub(s, 0, s->kept);
+                rlk__free(s->kept);
+            }
+            memcpy(k, ch, n);
+            s->kept = k;
+            return r;
+        }
+    }
+    return send_sub(s, on, ch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Acquiring                                                            */
+
+static int release_now(rlk__locks *s, rlk_session_lock *l);
+
+/* Another handle of this session holding the same reentrant lock for
+ * the same holder: a hold taken on top of it keeps its fence (the script
+ * gives the clock's time now), as the blocking client's does. */
+static const rlk_session_lock *held_before(const rlk__locks *s, const rlk_session_lock *l)
+{
+    for (const rlk_session_lock *h = s->head; h; h = h->next)
+        if (h != l && h->kind == 'r' && (h->state == L_HELD || h->state == L_RELEASING || h->state == L_REL_PENDING) &&
+            h->leased && !h->lease.lost && strcmp(h->keys, l->keys) == 0 &&
+            strcmp(h->token, l->token) == 0)
+            return h;
+    return NULL;
+}
+
+/* The wait is over with the lock held (holds of it by its holder, as
+ * the server counted them), valid for ms from l->try_start. */
+static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t holds,
+                    int64_t ms)
+{
+    int r = subscribe(s, l, 0);
+    if (r != RLK_OK) return r;
+    const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
+    l->fence = before ? before->fence : fence;
+    l->srv_ms = (int64_t)(fence / 1000);
+    l->srv_at = s->now;
+    l->holds = holds;
+    rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, ms);
+    if (l->lease.valid_until <= s->now) {
+        /* The reply came after the validity it gave was over: no success
+         * is reported for it; the lock is given back. */
+        r = send_release(s, l, 1);
+        finish(s, l, l->cancel ? RLK_SEV_RELEASED : RLK_SEV_NOT_ACQUIRED,
+               l->cancel ? RLK_LOCK_NOT_HELD
+                         : fail(s, RLK_ERR_TIMEOUT, "acquire: the reply came after the validity it gave"));
+        return r;
+    }
+    rlk__lease_add(&s->leases, &l->lease);
+    l->leased = 1;
+    l->state = L_HELD;
+    if (l->cancel) return release_now(s, l);
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_ACQUIRED, l, RLK_OK);
+    return RLK_OK;
+}
+
+/* The wait ends without the lock. */
+static int not_acquired(rlk__locks *s, rlk_session_lock *l, int status)
+{
+    int r = subscribe(s, l, 0);
+    if (l->cancel) finish(s, l, RLK_SEV_RELEASED, RLK_LOCK_NOT_HELD);
+    else finish(s, l, RLK_SEV_NOT_ACQUIRED, status);
+    return r;
+}
+
+/* Busy: in line until the next look, or the end of the wait. */
+static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
+{
+    if (l->handed) {
+        l->handed = 0;
+        return send_confirm(s, l);
+    }
+    if (l->final || l->wait_ms == 0)
+        return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
+    if (l->cancel || (l->until >= 0 && s->now >= l->until)) {
+        /* In line: one last try that also leaves it. */
+        if (l->mode != 'w')
+            return not_acquired(s, l, fail(s, RLK_LOCK_BUSY, "lock '%s' is held by someone else", l->keys));
+        l->final = 1;
+        l->mode = 'q';
+        return send_try(s, l);
+    }
+    if ((resp3(s) || s->listener) && !l->subscribed && l->mode != 'w' &&
+        !(s->nosub & NOSUB_HANDOFF)) {
+        /* Subscribed first, then in line: a release in between is not
+         * missed, and a handoff finds a listener.  Where the release
+         * channel was refused, in line all the same (the handoff
+         * channel is heard), woken by the re-checks instead.  Where the
+         * handoff channel was refused, not in line, where nobody would
+         * hear its handoff: the waiter polls, as under RESP2 without a
+         * listener. */
+        if (!(s->nosub & NOSUB_RELEASE)) {
+            int r = subscribe(s, l, 1);
+            if (r != RLK_OK) return r;
+        }
+        l->mode = 'w';
+        return send_try(s, l);
+    }
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    int64_t wait = p.slice;
+    if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
+    l->wake_at = s->now + wait;
+    if (l->until >= 0 && l->wake_at > l->until) l->wake_at = l->until;
+    l->state = L_WAIT;
+    return RLK_OK;
+}
+
+/* A handle forgotten while a request of its was in flight ends once
+ * none is. */
+static void end_forgotten(rlk__locks *s, rlk_session_lock *l)
+{
+    if (l->forgotten && l->state == L_HELD && !l->inflight && !l->ext_on && !l->confirming)
+        finish(s, l, 0, RLK_OK);
+}
+
+/* A handoff message came to a waiter in line, l.  Under RESP3 it came
+ * on this connection after the reply of the waiter's last try, so the
+ * release that set the claim ran after that try started: a lock without
+ * a watchdog is reported held now, valid for the claim from then, and
+ * its confirmation goes in the background (confirmed), so that a
+ * handoff costs no more than its message.  The confirmation is waited
+ * for instead when that would leave less than a quarter of the claim,
+ * for a watchdog lock (its renewals and loss reports go by its TTL), for
+ * one asked to be held at its full TTL (full_ttl: its caller may not
+ * turn the session again), for an acquire called off, and under RESP2
+ * (the message came on another connection: no order with the try's
+ * reply). */
+static int handed_over(rlk__locks *s, rlk_session_lock *l)
+{
+    rlk__wait_plan p;
+    rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
+    int64_t until = l->try_start + rlk_plan_valid_ms(&s->timing, p.claim);
+    if (!resp3(s) || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
+        return send_confirm(s, l);
+    l->confirming = 1;
+    int r = send_confirm(s, l);
+    if (r != RLK_OK) {
+        l->confirming = 0;
+        return r;
+    }
+    return acquired(s, l, l->handed_fence, 1, p.claim);
+}
+
+/* The reply v of a confirmation sent in the background: the lock is
+ * then valid for its TTL from the confirmation's sending, or lost (the
+ * claim ran out, and someone else may have it).  NULL (the connection
+ * closed): it stays valid for its claim.  A lock whose release is under
+ * way already learns its fate from the release.  A handle forgotten
+ * meanwhile ends now. */
+static int confirmed(rlk__locks *s, rlk_session_lock *l, const rlk_resp_value *v)
+{
+    l->confirming = 0;
+    rlk__lease *e = &l->lease;
+    if (v && l->state == L_HELD && l->leased && !e->lost) {
+        if (v->type == RLK_RESP_INTEGER && v->integer >= 0)
+            rlk__lease_set_validity(&s->leases, e, l->conf_start, l->ttl);
+        if (v->type != RLK_RESP_INTEGER || v->integer < 0 || e->valid_until <= s->now)
+            rlk__lease_mark_lost(&s->leases, e);
+    }
+    end_forgotten(s, l);
+    return RLK_OK;
+}
+
+static void lost_cb(void *ctx, void *owner);
+
+/* A simple lock's first try is SET NX PX (with HGET of the window and
+ * TIME); a reentrant lock's, the script in mode '0', which counts another
+ * hold of its holder. */
+static int start(rlk__locks *s, rlk_session_lock *l)
+{
+    l->resent = l->resend;
+    if (l->resend) {
+        l->resend = 0;
+        l->mode = 'q';
+        if (l->pending_until >= 0 && s->now >= l->pending_until)
+            return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+    } else if (l->kind == 's' && l->wait_ms != 0 &&
+               ((s->kept && strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) ||
+                (!resp3(s) && s->listener))) {
+        /* Waited for before and still subscribed: in line at the first
+         * try (which a release that let the lock go to others for a
+         * while also keeps away from it, see release.lua). */
+        l->subscribed = 1;
+        l->mode = 'w';
+    } else {
+        l->mode = l->kind == 'r' ? '0' : 0;
+    }
+    return send_try(s, l);
+}
+
+int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o)
+{
+    if (!name || !*name) return fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
+        return fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
+    if (o->kind == RLK_LOCK_REENTRANT && o->holder && !*o->holder)
+        return fail(s, RLK_ERR_INVALID, "acquire: empty holder");
+    /* A lock valid for no time would be given back by every try that
+     * takes it, and tried again at once: a busy loop on the server. */
+    int64_t ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    if (rlk_plan_valid_ms(&s->timing, ttl) <= 0)
+        return fail(s, RLK_ERR_INVALID,
+                    "acquire: TTL %lld ms leaves the lock no validity (the drift allowance "
+                    "is %lld ms): use a longer TTL",
+                    (long long)ttl, (long long)rlk_plan_drift_ms(&s->timing, ttl));
+    return RLK_OK;
+}
+
+rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
+                                      const rlk_lock_options *o, void *user, int64_t now)
+{
+    rlk_lock_options d;
+    if (!o) {
+        rlk_lock_options_init(&d);
+        o = &d;
+    }
+    if (rlk__locks_check_acquire(s, name, o) != RLK_OK) return NULL;
+    int reentrant = o->kind == RLK_LOCK_REENTRANT;
+    /* The token's room: 32 hex digits, a holder named, or the session's
+     * prefix and a counter's 20 digits.  A reentrant release's
+     * tombstone: its prefix, ':' and 32 hex digits. */
+    size_t cap = rlk__key_cap(name);
+    size_t tl = !reentrant ? 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 : 0);
+    rlk_session_lock *l = rlk__malloc(sizeof *l);
+    if (!l) return NULL;
+    memset(l, 0, sizeof *l);
+    l->cap = cap;
+    l->keys = all >= keys ? rlk__malloc(all) : NULL;
+    unsigned char rnd[16];
+    if (!l->keys || rlk__random_bytes(rnd, sizeof rnd) != 0) {
+        fail(s, RLK_ERR_NOMEM, "acquire: out of memory or random bytes");
+        free_handle(l);
+        return NULL;
+    }
+    enter(s, now);
+    rlk__make_keys(name, l->keys, l->cap);
+    l->token = l->keys + keys;
+    l->kind = reentrant ? 'r' : 's';
+    if (!reentrant) {
+        rlk__hex(rnd, sizeof rnd, l->token);
+    } else {
+        if (o->holder) memcpy(l->token, o->holder, tl + 1);
+        else snprintf(l->token, tl + 1, "%s%llu", s->id, (unsigned long long)++s->holders);
+        /* One release per handle: its tombstone's id can be drawn now. */
+        l->tomb = l->token + tl + 1;
+        size_t pl = strlen(key(l, RLK__K_TOMB));
+        memcpy(l->tomb, key(l, RLK__K_TOMB), pl);
+        l->tomb[pl] = ':';
+        rlk__hex(rnd, sizeof rnd, l->tomb + pl + 1);
+    }
+    l->s = s;
+    l->user = user;
+    l->ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    l->wait_ms = o->wait_ms;
+    l->full = o->full_ttl != 0;
+    l->until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms;
+    int64_t t = timeout_ms(s);
+    l->pending_until = o->wait_ms < 0 ? -1 : s->now + o->wait_ms + (t < 0 ? 0 : t);
+    rlk__lease *e = &l->lease;
+    e->key = l->keys;
+    e->token = l->token;
+    e->kind = l->kind;
+    e->slot = rlk__keyslot(name, strlen(name));
+    e->ttl = l->ttl;
+    e->watchdog = o->watchdog;
+    e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
+    e->owner = l;
+    e->destroy = destroy_handle;
+    e->on_lost = lost_cb;
+    e->ctx = s;
+    l->next = s->head;
+    if (s->head) s->head->prev = l;
+    s->head = l;
+    l->state = L_PENDING;
+    /* A failure here broke the session: the caller sees it at its next
+     * feed or tick, and closing ends this acquire with the others. */
+    if (ready(s)) start(s, l);
+    leave(s);
+    return l;
+}
+
+static void lost_cb(void *ctx, void *owner)
+{
+    rlk_session_lock *l = owner;
+    rlk__locks *s = ctx;
+    if (l->state == L_HELD && s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_LOST, l, RLK_LOCK_LOST);
+}
+
+/* ------------------------------------------------------------------ */
+/* Releasing                                                            */
+
+static int release_now(rlk__locks *s, rlk_session_lock *l)
+{
+    if (!ready(s)) {
+        finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: not connected"));
+        return RLK_OK;
+    }
+    return send_release(s, l, 0);
+}
+
+int rlk_session_release(rlk_session_lock *l, int64_t now)
+{
+    rlk__locks *s = l->s;
+    int r = RLK_OK;
+    if (l->state == L_RELEASING || l->state == L_REL_PENDING || l->state == L_DONE || l->cancel)
+        return fail(s, RLK_ERR_INVALID, "release: under way already");
+    enter(s, now);
+    switch (l->state) {
+    case L_PENDING:
+        l->cancel = 1;
+        finish(s, l, RLK_SEV_RELEASED, RLK_LOCK_NOT_HELD);
+        break;
+    case L_WAIT:
+        l->cancel = 1;
+        l->final = 1;
+        if (l->mode == 'w') l->mode = 'q';
+        r = send_try(s, l);
+        break;
+    case L_TRY:
+    case L_CONFIRM:
+        l->cancel = 1;
+        break;
+    default:
+        r = release_now(s, l);
+    }
+    leave(s);
+    return r;
+}
+
+static int on_push(rlk__locks *s, const rlk_resp_value *v);
+
+void rlk__locks_forget(rlk_session_lock *l, int64_t now)
+{
+    rlk__locks *s = l->s;
+    l->user = NULL;
+    if (l->state != L_HELD || l->inflight || l->cancel || l->ext_on) {
+        /* Busy: it goes on to its end unheard (user NULL), unrenewed. */
+        l->lease.watchdog = 0;
+        l->forgotten = 1;
+        return;
+    }
+    enter(s, now);
+    finish(s, l, 0, RLK_OK);
+    leave(s);
+}
+
+const rlk_conn_info *rlk__locks_info(const rlk__locks *s) { return rlk__core_info(s->core); }
+const char *rlk__locks_wait_note(const rlk__locks *s) { return s->note[0] ? s->note : NULL; }
+const char *rlk__locks_handoff_channel(const rlk__locks *s) { return s->handoff; }
+void rlk__locks_set_listener(rlk__locks *s, int on) { s->listener = on; }
+
+int rlk__locks_message(rlk__locks *s, const rlk_resp_value *msg, int64_t now)
+{
+    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
+    if (!rlk__core_connected_now(s->core)) return RLK_OK;
+    enter(s, now);
+    int r = on_push(s, msg);
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Extending                                                            */
+
+int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
+{
+    rlk__locks *s = l->s;
+    if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (l->state != L_HELD || l->cancel)
+        return fail(s, RLK_ERR_INVALID, "extend: lock '%s' is not held", l->keys);
+    if (l->ext_on) return fail(s, RLK_ERR_INVALID, "extend: under way already");
+    if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED))
+        return fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
+    enter(s, now);
+    l->ext_on = 1;
+    l->ext_ms = ms;
+    l->ext_how = how;
+    l->ext_start = s->now;
+    int r = send_extend(s, l);
+    if (r != RLK_OK) l->ext_on = 0; /* not queued: no event will come */
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replies                                                              */
+
+static void ready_go(rlk__locks *s);
+
+/* The core's handshake is done: the handoff channel is subscribed to
+ * (RESP3), and the acquires and releases that waited for a connection
+ * go. */
+static void on_ready(void *ctx, rlk__core *c)
+{
+    rlk__locks *s = ctx;
+    enter(s, rlk__core_now(c));
+    ready_go(s);
+    leave(s);
+}
+
+static void ready_go(rlk__locks *s)
+{
+    if (resp3(s) && send_sub(s, 1, s->handoff) != RLK_OK) return;
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_READY, NULL, RLK_OK);
+    for (rlk_session_lock *l = s->head; l && ready(s) && !rlk__core_broken(s->core); l = l->next)
+        if (l->state == L_PENDING || l->state == L_REL_PENDING) {
+            int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, 0);
+            if (r != RLK_OK) return;
+        }
+}
+
+static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
+
+/* A first try's replies: SET NX PX, the window's HGET, then TIME, which
+ * decides. */
+static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+    else if (v->type == RLK_RESP_NULL) l->set_result = 0;
+    else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
+        l->set_result = 1;
+    else l->set_result = fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to SET");
+}
+
+static void on_yield(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (v) l->window_end = rlk__window_end(v);
+}
+
+static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    uint64_t fence = rlk__fence_of_time(v);
+    if (l->set_result == 1 && !fence) {
+        send_release(s, l, 1);
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply to TIME"));
+    } else if (l->set_result == 1 && fence / 1000 < l->window_end) {
+        /* Taken by a SET NX inside the window in which resplock keeps
+         * away from a lock it freed (see release.lua): the script in
+         * mode 'q' gives it back and tells how long the window lasts
+         * (the form of a try sent again after a lost reply). */
+        l->mode = 'q';
+        send_try(s, l);
+    } else if (l->set_result == 1) {
+        acquired(s, l, fence, 1, l->ttl);
+    } else if (l->set_result < 0) {
+        not_acquired(s, l, l->set_result);
+    } else {
+        busy(s, l, -1);
+    }
+}
+
+/* A confirmation is sent again as EVAL after NOSCRIPT while its result
+ * still matters: waited for, or of a lock still held. */
+static int confirm_again(rlk__core *c, const rlk__req *q)
+{
+    (void)c;
+    const rlk_session_lock *l = q->ctx;
+    return !l->confirming || l->state == L_HELD;
+}
+
+static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    if (l->confirming) {
+        confirmed(s, l, v);
+        return;
+    }
+    if (v->type != RLK_RESP_INTEGER) {
+        not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
+                                "acquire: unexpected reply to the confirmation"));
+        return;
+    }
+    if (v->integer >= 0) {
+        acquired(s, l, l->handed_fence, 1, l->ttl);
+        return;
+    }
+    /* Read too late: someone else has it now. */
+    l->mode = l->final ? 'q' : 'w';
+    if (l->final) send_try(s, l);
+    else busy(s, l, -1);
+}
+
+/* The acquire script: {1, fence, holds, found} or {0, pttl}. */
+static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    int64_t ok, x, holds;
+    if (rlk__is_error(v)) {
+        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
+        return;
+    }
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x)) {
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
+        return;
+    }
+    if (!ok) {
+        busy(s, l, x);
+        return;
+    }
+    if (x <= 0) {
+        not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: no fence"));
+        return;
+    }
+    if (rlk__int_at(v, 2, &holds) || holds < 1) holds = 1;
+    int64_t found;
+    if ((char)q->arg != '0' && l->kind == 'r' && !rlk__int_at(v, 3, &found) && found &&
+        held_before(s, l)) {
+        /* Found its holder's field, not counted: a hold of another
+         * handle (both waited in line under one holder), not a handoff
+         * to this one.  A try that counts a hold. */
+        l->mode = '0';
+        send_try(s, l);
+        return;
+    }
+    acquired(s, l, (uint64_t)x, holds, l->ttl);
+}
+
+/* The release script's reply, as a status. */
+static int release_status(rlk__locks *s, const rlk_resp_value *v, const char *name,
+                          int resent)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
+    if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
+    if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
+    if (v->integer == -3 && resent) /* only a re-send carries its bound */
+        return fail(s, RLK_ERR_TIMEOUT,
+                    "release: lock '%s': its re-send came too late to tell whether the first "
+                    "attempt ran; it did nothing",
+                    name);
+    return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
+}
+
+static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys, l->kind == 'r' && l->rel_resend));
+}
+
+/* A release nobody waits for: its handle is gone (see send_release). */
+static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    (void)q;
+    (void)v;
+}
+
+/* The extend script's reply: RLK_OK with the TTL set in *after, or a
+ * status. */
+static int extend_status(rlk__locks *s, const rlk_resp_value *v, const char *name, int64_t *after)
+{
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "extend: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_INTEGER)
+        return fail(s, RLK_ERR_PROTO, "extend: unexpected reply from the server");
+    if (v->integer == -1) return fail(s, RLK_LOCK_NOT_HELD, "extend: lock '%s' is not held (expired)", name);
+    if (v->integer < 0) return fail(s, RLK_LOCK_NOT_OWNER, "extend: lock '%s' is held by someone else", name);
+    *after = v->integer;
+    return RLK_OK;
+}
+
+/* An extend of a lock whose release is queued behind it is not sent
+ * again after NOSCRIPT: its result must come before the release's
+ * (which ends the handle), so the NOSCRIPT is its result. */
+static int extend_again(rlk__core *c, const rlk__req *q)
+{
+    (void)c;
+    const rlk_session_lock *l = q->ctx;
+    return l->state == L_HELD;
+}
+
+static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk_session_lock *l = owed(q);
+    if (!v) return;
+    rlk__locks *s = l->s;
+    int64_t after = 0;
+    int st = extend_status(s, v, l->keys, &after);
+    rlk__lease *e = &l->lease;
+    l->ext_on = 0;
+    if (e->lost) {
+        st = fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
+    } else if (st == RLK_OK) {
+        /* A set TTL becomes the lock's TTL; an added time is a one-off
+         * and renewals go on with the TTL the lock had. */
+        if (l->ext_how == RLK_EXTEND_SET) e->ttl = l->ext_ms;
+        rlk__lease_set_validity(&s->leases, e, l->ext_start, after);
+        if (e->valid_until <= s->now)
+            st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
+    }
+    if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
+        rlk__lease_mark_lost(&s->leases, e);
+    if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l, st);
+    end_forgotten(s, l);
+}
+
+/* ------------------------------------------------------------------ */
+/* Calls without a handle                                               */
+
+static int build_call(rlk__core *c, rlk__req *q)
+{
+    scall *k = q->ctx;
+    const char *ks[4] = {k->keys, k->keys + RLK__K_QUEUE * k->cap,
+                         k->keys + RLK__K_WAITERS * k->cap, k->token};
+    char ms[24];
+    ttl_str(ms, k->ms);
+    const char *ext[5] = {k->keys, k->token, ms, k->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
+    int ext_call = k->which == SC_EXTEND;
+    return rlk__core_put_script(c, q, &k->s->scripts[k->which], ext_call ? 1 : 3,
+                                ext_call ? 5 : k->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks,
+                                NULL);
+}
+
+static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static const rlk__req_ops call_array_ops = {build_call, on_call, NULL, RLK__T_ARRAY};
+static const rlk__req_ops call_int_ops = {build_call, on_call, NULL, RLK__T_INTEGER};
+
+static void call_done(rlk__locks *s, scall *k, rlk__session_result *res)
+{
+    if (k->prev) k->prev->next = k->next;
+    else s->calls = k->next;
+    if (k->next) k->next->prev = k->prev;
+    if (k->cb) k->cb(k->ctx, s->owner, res);
+    rlk__free(k);
+}
+
+/* The status script's reply: {held, type, pttl, holds, waiters}. */
+static int read_status(rlk__locks *s, const rlk_resp_value *v, rlk_lock_status *st)
+{
+    int64_t held, ttl, holds, w;
+    const rlk_resp_value *t = rlk_resp_value_at(v, 1);
+    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str);
+    if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
+        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || !t)
+        return fail(s, RLK_ERR_PROTO, "status: unexpected reply from the server");
+    st->held = held != 0;
+    st->kind = rlk__str_is(t, "hash", 4) ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
+    st->ttl_ms = held ? ttl : 0;
+    st->holds = holds;
+    st->waiters = w;
+    return RLK_OK;
+}
+
+static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    scall *k = q->ctx;
+    rlk__locks *s = k->s;
+    rlk__session_result res;
+    memset(&res, 0, sizeof res);
+    if (!v) res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
+    else if (k->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
+    else if (k->which == SC_RELEASE) res.status = release_status(s, v, k->keys, 0);
+    else res.status = extend_status(s, v, k->keys, &res.ttl_ms_after);
+    call_done(s, k, &res);
+}
+
+static int call(rlk__locks *s, int which, const char *name, const char *token, int64_t ms,
+                int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    if (!name || !*name || (which != SC_STATUS && (!token || !*token)))
+        return fail(s, RLK_ERR_INVALID, "empty lock name or token");
+    if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
+        return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
+    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "not connected");
+    size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
+    scall *k = rlk__malloc(sizeof *k + RLK__NKEYS * cap + tl);
+    if (!k) return fail(s, RLK_ERR_NOMEM, "out of memory");
+    memset(k, 0, sizeof *k);
+    k->s = s;
+    k->which = which;
+    k->how = how;
+    k->ms = ms;
+    k->cb = cb;
+    k->ctx = ctx;
+    k->cap = cap;
+    rlk__make_keys(name, k->keys, cap);
+    k->token = k->keys + RLK__NKEYS * cap;
+    if (token) memcpy(k->token, token, tl);
+    enter(s, now);
+    int r = rlk__core_submit(s->core, which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
+                             RLK__DL_DEFAULT, 0);
+    if (r != RLK_OK) {
+        core_failed(s, r);
+        rlk__free(k);
+    } else {
+        k->next = s->calls;
+        if (s->calls) s->calls->prev = k;
+        s->calls = k;
+    }
+    leave(s);
+    return r;
+}
+
+int rlk__locks_status(rlk__locks *s, const char *name, rlk__session_call_cb cb, void *ctx,
+                        int64_t now)
+{
+    return call(s, SC_STATUS, name, NULL, 0, 0, cb, ctx, now);
+}
+
+int rlk__locks_release_token(rlk__locks *s, const char *name, const char *token,
+                               rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_RELEASE, name, token, 0, 0, cb, ctx, now);
+}
+
+int rlk__locks_extend_token(rlk__locks *s, const char *name, const char *token, int64_t ms,
+                              int how, rlk__session_call_cb cb, void *ctx, int64_t now)
+{
+    return call(s, SC_EXTEND, name, token, ms, how, cb, ctx, now);
+}
+
+/* A push (RESP3): a handoff to one of the handles, or a release that
+ * wakes those waiting for the lock. */
+static int on_push(rlk__locks *s, const rlk_resp_value *v)
+{
+    const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
+    if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
+    /* A message on the handoff channel that names no waiter's token (a
+     * handoff meant for an earlier wait, or a forgery) is no lock: the
+     * waiters look again at once. */
+    int handoff = rlk__str_is(ch, s->handoff, strlen(s->handoff));
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING ||
+            l->state == L_REL_PENDING)
+            continue;
+        uint64_t fence;
+        if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
+            l->handed_fence = fence;
+            if (l->state == L_WAIT) return handed_over(s, l);
+            l->handed = 1; /* confirmed after the try in flight */
+            return RLK_OK;
+        }
+        if (l->state == L_WAIT &&
+            (handoff || rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))) {
+            int r = send_try(s, l);
+            if (r != RLK_OK) return r;
+        }
+    }
+    return RLK_OK;
+}
+
+static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
+{
+    rlk__locks *s = ctx;
+    enter(s, rlk__core_now(c));
+    on_push(s, v);
+    leave(s);
+}
+
+/* The answer to a SUBSCRIBE or UNSUBSCRIBE (q->arg: its channel's
+ * hash).  A SUBSCRIBE refused (an ACL user without the channel: Redis
+ * 7's default for new users, or without the command) is remembered for
+ * the connection, and its waiters re-check instead (see busy); a
+ * refused UNSUBSCRIBE leaves a channel whose messages no waiter needs. */
+static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk__locks *s = q->ctx;
+    if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
+    uint64_t chan = (uint64_t)q->arg;
+    if (chan == s->handoff_hash) {
+        s->nosub |= NOSUB_HANDOFF;
+        snprintf(s->note, sizeof s->note,
+                 "SUBSCRIBE refused (%.*s): waits re-check the lock, not in line", errlen(v), v->str);
+        return;
+    }
+    s->nosub |= NOSUB_RELEASE;
+    if (!(s->nosub & NOSUB_HANDOFF))
+        snprintf(s->note, sizeof s->note,
+                 "SUBSCRIBE refused (%.*s): waits are not woken by releases, they re-check the lock",
+                 errlen(v), v->str);
+    for (rlk_session_lock *h = s->head; h; h = h->next) {
+        const char *ch = key(h, RLK__K_CHANNEL);
+        if (h->subscribed && chan_hash(ch, strlen(ch)) == chan) h->subscribed = 0;
+    }
+}
+
+
+/* ------------------------------------------------------------------ */
+/* Time                                                                 */
+
+/* One request of the renewal round (q->arg: its index in the plan). */
+static int build_renew(rlk__core *c, rlk__req *q)
+{
+    rlk__locks *s = q->ctx;
+    const rlk_request *r = &s->round.reqs[q->arg];
+    return rlk__core_put_script(c, q, &s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
+                                r->argvlen);
+}
+
+/* A round's reply: its leases' results.  A missing script is not sent
+ * again (the round's time is short): the next round goes as EVAL. */
+static int renew_again(rlk__core *c, const rlk__req *q)
+{
+    (void)c;
+    (void)q;
+    return 0;
+}
+
+static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    rlk__locks *s = q->ctx;
+    if (q->missing) s->renew_eval = 1;
+    if (s->round_on && rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
+}
+
+static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
+
+static int send_round(rlk__locks *s)
+{
+    rlk__round *rd = &s->round;
+    int r = rlk__round_plan(&s->leases, s->now, 1, rd);
+    if (r <= 0) return r == 0 ? RLK_OK : broken(s, r, "renew: out of memory");
+    size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot);
+    int64_t dl = reply_deadline(s);
+    if (dl < 0 || rd->end < dl) dl = rd->end;
+    int eval = s->renew_eval;
+    s->renew_eval = 0;
+    s->round_on = 1;
+    s->rechecked = 1;
+    s->dl_valid = 0;
+    for (size_t i = 0; i < nreq; i++) {
+        r = rlk__core_submit(s->core, &renew_ops, s, (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
+        if (r != RLK_OK) return core_failed(s, r); /* broken: closing ends the round */
+    }
+    return RLK_OK;
+}
+
+static int64_t deadline_now(const rlk__locks *s);
+
+int64_t rlk__locks_deadline(const rlk__locks *s)
+{
+    /* The cache is the session's own bookkeeping, not its state: the
+     * const of the caller's view stays true. */
+    rlk__locks *m = (rlk__locks *)s;
+    if (!m->dl_valid || m->depth > 0) {
+        m->dl_cache = deadline_now(s);
+        m->dl_valid = m->depth == 0;
+    }
+    return m->dl_cache;
+}
+
+static int64_t deadline_now(const rlk__locks *s)
+{
+    int64_t next = -1;
+#define AT(t) do { int64_t t_ = (t); if (t_ >= 0 && (next < 0 || t_ < next)) next = t_; } while (0)
+    for (const rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->state == L_PENDING) AT(l->pending_until);
+        else if (l->state == L_REL_PENDING) AT(l->rel_until);
+        else if (l->state == L_WAIT) AT(l->wake_at);
+    }
+    /* A renewal is due when a round can be sent (connected, none in
+     * flight); a loss to report, always. */
+    int can_send = ready(s) && !s->round_on && !rlk__core_broken(s->core);
+    /* After a reconnect every lock is checked at once (the server may
+     * have lost its keys), by the connection's first round. */
+    int now_all = can_send && !s->rechecked && s->leases.recheck_all;
+    for (const rlk__lease *e = s->leases.head; e; e = e->next) {
+        if (!e->watchdog || e->lost) continue;
+        AT(now_all ? s->now
+                   : can_send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
+    }
+#undef AT
+    return next;
+}
+
+int rlk__locks_tick(rlk__locks *s, int64_t now)
+{
+    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
+    enter(s, now);
+    int r = RLK_OK;
+    for (rlk_session_lock *l = s->head; r == RLK_OK && l; l = l->next) {
+        if (l->state == L_PENDING && l->pending_until >= 0 && s->now >= l->pending_until) {
+            not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
+        } else if (l->state == L_REL_PENDING && l->rel_until >= 0 && s->now >= l->rel_until) {
+            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_TIMEOUT, "release: not connected in time"));
+        } else if (l->state == L_WAIT && s->now >= l->wake_at) {
+            if (l->until >= 0 && s->now >= l->until) {
+                l->final = 1;
+                if (l->mode == 'w') l->mode = 'q';
+            }
+            r = send_try(s, l);
+        }
+    }
+    if (r == RLK_OK && ready(s) && !s->round_on) r = send_round(s);
+    rlk__leases_expire(&s->leases, s->now);
+    rlk__leases_notify_lost(&s->leases, 0);
+    if (r == RLK_OK && rlk__core_broken(s->core)) r = core_failed(s, rlk__core_broken(s->core));
+    leave(s);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The connection                                                       */
+
+/* A new connection (the core's hook): its first round re-checks every
+ * held lock (the server may have lost its keys). */
+static void on_connected(void *ctx, rlk__core *c)
+{
+    (void)c;
+    rlk__locks *s = ctx;
+    s->rechecked = 0;
+    s->nosub = 0;
+    s->note[0] = '\0';
+    if (s->leases.head) s->leases.recheck_all = 1;
+}
+
+/* The connection went (the core's hook), after each request owed
+ * heard so (a round's leases are tried again on the next connection,
+ * while validity lasts; calls ended RLK_ERR_CLOSED): the handles'
+ * states are settled here. */
+static void on_closed(void *ctx, rlk__core *c)
+{
+    rlk__locks *s = ctx;
+    enter(s, rlk__core_now(c));
+    /* A round whose sending failed part way has requests that were never
+     * queued: it ends here too, or no round would follow. */
+    while (s->round_on)
+        if (rlk__round_apply_one(&s->leases, &s->round, NULL)) s->round_on = 0;
+    rlk__free(s->kept);
+    s->kept = NULL;
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        l->subscribed = 0;
+        l->handed = 0;
+        /* A background confirmation's reply will not come. */
+        if (l->confirming) {
+            confirmed(s, l, NULL);
+            if (l->state == L_DONE) continue;
+        }
+        if (l->ext_on) {
+            /* Its reply will not come: the lock stays as valid as it
+             * was.  Before a release's result, as it was sent before. */
+            l->ext_on = 0;
+            if (s->cfg.cb)
+                s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
+                          fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
+            if (l->state == L_DONE) continue;
+        }
+        if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM) {
+            /* Tried again after the next handshake, within the acquire's
+             * deadline: the lost try may have taken the lock, which the
+             * 'q' form finds.  Not another hold of a reentrant lock held
+             * already: a hold the lost try counted could not be told
+             * from the earlier ones. */
+            if (!l->cancel && (l->pending_until < 0 || s->now < l->pending_until) &&
+                !(l->kind == 'r' && held_before(s, l))) {
+                l->state = L_PENDING;
+                l->resend = 1;
+            } else {
+                not_acquired(s, l, fail(s, RLK_ERR_CLOSED, "acquire: the connection closed"));
+            }
+        } else if (l->state == L_RELEASING) {
+            /* Sent again once, within a command timeout of the first. */
+            if (!l->rel_resend && (l->rel_until < 0 || s->now < l->rel_until)) {
+                l->state = L_REL_PENDING;
+                l->rel_resend = 1;
+            } else {
+                finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
+            }
+        } else if (l->state == L_REL_PENDING) {
+            /* Closed again before the re-send went: it ends. */
+            finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
+        }
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Life                                                                 */
+
+rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void *owner)
+{
+    rlk__locks *s = rlk__malloc(sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    if (cfg->timing) s->timing = *cfg->timing;
+    s->cfg.timing = &s->timing;
+    /* The connection's strings are the core's. */
+    s->cfg.username = s->cfg.password = s->cfg.client_name = NULL;
+    s->core = core;
+    s->owner = owner;
+    unsigned char rnd[12 + 16];
+    if (rlk__random_bytes(rnd, sizeof rnd) != 0 || rlk__leases_init(&s->leases, &s->timing) != 0) {
+        rlk__free(s);
+        return NULL;
+    }
+    rlk__core_hooks h = {on_connected, on_ready, on_closed, on_core_push, s};
+    rlk__core_set_hooks(core, &h);
+    memcpy(s->handoff, "resplock:handoff:", 17);
+    rlk__hex(rnd, 12, s->handoff + 17);
+    s->handoff_hash = chan_hash(s->handoff, strlen(s->handoff));
+    rlk__hex(rnd + 12, 16, s->id);
+    s->id[32] = ':';
+    s->id[33] = 0;
+    s->leases.manual_clock = 1;
+    const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
+                                   rlk__lua_renew, rlk__lua_status};
+    for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
+    return s;
+}
+
+void rlk__locks_free(rlk__locks *s)
+{
+    if (!s) return;
+    s->depth++;
+    if (s->round_on)
+        while (!rlk__round_apply_one(&s->leases, &s->round, NULL)) {
+        }
+    s->round_on = 0;
+    rlk__free(s->kept);
+    s->kept = NULL;
+    s->leases.lost_head = NULL; /* no event from here */
+    while (s->head) {
+        rlk_session_lock *l = s->head;
+        unlink_handle(s, l);
+        if (l->leased) rlk__lease_unlink(&s->leases, &l->lease);
+        free_handle(l);
+    }
+    s->depth--;
+    while (s->zombies) {
+        rlk_session_lock *l = s->zombies;
+        s->zombies = l->znext;
+        free_handle(l);
+    }
+    while (s->calls) {
+        scall *k = s->calls;
+        s->calls = k->next;
+        rlk__free(k);
+    }
+    rlk__leases_destroy(&s->leases);
+    rlk__free(s);
+}

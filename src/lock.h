@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lock, the first primitive over the request core (lock.c): simple
+ * and reentrant locks, their waits (in line, woken by releases, handed
+ * over), their leases and renewal rounds, and the calls without a handle
+ * (status, release and extend by token), all as requests with callbacks
+ * on a core it does not own.  It takes the core's hooks (connected,
+ * ready, closed, push).  The sans-I/O session (session.c) is one core
+ * and one rlk__locks; the semantics are rlk_session's (resplock.h).
+ *
+ * Calling: an owner that feeds, ticks, connects or closes the core does
+ * so between rlk__locks_enter and rlk__locks_leave, so that handles
+ * finished meanwhile are freed at the end and losses are reported.
+ * Internal (rlk__ prefix, not installed).
+ */
+#ifndef RESPLOCK_LOCK_H
+#define RESPLOCK_LOCK_H
+
+#include <stdint.h>
+
+#include "core.h"
+#include "resplock.h"
+#include "session_internal.h"
+
+typedef struct rlk__locks rlk__locks;
+
+/* Locks over core, with cfg's timing and callback (its connection
+ * fields are the core's and not read); owner is what the callbacks get
+ * as their rlk_session.  NULL when out of memory or random bytes. */
+rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void *owner);
+/* Frees the handles and calls (no event); the core stays. */
+void rlk__locks_free(rlk__locks *s);
+
+void rlk__locks_enter(rlk__locks *s, int64_t now);
+/* Ends what enter began; r is the core's status of the call between
+ * them (its reason becomes rlk__locks_errmsg's when not RLK_OK), and is
+ * returned. */
+int rlk__locks_leave(rlk__locks *s, int r);
+
+/* rlk_session_deadline's and rlk_session_tick's share: the waits,
+ * renewals and losses (not the core's reply deadlines). */
+int64_t rlk__locks_deadline(const rlk__locks *s);
+int rlk__locks_tick(rlk__locks *s, int64_t now);
+
+const char *rlk__locks_errmsg(const rlk__locks *s);
+const char *rlk__locks_wait_note(const rlk__locks *s);
+const rlk_conn_info *rlk__locks_info(const rlk__locks *s);
+
+rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o,
+                                     void *user, int64_t now);
+int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o);
+void rlk__locks_forget(rlk_session_lock *l, int64_t now);
+int rlk__locks_status(rlk__locks *s, const char *name, rlk__session_call_cb cb, void *ctx,
+                      int64_t now);
+int rlk__locks_release_token(rlk__locks *s, const char *name, const char *token,
+                             rlk__session_call_cb cb, void *ctx, int64_t now);
+int rlk__locks_extend_token(rlk__locks *s, const char *name, const char *token, int64_t ms,
+                            int how, rlk__session_call_cb cb, void *ctx, int64_t now);
+const char *rlk__locks_handoff_channel(const rlk__locks *s);
+void rlk__locks_set_listener(rlk__locks *s, int on);
+int rlk__locks_message(rlk__locks *s, const rlk_resp_value *msg, int64_t now);
+
+#endif
