@@ -157,8 +157,6 @@ static int driver_fail(rlk_client *cl, int status)
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
-void rlk_client_config_init(rlk_client_config *cfg) { memset(cfg, 0, sizeof *cfg); }
-void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
 
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 

@@ -84,11 +84,6 @@ struct rlk_conn {
 
 /* ------------------------------------------------------------------ */
 
-void rlk_conn_config_init(rlk_conn_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-}
-
 #define set_err rlk__conn_fail
 
 int rlk__conn_fail(rlk_conn *c, int status, const char *fmt, ...)
