@@ -365,6 +365,44 @@ char *rlk__lua_library_text(size_t *len)
     return t;
 }
 
+/* ------------------------------------------------------------------ */
+/* Which server: the facts over a connection (serverinfo.h reads them)  */
+
+/* Gathers them with one INFO server. */
+static int from_info(rlk_conn *c, rlk__server *s)
+{
+    static const char *const argv[2] = {"INFO", "server"};
+    rlk_resp_value *v;
+    int r = rlk_conn_command(c, &v, 2, argv, NULL);
+    if (r != RLK_OK) return r;
+    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM &&
+        v->type != RLK_RESP_SIMPLE)
+        return RLK_OK; /* refused (an ACL), or not Redis: nothing known */
+    rlk__server_from_info(s, v->str, v->len);
+    return RLK_OK;
+}
+
+int rlk__server_detect(rlk_conn *c, rlk__server *s)
+{
+    int r = rlk__conn_ensure(c);
+    if (r == RLK_OK && s->conn == c && s->generation == rlk_conn_generation(c)) return RLK_OK;
+    rlk__server_facts(s, NULL, NULL);
+    s->conn = NULL;
+    s->generation = 0;
+    if (r != RLK_OK) return r;
+    const rlk_conn_info *info = rlk_conn_get_info(c);
+    /* "redis" 7.2.4 is what a Valkey that claims compatibility says. */
+    if (info->server[0] && strcmp(info->version, "7.2.4") != 0)
+        rlk__server_facts(s, info->server, info->version);
+    if (!s->major && (r = from_info(c, s)) != RLK_OK) {
+        rlk__server_facts(s, NULL, NULL);
+        return r;
+    }
+    s->conn = c;
+    s->generation = rlk_conn_generation(c);
+    return RLK_OK;
+}
+
 /* Whether any of reqs[0..n) is one of the embedded scripts. */
 static int any_function(size_t n, const rlk_request *reqs)
 {

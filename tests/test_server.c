@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Server detection (src/serverinfo.h): which server, which version, and
+ * Server detection (src/serverinfo.h, and over a connection
+ * rlk__server_detect in src/script.h): which server, which version, and
  * which native commands it has.  The pure function over a table of
  * versions and garbage; a real redis-server 7.0 (RESP3 through HELLO, and
  * RESP2 through INFO server); fake servers answering HELLO and INFO as
@@ -13,6 +14,7 @@
 
 #include "fakeserver.h"
 #include "resplock.h"
+#include "script.h"
 #include "server.h"
 #include "serverinfo.h"
 
