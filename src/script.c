@@ -486,23 +486,3 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
 {
     return run(c, n, reqs, replies, 0);
 }
-
-void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int whole,
-                               rlk__cmd *q, char *digits)
-{
-    const rlk__script_state *st = rlk__conn_script_state(c);
-    /* Only facts already known for this connection: this must not wait
-     * for the server. */
-    int fcall = !whole && st->server.conn == c &&
-                st->server.generation == rlk_conn_generation(c) &&
-                (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
-    q->nhead = 3;
-    rlk__script_head(s, whole ? RLK__CALL_EVAL : fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
-                     nkeys, q->head, q->headlen, digits);
-}
-
-int rlk__script_missing(const rlk_resp_value *v)
-{
-    return v && (rlk_reply_error_class(v) == RLK_EC_NOSCRIPT ||
-                 starts(v, "ERR Function not found"));
-}

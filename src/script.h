@@ -37,24 +37,6 @@ rlk__script_state *rlk__conn_script_state(rlk_conn *c);
  */
 int rlk__server_detect(rlk_conn *c, rlk__server *s);
 
-struct rlk__cmd;
-
-/*
- * The head words of a call of script s with nkeys keys that is sent now
- * and answered later (a deferred reply, rlk__conn_send_deferred_cmds):
- * FCALL of its function where this connection is already known to run
- * the library, else EVALSHA; with whole, EVAL of its text, for a call
- * after one that found the script missing, since a reply read later
- * cannot be retried.  Never waits for the server.  digits (12 bytes)
- * holds the key count and must live as long as q.
- */
-void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int whole,
-                               struct rlk__cmd *q, char *digits);
-
-/* Whether a script call's reply says the script or the library was not
- * there (NOSCRIPT, "Function not found"). */
-int rlk__script_missing(const rlk_resp_value *v);
-
 /* How a call of a script goes. */
 enum { RLK__CALL_EVALSHA, RLK__CALL_EVAL, RLK__CALL_FCALL };
 
