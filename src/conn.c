@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "url.h"
 #include "conn_internal.h"
+#include "keys.h"
 #include "retry.h"
 #include "script.h"
 #include "serverinfo.h"
@@ -492,15 +493,10 @@ static void read_hello(rlk_conn *c, const rlk_resp_value *m)
     rlk__hello_info(&c->info, &c->protocol, m);
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-}
-
 static int error_starts(const rlk_resp_value *v, const char *prefix)
 {
     size_t n = strlen(prefix);
-    return is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
+    return rlk__is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
 }
 
 /* An error reply as a message: its first line, bounded. */
@@ -548,7 +544,7 @@ static int handshake(rlk_conn *c, int64_t deadline)
         }
         r = exchange(c, deadline, 0, &v, argc, argv, NULL);
         if (r != RLK_OK) return r;
-        if (!is_error(v)) {
+        if (!rlk__is_error(v)) {
             if (v->type == RLK_RESP_MAP || v->type == RLK_RESP_ARRAY) read_hello(c, v);
             c->protocol = 3;
             goto select_db;
@@ -568,7 +564,7 @@ static int handshake(rlk_conn *c, int64_t deadline)
         argv[argc++] = pass;
         r = exchange(c, deadline, 0, &v, argc, argv, NULL);
         if (r != RLK_OK) return r;
-        if (is_error(v)) return auth_error(c, "AUTH refused", v);
+        if (rlk__is_error(v)) return auth_error(c, "AUTH refused", v);
     }
     if (name) {
         argv[0] = "CLIENT";
@@ -588,7 +584,7 @@ select_db:
         argv[1] = db;
         r = exchange(c, deadline, 0, &v, 2, argv, NULL);
         if (r != RLK_OK) return r;
-        if (is_error(v)) {
+        if (rlk__is_error(v)) {
             if (error_starts(v, "NOAUTH")) return auth_error(c, "SELECT", v);
             return server_error(c, RLK_ERR_SERVER, "SELECT refused", v);
         }
@@ -913,7 +909,7 @@ static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_
     rlk_resp_value *v;
     r = exchange(c, deadline, NEXT_CONFIRM, &v, 2, argv, lens);
     if (r != RLK_OK) return r;
-    if (is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
+    if (rlk__is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
     /* [kind, channel, count]: the count of channels still subscribed. */
     const rlk_resp_value *cnt = rlk_resp_value_at(v, 2);
     if (!is_sub_confirmation(v) || !cnt || cnt->type != RLK_RESP_INTEGER) {
@@ -975,7 +971,7 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
 
 rlk_error_class rlk_reply_error_class(const rlk_resp_value *v)
 {
-    if (!v || !is_error(v)) return RLK_EC_NONE;
+    if (!rlk__is_error(v)) return RLK_EC_NONE;
     static const struct { const char *code; rlk_error_class ec; } codes[] = {
         {"MOVED", RLK_EC_MOVED},       {"ASK", RLK_EC_ASK},
         {"NOSCRIPT", RLK_EC_NOSCRIPT}, {"LOADING", RLK_EC_LOADING},

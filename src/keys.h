@@ -39,7 +39,8 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v);
  * but that form). */
 uint64_t rlk__window_end(const rlk_resp_value *v);
 
-/* v is an error reply. */
+/* v is an error reply (simple or blob); NULL is not.  The library's one
+ * test of it. */
 int rlk__is_error(const rlk_resp_value *v);
 /* v's element i is an integer: *out, 0; else -1. */
 int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);

@@ -10,6 +10,7 @@
 #include "lease.h"
 #include "clock.h"
 #include "internal.h"
+#include "keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,14 +256,9 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
     return nreq;
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR);
-}
-
 int rlk__round_crossslot(const rlk_resp_value *v)
 {
-    return is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
+    return rlk__is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
 }
 
 /* The next try of a lease whose renewal failed: soon, while validity

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "sha1.h"
 #include "conn_internal.h"
+#include "keys.h"
 #include "lua.h"
 #include "script.h"
 #include "internal.h"
@@ -129,23 +130,18 @@ static void as_command(rlk__cmd *q, const rlk_request *r, char *digits, int fcal
     q->argvlen = r->argvlen;
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-}
-
 /* Whether error reply v starts with word (its code, or more). */
 static int starts(const rlk_resp_value *v, const char *word)
 {
     size_t n = strlen(word);
-    return is_error(v) && v->len >= n && memcmp(v->str, word, n) == 0;
+    return rlk__is_error(v) && v->len >= n && memcmp(v->str, word, n) == 0;
 }
 
 /* Whether error reply v has text in it. */
 static int mentions(const rlk_resp_value *v, const char *text)
 {
     size_t n = strlen(text);
-    for (size_t i = 0; is_error(v) && i + n <= v->len; i++)
+    for (size_t i = 0; rlk__is_error(v) && i + n <= v->len; i++)
         if (memcmp(v->str + i, text, n) == 0) return 1;
     return 0;
 }
@@ -178,7 +174,7 @@ static int fcall_unusable(const rlk_resp_value *v)
 
 int rlk__library_loaded(const rlk_resp_value *v)
 {
-    return !is_error(v) || (starts(v, "ERR ") && mentions(v, " already exists"));
+    return !rlk__is_error(v) || (starts(v, "ERR ") && mentions(v, " already exists"));
 }
 
 int rlk__fcall_error(const rlk_resp_value *v)
@@ -231,7 +227,7 @@ static size_t decide(struct call *k, rlk_resp_value *const *replies)
         unsigned char *f = &k->flags[i];
         if (!(*f & R_PENDING)) continue;
         *f &= (unsigned char)~R_PENDING;
-        if (!r->script || !is_error(v)) continue;
+        if (!r->script || !rlk__is_error(v)) continue;
         if (k->cmds[i].head[0] == FCALL) {
             int e = rlk__fcall_error(v);
             if (e == RLK__FCALL_MISSING) {
@@ -341,7 +337,7 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
     if (r == RLK_OK && library && !rlk__library_loaded(out[0]) && !rlk__state_refused(out[0]))
         refuse_functions(k);
     for (j = (size_t)library; r == RLK_OK && j < loads; j++)
-        if (is_error(out[j]))
+        if (rlk__is_error(out[j]))
             r = rlk__conn_fail(k->c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
                                (int)(out[j]->len > 300 ? 300 : out[j]->len), out[j]->str);
     rlk__free(libtext);
