@@ -30,6 +30,7 @@
 #include "resplock.h"
 #include "clock.h"
 #include "conn_internal.h"
+#include "defaults.h"
 #include "driver.h"
 #include "internal.h"
 #include "lease.h"
@@ -51,8 +52,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TIMEOUT_MS 5000
-#define DEFAULT_CONNECT_MS 5000
 /* A try refused with LOADING or BUSY is tried again after these pauses,
  * doubling. */
 #define BUSY_PAUSE_MIN_MS 100
@@ -575,8 +574,8 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
              *id ? ":" : "", h, h + 8, h + 12, h + 16, h + 20);
     cl->cfg.client_id = NULL;
     int t = cl->cfg.conn.command_timeout_ms;
-    cl->timeout = t == 0 ? DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
-    if (cl->cfg.conn.connect_timeout_ms <= 0) cl->cfg.conn.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    cl->timeout = t == 0 ? RLK__DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
+    if (cl->cfg.conn.connect_timeout_ms <= 0) cl->cfg.conn.connect_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     if (rlk__conn_config_copy(&cl->cfg.conn, &cl->strings) != RLK_OK) {
         rlk__free(cl);
         return NULL;

@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "url.h"
 #include "conn_internal.h"
+#include "defaults.h"
 #include "keys.h"
 #include "retry.h"
 #include "script.h"
@@ -36,11 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_CONNECT_MS 5000
-#define DEFAULT_COMMAND_MS 5000
 #define DEFAULT_ATTEMPTS 5
-#define DEFAULT_BACKOFF_MS 50
-#define DEFAULT_BACKOFF_MAX_MS 2000
 #define DEFAULT_STALE_CHECK_MS 1
 #define DEFAULT_MAX_REPLY_BYTES (64u << 20)
 #define READ_CHUNK 16384
@@ -134,11 +131,11 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
         rlk__free(c);
         return NULL;
     }
-    if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
-    if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = DEFAULT_COMMAND_MS;
+    if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
+    if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     if (!c->cfg.reconnect_attempts) c->cfg.reconnect_attempts = DEFAULT_ATTEMPTS;
-    if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = DEFAULT_BACKOFF_MS;
-    if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = RLK__DEFAULT_BACKOFF_MS;
+    if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = RLK__DEFAULT_BACKOFF_MAX_MS;
     if (!c->cfg.stale_check_ms) c->cfg.stale_check_ms = DEFAULT_STALE_CHECK_MS;
     if (!c->cfg.max_reply_bytes) c->cfg.max_reply_bytes = DEFAULT_MAX_REPLY_BYTES;
     c->cap = -1;

@@ -12,6 +12,7 @@
 #endif
 
 #include "cli.h"
+#include "defaults.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ int main(int argc, char **argv)
 {
     cli_opts o;
     memset(&o, 0, sizeof o);
-    o.timeout_ms = 5000;
+    o.timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     cli_messages_for(&o);
 
     int r = cli_getopt(&o, argc, argv, NULL, NULL, NULL, NULL);
