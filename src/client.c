@@ -691,11 +691,23 @@ uint64_t rlk_client_generation(rlk_client *cl)
 /* ------------------------------------------------------------------ */
 /* Acquire                                                              */
 
-/* A refusal that passes by itself: the server loading its data, or busy
- * with a long script. */
+/* A refusal that passes by itself: the server loading its data
+ * (LOADING), or busy with a long script (BUSY).  Told by the error's
+ * code, its first word, as rlk_reply_error_class reads it, never by a
+ * word elsewhere in its text (a lock's name the server echoes).  The
+ * session reports a refused try as "acquire: " and the error reply, so
+ * the code is what follows that. */
 static int refused_for_now(const char *msg)
 {
-    return strstr(msg, "LOADING") || strstr(msg, "BUSY");
+    static const char head[] = "acquire: ";
+    if (strncmp(msg, head, sizeof head - 1) != 0) return 0;
+    rlk_resp_value v;
+    memset(&v, 0, sizeof v);
+    v.type = RLK_RESP_ERROR;
+    v.str = msg + sizeof head - 1;
+    v.len = strlen(v.str);
+    rlk_error_class ec = rlk_reply_error_class(&v);
+    return ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
 }
 
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
