@@ -9,7 +9,6 @@
  * as Redis 5 does (no HELLO), and a failover to a server of another
  * version, which a new detection must see.
  */
-#define TESTLIB_MAIN
 #include "testlib.h"
 
 #include "fakeserver.h"
@@ -427,15 +426,11 @@ out:
     fake_stop(fs);
 }
 
-int main(int argc, char **argv)
-{
-    tl_init(argc, argv);
-    RUN_TEST(test_versions);
-    RUN_TEST(test_versions_garbage);
-    RUN_TEST(test_real_redis);
-    RUN_TEST(test_fake_newer);
-    RUN_TEST(test_fake_valkey_as_redis);
-    RUN_TEST(test_fake_redis5);
-    RUN_TEST(test_fake_failover);
-    return tl_finish();
-}
+TL_PROGRAM(NULL, NULL,
+           TL_TEST(test_versions),
+           TL_TEST(test_versions_garbage),
+           TL_TEST(test_real_redis),
+           TL_TEST(test_fake_newer),
+           TL_TEST(test_fake_valkey_as_redis),
+           TL_TEST(test_fake_redis5),
+           TL_TEST(test_fake_failover));
