@@ -30,6 +30,7 @@
 #include "resplock.h"
 #include "clock.h"
 #include "conn_internal.h"
+#include "defaults.h"
 #include "driver.h"
 #include "internal.h"
 #include "lease.h"
@@ -51,8 +52,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TIMEOUT_MS 5000
-#define DEFAULT_CONNECT_MS 5000
 /* A try refused with LOADING or BUSY is tried again after these pauses,
  * doubling. */
 #define BUSY_PAUSE_MIN_MS 100
@@ -157,8 +156,6 @@ static int driver_fail(rlk_client *cl, int status)
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
-void rlk_client_config_init(rlk_client_config *cfg) { memset(cfg, 0, sizeof *cfg); }
-void rlk_lock_options_init(rlk_lock_options *o) { memset(o, 0, sizeof *o); }
 
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
@@ -577,8 +574,8 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
              *id ? ":" : "", h, h + 8, h + 12, h + 16, h + 20);
     cl->cfg.client_id = NULL;
     int t = cl->cfg.conn.command_timeout_ms;
-    cl->timeout = t == 0 ? DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
-    if (cl->cfg.conn.connect_timeout_ms <= 0) cl->cfg.conn.connect_timeout_ms = DEFAULT_CONNECT_MS;
+    cl->timeout = t == 0 ? RLK__DEFAULT_TIMEOUT_MS : t < 0 ? -1 : t;
+    if (cl->cfg.conn.connect_timeout_ms <= 0) cl->cfg.conn.connect_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     if (rlk__conn_config_copy(&cl->cfg.conn, &cl->strings) != RLK_OK) {
         rlk__free(cl);
         return NULL;
@@ -694,11 +691,23 @@ uint64_t rlk_client_generation(rlk_client *cl)
 /* ------------------------------------------------------------------ */
 /* Acquire                                                              */
 
-/* A refusal that passes by itself: the server loading its data, or busy
- * with a long script. */
+/* A refusal that passes by itself: the server loading its data
+ * (LOADING), or busy with a long script (BUSY).  Told by the error's
+ * code, its first word, as rlk_reply_error_class reads it, never by a
+ * word elsewhere in its text (a lock's name the server echoes).  The
+ * session reports a refused try as "acquire: " and the error reply, so
+ * the code is what follows that. */
 static int refused_for_now(const char *msg)
 {
-    return strstr(msg, "LOADING") || strstr(msg, "BUSY");
+    static const char head[] = "acquire: ";
+    if (strncmp(msg, head, sizeof head - 1) != 0) return 0;
+    rlk_resp_value v;
+    memset(&v, 0, sizeof v);
+    v.type = RLK_RESP_ERROR;
+    v.str = msg + sizeof head - 1;
+    v.len = strlen(v.str);
+    rlk_error_class ec = rlk_reply_error_class(&v);
+    return ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
 }
 
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,

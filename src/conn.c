@@ -19,8 +19,9 @@
 #include "core.h"
 #include "url.h"
 #include "conn_internal.h"
+#include "defaults.h"
+#include "keys.h"
 #include "retry.h"
-#include "script.h"
 #include "serverinfo.h"
 #include "internal.h"
 
@@ -36,17 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_CONNECT_MS 5000
-#define DEFAULT_COMMAND_MS 5000
 #define DEFAULT_ATTEMPTS 5
-#define DEFAULT_BACKOFF_MS 50
-#define DEFAULT_BACKOFF_MAX_MS 2000
 #define DEFAULT_STALE_CHECK_MS 1
 #define DEFAULT_MAX_REPLY_BYTES (64u << 20)
 #define READ_CHUNK 16384
 #define ARENA_INLINE 4096
-#define OWED_MAX 4
-#define POLL_READS 64
 
 struct rlk_conn {
     rlk_conn_config cfg;      /* strings below are our own copies */
@@ -67,16 +62,6 @@ struct rlk_conn {
     int pipelining;           /* replies must outlive buffer moves */
     int64_t last_io_ms;       /* when the last call started */
     rlk__backoff backoff;
-    /* Replies still owed to requests sent with rlk__conn_send_deferred,
-     * handed to their callbacks as they come, ahead of later replies:
-     * deferred in all, in runs of one callback each, oldest first. */
-    int deferred;
-    struct owed {
-        void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply);
-        void *ctx;
-        int n;
-    } owed[OWED_MAX];
-    int nowed;
     rlk__script_state scripts;
     rlk_conn_info info;
     char err[512];
@@ -84,11 +69,6 @@ struct rlk_conn {
 };
 
 /* ------------------------------------------------------------------ */
-
-void rlk_conn_config_init(rlk_conn_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-}
 
 #define set_err rlk__conn_fail
 
@@ -151,11 +131,11 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
         rlk__free(c);
         return NULL;
     }
-    if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
-    if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = DEFAULT_COMMAND_MS;
+    if (!c->cfg.connect_timeout_ms) c->cfg.connect_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
+    if (!c->cfg.command_timeout_ms) c->cfg.command_timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     if (!c->cfg.reconnect_attempts) c->cfg.reconnect_attempts = DEFAULT_ATTEMPTS;
-    if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = DEFAULT_BACKOFF_MS;
-    if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = DEFAULT_BACKOFF_MAX_MS;
+    if (c->cfg.backoff_initial_ms <= 0) c->cfg.backoff_initial_ms = RLK__DEFAULT_BACKOFF_MS;
+    if (c->cfg.backoff_max_ms <= 0) c->cfg.backoff_max_ms = RLK__DEFAULT_BACKOFF_MAX_MS;
     if (!c->cfg.stale_check_ms) c->cfg.stale_check_ms = DEFAULT_STALE_CHECK_MS;
     if (!c->cfg.max_reply_bytes) c->cfg.max_reply_bytes = DEFAULT_MAX_REPLY_BYTES;
     c->cap = -1;
@@ -187,23 +167,8 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     return c;
 }
 
-/* Hands v (NULL: it will not come) to the callback of the oldest reply
- * owed. */
-static void owe_next(rlk_conn *c, const rlk_resp_value *v)
-{
-    struct owed o = c->owed[0];
-    if (--c->owed[0].n == 0) {
-        c->nowed--;
-        memmove(c->owed, c->owed + 1, (size_t)c->nowed * sizeof c->owed[0]);
-    }
-    c->deferred--;
-    if (o.cb) o.cb(o.ctx, c, v);
-}
-
 void rlk_conn_close(rlk_conn *c)
 {
-    /* Replies still owed will not come: their callbacks learn it. */
-    while (c->deferred) owe_next(c, NULL);
     rlk__transport_close(&c->t);
     c->rx.len = 0;
     c->rx_off = 0;
@@ -416,16 +381,6 @@ static int parse_one(rlk_conn *c, rlk_resp_value **out, const char *doing)
     return broken(c, r);
 }
 
-/* A reply owed to a request sent with rlk__conn_send_deferred goes to its
- * callback.  1 when v was one. */
-static int take_deferred(rlk_conn *c, rlk_resp_value *v)
-{
-    if (!c->deferred || is_push(c, v) || v->type == RLK_RESP_PUSH) return 0;
-    owe_next(c, v);
-    after_push(c);
-    return 1;
-}
-
 /* Delivers a push to the caller or drops a late confirmation. */
 static void deliver_push(rlk_conn *c, rlk_resp_value *v)
 {
@@ -437,32 +392,22 @@ static void deliver_push(rlk_conn *c, rlk_resp_value *v)
     after_push(c);
 }
 
-/* What next_reply waits for: a reply; a RESP3 subscription confirmation
- * push taken as the reply; or only the deferred replies still owed. */
-enum { NEXT_REPLY, NEXT_CONFIRM, NEXT_OWED };
+/* What next_reply waits for: a reply; or a RESP3 subscription
+ * confirmation push taken as the reply. */
+enum { NEXT_REPLY, NEXT_CONFIRM };
 
-/*
- * Reads the next reply, passing push messages on and deferred replies to
- * their callback.  With NEXT_OWED it returns once none is owed, and any
- * other reply is out of step.
- */
+/* Reads the next reply, passing push messages on. */
 static int next_reply(rlk_conn *c, int64_t deadline, int confirm,
                       rlk_resp_value **out, const char *doing)
 {
     for (int read = 0;; read = 1) {
-        if (confirm == NEXT_OWED && !c->deferred) return RLK_OK;
         int r = parse_one(c, out, doing);
         if (r < 0) return r;
         if (r > 0) {
             if (confirm == NEXT_CONFIRM && (*out)->type == RLK_RESP_PUSH &&
                 is_sub_confirmation(*out))
                 return RLK_OK;
-            if (take_deferred(c, *out)) continue;
-            if (!is_push(c, *out)) {
-                if (confirm != NEXT_OWED) return RLK_OK;
-                set_err(c, RLK_ERR_PROTO, "%s: a reply nobody asked for", doing);
-                return broken(c, RLK_ERR_PROTO);
-            }
+            if (!is_push(c, *out)) return RLK_OK;
             deliver_push(c, *out);
             if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "%s: connection closed by the push handler", doing);
             if (expired(deadline)) return timed_out(c, doing);
@@ -545,15 +490,10 @@ static void read_hello(rlk_conn *c, const rlk_resp_value *m)
     rlk__hello_info(&c->info, &c->protocol, m);
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-}
-
 static int error_starts(const rlk_resp_value *v, const char *prefix)
 {
     size_t n = strlen(prefix);
-    return is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
+    return rlk__is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
 }
 
 /* An error reply as a message: its first line, bounded. */
@@ -601,7 +541,7 @@ static int handshake(rlk_conn *c, int64_t deadline)
         }
         r = exchange(c, deadline, 0, &v, argc, argv, NULL);
         if (r != RLK_OK) return r;
-        if (!is_error(v)) {
+        if (!rlk__is_error(v)) {
             if (v->type == RLK_RESP_MAP || v->type == RLK_RESP_ARRAY) read_hello(c, v);
             c->protocol = 3;
             goto select_db;
@@ -621,7 +561,7 @@ static int handshake(rlk_conn *c, int64_t deadline)
         argv[argc++] = pass;
         r = exchange(c, deadline, 0, &v, argc, argv, NULL);
         if (r != RLK_OK) return r;
-        if (is_error(v)) return auth_error(c, "AUTH refused", v);
+        if (rlk__is_error(v)) return auth_error(c, "AUTH refused", v);
     }
     if (name) {
         argv[0] = "CLIENT";
@@ -641,7 +581,7 @@ select_db:
         argv[1] = db;
         r = exchange(c, deadline, 0, &v, 2, argv, NULL);
         if (r != RLK_OK) return r;
-        if (is_error(v)) {
+        if (rlk__is_error(v)) {
             if (error_starts(v, "NOAUTH")) return auth_error(c, "SELECT", v);
             return server_error(c, RLK_ERR_SERVER, "SELECT refused", v);
         }
@@ -758,10 +698,9 @@ static int out_of_step(rlk_conn *c)
         if (r == 0) {
             /* Incomplete: only a push (or its attribute) may be pending. */
             char b = c->rx.data[0];
-            if (b == '>' || b == '|' || (c->protocol == 2 && c->nsubs) || c->deferred) return 0;
+            if (b == '>' || b == '|' || (c->protocol == 2 && c->nsubs)) return 0;
             break;
         }
-        if (take_deferred(c, v)) continue;
         if (!is_push(c, v) && v->type != RLK_RESP_PUSH) break;
         deliver_push(c, v);
         if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "connection closed by the push handler");
@@ -880,10 +819,6 @@ static int run_pipeline(rlk_conn *c, int64_t deadline, size_t n, rlk_resp_value 
         int r = parse_one(c, &out[got], doing);
         if (r < 0) return r;
         if (r > 0) {
-            if (take_deferred(c, out[got])) {
-                rlk_resp_arena_rewind(&c->arena, &kept);
-                continue;
-            }
             if (is_push(c, out[got])) {
                 deliver_push(c, out[got]);
                 if (c->t.fd < 0)
@@ -957,65 +892,6 @@ int rlk__conn_pipeline(rlk_conn *c, size_t n, const rlk__cmd *cmds, rlk_resp_val
     return run_pipeline(c, deadline, n, replies);
 }
 
-int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen)
-{
-    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
-    begin_call(c);
-    int r = rlk_resp_append_command(&c->tx, argc, argv, argvlen);
-    if (r != RLK_OK) return set_err(c, r, "cannot encode the command");
-    return flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
-}
-
-int rlk__conn_send_deferred_cmds(rlk_conn *c, size_t n, const rlk__cmd *cmds,
-                                 void (*cb)(void *ctx, rlk_conn *c,
-                                            const rlk_resp_value *reply),
-                                 void *ctx)
-{
-    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
-    int same = c->nowed && c->owed[c->nowed - 1].cb == cb && c->owed[c->nowed - 1].ctx == ctx;
-    if (!same && c->nowed == OWED_MAX)
-        return set_err(c, RLK_ERR_INVALID, "too many callbacks of deferred replies");
-    if (n == 0 || n > (size_t)(INT_MAX - c->deferred))
-        return set_err(c, RLK_ERR_INVALID, "no command, or too many, to send");
-    begin_call(c);
-    for (size_t i = 0; i < n; i++) {
-        if (!cmd_ok(&cmds[i]))
-            return set_err(c, RLK_ERR_INVALID, "deferred request %zu is malformed", i);
-        int r = check_command(c, &cmds[i]);
-        if (r == RLK_OK) r = encode_cmd(&c->tx, &cmds[i]);
-        if (r != RLK_OK) {
-            c->tx.len = 0;
-            return r == RLK_ERR_INVALID ? r : set_err(c, r, "cannot encode the command");
-        }
-    }
-    int r = flush_tx(c, deadline_after(c, c->cfg.command_timeout_ms), "send");
-    if (r != RLK_OK) return r;
-    if (!same) c->owed[c->nowed++] = (struct owed){cb, ctx, 0};
-    c->owed[c->nowed - 1].n += (int)n;
-    c->deferred += (int)n;
-    return RLK_OK;
-}
-
-int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
-                            const size_t *argvlen,
-                            void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
-                            void *ctx)
-{
-    rlk__cmd q = {.argc = argc, .argv = argv, .argvlen = argvlen};
-    return rlk__conn_send_deferred_cmds(c, 1, &q, cb, ctx);
-}
-
-int rlk__conn_drain(rlk_conn *c)
-{
-    if (!c->deferred) return RLK_OK;
-    if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
-    begin_call(c);
-    c->last_io_ms = rlk__now_ms();
-    rlk_resp_value *v;
-    return next_reply(c, deadline_after(c, c->cfg.command_timeout_ms), NEXT_OWED, &v,
-                      "reading an owed reply");
-}
-
 /* ------------------------------------------------------------------ */
 /* Pub/sub                                                              */
 
@@ -1030,7 +906,7 @@ static int sub_command(rlk_conn *c, const char *verb, const char *channel, size_
     rlk_resp_value *v;
     r = exchange(c, deadline, NEXT_CONFIRM, &v, 2, argv, lens);
     if (r != RLK_OK) return r;
-    if (is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
+    if (rlk__is_error(v)) return server_error(c, RLK_ERR_SERVER, verb, v);
     /* [kind, channel, count]: the count of channels still subscribed. */
     const rlk_resp_value *cnt = rlk_resp_value_at(v, 2);
     if (!is_sub_confirmation(v) || !cnt || cnt->type != RLK_RESP_INTEGER) {
@@ -1052,40 +928,31 @@ int rlk_conn_unsubscribe(rlk_conn *c, const char *channel, size_t len)
 }
 
 /*
- * Reads what comes while no command waits: deferred replies go to their
- * callbacks, push messages to on_push.  poll: take only what has come,
- * in at most POLL_READS reads (a server that keeps sending leaves the fd
- * readable for the next call), and return RLK_OK; else return 1 at the
- * first push message (not a subscription confirmation) or 0 at the
- * deadline.  A failure closes c.
+ * Reads what comes while no command waits: push messages go to on_push.
+ * Returns 1 at the first push message (not a subscription confirmation)
+ * or 0 at the deadline.  A failure closes c.
  */
-static int read_idle(rlk_conn *c, int64_t deadline, int poll, const char *doing)
+static int read_idle(rlk_conn *c, int64_t deadline, const char *doing)
 {
-    int fills = 0;
     for (int read = 0;; read = 1) {
         rlk_resp_value *v;
         int r = parse_one(c, &v, doing);
         if (r < 0) return r;
         if (r > 0) {
-            if (take_deferred(c, v)) continue;
             if (!is_push(c, v) && !(v->type == RLK_RESP_PUSH)) {
                 set_err(c, RLK_ERR_PROTO, "a reply arrived while no command was waiting");
                 return broken(c, RLK_ERR_PROTO);
             }
             int confirmation = v->type == RLK_RESP_PUSH && is_sub_confirmation(v);
             deliver_push(c, v);
-            if (poll) {
-                if (c->t.fd < 0) return RLK_ERR_CLOSED;
-                continue;
-            }
             if (!confirmation) return 1;
             if (c->t.fd < 0 || expired(deadline)) return 0;
             continue;
         }
         /* A partial reply stays in rx: the next call parses it again. */
-        if (poll ? fills++ == POLL_READS : read && expired(deadline)) return poll ? RLK_OK : 0;
-        r = fill(c, poll ? 0 : deadline, doing, 1);
-        if (r == RLK_ERR_TIMEOUT) return poll ? RLK_OK : 0;
+        if (read && expired(deadline)) return 0;
+        r = fill(c, deadline, doing, 1);
+        if (r == RLK_ERR_TIMEOUT) return 0;
         if (r != RLK_OK) return r;
     }
 }
@@ -1094,14 +961,7 @@ int rlk_conn_wait_push(rlk_conn *c, int timeout_ms)
 {
     if (c->t.fd < 0) return set_err(c, RLK_ERR_CLOSED, "not connected");
     begin_call(c);
-    return read_idle(c, deadline_after(c, timeout_ms), 0, "waiting for messages");
-}
-
-int rlk__conn_poll_replies(rlk_conn *c)
-{
-    if (c->t.fd < 0) return RLK_OK;
-    begin_call(c);
-    return read_idle(c, 0, 1, "reading owed replies");
+    return read_idle(c, deadline_after(c, timeout_ms), "waiting for messages");
 }
 
 /* ------------------------------------------------------------------ */
@@ -1113,5 +973,3 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms)
     if (connect_ms > 0) c->cfg.connect_timeout_ms = connect_ms;
     if (command_ms) c->cfg.command_timeout_ms = command_ms;
 }
-
-int rlk__conn_timeout_ms(const rlk_conn *c) { return c->cfg.command_timeout_ms; }

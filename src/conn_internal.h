@@ -8,6 +8,21 @@
 
 #include "resplock.h"
 #include "reply.h"
+#include "serverinfo.h"
+
+/* What the script layer (script.c) keeps with each connection: the
+ * server's facts, and whether the library of the embedded scripts runs
+ * there as FUNCTIONs. */
+typedef struct rlk__script_state {
+    rlk__server server;     /* rlk__server_detect's cache */
+    /* FCALL refused on this connection generation (unknown command,
+     * ACL, FUNCTION LOAD refused): EVALSHA until a reconnect. */
+    uint64_t refused_generation;
+    int refused;
+} rlk__script_state;
+
+/* c's state, zero when c was made. */
+rlk__script_state *rlk__conn_script_state(rlk_conn *c);
 
 /* Records a failure message on the connection and returns status. */
 #if defined(__GNUC__)
@@ -51,43 +66,6 @@ int rlk__conn_pipeline(rlk_conn *c, size_t n, const rlk__cmd *cmds, rlk_resp_val
  * RLK_OK, or a status of rlk_conn_command's reconnect. */
 int rlk__conn_ensure(rlk_conn *c);
 
-/* Sends a command without reading its reply: for commands whose answer
- * is a push that the connection drops (an UNSUBSCRIBE nobody waits for
- * under RESP3).  RLK_OK or a failure that closed c. */
-int rlk__conn_send(rlk_conn *c, int argc, const char *const *argv, const size_t *argvlen);
-
-/* Sends a command whose reply is not waited for: it is handed to cb
- * (reply NULL when the connection closed before it came; valid during
- * the call only) by whichever later call on c reads it, ahead of that
- * call's own replies, so that the next command is sent without waiting.
- * Replies owed to several callbacks go to each in the order sent; up to
- * 4 runs of replies of different callbacks (or contexts) may be owed at
- * once (RLK_ERR_INVALID for a fifth).  No reconnect: RLK_ERR_CLOSED when
- * c is not connected.  Statuses as rlk__conn_send. */
-int rlk__conn_send_deferred(rlk_conn *c, int argc, const char *const *argv,
-                            const size_t *argvlen,
-                            void (*cb)(void *ctx, rlk_conn *c, const rlk_resp_value *reply),
-                            void *ctx);
-
-/* rlk__conn_send_deferred for n commands, written at once, each reply
- * handed to cb.  RLK_ERR_INVALID (nothing sent) for a malformed or
- * refused command. */
-int rlk__conn_send_deferred_cmds(rlk_conn *c, size_t n, const rlk__cmd *cmds,
-                                 void (*cb)(void *ctx, rlk_conn *c,
-                                            const rlk_resp_value *reply),
-                                 void *ctx);
-
-/* Takes what the socket has now, without waiting: hands complete
- * deferred replies to their callbacks and push messages to on_push; a
- * partial reply waits for the next call.  For an event loop, when c's fd
- * is readable.  RLK_OK (also when not connected), or a failure that
- * closed c (the callbacks of the replies owed then got NULL). */
-int rlk__conn_poll_replies(rlk_conn *c);
-
-/* Reads until no deferred reply is owed, within the command timeout.
- * RLK_OK, or a failure that closed c (the callbacks then got NULL). */
-int rlk__conn_drain(rlk_conn *c);
-
 /* Every call on c ends by this absolute CLOCK_MONOTONIC deadline (ms) as
  * well as by its own timeout: connect and handshake, reconnect (no
  * backoff pause past it), command, pipeline, subscribe/unsubscribe,
@@ -108,7 +86,5 @@ int rlk__transient(int status);
 /* Sleeps ms milliseconds (nothing when ms <= 0), through signals. */
 void rlk__pause_ms(int64_t ms);
 
-/* The command timeout in force (ms; -1: none). */
-int rlk__conn_timeout_ms(const rlk_conn *c);
 
 #endif

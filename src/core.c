@@ -7,7 +7,7 @@
 #include "core.h"
 #include "internal.h"
 #include "reply.h"
-#include "script.h"
+#include "scriptcall.h"
 #include "serverinfo.h"
 
 #include <stdarg.h>

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "defaults.h"
 #include "resplock.h"
 
 typedef struct rlk__core rlk__core;
@@ -109,8 +110,6 @@ typedef struct rlk__core_config {
     char *(*library)(size_t *len);
     rlk__core_hooks hooks;
 } rlk__core_config;
-
-#define RLK__DEFAULT_TIMEOUT_MS 5000
 
 /* A core (copies cfg's strings); NULL when out of memory. */
 rlk__core *rlk__core_new(const rlk__core_config *cfg);

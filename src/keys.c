@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What every lock front end shares (the blocking client in lock.c, the
- * sans-I/O session in session.c): tokens from the kernel's random bytes,
+ * What every lock front end shares (the sans-I/O session in session.c,
+ * the blocking client in client.c): tokens from the kernel's random bytes,
  * the keys derived from a lock's name in its Cluster slot, and the
  * readings of replies they both make.
  */

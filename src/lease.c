@@ -10,6 +10,7 @@
 #include "lease.h"
 #include "clock.h"
 #include "internal.h"
+#include "keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,18 +146,6 @@ void rlk__leases_expire(rlk__leases *reg, int64_t now)
         if (l->watchdog && !l->lost && now >= l->lost_at) rlk__lease_mark_lost(reg, l);
 }
 
-int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now)
-{
-    int64_t next = -1;
-    for (rlk__lease *l = reg->head; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
-        int64_t t = l->renew_at < l->lost_at && !l->inflight ? l->renew_at : l->lost_at;
-        if (next < 0 || t < next) next = t;
-    }
-    if (next < 0) return -1;
-    return next > now ? next - now : 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Rounds                                                               */
 
@@ -167,7 +156,6 @@ static void round_free(rlk__round *rd)
     rlk__free(rd->argv);
     rlk__free(rd->lens);
     rlk__free(rd->kinds);
-    rlk__free(rd->replies);
     memset(rd, 0, sizeof *rd);
 }
 
@@ -197,8 +185,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
     rd->argv = rlk__malloc(sizeof *rd->argv * 4 * n);
     rd->lens = rlk__malloc(sizeof *rd->lens * 4 * n);
     rd->kinds = rlk__malloc(n);
-    rd->replies = rlk__malloc(sizeof *rd->replies * n);
-    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds || !rd->replies) {
+    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds) {
         pthread_mutex_unlock(&reg->mu);
         round_free(rd);
         return RLK_ERR_NOMEM;
@@ -269,14 +256,9 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
     return nreq;
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v && (v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR);
-}
-
 int rlk__round_crossslot(const rlk_resp_value *v)
 {
-    return is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
+    return rlk__is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
 }
 
 /* The next try of a lease whose renewal failed: soon, while validity
@@ -321,22 +303,6 @@ static void end_locked(rlk__leases *reg, rlk__round *rd, int failed)
         }
         if (--l->refs == 0 && l->dead) l->destroy(l->owner);
     }
-}
-
-void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status)
-{
-    pthread_mutex_lock(&reg->mu);
-    if (rd->per_slot) reg->per_slot = 1;
-    if (status == RLK_OK) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
-    size_t first = 0;
-    for (size_t q = 0; q < (status == RLK_OK ? rd->nreq : 0); q++) {
-        size_t cnt = (size_t)rd->reqs[q].nkeys;
-        apply_locked(reg, rd, first, cnt, rd->replies[q]);
-        first += cnt;
-    }
-    end_locked(reg, rd, status != RLK_OK);
-    pthread_mutex_unlock(&reg->mu);
-    round_free(rd);
 }
 
 int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v)

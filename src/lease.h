@@ -5,7 +5,7 @@
  * Bookkeeping only, no I/O: the validity of each lease, which are due,
  * the renewal requests of a round grouped per hash slot, the results of
  * a round's replies, and the on_lost calls due.  Whoever drives a round
- * (lock.c's tick and thread) does its I/O.
+ * (the session, session.c) does its I/O.
  *
  * Locking: the registry's mutex guards its list, the on_lost queue and
  * every lease's fields but key, token, kind and slot.  The functions
@@ -105,10 +105,6 @@ void rlk__leases_notify_lost(rlk__leases *reg, int locked);
 /* Marks lost the watchdog leases whose lost_at has passed. */
 void rlk__leases_expire(rlk__leases *reg, int64_t now);
 
-/* Milliseconds from now until a round is next due (0: now), or -1 for
- * none.  A lease whose renewal is in flight is due only at its lost_at. */
-int64_t rlk__leases_next_due(rlk__leases *reg, int64_t now);
-
 /* One lease of a round: held by a reference, with the TTL sent. */
 typedef struct rlk__renewal {
     rlk__lease *l;
@@ -127,7 +123,6 @@ typedef struct rlk__round {
     const char **argv;       /* the requests' arguments */
     size_t *lens;
     char *kinds;
-    rlk_resp_value **replies; /* room for the replies of a round run in one piece */
     int per_slot;
     int all;                 /* a re-check of every lease */
     int async;               /* replies applied one by one as they come */
@@ -157,16 +152,6 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot);
 
 /* Whether v is a cluster's refusal of keys of several slots. */
 int rlk__round_crossslot(const rlk_resp_value *v);
-
-/*
- * Ends a round run in one piece (takes the mutex): status is the
- * pipeline's; rd->replies[0..nreq) its replies when RLK_OK.  A renewed lease
- * is valid from rd->start; one refused is marked lost; one the server
- * could not answer for, or the whole round on a failure, is tried again
- * soon, until its lost_at.  Drops the references (destroying the leases
- * removed meanwhile) and frees the round.
- */
-void rlk__round_finish(rlk__leases *reg, rlk__round *rd, int status);
 
 /*
  * The reply of an async round's next request (rd->applied), applied as

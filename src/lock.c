@@ -22,8 +22,7 @@
 #include "lease.h"
 #include "lock.h"
 #include "lua.h"
-#include "script.h"
-#include "session_internal.h"
+#include "scriptcall.h"
 #include "waiter.h"
 
 #include <stdarg.h>

@@ -20,9 +20,24 @@
 
 #include "core.h"
 #include "resplock.h"
-#include "session_internal.h"
 
 typedef struct rlk__locks rlk__locks;
+
+/* The result of a call without a handle (status, release or extend by
+ * token), given to its callback once. */
+typedef struct rlk__session_result {
+    /* rlk_lock_get_status's, rlk_release_token's or rlk_extend_token's
+     * statuses: RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER,
+     * RLK_ERR_SERVER, RLK_ERR_PROTO, RLK_ERR_CLOSED, RLK_ERR_NOMEM (a
+     * NOSCRIPT's EVAL could not be queued: the session is broken); the
+     * message in rlk_session_errmsg. */
+    int status;
+    rlk_lock_status lock;    /* rlk__session_status's, on RLK_OK */
+    int64_t ttl_ms_after;    /* rlk__session_extend_token's, on RLK_OK */
+} rlk__session_result;
+
+typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__session_result *res);
+
 
 /* Locks over core, with cfg's timing and callback (its connection
  * fields are the core's and not read); owner is what the callbacks get

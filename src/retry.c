@@ -5,14 +5,12 @@
 #endif
 
 #include "retry.h"
-
-#define DEFAULT_BACKOFF_MS 50
-#define DEFAULT_BACKOFF_MAX_MS 2000
+#include "defaults.h"
 
 void rlk__backoff_init(rlk__backoff *b, int initial, int max, uint64_t seed)
 {
-    b->initial = initial > 0 ? initial : DEFAULT_BACKOFF_MS;
-    b->max = max > 0 ? max : DEFAULT_BACKOFF_MAX_MS;
+    b->initial = initial > 0 ? initial : RLK__DEFAULT_BACKOFF_MS;
+    b->max = max > 0 ? max : RLK__DEFAULT_BACKOFF_MAX_MS;
     if (b->max < b->initial) b->max = b->initial;
     b->pause = b->initial;
     /* xorshift64* must not start at 0. */

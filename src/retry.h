@@ -15,7 +15,8 @@ typedef struct rlk__backoff {
     uint64_t rng;         /* jitter only, not security */
 } rlk__backoff;
 
-/* initial <= 0: 50 ms; max <= 0: 2000 ms.  seed: any value (0 allowed). */
+/* initial <= 0: 50 ms; max <= 0: 2000 ms (defaults.h).  seed: any value
+ * (0 allowed). */
 void rlk__backoff_init(rlk__backoff *b, int initial, int max, uint64_t seed);
 
 /* The pause before the next try: half the current pause fixed, half

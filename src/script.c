@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "sha1.h"
 #include "conn_internal.h"
+#include "keys.h"
 #include "lua.h"
 #include "script.h"
 #include "internal.h"
@@ -40,20 +41,11 @@
 #include <stdio.h>
 #include <string.h>
 
-void rlk_script_init(rlk_script *s, const char *text, size_t len)
-{
-    s->text = text;
-    s->len = len ? len : strlen(text);
-    rlk__sha1_hex(text, s->len, s->sha1);
-}
-
 /* Requests up to this many go without allocating. */
 #define STACK_REQS 16
 
 /* The longest decimal key count, with its NUL. */
 #define DIGITS 12
-
-static const char FCALL[] = "FCALL";
 
 static void set_head(rlk__cmd *q, int i, const char *word, size_t len)
 {
@@ -61,56 +53,10 @@ static void set_head(rlk__cmd *q, int i, const char *word, size_t len)
     q->headlen[i] = len;
 }
 
-/* The library's function for script s, or NULL when s is not one of the
- * embedded scripts (the lock layer's rlk_script points at their text). */
-static const rlk__lua_function *function_of(const rlk_script *s)
-{
-    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
-        if (s->text == rlk__lua_functions[i].text && s->len == rlk__lua_functions[i].len)
-            return &rlk__lua_functions[i];
-    return NULL;
-}
-
 static void as_evalsha(rlk__cmd *q, const rlk_request *r)
 {
     set_head(q, 0, "EVALSHA", 7);
     set_head(q, 1, r->script->sha1, 40);
-}
-
-int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
-                     char *digits)
-{
-    int flags = how & RLK__CALL_FLAGS;
-    how &= ~RLK__CALL_FLAGS;
-    const rlk__lua_function *f = how == RLK__CALL_FCALL || flags ? function_of(s) : NULL;
-    /* What EVAL sends and EVALSHA names. */
-    const char *text = s->text, *sha1 = s->sha1;
-    size_t len = s->len;
-    if (flags && f && f->flagged) {
-        text = f->flagged;
-        len = f->flagged_len;
-        sha1 = f->flagged_sha1;
-    }
-    if (f && how == RLK__CALL_FCALL) {
-        w[0] = FCALL;
-        wl[0] = sizeof FCALL - 1;
-        w[1] = f->name;
-        wl[1] = strlen(f->name);
-    } else if (how == RLK__CALL_EVAL) {
-        w[0] = "EVAL";
-        wl[0] = 4;
-        w[1] = text;
-        wl[1] = len;
-    } else {
-        how = RLK__CALL_EVALSHA;
-        w[0] = "EVALSHA";
-        wl[0] = 7;
-        w[1] = sha1;
-        wl[1] = 40;
-    }
-    w[2] = digits;
-    wl[2] = rlk__utoa(digits, (unsigned)nkeys);
-    return how;
 }
 
 /* Request r as a command, its script as FCALL when fcall is set and it
@@ -127,66 +73,6 @@ static void as_command(rlk__cmd *q, const rlk_request *r, char *digits, int fcal
     q->argc = r->argc;
     q->argv = r->argv;
     q->argvlen = r->argvlen;
-}
-
-static int is_error(const rlk_resp_value *v)
-{
-    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-}
-
-/* Whether error reply v starts with word (its code, or more). */
-static int starts(const rlk_resp_value *v, const char *word)
-{
-    size_t n = strlen(word);
-    return is_error(v) && v->len >= n && memcmp(v->str, word, n) == 0;
-}
-
-/* Whether error reply v has text in it. */
-static int mentions(const rlk_resp_value *v, const char *text)
-{
-    size_t n = strlen(text);
-    for (size_t i = 0; is_error(v) && i + n <= v->len; i++)
-        if (memcmp(v->str + i, text, n) == 0) return 1;
-    return 0;
-}
-
-/* The errors with which a server refuses a write command before running
- * it for a state it is in, and which EVAL of the same script meets only
- * at its first write, if it makes one. */
-int rlk__state_refused(const rlk_resp_value *v)
-{
-    static const char *const codes[] = {"OOM ", "MISCONF ", "NOREPLICAS ", "READONLY ",
-                                        "MASTERDOWN "};
-    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        if (starts(v, codes[i])) return 1;
-    return 0;
-}
-
-/* Whether a function's call answered v did not run and goes as EVALSHA:
- * refused for the server's state, or by an ACL (FCALL itself, or a key,
- * which EVALSHA then meets too). */
-static int refused_before_run(const rlk_resp_value *v)
-{
-    return rlk__state_refused(v) || starts(v, "NOPERM ");
-}
-
-/* Whether FCALL's reply v says this connection cannot use FCALL at all. */
-static int fcall_unusable(const rlk_resp_value *v)
-{
-    return starts(v, "ERR unknown command") || (starts(v, "NOPERM ") && mentions(v, "'fcall'"));
-}
-
-int rlk__library_loaded(const rlk_resp_value *v)
-{
-    return !is_error(v) || (starts(v, "ERR ") && mentions(v, " already exists"));
-}
-
-int rlk__fcall_error(const rlk_resp_value *v)
-{
-    if (starts(v, "ERR Function not found")) return RLK__FCALL_MISSING;
-    if (fcall_unusable(v)) return RLK__FCALL_UNUSABLE;
-    if (refused_before_run(v)) return RLK__FCALL_REFUSED;
-    return 0;
 }
 
 /* What happens to a request between rounds. */
@@ -231,8 +117,8 @@ static size_t decide(struct call *k, rlk_resp_value *const *replies)
         unsigned char *f = &k->flags[i];
         if (!(*f & R_PENDING)) continue;
         *f &= (unsigned char)~R_PENDING;
-        if (!r->script || !is_error(v)) continue;
-        if (k->cmds[i].head[0] == FCALL) {
+        if (!r->script || !rlk__is_error(v)) continue;
+        if (k->cmds[i].head[0] == rlk__FCALL) {
             int e = rlk__fcall_error(v);
             if (e == RLK__FCALL_MISSING) {
                 /* Loaded once per call; not found after that (refused,
@@ -341,7 +227,7 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
     if (r == RLK_OK && library && !rlk__library_loaded(out[0]) && !rlk__state_refused(out[0]))
         refuse_functions(k);
     for (j = (size_t)library; r == RLK_OK && j < loads; j++)
-        if (is_error(out[j]))
+        if (rlk__is_error(out[j]))
             r = rlk__conn_fail(k->c, RLK_ERR_SERVER, "SCRIPT LOAD refused: %.*s",
                                (int)(out[j]->len > 300 ? 300 : out[j]->len), out[j]->str);
     rlk__free(libtext);
@@ -349,27 +235,49 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
     return r;
 }
 
-char *rlk__lua_library_text(size_t *len)
+/* ------------------------------------------------------------------ */
+/* Which server: the facts over a connection (serverinfo.h reads them)  */
+
+/* Gathers them with one INFO server. */
+static int from_info(rlk_conn *c, rlk__server *s)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < rlk__lua_library_nparts; i++) n += strlen(rlk__lua_library_parts[i]);
-    char *t = rlk__malloc(n + 1);
-    if (!t) return NULL;
-    *len = 0;
-    for (size_t i = 0; i < rlk__lua_library_nparts; i++) {
-        size_t l = strlen(rlk__lua_library_parts[i]);
-        memcpy(t + *len, rlk__lua_library_parts[i], l);
-        *len += l;
+    static const char *const argv[2] = {"INFO", "server"};
+    rlk_resp_value *v;
+    int r = rlk_conn_command(c, &v, 2, argv, NULL);
+    if (r != RLK_OK) return r;
+    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM &&
+        v->type != RLK_RESP_SIMPLE)
+        return RLK_OK; /* refused (an ACL), or not Redis: nothing known */
+    rlk__server_from_info(s, v->str, v->len);
+    return RLK_OK;
+}
+
+int rlk__server_detect(rlk_conn *c, rlk__server *s)
+{
+    int r = rlk__conn_ensure(c);
+    if (r == RLK_OK && s->conn == c && s->generation == rlk_conn_generation(c)) return RLK_OK;
+    rlk__server_facts(s, NULL, NULL);
+    s->conn = NULL;
+    s->generation = 0;
+    if (r != RLK_OK) return r;
+    const rlk_conn_info *info = rlk_conn_get_info(c);
+    /* "redis" 7.2.4 is what a Valkey that claims compatibility says. */
+    if (info->server[0] && strcmp(info->version, "7.2.4") != 0)
+        rlk__server_facts(s, info->server, info->version);
+    if (!s->major && (r = from_info(c, s)) != RLK_OK) {
+        rlk__server_facts(s, NULL, NULL);
+        return r;
     }
-    t[*len] = '\0';
-    return t;
+    s->conn = c;
+    s->generation = rlk_conn_generation(c);
+    return RLK_OK;
 }
 
 /* Whether any of reqs[0..n) is one of the embedded scripts. */
 static int any_function(size_t n, const rlk_request *reqs)
 {
     for (size_t i = 0; i < n; i++)
-        if (reqs[i].script && function_of(reqs[i].script)) return 1;
+        if (reqs[i].script && rlk__script_function(reqs[i].script)) return 1;
     return 0;
 }
 
@@ -447,24 +355,4 @@ int rlk_conn_pipeline(rlk_conn *c, size_t n, const rlk_request *reqs,
                       rlk_resp_value **replies)
 {
     return run(c, n, reqs, replies, 0);
-}
-
-void rlk__script_deferred_head(rlk_conn *c, const rlk_script *s, int nkeys, int whole,
-                               rlk__cmd *q, char *digits)
-{
-    const rlk__script_state *st = rlk__conn_script_state(c);
-    /* Only facts already known for this connection: this must not wait
-     * for the server. */
-    int fcall = !whole && st->server.conn == c &&
-                st->server.generation == rlk_conn_generation(c) &&
-                (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
-    q->nhead = 3;
-    rlk__script_head(s, whole ? RLK__CALL_EVAL : fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
-                     nkeys, q->head, q->headlen, digits);
-}
-
-int rlk__script_missing(const rlk_resp_value *v)
-{
-    return v && (rlk_reply_error_class(v) == RLK_EC_NOSCRIPT ||
-                 starts(v, "ERR Function not found"));
 }

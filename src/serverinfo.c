@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Which server a connection talks to, and what it can do (serverinfo.h). */
+/* Which server a connection talks to, and what it can do (serverinfo.h):
+ * the readings of HELLO's and INFO's replies, with no connection (the
+ * detection over one is script.c's). */
 #include "serverinfo.h"
-#include "conn_internal.h"
 
 #include <string.h>
 #include <strings.h>
@@ -131,42 +132,13 @@ static int info_field(const char *text, size_t len, const char *key, char *out, 
 
 /* Redis and every Valkey answer INFO server with redis_version; Valkey
  * (7.2.5 on) adds server_name and valkey_version, its own version. */
-static int from_info(rlk_conn *c, rlk__server *s)
+void rlk__server_from_info(rlk__server *out, const char *text, size_t len)
 {
-    static const char *const argv[2] = {"INFO", "server"};
-    rlk_resp_value *v;
-    int r = rlk_conn_command(c, &v, 2, argv, NULL);
-    if (r != RLK_OK) return r;
-    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM &&
-        v->type != RLK_RESP_SIMPLE)
-        return RLK_OK; /* refused (an ACL), or not Redis: nothing known */
     char name[32] = "redis", version[32] = "";
-    int valkey = info_field(v->str, v->len, "valkey_version", version, sizeof version);
-    if (valkey || (info_field(v->str, v->len, "server_name", name, sizeof name) &&
+    int valkey = info_field(text, len, "valkey_version", version, sizeof version);
+    if (valkey || (info_field(text, len, "server_name", name, sizeof name) &&
                    strcasecmp(name, "valkey") == 0))
         strcpy(name, "valkey");
-    if (!valkey) info_field(v->str, v->len, "redis_version", version, sizeof version);
-    rlk__server_facts(s, name, version);
-    return RLK_OK;
-}
-
-int rlk__server_detect(rlk_conn *c, rlk__server *s)
-{
-    int r = rlk__conn_ensure(c);
-    if (r == RLK_OK && s->conn == c && s->generation == rlk_conn_generation(c)) return RLK_OK;
-    rlk__server_facts(s, NULL, NULL);
-    s->conn = NULL;
-    s->generation = 0;
-    if (r != RLK_OK) return r;
-    const rlk_conn_info *info = rlk_conn_get_info(c);
-    /* "redis" 7.2.4 is what a Valkey that claims compatibility says. */
-    if (info->server[0] && strcmp(info->version, "7.2.4") != 0)
-        rlk__server_facts(s, info->server, info->version);
-    if (!s->major && (r = from_info(c, s)) != RLK_OK) {
-        rlk__server_facts(s, NULL, NULL);
-        return r;
-    }
-    s->conn = c;
-    s->generation = rlk_conn_generation(c);
-    return RLK_OK;
+    if (!valkey) info_field(text, len, "redis_version", version, sizeof version);
+    rlk__server_facts(out, name, version);
 }

@@ -2,7 +2,8 @@
 /*
  * Which server a connection talks to, and which native commands it has.
  *
- * The one place that decides what a server can do: newer servers have
+ * The one place that decides what a server can do (pure readings of
+ * replies; script.c's rlk__server_detect asks a connection for them): newer servers have
  * commands that do in one call what older ones need a script for, and
  * the layers above choose a path by the capability bits here, never by
  * comparing versions themselves.  Every server keeps a path without any
@@ -24,6 +25,7 @@
 #ifndef RESPLOCK_SERVERINFO_H
 #define RESPLOCK_SERVERINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "resplock.h"
@@ -76,17 +78,11 @@ void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m);
 void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m);
 
 /*
- * The facts of the server c is connected to, connecting first if it is
- * not (as rlk_conn_command does).  *s is the caller's cache for c, zeroed
- * before the first call: while c stays on the same connection
- * (generation), it is returned as it is, without a round trip; after a
- * reconnect, which may have reached another server (a failover), the
- * facts are gathered again: from what HELLO told, or else with one INFO
- * server command, which ends the validity of the replies of c's previous
- * call.  On failure *s is unknown with no capability (and not cached).
- * Returns RLK_OK, or a status of rlk_conn_command (RLK_ERR_INVALID on a
- * RESP2 connection that subscribed).  The owner's thread.
+ * The facts INFO server's text[0..len) gives: "valkey" where it has
+ * valkey_version or server_name valkey (Valkey 7.2.5 on), else "redis",
+ * at that version (valkey_version, else redis_version), as
+ * rlk__server_facts reads them.
  */
-int rlk__server_detect(rlk_conn *c, rlk__server *s);
+void rlk__server_from_info(rlk__server *out, const char *text, size_t len);
 
 #endif

@@ -19,20 +19,8 @@
 
 #include <stdint.h>
 
+#include "lock.h"
 #include "resplock.h"
-
-typedef struct rlk__session_result {
-    /* rlk_lock_get_status's, rlk_release_token's or rlk_extend_token's
-     * statuses: RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER,
-     * RLK_ERR_SERVER, RLK_ERR_PROTO, RLK_ERR_CLOSED, RLK_ERR_NOMEM (a
-     * NOSCRIPT's EVAL could not be queued: the session is broken); the
-     * message in rlk_session_errmsg. */
-    int status;
-    rlk_lock_status lock;    /* rlk__session_status's, on RLK_OK */
-    int64_t ttl_ms_after;    /* rlk__session_extend_token's, on RLK_OK */
-} rlk__session_result;
-
-typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__session_result *res);
 
 /* What the server holds at NAME (as rlk_lock_get_status). */
 int rlk__session_status(rlk_session *s, const char *name, rlk__session_call_cb cb, void *ctx,

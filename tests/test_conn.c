@@ -2640,95 +2640,6 @@ static void test_duplicate_reply_no_reconnect(void)
     duplicate_reply(30, -1);
 }
 
-/* A deferred request: its reply goes to the callback, ahead of the next
- * command's own, which is sent without waiting for it; a pipeline and a
- * drain take it the same way; a close tells the callback NULL. */
-struct owed {
-    int calls, nulls;
-    char got[64];
-};
-
-static void owed_cb(void *ctx, rlk_conn *c, const rlk_resp_value *v)
-{
-    struct owed *o = ctx;
-    (void)c;
-    o->calls++;
-    if (!v) o->nulls++;
-    else snprintf(o->got, sizeof o->got, "%.*s", (int)v->len, v->str ? v->str : "");
-}
-
-static void test_deferred_reply(void)
-{
-    ts_server *s = get_plain();
-    rlk_conn *c;
-    rlk_resp_value *v, *pv[1];
-    struct owed o, o2;
-    char url[128];
-    if (!CHECK(s != NULL)) return;
-    url_of(url, sizeof url, s);
-    c = CONNECT(url);
-    if (!c) return;
-    memset(&o, 0, sizeof o);
-    memset(&o2, 0, sizeof o2);
-    {
-        const char *a[2] = {"ECHO", "first"}, *b[2] = {"ECHO", "second"};
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
-        CHECK_EQ_INT(o.calls, 0);
-        CHECK_EQ_INT(rlk_conn_command(c, &v, 2, b, NULL), RLK_OK);
-        CHECK_EQ_INT(o.calls, 1);
-        CHECK_EQ_STR(o.got, "first");
-        CHECK(v && v->len == 6 && memcmp(v->str, "second", 6) == 0);
-        /* Through a pipeline. */
-        const char *e[2] = {"ECHO", "third"};
-        rlk_request q = {NULL, 0, 2, b, NULL};
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, e, NULL, owed_cb, &o), RLK_OK);
-        CHECK_EQ_INT(rlk_conn_pipeline(c, 1, &q, pv), RLK_OK);
-        CHECK_EQ_INT(o.calls, 2);
-        CHECK_EQ_STR(o.got, "third");
-        CHECK(pv[0] && pv[0]->len == 6 && memcmp(pv[0]->str, "second", 6) == 0);
-        /* Drained on demand; replies owed to other callbacks go to each
-         * in the order sent, up to four runs of them. */
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, e, NULL, owed_cb, &o2), RLK_OK);
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, b, NULL, owed_cb, &o), RLK_OK);
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, e, NULL, owed_cb, &o2), RLK_OK);
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_ERR_INVALID);
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, e, NULL, owed_cb, &o2), RLK_OK);
-        CHECK_EQ_INT(rlk__conn_drain(c), RLK_OK);
-        CHECK_EQ_INT(o.calls, 4);
-        CHECK_EQ_STR(o.got, "second");
-        CHECK_EQ_INT(o2.calls, 3);
-        CHECK_EQ_STR(o2.got, "third");
-        o.calls = 3;
-        /* Taken without waiting: nothing while the server is frozen,
-         * the reply once the fd is readable. */
-        if (CHECK(kill(s->pid, SIGSTOP) == 0)) {
-            const char *ping[1] = {"PING"};
-            struct pollfd p = {rlk_conn_fd(c), POLLIN, 0};
-            int64_t t0 = ts_now_ms(), took;
-            CHECK_EQ_INT(rlk__conn_send_deferred(c, 1, ping, NULL, owed_cb, &o2), RLK_OK);
-            CHECK_EQ_INT(rlk__conn_poll_replies(c), RLK_OK);
-            took = ts_now_ms() - t0;
-            CHECK_EQ_INT(o2.calls, 3);
-            kill(s->pid, SIGCONT);
-            /* The command timeout is 5 s: far below it, whatever the load. */
-            CHECK_MSG(took < 2500, "poll_replies took %lld ms", (long long)took);
-            CHECK(poll(&p, 1, 5000) == 1);
-            CHECK_EQ_INT(rlk__conn_poll_replies(c), RLK_OK);
-            CHECK_EQ_INT(o2.calls, 4);
-            CHECK_EQ_STR(o2.got, "PONG");
-        }
-        /* A close before the reply: the callback learns it. */
-        CHECK_EQ_INT(rlk__conn_send_deferred(c, 2, a, NULL, owed_cb, &o), RLK_OK);
-        rlk_conn_close(c);
-        CHECK_EQ_INT(o.calls, 4);
-        CHECK_EQ_INT(o.nulls, 1);
-        CHECK_EQ_INT(rlk_conn_command(c, &v, 2, b, NULL), RLK_OK); /* reconnects */
-        CHECK_EQ_INT(o.calls, 4);
-    }
-    rlk_conn_free(c);
-}
-
 /* rlk__conn_cap: one deadline over connect, command, reconnect, wait. */
 static void test_cap(void)
 {
@@ -2922,7 +2833,6 @@ int main(int argc, char **argv)
     RUN_TEST(test_duplicate_reply_later);
     RUN_TEST(test_duplicate_reply_no_reconnect);
     RUN_TEST(test_cap);
-    RUN_TEST(test_deferred_reply);
     RUN_TEST(test_eval_one_deadline);
 
     ts_stop(plain_srv);

@@ -4,7 +4,6 @@
  * buffer's growth and limit, round trips through the parser (events and
  * trees), and allocation failure at every allocation.
  */
-#define TESTLIB_MAIN
 #include "testlib.h"
 
 #include "resp.h"
@@ -1026,27 +1025,23 @@ static void test_alloc_failure(void)
     free(chain);
 }
 
-int main(int argc, char **argv)
-{
-    tl_init(argc, argv);
-    RUN_TEST(test_buf_basics);
-    RUN_TEST(test_buf_max);
-    RUN_TEST(test_command_bytes);
-    RUN_TEST(test_command_lengths);
-    RUN_TEST(test_command_strlen);
-    RUN_TEST(test_write_command);
-    RUN_TEST(test_command_invalid);
-    RUN_TEST(test_put_scalars);
-    RUN_TEST(test_put_integer_sweep);
-    RUN_TEST(test_put_aggregates);
-    RUN_TEST(test_put_double_text);
-    RUN_TEST(test_double_round_trip);
-    RUN_TEST(test_double_locale);
-    RUN_TEST(test_put_event_round_trip);
-    RUN_TEST(test_put_event_made);
-    RUN_TEST(test_put_value_round_trip);
-    RUN_TEST(test_put_value_deep);
-    RUN_TEST(test_put_value_made);
-    RUN_TEST(test_alloc_failure);
-    return tl_finish();
-}
+TL_PROGRAM(NULL, NULL,
+           TL_TEST(test_buf_basics),
+           TL_TEST(test_buf_max),
+           TL_TEST(test_command_bytes),
+           TL_TEST(test_command_lengths),
+           TL_TEST(test_command_strlen),
+           TL_TEST(test_write_command),
+           TL_TEST(test_command_invalid),
+           TL_TEST(test_put_scalars),
+           TL_TEST(test_put_integer_sweep),
+           TL_TEST(test_put_aggregates),
+           TL_TEST(test_put_double_text),
+           TL_TEST(test_double_round_trip),
+           TL_TEST(test_double_locale),
+           TL_TEST(test_put_event_round_trip),
+           TL_TEST(test_put_event_made),
+           TL_TEST(test_put_value_round_trip),
+           TL_TEST(test_put_value_deep),
+           TL_TEST(test_put_value_made),
+           TL_TEST(test_alloc_failure));

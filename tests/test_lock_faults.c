@@ -11,8 +11,9 @@
  * line (the line's TTLs), a reentrant release's re-send that comes late,
  * a retried release that handed the lock over, fences after eviction and
  * restart, one deadline per call (frozen server, bounded wait, restart,
- * late start), reconnects refused by a server full of clients, and a
- * connection reset under a waiting acquire.
+ * late start), reconnects refused by a server full of clients, a
+ * connection reset under a waiting acquire, and tries refused for now
+ * (BUSY: tried again) told from errors that only name LOADING or BUSY.
  *
  * A waiter that must be paused runs in a process of its own: this
  * program again, started with --child-wait, which reports its result on
@@ -1749,6 +1750,144 @@ static void test_reset_messages(void)
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* 7. A try refused for now goes again, known by its code alone        */
+
+/* An error whose text names LOADING or BUSY without being one is the
+ * try's result: one try, not the pauses and tries owed to a server
+ * loading its data or busy with a script.  Here the server echoes the
+ * lock's name in "ERR unknown command 'SET', with args beginning with:
+ * 'LOADING-report' ...", its SET renamed away. */
+static void test_refusal_named_not_coded(void)
+{
+    static const char *const extra[] = {"--rename-command", "SET", "", NULL};
+    static const char *const names[] = {"LOADING-report", "nightly-BUSY"};
+    ts_server *s;
+    rlk_conn *adm = NULL;
+    rlk_client *cl = NULL;
+    char url[64];
+    if (!(s = own_server(extra, url, sizeof url))) return;
+    adm = CONNECT(url);
+    cl = CLIENT_EX(url, 0, 0, NULL);
+    if (!adm || !cl) goto out;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        rlk_lock_options o;
+        rlk_lock *l = NULL;
+        opts(&o, 10000, 0, RLK_LOCK_SIMPLE, 0, NULL);
+        CMD(adm, "CONFIG", "RESETSTAT");
+        int rc = rlk_lock_acquire(cl, names[i], &o, &l);
+        CHECK_MSG(rc == RLK_ERR_SERVER && ts_contains(rlk_client_errmsg(cl), "unknown command"),
+                  "acquire %s: %d %s", names[i], rc, rlk_client_errmsg(cl));
+        /* One SET refused, one try. */
+        long long errs = errors_of(adm, "ERR");
+        CHECK_MSG(errs == 1, "acquire %s: %lld tries refused, want 1", names[i], errs);
+        if (l) rlk_lock_release(l);
+    }
+out:
+    rlk_client_free(cl);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
+/* A script that keeps the server busy for ARGV[1] ms by its clock, run
+ * on a connection of its own. */
+struct busy_script {
+    char url[64];
+    int64_t ms;
+    int rc;
+};
+
+static void *busy_script_main(void *arg)
+{
+    struct busy_script *b = arg;
+    static const char script[] =
+        "local t = redis.call('TIME') local s = t[1] * 1000 + t[2] / 1000 "
+        "while true do local n = redis.call('TIME') "
+        "if n[1] * 1000 + n[2] / 1000 >= s + tonumber(ARGV[1]) then return 1 end end";
+    char ms[24];
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_resp_value *v;
+    snprintf(ms, sizeof ms, "%lld", (long long)b->ms);
+    const char *argv[4] = {"EVAL", script, "0", ms};
+    cfg_init(&cfg, b->url);
+    cfg.command_timeout_ms = LONG_MS + (int)b->ms;
+    b->rc = -1;
+    if ((c = rlk_conn_new(&cfg)) != NULL) {
+        b->rc = rlk_conn_command(c, &v, 4, argv, NULL);
+        if (b->rc == RLK_OK && v->type != RLK_RESP_INTEGER) b->rc = RLK_ERR_SERVER;
+        rlk_conn_free(c);
+    }
+    return NULL;
+}
+
+/* A try the server refuses with BUSY (a script runs past
+ * busy-reply-threshold) goes again after a pause while the wait lasts,
+ * and takes the lock once the script is over. */
+static void test_refused_busy_tried_again(void)
+{
+    static const char *const extra[] = {"--lua-time-limit", "50", NULL};
+    const char *name = "f-busy-again";
+    ts_server *s;
+    rlk_conn *adm = NULL, *probe = NULL;
+    rlk_client *cl = NULL;
+    rlk_lock *l = NULL;
+    rlk_lock_options o;
+    struct busy_script b;
+    pthread_t th;
+    int started = 0, rc;
+    long long probe_busy = 0;
+    char url[64];
+    if (!(s = own_server(extra, url, sizeof url))) return;
+    adm = CONNECT(url);
+    probe = CONNECT(url);
+    cl = CLIENT_EX(url, 0, 0, NULL);
+    if (!adm || !probe || !cl) goto out;
+    /* Connected, and its scripts loaded, before the server is busy. */
+    l = ACQ(cl, name, 10000);
+    if (!l || !CHECK(rlk_lock_release(l) == RLK_OK)) goto out;
+    l = NULL;
+    CMD(adm, "CONFIG", "RESETSTAT");
+
+    memset(&b, 0, sizeof b);
+    snprintf(b.url, sizeof b.url, "%s", url);
+    b.ms = SLOWX(2000);
+    if (!CHECK(pthread_create(&th, NULL, busy_script_main, &b) == 0)) goto out;
+    started = 1;
+    /* Busy once a PING is refused with BUSY. */
+    for (int64_t until = ts_now_ms() + LONG_MS; ts_now_ms() < until; ts_pause_ms(2)) {
+        rlk_resp_value *v = CMD(probe, "PING");
+        if (v && v->type == RLK_RESP_ERROR && v->len >= 4 && memcmp(v->str, "BUSY", 4) == 0) {
+            probe_busy++;
+            break;
+        }
+    }
+    if (!CHECK_MSG(probe_busy == 1, "the server never answered BUSY")) goto out;
+
+    opts(&o, 10000, SLOWX(10000), RLK_LOCK_SIMPLE, 0, NULL);
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    CHECK_MSG(rc == RLK_OK, "acquire while the server is busy: %d %s", rc,
+              rlk_client_errmsg(cl));
+    pthread_join(th, NULL);
+    started = 0;
+    CHECK_EQ_INT(b.rc, RLK_OK);
+    /* It was refused, then tried again. */
+    long long busy = errors_of(adm, "BUSY") - probe_busy;
+    CHECK_MSG(busy >= 1, "the client's tries refused with BUSY: %lld", busy);
+    if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    if (started) {
+        /* The script ends by itself; SCRIPT KILL makes sure of it. */
+        rlk_resp_value *v = probe ? CMD(probe, "SCRIPT", "KILL") : NULL;
+        (void)v;
+        pthread_join(th, NULL);
+    }
+    rlk_client_free(cl);
+    rlk_conn_free(probe);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
@@ -1781,6 +1920,8 @@ int main(int argc, char **argv)
     RUN(test_refused_then_served);
     RUN(test_write_reset_in_wait);
     RUN(test_reset_messages);
+    RUN(test_refusal_named_not_coded);
+    RUN(test_refused_busy_tried_again);
 
     return locktest_finish(t0);
 }

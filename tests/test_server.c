@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Server detection (src/serverinfo.h): which server, which version, and
+ * Server detection (src/serverinfo.h, and over a connection
+ * rlk__server_detect in src/script.h): which server, which version, and
  * which native commands it has.  The pure function over a table of
  * versions and garbage; a real redis-server 7.0 (RESP3 through HELLO, and
  * RESP2 through INFO server); fake servers answering HELLO and INFO as
@@ -8,11 +9,11 @@
  * as Redis 5 does (no HELLO), and a failover to a server of another
  * version, which a new detection must see.
  */
-#define TESTLIB_MAIN
 #include "testlib.h"
 
 #include "fakeserver.h"
 #include "resplock.h"
+#include "script.h"
 #include "server.h"
 #include "serverinfo.h"
 
@@ -425,15 +426,11 @@ out:
     fake_stop(fs);
 }
 
-int main(int argc, char **argv)
-{
-    tl_init(argc, argv);
-    RUN_TEST(test_versions);
-    RUN_TEST(test_versions_garbage);
-    RUN_TEST(test_real_redis);
-    RUN_TEST(test_fake_newer);
-    RUN_TEST(test_fake_valkey_as_redis);
-    RUN_TEST(test_fake_redis5);
-    RUN_TEST(test_fake_failover);
-    return tl_finish();
-}
+TL_PROGRAM(NULL, NULL,
+           TL_TEST(test_versions),
+           TL_TEST(test_versions_garbage),
+           TL_TEST(test_real_redis),
+           TL_TEST(test_fake_newer),
+           TL_TEST(test_fake_valkey_as_redis),
+           TL_TEST(test_fake_redis5),
+           TL_TEST(test_fake_failover));

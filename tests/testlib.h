@@ -10,7 +10,8 @@
  * status (non-zero when anything failed).
  *
  * Exactly one file of a program defines TESTLIB_MAIN before including
- * this header; it holds the counters that every file shares.  Arguments
+ * this header; it holds the counters that every file shares (for the
+ * programs registered with TL_PROGRAM, tests/testmain.c).  Arguments
  * given to the program (tl_init) select the tests whose names contain one
  * of them.
  */
@@ -145,6 +146,44 @@ static inline int tl_finish(void)
     fflush(stdout);
     return tl_state.failed ? 1 : 0;
 }
+
+/*
+ * One way to register a program's tests, and one main for the programs
+ * that use it (tests/testmain.c, which defines TESTLIB_MAIN): a program
+ * lists its tests, in the order they run, with
+ *
+ *     TL_PROGRAM(setup, teardown,
+ *                TL_TEST(test_a),
+ *                TL_TEST_NAMED("a name of its own", test_b));
+ *
+ * and links tests/testmain.c.  setup (NULL: none) gets the program's
+ * arguments before any test and returns TL_RUN_TESTS, or an exit status
+ * with which the program ends at once (a set-up that failed says why on
+ * stdout first).  teardown (NULL: none) runs after the last test, before
+ * the closing line.  The arguments select tests by name, as tl_run does.
+ */
+typedef struct tl_test {
+    const char *name;
+    void (*fn)(void);
+} tl_test;
+
+struct tl_program {
+    int (*setup)(int argc, char **argv);
+    void (*teardown)(void);
+    const tl_test *tests;
+    size_t ntests;
+};
+
+#define TL_RUN_TESTS (-1)
+#define TL_TEST(fn) {#fn, fn}
+#define TL_TEST_NAMED(name, fn) {name, fn}
+#define TL_PROGRAM(setup_, teardown_, ...)                                              \
+    static const tl_test tl_tests_[] = {__VA_ARGS__};                                   \
+    const struct tl_program tl_program = {setup_, teardown_, tl_tests_,                 \
+                                   sizeof tl_tests_ / sizeof tl_tests_[0]}
+
+/* The program's, for tests/testmain.c. */
+extern const struct tl_program tl_program;
 
 /* Suites that live in a file of their own and run from a program's main(). */
 void run_hiredis_cases(void); /* tests/hiredis_cases.c */

@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "resplock.h"
@@ -47,6 +48,10 @@ typedef struct cli_opts {
     int url_conf_line;      /* the file's line, or 0 */
 } cli_opts;
 
+/* ---- util.c: messages, durations, exit codes (uses no other part) ---- */
+
+/* Messages follow o's --quiet and --verbose from now on. */
+void cli_messages_for(const cli_opts *o);
 /* "resplock: MESSAGE" on stderr, unless --quiet. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A timestamped progress line on stderr with --verbose. */
@@ -59,6 +64,15 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * 0 and *ms set, or -1. */
 int cli_parse_duration(const char *s, int64_t *ms);
 
+/* The exit code for a library status: 69 for the server's side
+ * (unreachable, TLS, auth, protocol), 70 for ours. */
+int cli_exit_for(int status);
+
+/* ---- options.c: the global options and the usage text ---- */
+
+/* The usage text (--help's). */
+void cli_print_usage(FILE *to);
+
 /* getopt_long over the global options plus a subcommand's own; `own`
  * returns 1 when it took the option, -1 after a usage error, 0 when it
  * does not know it.  Stops at the first non-option.  Returns 0, or an
@@ -66,6 +80,8 @@ int cli_parse_duration(const char *s, int64_t *ms);
 int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
                const struct option *longopts, int (*own)(void *ctx, int c, const char *arg),
                void *ctx);
+
+/* ---- config.c: the settings from files, environment and options ---- */
 
 /* Reads the configuration files, then merges them, the environment and
  * the options into o->final_url (once; later calls return the first
@@ -78,15 +94,15 @@ const char *cli_key(const cli_opts *o, const char *name);
  * returns its exit code. */
 int cli_connect_error(cli_opts *o, int status, const char *msg);
 
+/* ---- connect.c ---- */
+
 /* Connects as the options say; on failure prints the reason, sets
  * *code to the exit code and returns NULL. */
 rlk_conn *cli_connect(cli_opts *o, int *code);
 /* -v: what the connection is (peer, server, protocol, TLS version). */
 void cli_connected(const rlk_conn_info *in);
 
-/* The exit code for a library status: 69 for the server's side
- * (unreachable, TLS, auth, protocol), 70 for ours. */
-int cli_exit_for(int status);
+/* ---- supervise.c ---- */
 
 /* Milliseconds of CLOCK_MONOTONIC: system-wide, so resplock and its
  * supervisor agree on deadlines. */
@@ -116,6 +132,8 @@ int cli_supervisor_reaped(cli_supervisor *s, pid_t pid, int wstatus);
 /* Tells it the job is over, and reaps it: its exit code (0 when it did
  * nothing, CLI_SUPERVISOR_ACTED), or -1 when it did not exit normally. */
 int cli_supervisor_finish(cli_supervisor *s);
+
+/* ---- the subcommands: ping.c, lock_cmds.c ---- */
 
 int cmd_ping(cli_opts *o, int argc, char **argv);
 int cmd_run(cli_opts *o, int argc, char **argv);

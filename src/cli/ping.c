@@ -27,11 +27,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int is_error(const rlk_resp_value *v)
-{
-    return v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-}
-
 /* The value of "key:" in INFO's text, for servers that did not say their
  * version in HELLO (RESP2). */
 static void info_field(const rlk_resp_value *v, const char *key, char *out, size_t n)
@@ -81,7 +76,7 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
             rlk_conn_free(c);
             return cli_exit_for(status);
         }
-        if (is_error(v)) {
+        if (rlk_reply_error_class(v) != RLK_EC_NONE) {
             cli_err("PING: %.*s", (int)v->len, v->str);
             rlk_conn_free(c);
             return CLI_EX_UNAVAILABLE;
@@ -90,7 +85,7 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
     qsort(rtt, PINGS, sizeof rtt[0], cmp_double);
 
     const char *whoami[] = {"ACL", "WHOAMI"};
-    if (rlk_conn_command(c, &v, 2, whoami, NULL) == RLK_OK && !is_error(v) &&
+    if (rlk_conn_command(c, &v, 2, whoami, NULL) == RLK_OK &&
         (v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE))
         snprintf(user, sizeof user, "%.*s", (int)v->len, v->str);
     if (!version[0]) {

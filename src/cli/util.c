@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What every part of the resplock command shares and that depends on no
+ * other part of it: messages on stderr, durations, exit codes.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ */
+/* Messages                                                            */
+
+static const cli_opts *msg_opts;
+
+void cli_messages_for(const cli_opts *o) { msg_opts = o; }
+
+void cli_err(const char *fmt, ...)
+{
+    if (msg_opts && msg_opts->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("resplock: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_verbose(const char *fmt, ...)
+{
+    if (!msg_opts || !msg_opts->verbose || msg_opts->quiet) return;
+    /* The time of day in UTC, worked out here: localtime and strftime
+     * would bring the time zone code into a static build (5 KB). */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long day = (long)(ts.tv_sec % 86400);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "resplock: %02ld:%02ld:%02ld.%03ldZ ", day / 3600, day / 60 % 60, day % 60,
+            ts.tv_nsec / 1000000);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("resplock: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'resplock --help'.\n", stderr);
+    va_end(ap);
+    return CLI_EX_USAGE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Durations                                                           */
+
+/* One number and its unit at *s; the unit's rank (h 4, m 3, s 2, ms 1,
+ * none 0) and *s moved past them, or -1. */
+static int duration_part(const char **s, double *ms)
+{
+    const char *p = *s;
+    while ((*p >= '0' && *p <= '9') || *p == '.') p++;
+    if (p == *s) return -1;
+    /* strtod would take hex, exponents and inf; durations are plain
+     * decimals, checked above. */
+    char num[64];
+    if ((size_t)(p - *s) >= sizeof num) return -1;
+    memcpy(num, *s, (size_t)(p - *s));
+    num[p - *s] = '\0';
+    errno = 0;
+    char *end;
+    double v = strtod(num, &end);
+    if (errno || *end) return -1;
+    int rank;
+    double mult;
+    if (p[0] == 'm' && p[1] == 's') rank = 1, mult = 1, p += 2;
+    else if (p[0] == 'h') rank = 4, mult = 3600000, p++;
+    else if (p[0] == 'm') rank = 3, mult = 60000, p++;
+    else if (p[0] == 's') rank = 2, mult = 1000, p++;
+    else rank = 0, mult = 1000;
+    *ms = v * mult;
+    *s = p;
+    return rank;
+}
+
+int cli_parse_duration(const char *s, int64_t *ms)
+{
+    if (!s || !*s) return -1;
+    double total = 0, part;
+    int last = 5, parts = 0;
+    while (*s) {
+        int rank = duration_part(&s, &part);
+        /* A bare number stands alone; units go from hours down, once. */
+        if (rank < 0 || rank >= last || (rank == 0 && (parts > 0 || *s))) return -1;
+        last = rank;
+        parts++;
+        total += part;
+    }
+    if (total > 9.2e15) return -1;
+    *ms = (int64_t)(total + 0.5);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Exit codes                                                          */
+
+int cli_exit_for(int status)
+{
+    switch (status) {
+    case RLK_OK: return 0;
+    case RLK_ERR_CONNECT: case RLK_ERR_TIMEOUT: case RLK_ERR_TLS: case RLK_ERR_AUTH:
+    case RLK_ERR_URL: case RLK_ERR_IO: case RLK_ERR_CLOSED: case RLK_ERR_PROTO:
+    case RLK_ERR_SERVER: case RLK_ERR_LIMIT:
+        return CLI_EX_UNAVAILABLE;
+    default:
+        return CLI_EX_SOFTWARE;
+    }
+}
