@@ -130,6 +130,7 @@ static inline void tl_run(const char *name, void (*fn)(void))
     for (i = 1; i < tl_state.argc && !selected; i++)
         selected = strstr(name, tl_state.argv[i]) != NULL;
     if (!selected) return;
+    if (tl_state.test_failed && !tl_state.test) tl_state.failed++; /* outside a test */
     tl_state.test = name;
     tl_state.test_failed = 0;
     fn();
@@ -142,6 +143,12 @@ static inline void tl_run(const char *name, void (*fn)(void))
 
 static inline int tl_finish(void)
 {
+    /* A check that failed outside any test (a server that did not start
+     * in the program's set-up) fails the program: never a silent skip. */
+    if (tl_state.test_failed && !tl_state.test) {
+        tl_state.failed++;
+        tl_state.test_failed = 0;
+    }
     printf("%d passed, %d failed\n", tl_state.passed, tl_state.failed);
     fflush(stdout);
     return tl_state.failed ? 1 : 0;
