@@ -15,6 +15,7 @@
  */
 #include "resplock.h"
 #include "transport.h"
+#include "connect.h"
 #include "clock.h"
 #include "url.h"
 #include "conn_internal.h"

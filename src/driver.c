@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "clock.h"
+#include "connect.h"
 #include "conn_internal.h"
 #include "internal.h"
 #include "keys.h"
