@@ -196,6 +196,17 @@ void ts_hole_close(ts_hole *h)
     h->lfd = -1;
 }
 
+int ts_steps_to_handshake(rlk__transport *t, int rc)
+{
+    int64_t end = rlk__now_ms() + 10000;
+    while (rc == RLK__IN_PROGRESS && !t->cs.upper && rlk__now_ms() < end) {
+        struct pollfd p = {t->cs.events ? t->fd : -1, t->cs.events, 0};
+        int r = poll(&p, 1, rlk__ms_left(t->cs.wake < 0 || t->cs.wake > end ? end : t->cs.wake));
+        rc = rlk__connect_step(t, r > 0 ? p.revents : 0);
+    }
+    return rc;
+}
+
 int ts_silent_listener(int *port)
 {
     struct sockaddr_in sa;

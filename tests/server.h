@@ -82,6 +82,12 @@ typedef struct ts_hole {
 int ts_hole_open(ts_hole *h);
 void ts_hole_close(ts_hole *h);
 
+/* Steps a connect of the library's transport (rc: its _start's result)
+ * until its TLS handshake has begun, or the connect ended, or 10 s
+ * passed: the last result. */
+struct rlk__transport;
+int ts_steps_to_handshake(struct rlk__transport *t, int rc);
+
 /* A TCP listener on 127.0.0.1 (its port in *port) that never accepts
  * and never answers: connects complete (the kernel queues them), and
  * whatever is sent stays unread.  The fd, or -1. */

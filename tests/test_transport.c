@@ -1605,19 +1605,6 @@ out:
     fake_stop(garbage);
 }
 
-/* Steps a connect until its TLS handshake has begun (or it ended):
- * the result. */
-static int steps_to_handshake(rlk__transport *t, int rc)
-{
-    int64_t end = in_ms(LONG_MS);
-    while (rc == RLK__IN_PROGRESS && !t->cs.upper && rlk__now_ms() < end) {
-        struct pollfd p = {t->cs.events ? t->fd : -1, t->cs.events, 0};
-        int r = poll(&p, 1, rlk__ms_left(t->cs.wake < 0 || t->cs.wake > end ? end : t->cs.wake));
-        rc = rlk__connect_step(t, r > 0 ? p.revents : 0);
-    }
-    return rc;
-}
-
 /* A server: the steps (its answers may all have come by the first
  * SSL_connect on loopback) end connected.  A listener that never answers the ClientHello: the
  * step waits for reading; expired, it times out with the blocking
@@ -1650,7 +1637,7 @@ static void test_steps_tls(void)
 
     silent = ts_silent_listener(&port);
     if (!CHECK(silent >= 0)) return;
-    rc = steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
+    rc = ts_steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
     CHECK_EQ_INT(rc, RLK__IN_PROGRESS);
     CHECK(t.cs.upper && t.cs.events == POLLIN && t.cs.wake == -1 && !t.ops);
     CHECK_EQ_INT(rlk__connect_step(&t, 0), RLK__IN_PROGRESS);
@@ -1660,7 +1647,7 @@ static void test_steps_tls(void)
     CHECK(t.fd == -1 && t.tls == NULL && t.tls_ctx == NULL && t.cs.step == NULL);
     CHECK(ERR_peek_error() == 0);
 
-    rc = steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
+    rc = ts_steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
     CHECK(rc == RLK__IN_PROGRESS && t.cs.upper);
     rlk__transport_close(&t);
     CHECK(t.fd == -1 && t.tls == NULL && t.tls_ctx == NULL && t.cs.step == NULL);
