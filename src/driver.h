@@ -79,11 +79,12 @@ void rlk__driver_destroy(rlk__driver *d);
 int rlk__driver_step(rlk__driver *d, int64_t until);
 
 /* A turn in two halves, for a loop that polls several drivers at once
- * (route.c).  Neither blocks.  prepare starts a connect when one is due
- * (see "Connecting" below), sends, fills *pfd (fd -1: nothing to watch
- * yet) and *wake, the time the poll must end by (-1: none).  After the
- * poll, after advances a connect under way, or reads what came; then it
- * ticks and sends.  Statuses as rlk__driver_step's. */
+ * (route.c).  Neither blocks (name resolution aside: see "Connecting"
+ * above).  prepare starts a connect when one is due, sends, fills *pfd
+ * (fd -1: nothing to watch yet; while connecting, the event the connect
+ * waits for) and *wake, the time the poll must end by (-1: none).
+ * After the poll, after advances a connect under way, or reads what
+ * came; then it ticks and sends.  Statuses as rlk__driver_step's. */
 struct pollfd;
 int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake);
 int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
