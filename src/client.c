@@ -1117,6 +1117,12 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     struct pollfd p;
     int64_t wake;
     int r = rlk__driver_prepare(cl->d, &p, -1, &wake);
+    if (r == RLK_OK && rlk__driver_connecting(cl->d)) {
+        /* The event loop polls rlk_client_fd only, which a connect under
+         * way does not have yet: the tick waits for it. */
+        r = rlk__driver_connect_through(cl->d);
+        p.fd = -1;
+    }
     if (p.fd >= 0 && poll(&p, 1, 0) < 0) p.revents = 0;
     int r2 = rlk__driver_after(cl->d, &p);
     if (r == RLK_OK) r = r2;

@@ -15,6 +15,7 @@
  */
 #include "resplock.h"
 #include "transport.h"
+#include "connect.h"
 #include "clock.h"
 #include "core.h"
 #include "url.h"

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "clock.h"
+#include "connect.h"
 #include "conn_internal.h"
 #include "internal.h"
 #include "keys.h"
@@ -81,6 +82,8 @@ void rlk__driver_destroy(rlk__driver *d)
 
 int rlk__driver_fd(const rlk__driver *d) { return d->up ? d->t.fd : -1; }
 
+static int connecting(const rlk__driver *d) { return d->t.cs.step != NULL; }
+
 /* Failures of a connect or a handshake that another try would meet
  * again: an address that cannot be used (a bad URL, found at init, a
  * socket path too long), a refused password, and the TLS failures the
@@ -122,7 +125,10 @@ static int drop(rlk__driver *d, int status)
 
 void rlk__driver_close(rlk__driver *d)
 {
-    if (d->t.fd >= 0 || d->up) drop(d, RLK_ERR_CLOSED);
+    /* A connect try given up is no failed try: the next turn may start
+     * another at once. */
+    if (connecting(d)) rlk__transport_close(&d->t);
+    else if (d->t.fd >= 0 || d->up) drop(d, RLK_ERR_CLOSED);
 }
 
 static int session_failed(rlk__driver *d, int status)
@@ -131,20 +137,46 @@ static int session_failed(rlk__driver *d, int status)
     return drop(d, status);
 }
 
-static int connect_now(rlk__driver *d, int64_t until)
+/* The transport is connected (TLS included): the session's handshake
+ * starts. */
+static int connected(rlk__driver *d)
 {
-    int64_t deadline = rlk__now_ms() + d->cfg.connect_timeout_ms;
-    if (until >= 0 && until < deadline) deadline = until;
-    int r = rlk__connect_url(&d->t, &d->url, &d->cfg.tls, deadline);
-    if (r != RLK_OK) {
-        set_err(d, r, "%s", d->t.err[0] ? d->t.err : rlk_strerror(r));
-        return drop(d, r);
-    }
     d->up = 1;
     d->connects++;
     d->allow_once = 0;
-    r = rlk_session_connected(d->s, rlk__now_ms());
+    int r = rlk_session_connected(d->s, rlk__now_ms());
     return r == RLK_OK ? r : session_failed(d, r);
+}
+
+/* A connect try's result r, from its start or a step: RLK_OK while it
+ * goes on or once connected, else the try's failure. */
+static int connect_result(rlk__driver *d, int r)
+{
+    if (r == RLK__IN_PROGRESS) return RLK_OK;
+    if (r == RLK_OK) return connected(d);
+    set_err(d, r, "%s", d->t.err[0] ? d->t.err : rlk_strerror(r));
+    return drop(d, r);
+}
+
+/* Starts a connect try.  Its deadline is the connect timeout's alone:
+ * the try goes on over the turns that follow (their polls wait for its
+ * events too), whatever each turn's own bound. */
+static int connect_start(rlk__driver *d)
+{
+    int64_t deadline = rlk__now_ms() + d->cfg.connect_timeout_ms;
+    return connect_result(d, rlk__connect_url_start(&d->t, &d->url, &d->cfg.tls, deadline));
+}
+
+int rlk__driver_connecting(const rlk__driver *d) { return connecting(d); }
+
+/* Ends a connect try under way now as timed out (for rlk__driver_run,
+ * whose bound passed): a failed try, counted, its reason in d->err
+ * ("connect HOST:PORT: timed out after N ms").  RLK_OK when none was
+ * under way, else that failure. */
+static int connect_expire(rlk__driver *d)
+{
+    if (!connecting(d)) return RLK_OK;
+    return connect_result(d, rlk__connect_expire(&d->t));
 }
 
 /* Writes what the session has to send, as far as the socket takes it. */
@@ -243,7 +275,7 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     *wake = sooner(rlk_session_deadline(d->s), until);
     if (d->fatal) return d->fatal;
     int r;
-    if (!d->up) {
+    if (!d->up && !connecting(d)) {
         int64_t now = rlk__now_ms();
         if (!reconnect_allowed(d)) {
             tick_if_due(d);
@@ -253,8 +285,16 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
             *wake = sooner(*wake, d->retry_at);
             return RLK_OK;
         }
-        r = connect_now(d, until);
+        r = connect_start(d);
         if (r != RLK_OK) return prepare_lost(d, until, wake, r);
+    }
+    if (connecting(d)) {
+        /* The connect's next step: when its event comes, or by its
+         * time (its deadline, or a Unix socket's next try). */
+        pfd->fd = d->t.cs.events ? d->t.fd : -1;
+        pfd->events = d->t.cs.events;
+        *wake = sooner(*wake, d->t.cs.wake);
+        return RLK_OK;
     }
     if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
     *wake = sooner(rlk_session_deadline(d->s), until);
@@ -269,7 +309,13 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
 int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd)
 {
     int r;
-    if (d->up && pfd->fd == d->t.fd &&
+    if (connecting(d)) {
+        short revents = pfd->fd >= 0 && pfd->fd == d->t.fd ? pfd->revents : 0;
+        if ((r = connect_result(d, rlk__connect_step(&d->t, revents))) != RLK_OK) {
+            tick_if_due(d);
+            return r;
+        }
+    } else if (d->up && pfd->fd == d->t.fd &&
         (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0)) &&
         (r = read_some(d)) != RLK_OK) {
         tick_if_due(d);
@@ -309,7 +355,7 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
     struct pollfd p;
     int64_t wake;
     int r = rlk__driver_prepare(d, &p, until, &wake);
-    if (r == RLK_OK && p.fd >= 0 && p.events == POLLIN && !d->t.tls) {
+    if (r == RLK_OK && d->up && p.fd >= 0 && p.events == POLLIN && !d->t.tls) {
         /* All sent, a plain socket, only a reply to wait for: one
          * recv that waits, not poll and then recv. */
         char buf[READ_CHUNK];
@@ -332,7 +378,7 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
 
 int rlk__driver_can_go_on(const rlk__driver *d)
 {
-    return d->s && !d->fatal && (d->up || reconnect_allowed(d));
+    return d->s && !d->fatal && (d->up || connecting(d) || reconnect_allowed(d));
 }
 
 int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t until)
@@ -340,6 +386,7 @@ int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t u
     for (;;) {
         if (done(ctx)) return RLK_OK;
         if (until >= 0 && rlk__now_ms() >= until) {
+            connect_expire(d);
             if (!d->err[0]) set_err(d, RLK_ERR_TIMEOUT, "timed out");
             return RLK_ERR_TIMEOUT;
         }
@@ -347,6 +394,20 @@ int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t u
         if (r == RLK_OK) continue;
         if (!rlk__driver_can_go_on(d)) return r;
     }
+}
+
+int rlk__driver_connect_through(rlk__driver *d)
+{
+    int r = RLK_OK;
+    while (r == RLK_OK && connecting(d)) {
+        struct pollfd p;
+        int64_t wake;
+        r = rlk__driver_prepare(d, &p, -1, &wake);
+        if (r != RLK_OK || !connecting(d)) break;
+        rlk__poll_until(&p, 1, wake);
+        r = rlk__driver_after(d, &p);
+    }
+    return r;
 }
 
 static int is_ready(void *ctx) { return rlk_session_ready(ctx); }

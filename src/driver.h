@@ -10,6 +10,17 @@
  * retry.h.  The blocking calls wait through it; the session does the
  * rest.  Internal (rlk__ prefix, not installed).
  *
+ * Connecting: in steps, as states of the driver's turns (the TCP
+ * connect, then the TLS handshake; transport.h), so that a server slow
+ * to answer, or answering nothing, holds up no other driver polled in
+ * the same loop.  A try is bounded by connect_timeout_ms alone, not by
+ * the bound of the turn that started it: it goes on over the turns that
+ * follow, each poll waiting for its events too; the session's handshake
+ * starts once the transport is connected.  Name resolution is the one
+ * part that may block (transport.h).  rlk__driver_run, the blocking
+ * wait, ends a try still under way when its own bound passes, as a
+ * failed try (with its "timed out after" message).
+ *
  * Reconnecting: a driver with work (a lock held, an acquire under way)
  * connects again when its connection goes: the first try at once, later
  * ones after growing, jittered pauses (backoff_initial_ms doubling up to
@@ -68,11 +79,12 @@ void rlk__driver_destroy(rlk__driver *d);
 int rlk__driver_step(rlk__driver *d, int64_t until);
 
 /* A turn in two halves, for a loop that polls several drivers at once
- * (route.c).  prepare connects when due (the one blocking part: a
- * connect and TLS handshake, bounded by until and the connect timeout),
- * sends, fills *pfd (fd -1: nothing to watch yet) and *wake, the time
- * the poll must end by (-1: none).  After the poll, after reads what
- * came, ticks and sends.  Statuses as rlk__driver_step's. */
+ * (route.c).  Neither blocks (name resolution aside: see "Connecting"
+ * above).  prepare starts a connect when one is due, sends, fills *pfd
+ * (fd -1: nothing to watch yet; while connecting, the event the connect
+ * waits for) and *wake, the time the poll must end by (-1: none).
+ * After the poll, after advances a connect under way, or reads what
+ * came; then it ticks and sends.  Statuses as rlk__driver_step's. */
 struct pollfd;
 int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64_t *wake);
 int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
@@ -103,9 +115,20 @@ int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t u
  * connect timeout.  RLK_OK or the failure. */
 int rlk__driver_reconnect(rlk__driver *d);
 
-/* Closes the connection (the session learns it); the next turn
- * reconnects when allowed. */
+/* Closes the connection (the session learns it), or gives up a connect
+ * try under way (not counted as a failed try); the next turn reconnects
+ * when allowed. */
 void rlk__driver_close(rlk__driver *d);
+
+/* 1 while a connect try is under way (the TCP connect or the TLS
+ * handshake; the session's handshake comes after). */
+int rlk__driver_connecting(const rlk__driver *d);
+
+/* Turns until no connect try is under way (connected, or failed), for a
+ * caller that must not leave one half done (rlk_client_tick, whose
+ * event loop polls only the connected fd).  RLK_OK or the try's
+ * failure. */
+int rlk__driver_connect_through(rlk__driver *d);
 
 /* The socket, or -1 while not connected. */
 int rlk__driver_fd(const rlk__driver *d);

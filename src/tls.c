@@ -21,10 +21,10 @@
 
 #ifndef RLK_HAVE_OPENSSL
 
-int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tls_config *cfg,
-                     int64_t deadline)
+int rlk__tls_connect_start(rlk__transport *t, const char *host, int port,
+                           const rlk_tls_config *cfg, int64_t deadline)
 {
-    if (t->fd >= 0 || t->ops) rlk__transport_close(t);
+    if (t->fd >= 0 || t->ops || t->cs.step) rlk__transport_close(t);
     rlk__transport_seterr(t, "TLS support not compiled in");
     t->lasting = 1;
     return RLK_ERR_TLS;
@@ -543,18 +543,103 @@ static int handshake_error(rlk__transport *t, SSL *ssl, int ret, int sys_errno, 
     return RLK_ERR_TLS;
 }
 
-int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tls_config *cfg,
-                     int64_t deadline)
+/* ---- connecting, in steps ---- */
+
+/* Frees the handshake's SSL and context: the connect is given up. */
+static void tls_drop(rlk__transport *t)
+{
+    free_tls(t->tls, t->tls_ctx);
+    t->tls = NULL;
+    t->tls_ctx = NULL;
+}
+
+/* The connect failed (rc, the reason in t->err): nothing is left of it
+ * but the message. */
+static int tls_fail(rlk__transport *t, int rc)
+{
+    ERR_clear_error();
+    tls_drop(t);
+    rlk__transport_close(t);
+    return rc;
+}
+
+/* One SSL_connect: done, or what it waits for, or its failure. */
+static int handshake(rlk__transport *t)
+{
+    SSL *ssl = t->tls;
+    int r, saved;
+    ERR_clear_error();
+    errno = 0;
+    r = SSL_connect(ssl);
+    saved = errno;
+    if (r == 1) {
+        ERR_clear_error();
+        t->ops = &tls_ops;
+        memset(&t->cs, 0, sizeof t->cs);
+        return RLK_OK;
+    }
+    switch (SSL_get_error(ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+        t->cs.events = POLLIN;
+        break;
+    case SSL_ERROR_WANT_WRITE:
+        t->cs.events = POLLOUT;
+        break;
+    default:
+        mark_dead(ssl);
+        return tls_fail(t, handshake_error(t, ssl, r, saved,
+                                           SSL_get_verify_mode(ssl) == SSL_VERIFY_NONE));
+    }
+    ERR_clear_error();
+    t->cs.wake = t->cs.deadline;
+    return RLK__IN_PROGRESS;
+}
+
+/* The socket is connected: the handshake begins over it. */
+static int handshake_begin(rlk__transport *t)
+{
+    t->ops = NULL; /* not usable before the handshake is done */
+    t->cs.upper = 1;
+    BIO_set_data(SSL_get_rbio(t->tls), (void *)(intptr_t)t->fd);
+    return handshake(t);
+}
+
+static int tls_step(rlk__transport *t, short revents)
+{
+    int rc;
+    if (!t->cs.upper) {
+        rc = rlk__socket_step(t, revents);
+        if (rc == RLK__IN_PROGRESS) return rc;
+        if (rc != RLK_OK) return tls_fail(t, rc);
+        return handshake_begin(t);
+    }
+    /* Something came: SSL_connect goes on.  Else only the clock can
+     * have moved. */
+    if (revents) {
+        rc = handshake(t);
+        if (rc != RLK__IN_PROGRESS) return rc;
+    }
+    if (t->cs.deadline >= 0 && rlk__now_ms() >= t->cs.deadline) {
+        int64_t took = t->cs.deadline > t->cs.began ? t->cs.deadline - t->cs.began : 0;
+        rlk__transport_seterr(t, "TLS: handshake with %s timed out after %lld ms", t->peer,
+                              (long long)took);
+        return tls_fail(t, RLK_ERR_TIMEOUT);
+    }
+    return RLK__IN_PROGRESS;
+}
+
+int rlk__tls_connect_start(rlk__transport *t, const char *host, int port,
+                           const rlk_tls_config *cfg, int64_t deadline)
 {
     static const rlk_tls_config defaults; /* verify against the system store */
-    int64_t start = rlk__now_ms();
+    int64_t began = rlk__now_ms();
     SSL_CTX *ctx = NULL;
-    SSL *ssl = NULL;
+    SSL *ssl;
     BIO *bio;
     const char *name;
-    int rc, r, saved, w;
+    int rc;
 
-    if (t->fd >= 0 || t->ops) rlk__transport_close(t);
+    if (t->fd >= 0 || t->ops || t->cs.step) rlk__transport_close(t);
     t->err[0] = '\0';
     t->peer[0] = '\0';
     t->lasting = 0;
@@ -563,82 +648,56 @@ int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tl
         rlk__transport_seterr(t, "connect: %s", !host || !*host ? "no host" : "port out of range");
         return RLK_ERR_INVALID;
     }
+    /* The files and the names first: no try mends them, and they need
+     * no network traffic. */
     rc = make_ctx(t, cfg, &ctx);
-    t->lasting = rc == RLK_ERR_TLS; /* the files: no try mends them */
-    if (rc != RLK_OK) goto fail;
-    rc = rlk__tcp_connect(t, host, port, deadline);
-    if (rc != RLK_OK) goto fail;
-
+    t->tls_ctx = ctx;
+    t->lasting = rc == RLK_ERR_TLS;
+    if (rc != RLK_OK) return tls_fail(t, rc);
     ssl = SSL_new(ctx);
+    t->tls = ssl;
     bio = ssl ? BIO_new(SSL_CTX_get_app_data(ctx)) : NULL;
     if (!bio) {
-        ERR_clear_error();
         rlk__transport_seterr(t, "TLS: out of memory");
-        rc = RLK_ERR_NOMEM;
-        goto fail;
+        return tls_fail(t, RLK_ERR_NOMEM);
     }
-    BIO_set_data(bio, (void *)(intptr_t)t->fd);
     SSL_set_bio(ssl, bio, bio);
     name = cfg->server_name && *cfg->server_name ? cfg->server_name : host;
     rc = set_names(t, ssl, name, cfg->insecure);
     t->lasting = rc == RLK_ERR_TLS;
-    if (rc != RLK_OK) goto fail;
+    if (rc != RLK_OK) return tls_fail(t, rc);
 
-    for (;;) {
-        ERR_clear_error();
-        errno = 0;
-        r = SSL_connect(ssl);
-        saved = errno;
-        if (r == 1) break;
-        switch (SSL_get_error(ssl, r)) {
-        case SSL_ERROR_WANT_READ:
-            w = rlk__wait_fd(t->fd, POLLIN, deadline);
-            break;
-        case SSL_ERROR_WANT_WRITE:
-            w = rlk__wait_fd(t->fd, POLLOUT, deadline);
-            break;
-        default:
-            mark_dead(ssl);
-            rc = handshake_error(t, ssl, r, saved, cfg->insecure);
-            goto fail;
-        }
-        if (w == 0) {
-            rlk__transport_seterr(t, "TLS: handshake with %s timed out after %lld ms", t->peer,
-                                  (long long)(deadline > start ? deadline - start : 0));
-            rc = RLK_ERR_TIMEOUT;
-            goto fail;
-        }
-        if (w < 0) {
-            rlk__transport_seterr(t, "TLS: handshake with %s: poll: %s", t->peer, strerror(errno));
-            rc = RLK_ERR_IO;
-            goto fail;
-        }
+    rc = rlk__tcp_connect_start(t, host, port, deadline);
+    if (rc != RLK_OK && rc != RLK__IN_PROGRESS) return tls_fail(t, rc);
+    /* The connect is TLS's from here: its step, and what to free when it
+     * is given up. */
+    if (rc == RLK_OK) {
+        memset(&t->cs, 0, sizeof t->cs);
+        t->cs.deadline = deadline;
     }
-    ERR_clear_error();
-    t->tls = ssl;
-    t->tls_ctx = ctx;
-    t->ops = &tls_ops;
-    return RLK_OK;
-
-fail:
-    ERR_clear_error();
-    free_tls(ssl, ctx);
-    /* Only the plain socket is left; close it, keeping the message. */
-    rlk__transport_close(t);
-    return rc;
+    t->cs.step = tls_step;
+    t->cs.drop = tls_drop;
+    t->cs.began = began;
+    return rc == RLK_OK ? handshake_begin(t) : rc;
 }
 
 const char *rlk__tls_version(const rlk__transport *t)
 {
-    return t && t->tls ? SSL_get_version(t->tls) : NULL;
+    return t && t->tls && t->ops ? SSL_get_version(t->tls) : NULL;
 }
 
 const char *rlk__tls_cipher(const rlk__transport *t)
 {
-    return t && t->tls ? SSL_CIPHER_get_name(SSL_get_current_cipher(t->tls)) : NULL;
+    return t && t->tls && t->ops ? SSL_CIPHER_get_name(SSL_get_current_cipher(t->tls)) : NULL;
 }
 
 #endif /* RLK_HAVE_OPENSSL */
+
+int rlk__tls_connect(rlk__transport *t, const char *host, int port, const rlk_tls_config *cfg,
+                     int64_t deadline)
+{
+    return rlk__connect_finish(t, rlk__tls_connect_start(t, host, port, cfg, deadline));
+}
 
 #ifdef RLK_HAVE_OPENSSL
 const char *rlk_tls_library(void)

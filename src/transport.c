@@ -6,7 +6,6 @@
 #endif
 
 #include "transport.h"
-#include "url.h"
 #include "clock.h"
 
 #include <errno.h>
@@ -103,8 +102,20 @@ static void plain_close(rlk__transport *t)
 
 static const rlk__transport_ops plain_ops = {plain_read, plain_write, plain_pending, plain_close};
 
+static void free_list(rlk__transport *t)
+{
+    if (t->cs.owned) freeaddrinfo(t->cs.owned);
+    t->cs.owned = NULL;
+    t->cs.next = NULL;
+}
+
 void rlk__transport_close(rlk__transport *t)
 {
+    if (t->cs.step) { /* a connect given up */
+        if (t->cs.drop) t->cs.drop(t);
+        free_list(t);
+        memset(&t->cs, 0, sizeof t->cs);
+    }
     if (t->ops && t->ops->close) t->ops->close(t);
     if (t->fd >= 0) close(t->fd);
     t->fd = -1;
@@ -143,22 +154,6 @@ static void format_addr(const struct sockaddr *sa, socklen_t len, char *out, siz
     snprintf(out, outlen, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* 0 connected, -1 the deadline passed, else an errno value. */
-static int connect_wait(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline)
-{
-    int err = 0, w;
-    socklen_t elen = sizeof err;
-    if (connect(fd, sa, len) == 0) return 0;
-    /* After EINTR the connection attempt goes on in the background and is
-     * finished exactly like an EINPROGRESS one. */
-    if (errno != EINPROGRESS && errno != EINTR) return errno;
-    w = rlk__wait_fd(fd, POLLOUT, deadline);
-    if (w == 0) return -1;
-    if (w < 0) return errno;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) return errno;
-    return err;
-}
-
 static void set_peer(rlk__transport *t, const char *host, int port)
 {
     if (strchr(host, ':'))
@@ -167,19 +162,228 @@ static void set_peer(rlk__transport *t, const char *host, int port)
         snprintf(t->peer, sizeof t->peer, "%s:%d", host, port);
 }
 
-int rlk__tcp_connect(rlk__transport *t, const char *host, int port, int64_t deadline)
+/* What a connect's messages name: the address being tried, or the
+ * socket's path. */
+static const char *where(const rlk__transport *t)
+{
+    return t->cs.unix_sock ? t->peer : t->cs.addr;
+}
+
+/* The milliseconds a connect had, for "timed out after" messages. */
+static long long allowed_ms(int64_t deadline, int64_t start)
+{
+    return (long long)(deadline > start ? deadline - start : 0);
+}
+
+/* The socket is connected: the plain transport from now on. */
+static int sock_connected(rlk__transport *t)
+{
+    int one = 1;
+    free_list(t);
+    if (!t->cs.unix_sock) {
+        /* Commands are small and latency matters more than packet
+         * count; keepalive finds peers that vanished while a lock is
+         * held and nothing is sent. */
+        setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(t->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    }
+    t->ops = &plain_ops;
+    t->err[0] = '\0';
+    t->cs.events = 0;
+    return RLK_OK;
+}
+
+/* The socket's try failed or ran out of time: closed, the reason
+ * already in t->err. */
+static void sock_close(rlk__transport *t)
+{
+    if (t->fd >= 0) close(t->fd);
+    t->fd = -1;
+}
+
+/* Starts on the addresses not tried yet, each in turn until one
+ * connects at once or is under way.  When none is left, the failure of
+ * the last one. */
+static int tcp_next(rlk__transport *t)
+{
+    rlk__connecting *c = &t->cs;
+    while (c->next) {
+        const struct addrinfo *ai = c->next;
+        c->next = ai->ai_next;
+        format_addr(ai->ai_addr, ai->ai_addrlen, c->addr, sizeof c->addr);
+        int fd =
+            socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            rlk__transport_seterr(t, "connect %s: %s", c->addr, strerror(errno));
+            continue;
+        }
+        t->fd = fd;
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return sock_connected(t);
+        /* After EINTR the connection attempt goes on in the background
+         * and is finished exactly like an EINPROGRESS one. */
+        if (errno == EINPROGRESS || errno == EINTR) {
+            c->events = POLLOUT;
+            c->wake = c->deadline;
+            return RLK__IN_PROGRESS;
+        }
+        rlk__transport_seterr(t, "connect %s: %s", c->addr, strerror(errno));
+        sock_close(t);
+    }
+    free_list(t);
+    return RLK_ERR_CONNECT;
+}
+
+/* Tries a Unix socket's connect (again). */
+static int unix_try(rlk__transport *t)
+{
+    rlk__connecting *c = &t->cs;
+    struct sockaddr_un sa;
+    int r;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, t->peer, strlen(t->peer) + 1); /* its length checked at the start */
+    do r = connect(t->fd, (struct sockaddr *)&sa, sizeof sa);
+    while (r != 0 && errno == EINTR);
+    if (r == 0 || errno == EISCONN) return sock_connected(t);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        /* The server's queue is full.  No event tells when it has room
+         * (poll() reports an unconnected Unix socket as hung up), so the
+         * connect is tried again after a pause: 1 ms doubling to 64. */
+        int64_t next = rlk__now_ms() + c->pause_ms;
+        c->pause_ms = c->pause_ms < 64 ? c->pause_ms * 2 : 64;
+        c->events = 0;
+        c->wake = c->deadline >= 0 && c->deadline < next ? c->deadline : next;
+        return RLK__IN_PROGRESS;
+    }
+    if (errno == EINPROGRESS) {
+        c->events = POLLOUT;
+        c->wake = c->deadline;
+        return RLK__IN_PROGRESS;
+    }
+    rlk__transport_seterr(t, "connect %s: %s", t->peer, strerror(errno));
+    sock_close(t);
+    return RLK_ERR_CONNECT;
+}
+
+/* The outcome of a connect that poll() reported on: 0 connected, else
+ * an errno value, or -1 for none yet (a report that was not about the
+ * connect). */
+static int connect_outcome(int fd, short revents)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+    if (err) return err;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) return 0;
+    if (errno != ENOTCONN) return errno;
+    return revents & (POLLERR | POLLHUP) ? ENOTCONN : -1;
+}
+
+int rlk__socket_step(rlk__transport *t, short revents)
+{
+    rlk__connecting *c = &t->cs;
+    int64_t now;
+    if (c->events && revents && t->fd >= 0) {
+        int err = connect_outcome(t->fd, revents);
+        if (err == 0) return sock_connected(t);
+        if (err > 0) {
+            rlk__transport_seterr(t, "connect %s: %s", where(t), strerror(err));
+            sock_close(t);
+            if (c->unix_sock) return RLK_ERR_CONNECT;
+            return tcp_next(t);
+        }
+    }
+    now = rlk__now_ms();
+    if (c->deadline >= 0 && now >= c->deadline) {
+        /* The deadline is shared: no time is left for another address. */
+        rlk__transport_seterr(t, "connect %s: timed out after %lld ms", where(t),
+                              allowed_ms(c->deadline, c->start));
+        sock_close(t);
+        free_list(t);
+        return RLK_ERR_TIMEOUT;
+    }
+    if (c->unix_sock && !c->events && now >= c->wake) return unix_try(t);
+    return RLK__IN_PROGRESS;
+}
+
+/* The step of a plain connect: the socket's, and the connect is over
+ * when it is. */
+static int plain_step(rlk__transport *t, short revents)
+{
+    int rc = rlk__socket_step(t, revents);
+    if (rc != RLK__IN_PROGRESS) memset(&t->cs, 0, sizeof t->cs);
+    return rc;
+}
+
+int rlk__connect_step(rlk__transport *t, short revents)
+{
+    if (!t->cs.step) {
+        rlk__transport_seterr(t, "connect: none under way");
+        return RLK_ERR_INVALID;
+    }
+    return t->cs.step(t, revents);
+}
+
+int rlk__connect_expire(rlk__transport *t)
+{
+    if (!t->cs.step) return RLK_OK;
+    t->cs.deadline = rlk__now_ms();
+    return rlk__connect_step(t, 0);
+}
+
+int rlk__connect_finish(rlk__transport *t, int rc)
+{
+    while (rc == RLK__IN_PROGRESS) {
+        struct pollfd p = {t->cs.events ? t->fd : -1, t->cs.events, 0};
+        int r = poll(&p, 1, rlk__ms_left(t->cs.wake));
+        if (r < 0 && errno != EINTR) {
+            rlk__transport_seterr(t, "connect %s: poll: %s", t->peer, strerror(errno));
+            rlk__transport_close(t);
+            return RLK_ERR_IO;
+        }
+        /* A signal, or a poll that woke a little early: the step looks
+         * at the clock. */
+        rc = rlk__connect_step(t, r > 0 ? p.revents : 0);
+    }
+    return rc;
+}
+
+/* A new connect on t: the old connection (or connect) closed, the
+ * state cleared. */
+static void connect_begin(rlk__transport *t, int64_t deadline)
+{
+    if (t->fd >= 0 || t->ops || t->cs.step) rlk__transport_close(t);
+    memset(&t->cs, 0, sizeof t->cs);
+    t->cs.step = plain_step;
+    t->cs.deadline = deadline;
+    t->cs.began = t->cs.start = rlk__now_ms();
+    t->cs.wake = deadline;
+}
+
+/* A plain start's result: the state cleared once the connect is over. */
+static int started(rlk__transport *t, int rc)
+{
+    if (rc != RLK__IN_PROGRESS) {
+        if (rc != RLK_OK) free_list(t);
+        memset(&t->cs, 0, sizeof t->cs);
+    }
+    return rc;
+}
+
+int rlk__tcp_connect_start(rlk__transport *t, const char *host, int port, int64_t deadline)
 {
     struct addrinfo hints, *res = NULL;
     char service[16];
-    int64_t start = rlk__now_ms();
-    int rc, status;
+    int rc;
 
-    if (t->fd >= 0 || t->ops) rlk__transport_close(t);
+    connect_begin(t, deadline);
     t->err[0] = '\0';
     t->peer[0] = '\0';
     if (!host || !*host || port < 1 || port > 65535) {
         rlk__transport_seterr(t, "connect: %s", !host || !*host ? "no host" : "port out of range");
-        return RLK_ERR_INVALID;
+        return started(t, RLK_ERR_INVALID);
     }
     set_peer(t, host, port);
 
@@ -195,127 +399,72 @@ int rlk__tcp_connect(rlk__transport *t, const char *host, int port, int64_t dead
     if (rc != 0) {
         rlk__transport_seterr(t, "resolve %s: %s", host,
                               rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-        return RLK_ERR_CONNECT;
+        return started(t, RLK_ERR_CONNECT);
     }
-    if (deadline >= 0 && rlk__now_ms() >= deadline) {
-        freeaddrinfo(res);
+    t->cs.owned = res;
+    t->cs.next = res;
+    t->cs.start = rlk__now_ms();
+    if (deadline >= 0 && t->cs.start >= deadline) {
         rlk__transport_seterr(t, "resolve %s: timed out after %lld ms", host,
-                              (long long)(deadline > start ? deadline - start : 0));
-        return RLK_ERR_TIMEOUT;
+                              allowed_ms(deadline, t->cs.began));
+        return started(t, RLK_ERR_TIMEOUT);
     }
-
-    status = rlk__tcp_connect_list(t, res, deadline);
-    freeaddrinfo(res);
-    return status;
+    return started(t, tcp_next(t));
 }
 
-int rlk__tcp_connect_list(rlk__transport *t, const struct addrinfo *list, int64_t deadline)
+int rlk__tcp_connect_list_start(rlk__transport *t, const struct addrinfo *list, int64_t deadline)
 {
-    const struct addrinfo *ai;
-    char addr[NI_MAXHOST + NI_MAXSERV + 4];
-    int64_t start = rlk__now_ms();
-    int rc, status = RLK_ERR_CONNECT, one = 1;
-
-    for (ai = list; ai; ai = ai->ai_next) {
-        int fd =
-            socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-        format_addr(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr);
-        if (fd < 0) {
-            rlk__transport_seterr(t, "connect %s: %s", addr, strerror(errno));
-            continue;
-        }
-        rc = connect_wait(fd, ai->ai_addr, ai->ai_addrlen, deadline);
-        if (rc == 0) {
-            /* Commands are small and latency matters more than packet
-             * count; keepalive finds peers that vanished while a lock is
-             * held and nothing is sent. */
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-            t->fd = fd;
-            t->ops = &plain_ops;
-            t->err[0] = '\0';
-            return RLK_OK;
-        }
-        close(fd);
-        if (rc < 0) {
-            /* The deadline is shared: no time is left for the next address. */
-            rlk__transport_seterr(t, "connect %s: timed out after %lld ms", addr,
-                                  (long long)(deadline > start ? deadline - start : 0));
-            status = RLK_ERR_TIMEOUT;
-            break;
-        }
-        rlk__transport_seterr(t, "connect %s: %s", addr, strerror(rc));
-    }
-    return status;
+    char peer[sizeof t->peer];
+    /* The list alone names no peer: the caller's, if any, is kept. */
+    memcpy(peer, t->peer, sizeof peer);
+    connect_begin(t, deadline);
+    memcpy(t->peer, peer, sizeof peer);
+    t->cs.next = list;
+    return started(t, tcp_next(t));
 }
 
-int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline)
+int rlk__unix_connect_start(rlk__transport *t, const char *path, int64_t deadline)
 {
     struct sockaddr_un sa;
-    struct timeval tv;
-    int64_t start = rlk__now_ms();
     size_t len;
-    int fd, r, ms, flags;
 
-    if (t->fd >= 0 || t->ops) rlk__transport_close(t);
+    connect_begin(t, deadline);
+    t->cs.unix_sock = 1;
+    t->cs.pause_ms = 1;
     t->err[0] = '\0';
     t->peer[0] = '\0';
     len = path ? strlen(path) : 0;
     if (len == 0) {
         rlk__transport_seterr(t, "connect: no socket path");
-        return RLK_ERR_INVALID;
+        return started(t, RLK_ERR_INVALID);
     }
     snprintf(t->peer, sizeof t->peer, "%s", path);
-    memset(&sa, 0, sizeof sa);
     if (len >= sizeof sa.sun_path) {
         rlk__transport_seterr(t, "connect %s: socket path too long (%zu bytes, at most %zu)",
                               t->peer, len, sizeof sa.sun_path - 1);
-        return RLK_ERR_INVALID;
+        return started(t, RLK_ERR_INVALID);
     }
-    sa.sun_family = AF_UNIX;
-    memcpy(sa.sun_path, path, len + 1);
+    t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (t->fd < 0) {
+        rlk__transport_seterr(t, "connect %s: %s", t->peer, strerror(errno));
+        return started(t, RLK_ERR_CONNECT);
+    }
+    return started(t, unix_try(t));
+}
 
-    /* A non-blocking connect to a Unix socket whose backlog is full fails
-     * with EAGAIN and cannot be waited for with poll(); a blocking one
-     * waits for room, bounded by SO_SNDTIMEO.  The socket becomes
-     * non-blocking once connected. */
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        rlk__transport_seterr(t, "connect %s: %s", t->peer, strerror(errno));
-        return RLK_ERR_CONNECT;
-    }
-    for (;;) {
-        ms = rlk__ms_left(deadline);
-        if (ms == 0) ms = 1; /* 0 would mean no limit at all */
-        if (ms > 0) {
-            tv.tv_sec = ms / 1000;
-            tv.tv_usec = (ms % 1000) * 1000;
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        }
-        r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-        if (r == 0 || errno == EISCONN) break;
-        if (errno == EINTR && (deadline < 0 || rlk__now_ms() < deadline)) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS || errno == EINTR) {
-            close(fd);
-            rlk__transport_seterr(t, "connect %s: timed out after %lld ms", t->peer,
-                                  (long long)(deadline > start ? deadline - start : 0));
-            return RLK_ERR_TIMEOUT;
-        }
-        rlk__transport_seterr(t, "connect %s: %s", t->peer, strerror(errno));
-        close(fd);
-        return RLK_ERR_CONNECT;
-    }
-    memset(&tv, 0, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        rlk__transport_seterr(t, "connect %s: %s", t->peer, strerror(errno));
-        close(fd);
-        return RLK_ERR_CONNECT;
-    }
-    t->fd = fd;
-    t->ops = &plain_ops;
-    return RLK_OK;
+int rlk__tcp_connect(rlk__transport *t, const char *host, int port, int64_t deadline)
+{
+    return rlk__connect_finish(t, rlk__tcp_connect_start(t, host, port, deadline));
+}
+
+int rlk__tcp_connect_list(rlk__transport *t, const struct addrinfo *list, int64_t deadline)
+{
+    return rlk__connect_finish(t, rlk__tcp_connect_list_start(t, list, deadline));
+}
+
+int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline)
+{
+    return rlk__connect_finish(t, rlk__unix_connect_start(t, path, deadline));
 }
 
 /* ---- reading and writing under a deadline ---- */
@@ -463,17 +612,4 @@ int rlk__transport_wait_readable(rlk__transport *t, int64_t deadline)
     if (w >= 0) return w;
     rlk__transport_seterr(t, "wait %s: poll: %s", t->peer, strerror(errno));
     return RLK_ERR_IO;
-}
-
-int rlk__connect_url(rlk__transport *t, const rlk__url *u, const rlk_tls_config *tls,
-                     int64_t deadline)
-{
-    switch (u->kind) {
-    case RLK__URL_UNIX:
-        return rlk__unix_connect(t, u->path, deadline);
-    case RLK__URL_TLS:
-        return rlk__tls_connect(t, u->host, u->port, tls, deadline);
-    default:
-        return rlk__tcp_connect(t, u->host, u->port, deadline);
-    }
 }

@@ -21,6 +21,8 @@
 /* Results of read and write besides a byte count. */
 #define RLK__WANT_READ (-1000)  /* try again when the fd is readable    */
 #define RLK__WANT_WRITE (-1001) /* try again when the fd is writable    */
+/* Result of a connect's start or step: it goes on (see rlk__connect_step). */
+#define RLK__IN_PROGRESS (-1002)
 
 typedef struct rlk__transport rlk__transport;
 
@@ -35,9 +37,36 @@ typedef struct rlk__transport_ops {
     void (*close)(rlk__transport *t);
 } rlk__transport_ops;
 
+struct addrinfo;
+
+/* A connect under way (see "Connecting in steps" below).  Read events
+ * and wake; the rest belongs to transport.c and tls.c. */
+typedef struct rlk__connecting {
+    /* The layer's step (the socket's, or TLS's over it); NULL when no
+     * connect is under way. */
+    int (*step)(rlk__transport *t, short revents);
+    /* Frees what the layer holds besides the socket, when the connect
+     * is given up (NULL: nothing). */
+    void (*drop)(rlk__transport *t);
+    short events;          /* POLLIN or POLLOUT on t->fd the step waits
+                              for; 0: only the time (t->fd may be -1)   */
+    int64_t wake;          /* the step is due by then (-1: no bound)    */
+    int64_t deadline;      /* of the whole connect (-1: none)           */
+    int64_t began;         /* when the connect began (TLS's messages)   */
+    int64_t start;         /* when the socket's tries began             */
+    struct addrinfo *owned;          /* getaddrinfo's list, freed at the end */
+    const struct addrinfo *next;     /* the addresses not tried yet          */
+    char addr[64];         /* the address being tried, for messages     */
+    int unix_sock;         /* a Unix socket (its path in t->peer)       */
+    int pause_ms;          /* its next pause while the server's queue is
+                              full                                      */
+    int upper;             /* the socket is connected: TLS shakes hands */
+} rlk__connecting;
+
 struct rlk__transport {
-    const rlk__transport_ops *ops;
-    int fd;               /* -1 when closed */
+    const rlk__transport_ops *ops; /* NULL until connected */
+    int fd;               /* -1 when closed; while connecting, the
+                             socket being connected (or -1)            */
     void *tls;            /* SSL * when TLS; use the functions below, the
                              SSL does not write to fd directly (see tls.c) */
     void *tls_ctx;        /* SSL_CTX * when TLS */
@@ -47,11 +76,55 @@ struct rlk__transport {
     int rcvtimeo_ms;      /* SO_RCVTIMEO last set (-2: never)              */
     int lasting;          /* with RLK_ERR_TLS: another try would fail the
                              same way (see rlk__tls_connect)               */
+    rlk__connecting cs;   /* a connect under way                          */
 };
 
 /* Sets t to closed, with no error.  Every connect function expects an
- * initialised t, and closes it first if it is still open. */
+ * initialised t, and closes it first if it is still open (or still
+ * connecting). */
 void rlk__transport_init(rlk__transport *t);
+
+/*
+ * Connecting in steps.  Each connect below has a _start function that
+ * never waits (but see name resolution): it returns RLK_OK (connected
+ * already), a failure (t closed, the reason in t->err), or
+ * RLK__IN_PROGRESS.  Then t->cs.events says what the connect waits for
+ * on t->fd (POLLOUT for a TCP connect; POLLIN or POLLOUT as the TLS
+ * handshake asks; 0 for nothing but the time: a Unix socket whose
+ * server's queue is full, where no event tells when it has room, is
+ * tried again after a short pause), and t->cs.wake the time by which
+ * rlk__connect_step must be called even without that event (the
+ * connect's deadline, or the next try).  When a step fails on one
+ * address the next one is tried; the TLS handshake follows the TCP
+ * connect as further steps.  rlk__transport_close gives a connect up.
+ * The blocking functions are these steps in a loop (rlk__connect_finish).
+ *
+ * Name resolution (getaddrinfo) is the one part that blocks, and cannot
+ * be interrupted: a numeric address (or rlk__tcp_connect_list_start's
+ * list, resolved beforehand) never waits for a resolver.
+ */
+
+/* Advances a connect under way.  revents: what poll reported for t->fd
+ * (0: nothing came, or it was not polled; the step then only looks at
+ * the time).  Results as a _start function's.  RLK_ERR_INVALID when no
+ * connect is under way. */
+int rlk__connect_step(rlk__transport *t, short revents);
+
+/* Ends a connect under way now, as its deadline would (its timeout
+ * status and message: "timed out after" the time it had), for a caller
+ * whose own deadline bounds it.  RLK_OK when none is under way. */
+int rlk__connect_expire(rlk__transport *t);
+
+/* Waits for what a connect wants and steps it until it ends, from rc, a
+ * _start function's result.  Returns the final status. */
+int rlk__connect_finish(rlk__transport *t, int rc);
+
+int rlk__tcp_connect_start(rlk__transport *t, const char *host, int port, int64_t deadline);
+/* list must outlive the connect. */
+int rlk__tcp_connect_list_start(rlk__transport *t, const struct addrinfo *list, int64_t deadline);
+int rlk__unix_connect_start(rlk__transport *t, const char *path, int64_t deadline);
+int rlk__tls_connect_start(rlk__transport *t, const char *host, int port,
+                           const rlk_tls_config *cfg, int64_t deadline);
 
 /* Connects to host:port, trying every address getaddrinfo returns (IPv4
  * and IPv6) in turn until one answers, all under one deadline; sets
@@ -65,7 +138,6 @@ int rlk__tcp_connect(rlk__transport *t, const char *host, int port, int64_t dead
 
 /* The address loop of rlk__tcp_connect, for a list already resolved:
  * each address in turn until one answers, under one deadline. */
-struct addrinfo;
 int rlk__tcp_connect_list(rlk__transport *t, const struct addrinfo *list, int64_t deadline);
 
 /* Connects to a Unix stream socket.  RLK_OK, RLK_ERR_CONNECT,
@@ -80,7 +152,8 @@ int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline);
  * from cert_file itself when key_file is NULL; encrypted keys are refused,
  * never prompted for).  cfg->insecure skips verification (and loading
  * CAs).  cfg NULL: verify against the system store.  Files are loaded
- * before connecting, so their errors come without network traffic.
+ * and names checked before connecting, so their errors come without
+ * network traffic (cfg's strings are not kept).
  * RLK_OK, RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_TLS, RLK_ERR_INVALID,
  * RLK_ERR_NOMEM; without OpenSSL: RLK_ERR_TLS "TLS support not compiled
  * in".  Under TLS 1.3 a server that rejects the client certificate (or
@@ -96,14 +169,8 @@ int rlk__unix_connect(rlk__transport *t, const char *path, int64_t deadline);
 int rlk__tls_connect(rlk__transport *t, const char *host, int port,
                      const rlk_tls_config *cfg, int64_t deadline);
 
-/* Connects to what a parsed URL (url.h) names: its Unix socket, or its
- * host and port in TCP, or in TLS with tls (NULL: the system's CAs).
- * Statuses as the functions above. */
-struct rlk__url;
-int rlk__connect_url(rlk__transport *t, const struct rlk__url *u, const rlk_tls_config *tls,
-                     int64_t deadline);
-
-/* TLS protocol version and cipher names of a TLS transport, or NULL. */
+/* TLS protocol version and cipher names of a connected TLS transport,
+ * or NULL. */
 const char *rlk__tls_version(const rlk__transport *t);
 const char *rlk__tls_cipher(const rlk__transport *t);
 
@@ -140,6 +207,12 @@ int rlk__transport_wait_readable(rlk__transport *t, int64_t deadline);
 void rlk__transport_close(rlk__transport *t);
 
 /* For the transport's own files (transport.c, tls.c). */
+
+/* The socket's step (TCP's addresses, or a Unix socket), for a layer
+ * over it: RLK_OK when the socket is connected (plain ops set), the
+ * address list freed; a failure with the socket closed; or
+ * RLK__IN_PROGRESS.  It leaves t->cs.step and drop to the layer. */
+int rlk__socket_step(rlk__transport *t, short revents);
 
 /* Waits for events (POLLIN, POLLOUT) on fd until the deadline, resuming
  * after signals.  1 ready (also on error or hang-up: the next call will

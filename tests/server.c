@@ -145,6 +145,76 @@ int ts_have_ipv6(void)
     return ts_free_port(1) > 0;
 }
 
+/* A listener on 127.0.0.1 with the given backlog, its address in *sa. */
+static int listener(int backlog, struct sockaddr_in *sa)
+{
+    socklen_t len = sizeof *sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)sa, sizeof *sa) == 0 && listen(fd, backlog) == 0 &&
+        getsockname(fd, (struct sockaddr *)sa, &len) == 0)
+        return fd;
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+int ts_hole_open(ts_hole *h)
+{
+    struct sockaddr_in sa;
+    int pending = 0;
+    memset(h, 0, sizeof *h);
+    h->lfd = listener(0, &sa);
+    if (h->lfd < 0) {
+        fprintf(stderr, "ts_hole_open: listen: %s\n", strerror(errno));
+        return -1;
+    }
+    h->port = ntohs(sa.sin_port);
+    /* Fill the queue until a connect stays pending. */
+    while (h->nfill < 8 && !pending) {
+        struct pollfd p;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) break;
+        h->fillers[h->nfill++] = fd;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) continue;
+        p.fd = fd;
+        p.events = POLLOUT;
+        pending = poll(&p, 1, 300) == 0;
+    }
+    if (pending) return 0;
+    fprintf(stderr, "ts_hole_open: the listen queue never filled\n");
+    ts_hole_close(h);
+    return -1;
+}
+
+void ts_hole_close(ts_hole *h)
+{
+    for (int i = 0; i < h->nfill; i++) close(h->fillers[i]);
+    h->nfill = 0;
+    if (h->lfd >= 0) close(h->lfd);
+    h->lfd = -1;
+}
+
+int ts_steps_to_handshake(rlk__transport *t, int rc)
+{
+    int64_t end = rlk__now_ms() + 10000;
+    while (rc == RLK__IN_PROGRESS && !t->cs.upper && rlk__now_ms() < end) {
+        struct pollfd p = {t->cs.events ? t->fd : -1, t->cs.events, 0};
+        int r = poll(&p, 1, rlk__ms_left(t->cs.wake < 0 || t->cs.wake > end ? end : t->cs.wake));
+        rc = rlk__connect_step(t, r > 0 ? p.revents : 0);
+    }
+    return rc;
+}
+
+int ts_silent_listener(int *port)
+{
+    struct sockaddr_in sa;
+    int fd = listener(16, &sa);
+    if (fd >= 0) *port = ntohs(sa.sin_port);
+    return fd;
+}
+
 static void show_file_tail(const char *path)
 {
     char buf[4096];

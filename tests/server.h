@@ -67,6 +67,32 @@ int ts_free_port(int ipv6);
 /* 1 when this machine can listen on ::1. */
 int ts_have_ipv6(void);
 
+/* A TCP listener on 127.0.0.1 that lets no connection in: listen(fd, 0),
+ * its queue filled by connects of its own until one stays pending (on
+ * Linux the kernel then drops further SYNs, so a connect to it waits for
+ * its deadline).  Never accepts. */
+typedef struct ts_hole {
+    int lfd;
+    int fillers[8];
+    int nfill;
+    int port;
+} ts_hole;
+
+/* 0, or -1 when the queue never filled (h is closed then). */
+int ts_hole_open(ts_hole *h);
+void ts_hole_close(ts_hole *h);
+
+/* Steps a connect of the library's transport (rc: its _start's result)
+ * until its TLS handshake has begun, or the connect ended, or 10 s
+ * passed: the last result. */
+struct rlk__transport;
+int ts_steps_to_handshake(struct rlk__transport *t, int rc);
+
+/* A TCP listener on 127.0.0.1 (its port in *port) that never accepts
+ * and never answers: connects complete (the kernel queues them), and
+ * whatever is sent stays unread.  The fd, or -1. */
+int ts_silent_listener(int *port);
+
 /* Helpers the test programs share. */
 /* Monotonic clock in milliseconds. */
 int64_t ts_now_ms(void);

@@ -15,7 +15,9 @@
 #include "driver.h"
 #include "route.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -575,6 +577,60 @@ out:
     rlk__driver_destroy(&t.d);
 }
 
+/* A server that lets no connection in (its queue full): a reconnect
+ * waits for the connect timeout and reports the connect's failure, the
+ * try counted.  The next try's prepare returns at once, with the
+ * connect's socket and event to poll for, and its deadline; closing
+ * the driver gives the try up without counting it. */
+static void test_reconnect_no_room(void)
+{
+    ts_hole h;
+    if (!CHECK_MSG(ts_hole_open(&h) == 0, "no listener with a full queue")) return;
+    char u[64], msg[64];
+    snprintf(u, sizeof u, "redis://127.0.0.1:%d", h.port);
+    snprintf(msg, sizeof msg, "connect 127.0.0.1:%d: timed out after ", h.port);
+    rlk_conn_config c;
+    conn_cfg(&c, u);
+    c.connect_timeout_ms = 300;
+    dt t;
+    if (EQ(dt_init(&t, &c), RLK_OK)) {
+        int64_t t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk__driver_reconnect(&t.d), RLK_ERR_CONNECT);
+        CHECK_MSG(ts_now_ms() - t0 >= 290, "gave up after %lld ms", (long long)(ts_now_ms() - t0));
+        CHECK_MSG(ts_contains(t.d.err, msg), "err: %s", t.d.err);
+        CHECK_EQ_INT(t.d.fails, 1);
+        CHECK(!rlk__driver_connecting(&t.d));
+        struct pollfd p;
+        int64_t wake = -1, until = ts_now_ms() + LONG_MS;
+        for (;;) { /* through the backoff's pause */
+            CHECK_EQ_INT(rlk__driver_prepare(&t.d, &p, until, &wake), RLK_OK);
+            if (rlk__driver_connecting(&t.d) || ts_now_ms() >= until) break;
+            rlk__poll_until(&p, 1, wake);
+            CHECK_EQ_INT(rlk__driver_after(&t.d, &p), RLK_OK);
+        }
+        int64_t started = ts_now_ms();
+        if (CHECK(rlk__driver_connecting(&t.d))) {
+            CHECK(p.fd >= 0 && p.fd == t.d.t.fd && p.events == POLLOUT);
+            CHECK_MSG(wake > started && wake <= started + 300, "wake in %lld ms",
+                      (long long)(wake - started));
+            CHECK_EQ_INT(rlk__driver_fd(&t.d), -1);
+            CHECK(rlk__driver_can_go_on(&t.d));
+        }
+        rlk__driver_close(&t.d);
+        CHECK(!rlk__driver_connecting(&t.d));
+        CHECK_EQ_INT(t.d.fails, 1);
+        /* A run whose bound comes before the connect's deadline ends
+         * the try with it, as a failed try. */
+        t.d.err[0] = '\0';
+        CHECK_EQ_INT(rlk__driver_run(&t.d, never, NULL, ts_now_ms() + 100), RLK_ERR_TIMEOUT);
+        CHECK(!rlk__driver_connecting(&t.d));
+        CHECK_EQ_INT(t.d.fails, 2);
+        CHECK_MSG(ts_contains(t.d.err, msg), "err: %s", t.d.err);
+    }
+    rlk__driver_destroy(&t.d);
+    ts_hole_close(&h);
+}
+
 /* ------------------------------------------------------------------ */
 /* A route over two servers (a SET, Redlock's ground)                   */
 
@@ -680,6 +736,176 @@ out:
     ts_stop(b);
 }
 
+/* ------------------------------------------------------------------ */
+/* A route over three servers, one of which lets no connection in       */
+
+#define HOLE_CONNECT_MS 2000
+/* A turn's bound, set by the issue (#18): a property of turns that
+ * never wait on one connection's connect, not a speed. */
+#define TURN_MS 100
+
+/* Acquire-and-release cycles on each server's session. */
+typedef struct busy {
+    rlk__route r;
+    int state[3];             /* 0 idle, 1 acquiring, 2 held, 3 releasing */
+    rlk_session_lock *l[3];
+    int cycles[3];
+    int failures[3];          /* an acquire or a release that did not pass */
+    int last_status[3];
+} busy;
+
+static void busy_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_session_lock *l,
+                       int status)
+{
+    busy *b = ctx;
+    (void)l;
+    size_t i = 0;
+    while (i < b->r.n && b->r.drivers[i].s != s) i++;
+    if (i == b->r.n || e == RLK_SEV_READY) return;
+    if (e == RLK_SEV_ACQUIRED && b->state[i] == 1) {
+        b->state[i] = 2;
+        return;
+    }
+    if (e == RLK_SEV_RELEASED && b->state[i] == 3 && status == RLK_OK) {
+        b->cycles[i]++;
+    } else {
+        b->failures[i]++;
+        b->last_status[i] = status;
+    }
+    b->state[i] = 0;
+    b->l[i] = NULL;
+}
+
+/* Starts the next step of the cycle on server i. */
+static void busy_work(busy *b, int i, const char *name)
+{
+    rlk_session *s = b->r.drivers[i].s;
+    if (b->state[i] == 0) {
+        rlk_lock_options o;
+        rlk_lock_options_init(&o);
+        o.ttl_ms = 30000;
+        b->l[i] = rlk_session_acquire(s, name, &o, NULL, ts_now_ms());
+        if (CHECK(b->l[i] != NULL)) b->state[i] = 1;
+    } else if (b->state[i] == 2) {
+        if (EQ(rlk_session_release(b->l[i], ts_now_ms()), RLK_OK)) b->state[i] = 3;
+    }
+}
+
+static int busy_init(busy *b, size_t n, const rlk_conn_config *cc)
+{
+    memset(b, 0, sizeof *b);
+    rlk_session_config sc;
+    rlk_session_config_init(&sc);
+    sc.cb = busy_event;
+    sc.ctx = b;
+    return rlk__route_init(&b->r, RLK__ROUTE_SET, n, cc, &sc);
+}
+
+/* Servers 1 and 3 real, server 2 a listener that lets no connection in
+ * (tls: one that completes TCP connects and never answers the
+ * ClientHello, server 2's URL being rediss://; else one whose queue is
+ * full, so the TCP connect itself never completes), all with a 2 s
+ * connect timeout.  While server 2's connect is under way, every turn
+ * of the route ends within TURN_MS, and acquire-release cycles go on
+ * on servers 1 and 3; server 2's connect is then reported timed out,
+ * not before its deadline. */
+static void route_with_hole(int tls)
+{
+    char u[3][160];
+    ts_server *a = own_server(u[0], sizeof u[0]), *c = own_server(u[2], sizeof u[2]);
+    ts_hole hole = {-1, {0}, 0, 0};
+    int silent = -1, port = 0;
+    busy b;
+    memset(&b, 0, sizeof b);
+    if (tls) {
+        silent = ts_silent_listener(&port);
+        if (!CHECK(silent >= 0)) goto out;
+    } else {
+        if (!CHECK_MSG(ts_hole_open(&hole) == 0, "no listener with a full queue")) goto out;
+        port = hole.port;
+    }
+    snprintf(u[1], sizeof u[1], "%s://127.0.0.1:%d", tls ? "rediss" : "redis", port);
+    if (!a || !c) goto out;
+    rlk_conn_config cc[3];
+    for (int i = 0; i < 3; i++) {
+        conn_cfg(&cc[i], u[i]);
+        cc[i].connect_timeout_ms = HOLE_CONNECT_MS;
+        if (tls) cc[i].tls.ca_file = ts_cert("ca.crt");
+    }
+
+    /* A cycle on servers 1 and 3 alone first, and OpenSSL set up: code
+     * run for the first time is slow under valgrind (OpenSSL's one-time
+     * set-up takes most of a second there), and that is not what is
+     * measured. */
+    rlk_conn_config good[2] = {cc[0], cc[2]};
+    if (!EQ(busy_init(&b, 2, good), RLK_OK)) goto out;
+    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && !(b.cycles[0] && b.cycles[1]);) {
+        busy_work(&b, 0, "hole:warm-a");
+        busy_work(&b, 1, "hole:warm-c");
+        rlk__route_step(&b.r, end);
+    }
+    if (tls) { /* up to the ClientHello, with server 2 itself */
+        rlk__transport t;
+        rlk__transport_init(&t);
+        int rc = rlk__tls_connect_start(&t, "127.0.0.1", port, &cc[1].tls, -1);
+        CHECK_EQ_INT(ts_steps_to_handshake(&t, rc), RLK__IN_PROGRESS);
+        rlk__transport_close(&t);
+    }
+    if (!CHECK_MSG(b.cycles[0] && b.cycles[1], "no cycle on servers 1 and 3")) goto out;
+    rlk__route_destroy(&b.r);
+
+    if (!EQ(busy_init(&b, 3, cc), RLK_OK)) goto out;
+    int64_t t0 = ts_now_ms(), end = t0 + HOLE_CONNECT_MS + LONG_MS;
+    int64_t longest = 0, failed_at = -1;
+    int turns = 0;
+    while (ts_now_ms() < end && failed_at < 0) {
+        busy_work(&b, 0, "hole:a");
+        busy_work(&b, 2, "hole:c");
+        int64_t t1 = ts_now_ms();
+        rlk__route_step(&b.r, end);
+        int64_t took = ts_now_ms() - t1;
+        if (took > longest) longest = took;
+        turns++;
+        if (b.r.drivers[1].fails > 0) failed_at = ts_now_ms();
+    }
+    printf("    %s: %d turns, the longest %lld ms; cycles %d and %d\n", tls ? "TLS" : "TCP", turns,
+           (long long)longest, b.cycles[0], b.cycles[2]);
+    CHECK_MSG(longest <= TURN_MS, "a turn of the route took %lld ms", (long long)longest);
+    if (CHECK_MSG(failed_at >= 0, "server 2's connect never failed")) {
+        CHECK_MSG(failed_at - t0 >= HOLE_CONNECT_MS, "server 2 failed after %lld ms",
+                  (long long)(failed_at - t0));
+        rlk__driver *h = &b.r.drivers[1];
+        CHECK_EQ_INT(h->last, RLK_ERR_TIMEOUT);
+        char msg[96];
+        if (tls)
+            snprintf(msg, sizeof msg, "TLS: handshake with 127.0.0.1:%d timed out after ", port);
+        else
+            snprintf(msg, sizeof msg, "connect 127.0.0.1:%d: timed out after ", port);
+        CHECK_MSG(ts_contains(h->err, msg), "err: %s", h->err);
+    }
+    /* The work on servers 1 and 3 went on meanwhile, and without fail. */
+    for (int i = 0; i < 3; i += 2) {
+        CHECK_MSG(b.cycles[i] >= 3, "server %d: %d cycles", i + 1, b.cycles[i]);
+        CHECK_MSG(b.failures[i] == 0, "server %d: %d failures (last %d)", i + 1, b.failures[i],
+                  b.last_status[i]);
+        CHECK_EQ_INT(b.r.drivers[i].fails, 0);
+        CHECK_EQ_U64(b.r.drivers[i].connects, 1);
+    }
+    CHECK_EQ_U64(b.r.drivers[1].connects, 0);
+out:
+    rlk__route_destroy(&b.r);
+    ts_hole_close(&hole);
+    if (silent >= 0) close(silent);
+    ts_stop(a);
+    ts_stop(c);
+}
+
+static void test_route_hole(void) { route_with_hole(0); }
+
+#ifdef RLK_HAVE_OPENSSL
+static void test_route_tls_silent(void) { route_with_hole(1); }
+#endif
+
 static void test_bad_url(void)
 {
     dt t;
@@ -712,8 +938,13 @@ int main(int argc, char **argv)
     tl_run("a wrong password is not tried again", test_wrong_password);
     tl_run("a handshake refused for now is tried again", test_refused_for_now);
     tl_run("reconnecting off", test_reconnect_off);
+    tl_run("a reconnect to a server with no room", test_reconnect_no_room);
     tl_run("a bad URL", test_bad_url);
     tl_run("a route over two servers, one frozen", test_route_set);
+    tl_run("a route over three servers, one whose queue is full", test_route_hole);
+#ifdef RLK_HAVE_OPENSSL
+    tl_run("a route over three servers, one silent in TLS", test_route_tls_silent);
+#endif
     rlk_conn_free(adm);
     ts_stop(srv);
     return tl_finish();

@@ -144,6 +144,24 @@ static void test_acquire_errors(void)
     CHECK_EQ_INT(rc, RLK_ERR_CONNECT);
     CHECK(l == NULL);
     rlk_client_free(dead);
+
+    /* No room (a listener whose queue is full): the call ends at its
+     * deadline, not before. */
+    ts_hole h;
+    if (!CHECK_MSG(ts_hole_open(&h) == 0, "no listener with a full queue")) return;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", h.port);
+    client_cfg(&cfg, url);
+    cfg.conn.connect_timeout_ms = 300;
+    dead = rlk_client_new(&cfg);
+    if (CHECK(dead != NULL)) {
+        int64_t t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk_client_connect(dead), RLK_ERR_TIMEOUT);
+        CHECK_MSG(ts_now_ms() - t0 >= 290, "gave up after %lld ms", (long long)(ts_now_ms() - t0));
+        CHECK_MSG(ts_contains(rlk_client_errmsg(dead), "connect: timed out"), "errmsg: %s",
+                  rlk_client_errmsg(dead));
+    }
+    rlk_client_free(dead);
+    ts_hole_close(&h);
 }
 
 /* The client keeps its own copies of the configuration's strings: the

@@ -489,6 +489,56 @@ out:
     rlk_client_free(a);
 }
 
+#ifdef RLK_HAVE_OPENSSL
+/* Over TLS a reconnect has a handshake to wait for.  The event loop
+ * polls rlk_client_fd alone, which a handshake under way does not have
+ * yet: the tick that reconnects waits for it (as rlk_client_tick says),
+ * and a tick loop does not spin meanwhile. */
+static void test_tick_reconnects_tls(void)
+{
+    ts_options o;
+    memset(&o, 0, sizeof o);
+    if (!CHECK(ts_certs_dir() != NULL)) return;
+    o.tls_cert = ts_cert("server.crt");
+    o.tls_key = ts_cert("server.key");
+    o.tls_ca = ts_cert("ca.crt");
+    ts_server *s = ts_start(&o);
+    if (!CHECK(s != NULL)) return;
+    char url[64], id[32];
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", s->port);
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    cfg.conn.tls.ca_file = ts_cert("ca.crt");
+    rlk_conn_config cc;
+    cfg_init(&cc, url);
+    cc.tls.ca_file = ts_cert("ca.crt");
+    rlk_conn *adm = rlk_conn_new(&cc);
+    rlk_client *a = CLIENT_WITH(&cfg);
+    struct lost_rec lr;
+    struct ticker t;
+    memset(&lr, 0, sizeof lr);
+    if (!a || !CHECK(adm && rlk_conn_connect(adm) == RLK_OK)) goto out;
+    rlk_lock *l = ACQ_WD(a, "tick-tls", 30000, &lr);
+    if (!l) goto out;
+    ticker_init(&t, a, l, NULL, NULL, &lr);
+    tick_for(&t, 50, 0);
+    uint64_t gen = rlk_client_generation(a);
+    snprintf(id, sizeof id, "%lld", (long long)rlk_client_info(a)->client_id);
+    CHECK_EQ_INT(CMD_INT(adm, "CLIENT", "KILL", "ID", id), 1);
+    t.ticks = 0;
+    tick_for(&t, 500, 0);
+    CHECK_EQ_U64(rlk_client_generation(a), gen + 1);
+    CHECK(rlk_client_fd(a) >= 0);
+    CHECK_MSG(t.ticks <= 20, "%d ticks: a busy loop while the handshake went on", t.ticks);
+    CHECK_EQ_INT(lost_calls(&lr), 0);
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+out:
+    rlk_client_free(a);
+    rlk_conn_free(adm);
+    ts_stop(s);
+}
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Watchdog, thread mode                                               */
 
@@ -792,6 +842,9 @@ int main(int argc, char **argv)
     RUN(test_tick_does_not_block);
     RUN(test_watchdog_batching);
     RUN(test_reconnect_rechecks);
+#ifdef RLK_HAVE_OPENSSL
+    RUN(test_tick_reconnects_tls);
+#endif
     RUN(test_watchdog_thread);
     RUN(test_watchdog_thread_extend_shorter);
     RUN(test_watchdog_thread_server_killed);

@@ -646,44 +646,21 @@ static void test_tcp_resolve_error(void)
  * kernel drops further SYNs, so a connect waits for its deadline. */
 static void test_tcp_connect_timeout(void)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int lfd, fillers[8], nfill = 0, pending = 0, i;
+    ts_hole h;
     rlk__transport t;
     char prefix[128];
     int64_t start, took;
 
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (!CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-               listen(lfd, 0) == 0 && getsockname(lfd, (struct sockaddr *)&sa, &len) == 0))
-        return;
-    /* Fill the queue until a connect stays pending. */
-    while (nfill < 8 && !pending) {
-        struct pollfd p;
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        fillers[nfill++] = fd;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) continue;
-        p.fd = fd;
-        p.events = POLLOUT;
-        pending = poll(&p, 1, 300) == 0;
-    }
-    if (!CHECK_MSG(pending, "the listen queue never filled")) goto out;
-
+    if (!CHECK_MSG(ts_hole_open(&h) == 0, "no listener with a full queue")) return;
     rlk__transport_init(&t);
     start = rlk__now_ms();
-    CHECK_EQ_INT(rlk__tcp_connect(&t, "127.0.0.1", ntohs(sa.sin_port), start + 300),
-                 RLK_ERR_TIMEOUT);
+    CHECK_EQ_INT(rlk__tcp_connect(&t, "127.0.0.1", h.port, start + 300), RLK_ERR_TIMEOUT);
     took = rlk__now_ms() - start;
     CHECK_MSG(took >= 299 && took < 3000, "took %lld ms", (long long)took);
-    snprintf(prefix, sizeof prefix, "connect 127.0.0.1:%d: timed out after ", ntohs(sa.sin_port));
+    snprintf(prefix, sizeof prefix, "connect 127.0.0.1:%d: timed out after ", h.port);
     CHECK_MSG(starts_with(t.err, prefix) && ends_with(t.err, " ms"), "err: %s", t.err);
     CHECK_EQ_INT(t.fd, -1);
-out:
-    for (i = 0; i < nfill; i++) close(fillers[i]);
-    close(lfd);
+    ts_hole_close(&h);
 }
 
 static void test_read_timeout(void)
@@ -993,50 +970,161 @@ static void test_unix_errors(void)
     CHECK_EQ_INT(rlk__unix_connect(&t, NULL, in_ms(LONG_MS)), RLK_ERR_INVALID);
 }
 
+/* A Unix listener whose queue is full: a connect to it fails with
+ * EAGAIN until there is room. */
+typedef struct unix_full {
+    struct sockaddr_un sa;
+    char dir[32];
+    int lfd, fillers[8], nfill;
+} unix_full;
+
+static void unix_full_close(unix_full *u)
+{
+    for (int i = 0; i < u->nfill; i++) close(u->fillers[i]);
+    if (u->lfd >= 0) close(u->lfd);
+    unlink(u->sa.sun_path);
+    rmdir(u->dir);
+}
+
+/* 1, or 0 (a test failure; u closed). */
+static int unix_full_open(unix_full *u)
+{
+    int full = 0;
+    memset(u, 0, sizeof *u);
+    u->lfd = -1;
+    snprintf(u->dir, sizeof u->dir, "/tmp/resplock-unix-XXXXXX");
+    if (!CHECK(mkdtemp(u->dir) != NULL)) return 0;
+    u->sa.sun_family = AF_UNIX;
+    snprintf(u->sa.sun_path, sizeof u->sa.sun_path, "%s/s", u->dir);
+    u->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (CHECK(u->lfd >= 0 && bind(u->lfd, (struct sockaddr *)&u->sa, sizeof u->sa) == 0 &&
+              listen(u->lfd, 0) == 0)) {
+        while (u->nfill < 8 && !full) {
+            int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            u->fillers[u->nfill++] = fd;
+            full = connect(fd, (struct sockaddr *)&u->sa, sizeof u->sa) != 0 && errno == EAGAIN;
+        }
+        if (CHECK_MSG(full, "the listen queue never filled")) return 1;
+    }
+    unix_full_close(u);
+    return 0;
+}
+
 /* A Unix listener with a full queue: connect waits for room until the
  * deadline. */
 static void unix_timeout(int with_signals)
 {
-    struct sockaddr_un sa;
-    char dir[] = "/tmp/resplock-unix-XXXXXX";
-    int lfd = -1, fillers[8], nfill = 0, i, full = 0;
+    unix_full u;
     rlk__transport t;
     int64_t start, took;
 
-    if (!CHECK(mkdtemp(dir) != NULL)) return;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/s", dir);
-    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (!CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-               listen(lfd, 0) == 0))
-        goto out;
-    while (nfill < 8 && !full) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        fillers[nfill++] = fd;
-        full = connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno == EAGAIN;
-    }
-    if (!CHECK_MSG(full, "the listen queue never filled")) goto out;
+    if (!unix_full_open(&u)) return;
     rlk__transport_init(&t);
     if (with_signals) ticking_start();
     start = rlk__now_ms();
-    CHECK_EQ_INT(rlk__unix_connect(&t, sa.sun_path, start + 200), RLK_ERR_TIMEOUT);
+    CHECK_EQ_INT(rlk__unix_connect(&t, u.sa.sun_path, start + 200), RLK_ERR_TIMEOUT);
     took = rlk__now_ms() - start;
     if (with_signals) CHECK(ticking_stop() > 20);
     CHECK_MSG(took >= 190 && took < 3000, "took %lld ms", (long long)took);
     CHECK_MSG(strstr(t.err, ": timed out after ") != NULL, "err: %s", t.err);
     CHECK_EQ_INT(t.fd, -1);
-out:
-    for (i = 0; i < nfill; i++) close(fillers[i]);
-    if (lfd >= 0) close(lfd);
-    unlink(sa.sun_path);
-    rmdir(dir);
+    unix_full_close(&u);
 }
 
 static void test_unix_timeout(void)
 {
     unix_timeout(0);
     unix_timeout(1); /* connect interrupted by signals, again and again */
+}
+
+/* ------------------------------------------------------------------ */
+/* Connecting in steps                                                  */
+
+/* 1 when fd is no open descriptor any more. */
+static int is_closed(int fd)
+{
+    return fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+}
+
+/* A server: the steps end connected.  A listener with a full queue: the
+ * start returns at once, the connect waiting for the socket to be
+ * writable until its deadline; expired, it times out with the message a
+ * blocking connect gives; given up (closed), its socket is closed. */
+static void test_steps_tcp(void)
+{
+    ts_server *s = get_plain_server();
+    ts_hole h;
+    rlk__transport t;
+    int64_t deadline = in_ms(LONG_MS);
+    char prefix[128];
+    int rc, fd;
+
+    rlk__transport_init(&t);
+    CHECK_EQ_INT(rlk__connect_step(&t, 0), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk__connect_expire(&t), RLK_OK);
+    if (CHECK(s != NULL)) {
+        rc = rlk__tcp_connect_start(&t, "127.0.0.1", s->port, deadline);
+        CHECK_MSG(rc == RLK_OK || rc == RLK__IN_PROGRESS, "rc %d: %s", rc, t.err);
+        if (rc == RLK__IN_PROGRESS)
+            CHECK(t.cs.events == POLLOUT && t.cs.wake == deadline && t.fd >= 0 && !t.ops);
+        CHECK_EQ_INT(rlk__connect_finish(&t, rc), RLK_OK);
+        CHECK(t.cs.step == NULL && t.ops != NULL);
+        CHECK(ping(&t));
+        rlk__transport_close(&t);
+    }
+
+    if (!CHECK_MSG(ts_hole_open(&h) == 0, "no listener with a full queue")) return;
+    CHECK_EQ_INT(rlk__tcp_connect_start(&t, "127.0.0.1", h.port, deadline), RLK__IN_PROGRESS);
+    CHECK_EQ_INT(t.cs.events, POLLOUT);
+    CHECK_EQ_INT(t.cs.wake, deadline);
+    CHECK(t.fd >= 0 && !t.ops);
+    /* Nothing came: a step changes nothing before the deadline. */
+    CHECK_EQ_INT(rlk__connect_step(&t, 0), RLK__IN_PROGRESS);
+    fd = t.fd;
+    CHECK_EQ_INT(rlk__connect_expire(&t), RLK_ERR_TIMEOUT);
+    snprintf(prefix, sizeof prefix, "connect 127.0.0.1:%d: timed out after ", h.port);
+    CHECK_MSG(starts_with(t.err, prefix) && ends_with(t.err, " ms"), "err: %s", t.err);
+    CHECK(t.fd == -1 && t.cs.step == NULL && is_closed(fd));
+
+    CHECK_EQ_INT(rlk__tcp_connect_start(&t, "127.0.0.1", h.port, deadline), RLK__IN_PROGRESS);
+    fd = t.fd;
+    rlk__transport_close(&t);
+    CHECK(t.fd == -1 && t.cs.step == NULL && is_closed(fd));
+    ts_hole_close(&h);
+}
+
+/* A Unix socket whose server's queue is full: no event tells when there
+ * is room, so the connect waits for its next try's time (before the
+ * deadline); once there is room, a try connects. */
+static void test_steps_unix(void)
+{
+    unix_full u;
+    rlk__transport t;
+    int64_t deadline = in_ms(LONG_MS);
+    int rc, a = -1, b = -1;
+    char c = 0;
+
+    if (!unix_full_open(&u)) return;
+    rlk__transport_init(&t);
+    rc = rlk__unix_connect_start(&t, u.sa.sun_path, deadline);
+    CHECK_EQ_INT(rc, RLK__IN_PROGRESS);
+    CHECK_EQ_INT(t.cs.events, 0);
+    CHECK_MSG(t.cs.wake >= 0 && t.cs.wake < deadline, "wake in %lld ms",
+              (long long)(t.cs.wake - rlk__now_ms()));
+    /* Room: the server takes the connection at the head of its queue. */
+    a = accept(u.lfd, NULL, NULL);
+    CHECK(a >= 0);
+    CHECK_EQ_INT(rlk__connect_finish(&t, rc), RLK_OK);
+    /* ...and the next one is ours. */
+    b = accept(u.lfd, NULL, NULL);
+    if (CHECK(b >= 0)) {
+        CHECK_EQ_INT(rlk__transport_write_all(&t, "x", 1, in_ms(LONG_MS)), RLK_OK);
+        CHECK(read(b, &c, 1) == 1 && c == 'x');
+    }
+    rlk__transport_close(&t);
+    if (a >= 0) close(a);
+    if (b >= 0) close(b);
+    unix_full_close(&u);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1517,6 +1605,63 @@ out:
     fake_stop(garbage);
 }
 
+/* A server: the steps (its answers may all have come by the first
+ * SSL_connect on loopback) end connected.  A listener that never answers the ClientHello: the
+ * step waits for reading; expired, it times out with the blocking
+ * connect's message, and nothing of OpenSSL's is left behind.  A
+ * connect given up (closed) in its handshake or in its TCP connect frees
+ * what it held (valgrind's leak check). */
+static void test_steps_tls(void)
+{
+    ts_server *s = tls_server(&tls_main, "server.crt", "server.key", 0, 0);
+    rlk_tls_config cfg = tls_cfg("ca.crt");
+    rlk__transport t;
+    ts_hole h;
+    char prefix[128];
+    int rc, port = 0, silent;
+
+    rlk__transport_init(&t);
+    if (CHECK(s != NULL)) {
+        rc = rlk__tls_connect_start(&t, "127.0.0.1", s->port, &cfg, in_ms(LONG_MS));
+        while (rc == RLK__IN_PROGRESS) {
+            struct pollfd p = {t.fd, t.cs.events, 0};
+            if (!CHECK(t.fd >= 0 && t.cs.events && !t.ops)) break;
+            int r = poll(&p, 1, rlk__ms_left(t.cs.wake));
+            rc = rlk__connect_step(&t, r > 0 ? p.revents : 0);
+        }
+        CHECK_EQ_INT(rc, RLK_OK);
+        CHECK(t.cs.step == NULL && t.ops != NULL && t.tls != NULL);
+        CHECK(ping(&t));
+        rlk__transport_close(&t);
+    }
+
+    silent = ts_silent_listener(&port);
+    if (!CHECK(silent >= 0)) return;
+    rc = ts_steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
+    CHECK_EQ_INT(rc, RLK__IN_PROGRESS);
+    CHECK(t.cs.upper && t.cs.events == POLLIN && t.cs.wake == -1 && !t.ops);
+    CHECK_EQ_INT(rlk__connect_step(&t, 0), RLK__IN_PROGRESS);
+    CHECK_EQ_INT(rlk__connect_expire(&t), RLK_ERR_TIMEOUT);
+    snprintf(prefix, sizeof prefix, "TLS: handshake with 127.0.0.1:%d timed out after ", port);
+    CHECK_MSG(starts_with(t.err, prefix) && ends_with(t.err, " ms"), "err: %s", t.err);
+    CHECK(t.fd == -1 && t.tls == NULL && t.tls_ctx == NULL && t.cs.step == NULL);
+    CHECK(ERR_peek_error() == 0);
+
+    rc = ts_steps_to_handshake(&t, rlk__tls_connect_start(&t, "127.0.0.1", port, &cfg, -1));
+    CHECK(rc == RLK__IN_PROGRESS && t.cs.upper);
+    rlk__transport_close(&t);
+    CHECK(t.fd == -1 && t.tls == NULL && t.tls_ctx == NULL && t.cs.step == NULL);
+    close(silent);
+
+    if (!CHECK_MSG(ts_hole_open(&h) == 0, "no listener with a full queue")) return;
+    CHECK_EQ_INT(rlk__tls_connect_start(&t, "127.0.0.1", h.port, &cfg, -1), RLK__IN_PROGRESS);
+    CHECK(!t.cs.upper && t.cs.events == POLLOUT && t.tls != NULL);
+    rlk__transport_close(&t);
+    CHECK(t.fd == -1 && t.tls == NULL && t.tls_ctx == NULL && t.cs.step == NULL);
+    CHECK(ERR_peek_error() == 0);
+    ts_hole_close(&h);
+}
+
 static void test_tls_reuse(void)
 {
     ts_server *s = tls_server(&tls_main, "server.crt", "server.key", 0, 0);
@@ -1592,6 +1737,8 @@ int main(int argc, char **argv)
     RUN_TEST(test_unix_ping);
     RUN_TEST(test_unix_errors);
     RUN_TEST(test_unix_timeout);
+    RUN_TEST(test_steps_tcp);
+    RUN_TEST(test_steps_unix);
     RUN_TEST(test_server_restart);
     RUN_TEST(test_sha1_matches_server);
 
@@ -1607,6 +1754,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_plaintext_against_tls);
     RUN_TEST(test_tls_hostile_servers);
     RUN_TEST(test_tls_reuse);
+    RUN_TEST(test_steps_tls);
     ts_stop(tls_main);
     ts_stop(tls_mtls);
     ts_stop(tls_wrong_host);
