@@ -31,12 +31,12 @@
 #include "clock.h"
 #include "conn_internal.h"
 #include "defaults.h"
-#include "driver.h"
 #include "internal.h"
 #include "lease.h"
 #include "keys.h"
 #include "route.h"
-#include "session_internal.h"
+#include "lock.h"
+#include "lua.h"
 #include "transport.h"
 #include "waiter.h"
 
@@ -86,8 +86,8 @@ struct rlk_client {
      * a holder whatever their configuration (two containers each
      * running as PID 1 with one client_id have the same thread ids). */
     char client_id[104];
-    rlk__route route;
-    rlk__driver *d;           /* the route's one driver */
+    rlk__route route;         /* one server, for now */
+    rlk__locks *lk;           /* the locks, over the route's core */
     rlk_lock *locks;
     pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
     pthread_cond_t cv;        /* a result came (thread mode) */
@@ -146,13 +146,15 @@ static const char *status_text(int r)
 /* The session's message for a failure it reported. */
 static int session_fail(rlk_client *cl, int status)
 {
-    return cl_fail(cl, status, "%s", rlk_session_errmsg(cl->d->s));
+    return cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
 }
 
 /* The driver's message for a failure of the connection. */
 static int driver_fail(rlk_client *cl, int status)
 {
-    return cl_fail(cl, status, "%s", cl->d->err[0] ? cl->d->err : status_text(status));
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    return cl_fail(cl, status, "%s", h.err[0] ? h.err : status_text(status));
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
@@ -160,6 +162,9 @@ const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
 static void mark_lost(rlk_client *cl, rlk_lock *l);
+
+/* The core of the route's one server. */
+static rlk__core *core_of(const rlk_client *cl) { return rlk__route_core((rlk__route *)&cl->route, 0); }
 
 static int64_t sooner(int64_t a, int64_t b)
 {
@@ -307,7 +312,8 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
         break;
     }
     /* An orphan's end is nobody's result: the message stays the call's. */
-    if (status != RLK_OK && !l->orphan) cl_fail(cl, status, "%s", rlk_session_errmsg(s));
+    (void)s;
+    if (status != RLK_OK && !l->orphan) cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
     l->done = 1;
     l->status = status;
     if (l->orphan && !l->sl) free_handle(l);
@@ -325,7 +331,7 @@ static void side_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
     (void)c;
     rlk_client *cl = ctx;
     /* A failure broke the session: the driver's next turn closes it. */
-    rlk__session_message(cl->d->s, msg, rlk__now_ms());
+    rlk__locks_message(cl->lk, msg, rlk__now_ms());
 }
 
 static void side_drop(rlk_client *cl)
@@ -348,7 +354,7 @@ static int side_open(rlk_client *cl)
     cc.reconnect_attempts = 1;
     cl->side = rlk_conn_new(&cc);
     if (!cl->side) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    const char *h = rlk__session_handoff_channel(cl->d->s);
+    const char *h = rlk__locks_handoff_channel(cl->lk);
     int r = rlk_conn_connect(cl->side);
     if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, h, strlen(h));
     if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, cl->side_channel, strlen(cl->side_channel));
@@ -381,49 +387,49 @@ static void side_end(rlk_client *cl)
     side_drop(cl);
     rlk__free(cl->side_channel);
     cl->side_channel = NULL;
-    rlk__session_set_listener(cl->d->s, 0);
+    rlk__locks_set_listener(cl->lk, 0);
 }
 
 /*
- * One turn: the driver (connect when due, send, poll, read, tick), the
- * RESP2 listener when a wait has one, and wake_fd (the thread's pipe,
- * or -1).  unlock: the mutex is let go while polling (the thread).  The
- * driver's status.
+ * One turn: the route (connect when due, send, poll, read, tick the
+ * cores, whose ticks are the lock's too), the RESP2 listener when a wait
+ * has one, and wake_fd (the thread's pipe, or -1).  unlock: the mutex is let go while
+ * polling (the thread).  The route's status.
  */
 static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
 {
     /* Opened again after a failure; refused (the user lost the
      * channels), the wait goes on without it: its waiters re-check. */
     if (cl->side_channel && !cl->side && side_open(cl) == RLK_ERR_SERVER) side_end(cl);
-    if (wake_fd < 0 && !cl->side) return rlk__driver_turn_alone(cl->d, until);
-    struct pollfd p[3];
+    if (wake_fd < 0 && !cl->side) return rlk__route_turn_alone(&cl->route, until);
+    struct pollfd p[64 + 2];
+    size_t rn = cl->route.n, n = rn + 1;
     int64_t wake;
-    size_t n = 2;
-    int r = rlk__driver_prepare(cl->d, &p[0], until, &wake);
-    p[1].fd = cl->side ? rlk_conn_fd(cl->side) : -1;
-    p[1].events = POLLIN;
-    p[1].revents = 0;
+    int r = rlk__route_prepare(&cl->route, p, until, &wake);
+    p[rn].fd = cl->side ? rlk_conn_fd(cl->side) : -1;
+    p[rn].events = POLLIN;
+    p[rn].revents = 0;
     if (wake_fd >= 0) {
-        p[2].fd = wake_fd;
-        p[2].events = POLLIN;
-        p[2].revents = 0;
-        n = 3;
-        /* Looks at the session again at least every recheck_ms, and
-         * at the end of a held lock's validity (sweep). */
+        p[rn + 1].fd = wake_fd;
+        p[rn + 1].events = POLLIN;
+        p[rn + 1].revents = 0;
+        n = rn + 2;
+        /* Looks at the lock again at least every recheck_ms, and at the
+         * end of a held lock's validity (sweep). */
         wake = sooner(sooner(wake, rlk__now_ms() + cl->cfg.recheck_ms), cl->next_expiry);
-    } else if (r != RLK_OK && !rlk__driver_can_go_on(cl->d)) {
+    } else if (r != RLK_OK && !rlk__route_can_go_on(&cl->route)) {
         return r;
     }
     if (unlock) pthread_mutex_unlock(&cl->mu);
     rlk__poll_until(p, n, wake);
-    if (n == 3 && p[2].revents) {
+    if (n == rn + 2 && p[rn + 1].revents) {
         char drain[64];
         while (read(wake_fd, drain, sizeof drain) > 0) {
         }
     }
     if (unlock) pthread_mutex_lock(&cl->mu);
-    if (p[1].revents && cl->side) side_read(cl);
-    int r2 = rlk__driver_after(cl->d, &p[0]);
+    if (p[rn].revents && cl->side) side_read(cl);
+    int r2 = rlk__route_after(&cl->route, p);
     return r != RLK_OK ? r : r2;
 }
 
@@ -440,8 +446,9 @@ static int goal_met(void *arg)
 {
     drive_goal *g = arg;
     if (g->done(g->ctx)) return 1;
-    rlk__driver *d = g->cl->d;
-    return g->max_fails > 0 && !d->up && d->fails - g->fails0 >= g->max_fails;
+    rlk__route_health h;
+    rlk__route_health_of(&g->cl->route, 0, &h);
+    return g->max_fails > 0 && !h.up && h.fails - g->fails0 >= g->max_fails;
 }
 
 /* The connect tries a call makes before it gives up (wait_ms 0, and the
@@ -464,7 +471,9 @@ static int tries(const rlk_client *cl)
  */
 static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until, int max_fails)
 {
-    drive_goal g = {cl, done, ctx, cl->d->fails, max_fails};
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    drive_goal g = {cl, done, ctx, h.fails, max_fails};
     int r;
     if (!cl->thread_on) {
         for (;;) {
@@ -475,15 +484,16 @@ static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t unt
                 break;
             }
             r = turn(cl, until, -1, 0);
-            if (r != RLK_OK && !rlk__driver_can_go_on(cl->d)) break;
+            if (r != RLK_OK && !rlk__route_can_go_on(&cl->route)) break;
         }
         if (r == RLK_OK && !done(ctx)) r = RLK_ERR_TIMEOUT;
     } else {
         wake_thread(cl);
         r = RLK_OK;
         while (!goal_met(&g)) {
-            if (!rlk__driver_can_go_on(cl->d)) {
-                r = cl->d->fatal ? cl->d->fatal : RLK_ERR_CLOSED;
+            if (!rlk__route_can_go_on(&cl->route)) {
+                rlk__route_health_of(&cl->route, 0, &h);
+                r = h.fatal ? h.fatal : RLK_ERR_CLOSED;
                 break;
             }
             if (until < 0) {
@@ -518,23 +528,25 @@ static int drive(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until)
 
 static int handle_done(void *ctx) { return ((rlk_lock *)ctx)->done; }
 static int never(void *ctx) { (void)ctx; return 0; }
-static int is_ready(void *ctx) { return rlk_session_ready(ctx); }
+static int is_ready(void *ctx) { return rlk__core_ready(ctx); }
 
 /* A call's deadline passed (or the connection cannot be had) without a
  * ready session: the status to return, with the connection's own reason
  * when a connect failed. */
 static int not_connected(rlk_client *cl, int r, const char *doing)
 {
-    if (r == RLK_ERR_TIMEOUT && cl->d->fails && cl->d->last) r = cl->d->last;
-    if (r == RLK_ERR_TIMEOUT || !cl->d->err[0]) return cl_fail(cl, r, "%s: %s", doing, status_text(r));
-    return cl_fail(cl, r, "%s: %s", doing, cl->d->err);
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    if (r == RLK_ERR_TIMEOUT && h.fails && h.last) r = h.last;
+    if (r == RLK_ERR_TIMEOUT || !h.err[0]) return cl_fail(cl, r, "%s: %s", doing, status_text(r));
+    return cl_fail(cl, r, "%s: %s", doing, h.err);
 }
 
 /* Connects (when not connected) and waits for the handshake, until. */
 static int ready_by(rlk_client *cl, int64_t until, const char *doing)
 {
-    if (rlk_session_ready(cl->d->s)) return RLK_OK;
-    int r = drive(cl, is_ready, cl->d->s, until);
+    if (rlk__core_ready(core_of(cl))) return RLK_OK;
+    int r = drive(cl, is_ready, core_of(cl), until);
     if (r == RLK_OK) return RLK_OK;
     return not_connected(cl, r, doing);
 }
@@ -585,7 +597,10 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     sc.timing = &cl->cfg;
     sc.cb = on_event;
     sc.ctx = cl;
-    sc.max_input = cl->cfg.conn.max_reply_bytes;
+    rlk__core_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.max_input = cl->cfg.conn.max_reply_bytes;
+    cc.library = rlk__lua_library_text;
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
@@ -606,8 +621,9 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     }
     /* A URL that does not parse is the first call's failure (as a
      * connection's would be), not the constructor's. */
-    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &sc);
-    if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !cl->route.drivers[0].s) {
+    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &cc);
+    if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !rlk__route_core(&cl->route, 0) ||
+        !(cl->lk = rlk__locks_new(rlk__route_core(&cl->route, 0), &sc, NULL))) {
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
         pthread_mutex_destroy(&cl->mu);
@@ -615,7 +631,6 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
         rlk__free(cl);
         return NULL;
     }
-    cl->d = &cl->route.drivers[0];
     return cl;
 }
 
@@ -631,7 +646,8 @@ void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
-    rlk__route_destroy(&cl->route); /* the session's handles go with it */
+    rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
+    rlk__route_destroy(&cl->route);
     while (cl->locks) free_handle(cl->locks);
     rlk_conn_free(cl->own);
     rlk_conn_free(cl->side);
@@ -658,13 +674,13 @@ rlk_conn *rlk_client_conn(rlk_client *cl)
 const rlk_conn_info *rlk_client_info(rlk_client *cl)
 {
     enter(cl);
-    const rlk_conn_info *si = rlk__session_info(cl->d->s);
+    const rlk_conn_info *si = rlk__core_info(core_of(cl));
     const rlk_conn_info *out = NULL;
-    if (cl->d->up && si->protocol) {
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    if (h.up && si->protocol) {
         cl->info = *si;
-        snprintf(cl->info.peer, sizeof cl->info.peer, "%s", cl->d->t.peer);
-        cl->info.tls_version = rlk__tls_version(&cl->d->t);
-        cl->info.tls_cipher = rlk__tls_cipher(&cl->d->t);
+        rlk__route_peer(&cl->route, 0, &cl->info);
         out = &cl->info;
     }
     leave(cl);
@@ -674,7 +690,7 @@ const rlk_conn_info *rlk_client_info(rlk_client *cl)
 const char *rlk_client_wait_note(rlk_client *cl)
 {
     enter(cl);
-    const char *n = rlk_session_wait_note(cl->d->s);
+    const char *n = rlk__locks_wait_note(cl->lk);
     if (!n && cl->side_note[0]) n = cl->side_note;
     leave(cl);
     return n;
@@ -683,7 +699,9 @@ const char *rlk_client_wait_note(rlk_client *cl)
 uint64_t rlk_client_generation(rlk_client *cl)
 {
     enter(cl);
-    uint64_t g = cl->d->connects;
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    uint64_t g = h.connects;
     leave(cl);
     return g;
 }
@@ -724,7 +742,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * (o->holder is not the blocking client's). */
     rlk_lock_options so = *o;
     so.holder = NULL;
-    int bad = rlk__session_check_acquire(cl->d->s, name, &so);
+    int bad = rlk__locks_check_acquire(cl->lk, name, &so);
     if (bad != RLK_OK) {
         session_fail(cl, bad);
         leave(cl);
@@ -766,9 +784,9 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * opens a listener of its own, as under RESP3 its subscriptions ride
      * the connection, and waits in line.  A wait connects first to
      * learn which. */
-    if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk_session_ready(cl->d->s)) {
+    if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk__core_ready(core_of(cl))) {
         /* Connected first, within the wait: the protocol decides how. */
-        int r = drive_for(cl, is_ready, cl->d->s, until, 0);
+        int r = drive_for(cl, is_ready, core_of(cl), until, 0);
         if (r != RLK_OK) {
             status = not_connected(cl, r, "acquire");
             free_handle(l);
@@ -777,7 +795,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         }
     }
     int resp2 = cl->cfg.conn.protocol == 2 ||
-                (rlk_session_ready(cl->d->s) && rlk__session_info(cl->d->s)->protocol == 2);
+                (rlk__core_ready(core_of(cl)) && rlk__core_info(core_of(cl))->protocol == 2);
     for (;;) {
         so.wait_ms = o->wait_ms;
         if (o->wait_ms > 0) { /* what is left of the wait, after pauses */
@@ -787,7 +805,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         int first = resp2 && !listened && so.wait_ms != 0;
         if (first) so.wait_ms = 0;
         l->done = 0;
-        l->sl = rlk_session_acquire(cl->d->s, name, &so, l, rlk__now_ms());
+        l->sl = rlk__locks_acquire(cl->lk, name, &so, l, rlk__now_ms());
         if (!l->sl) {
             status = session_fail(cl, RLK_ERR_NOMEM);
             break;
@@ -806,10 +824,12 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             break;
         }
         status = l->status;
-        if (status == RLK_ERR_TIMEOUT && !rlk_session_ready(cl->d->s))
+        rlk__route_health h;
+        rlk__route_health_of(&cl->route, 0, &h);
+        if (status == RLK_ERR_TIMEOUT && !rlk__core_ready(core_of(cl)))
             status = not_connected(cl, status, "acquire");
-        else if (status == RLK_ERR_CLOSED && cl->d->last && cl->d->last != RLK_ERR_CLOSED)
-            status = driver_fail(cl, cl->d->last); /* why it closed: a reply overdue... */
+        else if (status == RLK_ERR_CLOSED && h.last && h.last != RLK_ERR_CLOSED)
+            status = driver_fail(cl, h.last); /* why it closed: a reply overdue... */
         if (first && status == RLK_LOCK_BUSY &&
             (o->wait_ms < 0 || rlk__now_ms() < start + o->wait_ms)) {
             listened = 1;
@@ -822,7 +842,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             rlk__make_keys(name, keys, cap);
             cl->side_channel = keys;
             memmove(keys, keys + RLK__K_CHANNEL * cap, strlen(keys + RLK__K_CHANNEL * cap) + 1);
-            if (side_open(cl) == RLK_OK) rlk__session_set_listener(cl->d->s, 1);
+            if (side_open(cl) == RLK_OK) rlk__locks_set_listener(cl->lk, 1);
             else side_end(cl); /* polls instead */
             continue;
         }
@@ -912,7 +932,7 @@ int rlk_lock_release(rlk_lock *l)
             return status;
         }
     } else {
-        rlk__session_forget(l->sl, start);
+        rlk__locks_forget(l->sl, start);
         l->sl = NULL;
     }
     if (lost) status = lost_release(cl, l, status);
@@ -929,7 +949,7 @@ void rlk_lock_forget(rlk_lock *l)
         leave(cl);
         return;
     }
-    if (l->sl) rlk__session_forget(l->sl, rlk__now_ms());
+    if (l->sl) rlk__locks_forget(l->sl, rlk__now_ms());
     free_handle(l);
     leave(cl);
 }
@@ -1015,18 +1035,18 @@ static int call(rlk_client *cl, int which, const char *name, const char *token, 
         memset(c, 0, sizeof *c);
         int64_t now = rlk__now_ms();
         if (which == CALL_STATUS)
-            status = rlk__session_status(cl->d->s, name, call_cb, c, now);
+            status = rlk__locks_status(cl->lk, name, call_cb, c, now);
         else if (which == CALL_RELEASE)
-            status = rlk__session_release_token(cl->d->s, name, token, call_cb, c, now);
+            status = rlk__locks_release_token(cl->lk, name, token, call_cb, c, now);
         else
-            status = rlk__session_extend_token(cl->d->s, name, token, ms, how, call_cb, c, now);
+            status = rlk__locks_extend_token(cl->lk, name, token, ms, how, call_cb, c, now);
         if (status != RLK_OK) return session_fail(cl, status);
         sent++;
         wake_thread(cl);
         int r = drive(cl, call_done, c, until < 0 ? -1 : until + cl->timeout);
         if (!c->done) {
             /* Given up: the session must not call back into this frame. */
-            rlk__driver_close(cl->d);
+            rlk__route_close(&cl->route, 0);
             return not_connected(cl, r, what[which]);
         }
         status = c->res.status;
@@ -1094,7 +1114,7 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 /* ------------------------------------------------------------------ */
 /* Tick mode and the watchdog thread                                    */
 
-int rlk_client_fd(const rlk_client *cl) { return rlk__driver_fd(cl->d); }
+int rlk_client_fd(const rlk_client *cl) { return rlk__route_fd(&cl->route, 0); }
 
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
@@ -1104,7 +1124,9 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         return cl_fail(cl, RLK_ERR_INVALID, "tick: the watchdog thread runs");
     }
     cl->ticking = 1;
-    if (!cl->locks && !cl->d->up) {
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    if (!cl->locks && !h.up) {
         /* Nothing to renew, nothing to read: no connect (a program that
          * declares tick mode before its first acquire connects within
          * that acquire's own deadline). */
@@ -1116,20 +1138,22 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
      * what is due is sent. */
     struct pollfd p;
     int64_t wake;
-    int r = rlk__driver_prepare(cl->d, &p, -1, &wake);
-    if (r == RLK_OK && rlk__driver_connecting(cl->d)) {
+    int r = rlk__route_prepare(&cl->route, &p, -1, &wake);
+    rlk__route_health_of(&cl->route, 0, &h);
+    if (r == RLK_OK && h.connecting) {
         /* The event loop polls rlk_client_fd only, which a connect under
          * way does not have yet: the tick waits for it. */
-        r = rlk__driver_connect_through(cl->d);
+        r = rlk__route_connect_through(&cl->route, 0);
         p.fd = -1;
     }
     if (p.fd >= 0 && poll(&p, 1, 0) < 0) p.revents = 0;
-    int r2 = rlk__driver_after(cl->d, &p);
+    int r2 = rlk__route_after(&cl->route, &p);
     if (r == RLK_OK) r = r2;
     if (r != RLK_OK) driver_fail(cl, r);
     if (next_ms) {
-        int64_t due = rlk_session_deadline(cl->d->s);
-        if (!cl->d->up && cl->locks) due = sooner(due, cl->d->retry_at);
+        int64_t due = rlk__core_deadline(core_of(cl));
+        rlk__route_health_of(&cl->route, 0, &h);
+        if (!h.up && cl->locks) due = sooner(due, h.retry_at);
         if (due >= 0) {
             due -= rlk__now_ms();
             if (due < 0) due = 0;

@@ -8,6 +8,8 @@
 #include "clock.h"
 
 #include <limits.h>
+#include <errno.h>
+#include <poll.h>
 #include <time.h>
 
 int64_t rlk__now_ms(void)
@@ -25,3 +27,16 @@ int rlk__ms_left(int64_t deadline)
     if (left <= 0) return 0;
     return left > INT_MAX ? INT_MAX : (int)left;
 }
+
+/* poll() on n entries until wake; a signal ends the wait early, as any
+ * event would (the turn then finds nothing and the caller turns again). */
+int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake)
+{
+    int r = poll(p, (nfds_t)n, rlk__ms_left(wake));
+    if (r < 0 && errno == EINTR) {
+        for (size_t i = 0; i < n; i++) p[i].revents = 0;
+        return 0;
+    }
+    return r;
+}
+

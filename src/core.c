@@ -96,6 +96,18 @@ static void set_now(rlk__core *c, int64_t now)
 }
 
 void rlk__core_clock(rlk__core *c, int64_t now) { set_now(c, now); }
+
+/* Around a call that may call the owner back. */
+static void enter(rlk__core *c, int64_t now)
+{
+    set_now(c, now);
+    if (c->cfg.hooks.enter) c->cfg.hooks.enter(c->cfg.hooks.ctx, c->now);
+}
+
+static int leave(rlk__core *c, int r)
+{
+    return c->cfg.hooks.leave ? c->cfg.hooks.leave(c->cfg.hooks.ctx, r) : r;
+}
 void rlk__core_set_hooks(rlk__core *c, const rlk__core_hooks *hooks) { c->cfg.hooks = *hooks; }
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
@@ -571,7 +583,7 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
 {
     if (c->broken) return c->broken;
     if (!c->connected) return say(c, RLK_ERR_INVALID, "feed: not connected");
-    set_now(c, now);
+    enter(c, now);
     int r = rlk_buf_append(&c->in, buf, len);
     if (r != RLK_OK) r = rlk__core_fail(c, r, "out of memory");
     size_t pos = 0;
@@ -594,7 +606,7 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
         size_t max = c->cfg.max_input ? c->cfg.max_input : DEFAULT_MAX_INPUT;
         if (c->in.len > max) r = rlk__core_fail(c, RLK_ERR_LIMIT, "a reply over %zu bytes", max);
     }
-    return r;
+    return leave(c, r);
 }
 
 size_t rlk__core_output(const rlk__core *c, const char **buf)
@@ -612,7 +624,7 @@ void rlk__core_consume(rlk__core *c, size_t n)
 
 int64_t rlk__core_deadline(const rlk__core *c)
 {
-    int64_t next = -1;
+    int64_t next = c->cfg.hooks.deadline ? c->cfg.hooks.deadline(c->cfg.hooks.ctx) : -1;
     for (size_t i = c->qhead; i < c->qtail; i++) {
         int64_t t = c->q[i].deadline;
         if (t >= 0 && (next < 0 || t < next)) next = t;
@@ -623,11 +635,14 @@ int64_t rlk__core_deadline(const rlk__core *c)
 int rlk__core_tick(rlk__core *c, int64_t now)
 {
     if (c->broken) return c->broken;
-    set_now(c, now);
-    for (size_t i = c->qhead; i < c->qtail; i++)
+    enter(c, now);
+    int r = RLK_OK;
+    for (size_t i = c->qhead; i < c->qtail && r == RLK_OK; i++)
         if (c->q[i].deadline >= 0 && c->q[i].deadline <= c->now)
-            return rlk__core_fail(c, RLK_ERR_TIMEOUT, "no reply from the server in time");
-    return RLK_OK;
+            r = rlk__core_fail(c, RLK_ERR_TIMEOUT, "no reply from the server in time");
+    if (r == RLK_OK && c->cfg.hooks.tick) r = c->cfg.hooks.tick(c->cfg.hooks.ctx, c->now);
+    if (r == RLK_OK && c->broken) r = c->broken;
+    return leave(c, r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -636,7 +651,7 @@ int rlk__core_tick(rlk__core *c, int64_t now)
 int rlk__core_connected(rlk__core *c, int64_t now)
 {
     if (c->connected) return say(c, RLK_ERR_INVALID, "connected: already");
-    set_now(c, now);
+    enter(c, now);
     c->connected = 1;
     c->broken = c->ready = c->resp3 = 0;
     c->hs_left = 0;
@@ -648,19 +663,23 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     snprintf(c->info.user, sizeof c->info.user, "%s",
              c->cfg.password && c->cfg.username ? c->cfg.username : "default");
     if (c->cfg.hooks.connected) c->cfg.hooks.connected(c->cfg.hooks.ctx, c);
-    if (c->cfg.protocol != 2) return send_hs(c, HS_HELLO);
-    int r = send_auth_select(c, 1, 1);
-    if (r == RLK_OK && c->hs_left == 0) {
-        c->hs_left = 1;
-        hs_step(c);
+    int r;
+    if (c->cfg.protocol != 2) {
+        r = send_hs(c, HS_HELLO);
+    } else {
+        r = send_auth_select(c, 1, 1);
+        if (r == RLK_OK && c->hs_left == 0) {
+            c->hs_left = 1;
+            hs_step(c);
+        }
     }
-    return r;
+    return leave(c, r);
 }
 
 void rlk__core_closed(rlk__core *c, int64_t now)
 {
     if (!c->connected) return;
-    set_now(c, now);
+    enter(c, now);
     c->connected = c->ready = c->resp3 = 0;
     c->fcall = c->loading = c->script_flags = 0;
     c->broken = 0;
@@ -675,6 +694,7 @@ void rlk__core_closed(rlk__core *c, int64_t now)
     size_t n = c->qtail - c->qhead;
     if (n == 0) {
         if (c->cfg.hooks.closed) c->cfg.hooks.closed(c->cfg.hooks.ctx, c);
+        leave(c, RLK_OK);
         return;
     }
     rlk__req stack[16], *owed = n <= 16 ? stack : rlk__malloc(n * sizeof *owed);
@@ -694,6 +714,7 @@ void rlk__core_closed(rlk__core *c, int64_t now)
         if (owed != stack) rlk__free(owed);
     }
     if (c->cfg.hooks.closed) c->cfg.hooks.closed(c->cfg.hooks.ctx, c);
+    leave(c, RLK_OK);
 }
 
 /* ------------------------------------------------------------------ */

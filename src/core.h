@@ -90,6 +90,17 @@ typedef struct rlk__core_hooks {
     /* A push that answers no request (a message, an unsubscribe the server
      * sent by itself). */
     void (*push)(void *ctx, rlk__core *c, const rlk_resp_value *v);
+    /* The owner's own times (its waits, renewals): its next one (-1:
+     * none), which rlk__core_deadline counts in, and what is due then,
+     * which rlk__core_tick runs after the core's own checks (a failure
+     * it returns is rlk__core_tick's). */
+    int64_t (*deadline)(void *ctx);
+    int (*tick)(void *ctx, int64_t now);
+    /* Around every call that may call back (feed, tick, connected,
+     * closed): the owner's callbacks run between its enter and leave;
+     * leave gets the call's status and returns it. */
+    void (*enter)(void *ctx, int64_t now);
+    int (*leave)(void *ctx, int status);
     void *ctx;
 } rlk__core_hooks;
 
@@ -134,9 +145,11 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now);
 /* The bytes to send, and those sent. */
 size_t rlk__core_output(const rlk__core *c, const char **buf);
 void rlk__core_consume(rlk__core *c, size_t n);
-/* The soonest reply deadline of the requests owed (-1: none). */
+/* The soonest reply deadline of the requests owed, or the owner's next
+ * time (-1: none). */
 int64_t rlk__core_deadline(const rlk__core *c);
-/* A reply overdue fails the core (RLK_ERR_TIMEOUT). */
+/* A reply overdue fails the core (RLK_ERR_TIMEOUT); then the owner's
+ * tick.  Also while not connected (the owner's times go on). */
 int rlk__core_tick(rlk__core *c, int64_t now);
 
 /* Queues a request: ops (with a build), ctx, arg and the deadline of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The session's driver (see driver.h): one connection under one session,
+ * The driver (see driver.h): one connection under one request core,
  * with poll(), the library's transports and its reconnect pacing.
  */
 #ifdef HAVE_CONFIG_H
@@ -12,7 +12,8 @@
 #include "connect.h"
 #include "conn_internal.h"
 #include "internal.h"
-#include "keys.h"
+#include "random.h"
+#include "core.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -23,7 +24,7 @@
 #define DEFAULT_CONNECT_MS 5000
 #define READ_CHUNK 16384
 /* Reads per turn: a server that never stops sending cannot keep a turn
- * from ticking the session. */
+ * from ticking the core. */
 #define READS_PER_TURN 16
 
 #if defined(__GNUC__)
@@ -38,7 +39,7 @@ static int set_err(rlk__driver *d, int status, const char *fmt, ...)
     return status;
 }
 
-int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_session_config *sc)
+int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk__core_config *base)
 {
     memset(d, 0, sizeof *d);
     rlk__transport_init(&d->t);
@@ -52,29 +53,29 @@ int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_sess
     rlk__backoff_init(&d->backoff, d->cfg.backoff_initial_ms, d->cfg.backoff_max_ms, seed);
     d->url_status = rlk__url_parse(&d->url, d->cfg.url, d->err, sizeof d->err);
     if (d->url_status == RLK_ERR_NOMEM) return set_err(d, RLK_ERR_NOMEM, "out of memory");
-    /* A URL that does not parse: the session is made all the same (its
+    /* A URL that does not parse: the core is made all the same (its
      * calls then fail by the driver's status, every turn). */
     if (d->url_status != RLK_OK) d->fatal = d->url_status;
 
-    rlk_session_config s;
-    if (sc) s = *sc;
-    else rlk_session_config_init(&s);
-    s.username = d->url.user;
-    s.password = d->url.password;
-    s.db = d->url.db;
-    s.client_name = d->cfg.client_name;
-    s.protocol = d->cfg.protocol;
-    s.command_timeout_ms = d->cfg.command_timeout_ms;
-    d->s = rlk_session_new(&s);
-    if (!d->s) return set_err(d, RLK_ERR_NOMEM, "out of memory (or no random bytes)");
+    rlk__core_config cc;
+    if (base) cc = *base;
+    else memset(&cc, 0, sizeof cc);
+    cc.username = d->url.user;
+    cc.password = d->url.password;
+    cc.db = d->url.db;
+    cc.client_name = d->cfg.client_name;
+    cc.protocol = d->cfg.protocol;
+    cc.command_timeout_ms = d->cfg.command_timeout_ms;
+    d->core = rlk__core_new(&cc);
+    if (!d->core) return set_err(d, RLK_ERR_NOMEM, "out of memory");
     return d->url_status;
 }
 
 void rlk__driver_destroy(rlk__driver *d)
 {
     rlk__transport_close(&d->t);
-    rlk_session_free(d->s);
-    d->s = NULL;
+    rlk__core_free(d->core);
+    d->core = NULL;
     rlk__url_free(&d->url);
     rlk__free(d->strings);
     d->strings = NULL;
@@ -103,13 +104,13 @@ static int lasting(const rlk__driver *d, int status)
  * backoff's pause. */
 static int drop(rlk__driver *d, int status)
 {
-    int served = rlk_session_ready(d->s);
+    int served = rlk__core_ready(d->core);
     d->last = status;
     rlk__transport_close(&d->t);
     int64_t now = rlk__now_ms();
     if (d->up) {
         d->up = 0;
-        rlk_session_closed(d->s, now);
+        rlk__core_closed(d->core, now);
     }
     if (served) {
         rlk__backoff_reset(&d->backoff);
@@ -131,21 +132,21 @@ void rlk__driver_close(rlk__driver *d)
     else if (d->t.fd >= 0 || d->up) drop(d, RLK_ERR_CLOSED);
 }
 
-static int session_failed(rlk__driver *d, int status)
+static int core_failed(rlk__driver *d, int status)
 {
-    set_err(d, status, "%s", rlk_session_errmsg(d->s));
+    set_err(d, status, "%s", rlk__core_errmsg(d->core));
     return drop(d, status);
 }
 
-/* The transport is connected (TLS included): the session's handshake
+/* The transport is connected (TLS included): the core's handshake
  * starts. */
 static int connected(rlk__driver *d)
 {
     d->up = 1;
     d->connects++;
     d->allow_once = 0;
-    int r = rlk_session_connected(d->s, rlk__now_ms());
-    return r == RLK_OK ? r : session_failed(d, r);
+    int r = rlk__core_connected(d->core, rlk__now_ms());
+    return r == RLK_OK ? r : core_failed(d, r);
 }
 
 /* A connect try's result r, from its start or a step: RLK_OK while it
@@ -179,12 +180,12 @@ static int connect_expire(rlk__driver *d)
     return connect_result(d, rlk__connect_expire(&d->t));
 }
 
-/* Writes what the session has to send, as far as the socket takes it. */
+/* Writes what the core has to send, as far as the socket takes it. */
 static int flush(rlk__driver *d)
 {
     const char *buf;
     size_t n;
-    while (d->up && (n = rlk_session_output(d->s, &buf)) > 0) {
+    while (d->up && (n = rlk__core_output(d->core, &buf)) > 0) {
         ssize_t w = d->t.ops->write(&d->t, buf, n);
         if (w == RLK__WANT_READ || w == RLK__WANT_WRITE) break;
         if (w == 0) rlk__transport_seterr(&d->t, "write %s: connection closed", d->t.peer);
@@ -192,12 +193,12 @@ static int flush(rlk__driver *d)
             set_err(d, RLK_ERR_IO, "%s", d->t.err);
             return drop(d, w < 0 ? (int)w : RLK_ERR_IO);
         }
-        rlk_session_consume(d->s, (size_t)w);
+        rlk__core_consume(d->core, (size_t)w);
     }
     return RLK_OK;
 }
 
-/* A read's result n, of buf: fed to the session, or the connection's
+/* A read's result n, of buf: fed to the core, or the connection's
  * end. */
 static int take(rlk__driver *d, const char *buf, ssize_t n)
 {
@@ -209,9 +210,9 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
         set_err(d, (int)n, "%s", d->t.err);
         return drop(d, (int)n);
     }
-    int r = rlk_session_feed(d->s, buf, (size_t)n, rlk__now_ms());
-    if (r != RLK_OK) return session_failed(d, r);
-    if (d->fails && rlk_session_ready(d->s)) { /* the handshake is done */
+    int r = rlk__core_feed(d->core, buf, (size_t)n, rlk__now_ms());
+    if (r != RLK_OK) return core_failed(d, r);
+    if (d->fails && rlk__core_ready(d->core)) { /* the handshake is done */
         d->fails = 0;
         rlk__backoff_reset(&d->backoff);
     }
@@ -243,10 +244,10 @@ static int64_t sooner(int64_t a, int64_t b)
 
 static int tick_if_due(rlk__driver *d)
 {
-    int64_t due = rlk_session_deadline(d->s), now = rlk__now_ms();
+    int64_t due = rlk__core_deadline(d->core), now = rlk__now_ms();
     if (due < 0 || due > now) return RLK_OK;
-    int r = rlk_session_tick(d->s, now);
-    if (r != RLK_OK && d->up) return session_failed(d, r);
+    int r = rlk__core_tick(d->core, now);
+    if (r != RLK_OK && d->up) return core_failed(d, r);
     return RLK_OK;
 }
 
@@ -262,7 +263,7 @@ static int reconnect_allowed(const rlk__driver *d)
 static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
 {
     tick_if_due(d);
-    *wake = sooner(sooner(rlk_session_deadline(d->s), until), d->retry_at);
+    *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->retry_at);
     return status;
 }
 
@@ -271,8 +272,8 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     pfd->fd = -1;
     pfd->events = pfd->revents = 0;
     *wake = until;
-    if (!d->s) return d->url_status != RLK_OK ? d->url_status : RLK_ERR_NOMEM;
-    *wake = sooner(rlk_session_deadline(d->s), until);
+    if (!d->core) return d->url_status != RLK_OK ? d->url_status : RLK_ERR_NOMEM;
+    *wake = sooner(rlk__core_deadline(d->core), until);
     if (d->fatal) return d->fatal;
     int r;
     if (!d->up && !connecting(d)) {
@@ -288,6 +289,12 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
         r = connect_start(d);
         if (r != RLK_OK) return prepare_lost(d, until, wake, r);
     }
+    if (d->up && rlk__core_broken(d->core)) {
+        /* Broken between turns (a primitive's request could not be
+         * queued): the connection goes. */
+        r = core_failed(d, rlk__core_broken(d->core));
+        return prepare_lost(d, until, wake, r);
+    }
     if (connecting(d)) {
         /* The connect's next step: when its event comes, or by its
          * time (its deadline, or a Unix socket's next try). */
@@ -297,10 +304,10 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
         return RLK_OK;
     }
     if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
-    *wake = sooner(rlk_session_deadline(d->s), until);
+    *wake = sooner(rlk__core_deadline(d->core), until);
     const char *out;
     pfd->fd = d->t.fd;
-    pfd->events = (short)(POLLIN | (rlk_session_output(d->s, &out) > 0 ? POLLOUT : 0));
+    pfd->events = (short)(POLLIN | (rlk__core_output(d->core, &out) > 0 ? POLLOUT : 0));
     /* Bytes the TLS layer holds already: poll would not see them. */
     if (d->t.ops->pending && d->t.ops->pending(&d->t) > 0) *wake = rlk__now_ms();
     return RLK_OK;
@@ -323,18 +330,6 @@ int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd)
     }
     if ((r = tick_if_due(d)) != RLK_OK) return r;
     return flush(d);
-}
-
-/* poll() on n entries until wake; a signal ends the wait early, as any
- * event would (the turn then finds nothing and the caller turns again). */
-int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake)
-{
-    int r = poll(p, (nfds_t)n, rlk__ms_left(wake));
-    if (r < 0 && errno == EINTR) {
-        for (size_t i = 0; i < n; i++) p[i].revents = 0;
-        return 0;
-    }
-    return r;
 }
 
 int rlk__driver_step(rlk__driver *d, int64_t until)
@@ -378,7 +373,7 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
 
 int rlk__driver_can_go_on(const rlk__driver *d)
 {
-    return d->s && !d->fatal && (d->up || connecting(d) || reconnect_allowed(d));
+    return d->core && !d->fatal && (d->up || connecting(d) || reconnect_allowed(d));
 }
 
 int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t until)
@@ -410,7 +405,7 @@ int rlk__driver_connect_through(rlk__driver *d)
     return r;
 }
 
-static int is_ready(void *ctx) { return rlk_session_ready(ctx); }
+static int is_ready(void *ctx) { return rlk__core_ready(ctx); }
 
 int rlk__driver_reconnect(rlk__driver *d)
 {
@@ -420,7 +415,7 @@ int rlk__driver_reconnect(rlk__driver *d)
     rlk__backoff_reset(&d->backoff);
     d->retry_at = 0;
     d->err[0] = '\0';
-    int r = rlk__driver_run(d, is_ready, d->s, rlk__now_ms() + d->cfg.connect_timeout_ms);
+    int r = rlk__driver_run(d, is_ready, d->core, rlk__now_ms() + d->cfg.connect_timeout_ms);
     if (r == RLK_ERR_TIMEOUT && d->fails) r = RLK_ERR_CONNECT;
     return r;
 }

@@ -1,28 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The session's driver (driver.c): the I/O half of the client core.
+ * The driver (driver.c): one server's connection under one request core
+ * (core.h), the I/O half of it.
  *
- * A session (session.c) is the lock protocol without I/O; a driver gives
- * it one server's connection: it connects (TCP, Unix socket or TLS, from
- * the same URL and settings as rlk_conn), writes what the session asks
- * to send, feeds it what arrives, ticks it at its deadlines, and after a
- * connection fails or closes connects again, paced by the one backoff of
- * retry.h.  The blocking calls wait through it; the session does the
- * rest.  Internal (rlk__ prefix, not installed).
+ * It connects (TCP, Unix socket or TLS, from the same URL and settings
+ * as rlk_conn), writes what the core asks to send, feeds it what
+ * arrives, ticks it at its reply deadlines, and after a connection fails
+ * or closes connects again, paced by the one backoff of retry.h.  It
+ * knows no primitive: whoever owns the primitives over the core (the
+ * client, through the route) passes their deadlines in the turn's until
+ * and ticks them after.  Internal (rlk__ prefix, not installed).
  *
  * Connecting: in steps, as states of the driver's turns (the TCP
  * connect, then the TLS handshake; transport.h), so that a server slow
  * to answer, or answering nothing, holds up no other driver polled in
  * the same loop.  A try is bounded by connect_timeout_ms alone, not by
  * the bound of the turn that started it: it goes on over the turns that
- * follow, each poll waiting for its events too; the session's handshake
+ * follow, each poll waiting for its events too; the core's handshake
  * starts once the transport is connected.  Name resolution is the one
  * part that may block (transport.h).  rlk__driver_run, the blocking
  * wait, ends a try still under way when its own bound passes, as a
  * failed try (with its "timed out after" message).
  *
- * Reconnecting: a driver with work (a lock held, an acquire under way)
- * connects again when its connection goes: the first try at once, later
+ * Reconnecting: a driver connects again when its connection goes (its
+ * core's owner may hold what must be renewed): the first try at once, later
  * ones after growing, jittered pauses (backoff_initial_ms doubling up to
  * backoff_max_ms).  reconnect_attempts -1: only the first connect is made
  * by itself; after a loss every step fails with RLK_ERR_CLOSED until
@@ -37,6 +38,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "resplock.h"
 #include "retry.h"
 #include "transport.h"
@@ -48,8 +50,8 @@ typedef struct rlk__driver {
     rlk__url url;
     int url_status;
     rlk__transport t;
-    rlk_session *s;
-    int up;                /* connected, and the session told so */
+    struct rlk__core *core;
+    int up;                /* connected, and the core told so */
     int fatal;             /* a failure no retry mends (returned again,
                               until rlk__driver_reconnect) */
     uint64_t connects;     /* connections made so far */
@@ -62,17 +64,20 @@ typedef struct rlk__driver {
 } rlk__driver;
 
 /* Sets up d for conn (NULL: the defaults; url as rlk_conn_config's, the
- * user, password and db come from it) and a new session with sc's
- * callback, context, timing and input bound (sc NULL: none of them).
- * Nothing is connected yet.  RLK_OK; RLK_ERR_NOMEM; RLK_ERR_URL (the
- * reason in d->err).  rlk__driver_destroy in every case. */
-int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk_session_config *sc);
+ * user, password and db come from it) and a new core with cc's library,
+ * hooks and input bound (cc NULL: none; its connection fields are
+ * conn's).  Nothing is connected yet.  RLK_OK; RLK_ERR_NOMEM;
+ * RLK_ERR_URL (the reason in d->err).  rlk__driver_destroy in every
+ * case. */
+struct rlk__core_config;
+int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn,
+                     const struct rlk__core_config *cc);
 void rlk__driver_destroy(rlk__driver *d);
 
 /* One turn, blocking until something happened or until (monotonic ms;
- * -1: no bound besides the session's own deadlines): connect when due,
+ * -1: no bound besides the core's own deadlines): connect when due,
  * send, wait for bytes, feed them, tick.  RLK_OK; or the failure of this
- * turn (a connect try, the connection closing, the session failing: the
+ * turn (a connect try, the connection closing, the core failing: the
  * reason in d->err), after which the next turn reconnects when allowed;
  * a failure no retry mends (RLK_ERR_URL, RLK_ERR_AUTH, such an
  * RLK_ERR_TLS) is returned by every turn from then on. */
@@ -97,10 +102,6 @@ int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
  * go on. */
 int rlk__driver_turn_alone(rlk__driver *d, int64_t until);
 
-/* poll() until wake (monotonic ms; -1: none); a signal counts as an
- * early end with nothing ready.  poll's result. */
-int rlk__poll_until(struct pollfd *p, size_t n, int64_t wake);
-
 /* 0 when no turn can do anything any more: a failure no retry mends,
  * or closed with reconnecting off (until rlk__driver_reconnect). */
 int rlk__driver_can_go_on(const rlk__driver *d);
@@ -115,13 +116,13 @@ int rlk__driver_run(rlk__driver *d, int (*done)(void *ctx), void *ctx, int64_t u
  * connect timeout.  RLK_OK or the failure. */
 int rlk__driver_reconnect(rlk__driver *d);
 
-/* Closes the connection (the session learns it), or gives up a connect
+/* Closes the connection (the core learns it), or gives up a connect
  * try under way (not counted as a failed try); the next turn reconnects
  * when allowed. */
 void rlk__driver_close(rlk__driver *d);
 
 /* 1 while a connect try is under way (the TCP connect or the TLS
- * handshake; the session's handshake comes after). */
+ * handshake; the core's handshake comes after). */
 int rlk__driver_connecting(const rlk__driver *d);
 
 /* Turns until no connect try is under way (connected, or failed), for a

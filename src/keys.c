@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What every lock front end shares (the sans-I/O session in session.c,
- * the blocking client in client.c): tokens from the kernel's random bytes,
- * the keys derived from a lock's name in its Cluster slot, and the
- * readings of replies they both make.
+ * A lock's names: the keys derived from its name in its Cluster slot,
+ * and the readings of the replies that carry its fence and window.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -11,94 +9,8 @@
 
 #include "keys.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
-
-/* Random bytes from the kernel; a lock token must not be guessable or
- * shared, so there is no weaker fallback than /dev/urandom. */
-static int kernel_random(unsigned char *out, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = getrandom(out + got, n - got, 0);
-        if (r > 0) {
-            got += (size_t)r;
-            continue;
-        }
-        if (r < 0 && errno == EINTR) continue;
-        break;
-    }
-    if (got == n) return 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    while (got < n) {
-        ssize_t r = read(fd, out + got, n - got);
-        if (r <= 0 && !(r < 0 && errno == EINTR)) break;
-        if (r > 0) got += (size_t)r;
-    }
-    close(fd);
-    return got == n ? 0 : -1;
-}
-
-/*
- * Random bytes for tokens, taken from the kernel 512 bytes at a time (a
- * system call per 32 tokens instead of one per token).  Each byte is
- * handed out once; a forked child starts with an empty pool, so parent
- * and child never share a token.
- */
-static struct {
-    pthread_mutex_t mu;
-    unsigned char buf[512];
-    size_t left;
-} pool = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-
-static void pool_forked(void)
-{
-    /* Only this thread exists in the child; the mutex was held by the
-     * forking thread (see pool_prepare), so it is re-made. */
-    pthread_mutex_init(&pool.mu, NULL);
-    memset(pool.buf, 0, sizeof pool.buf);
-    pool.left = 0;
-}
-static void pool_prepare(void) { pthread_mutex_lock(&pool.mu); }
-static void pool_parent(void) { pthread_mutex_unlock(&pool.mu); }
-static void pool_init(void) { pthread_atfork(pool_prepare, pool_parent, pool_forked); }
-
-int rlk__random_bytes(unsigned char *out, size_t n)
-{
-    if (n > sizeof pool.buf / 4) return kernel_random(out, n);
-    pthread_once(&pool_once, pool_init);
-    pthread_mutex_lock(&pool.mu);
-    if (pool.left < n) {
-        if (kernel_random(pool.buf, sizeof pool.buf) != 0) {
-            pthread_mutex_unlock(&pool.mu);
-            return -1;
-        }
-        pool.left = sizeof pool.buf;
-    }
-    unsigned char *p = pool.buf + pool.left - n;
-    memcpy(out, p, n);
-    memset(p, 0, n);
-    pool.left -= n;
-    pthread_mutex_unlock(&pool.mu);
-    return 0;
-}
-
-void rlk__hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
 
 static uint16_t crc16(const char *s, size_t n)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tokens, a lock's derived keys and slot, reply readings (keys.c). */
+/* A lock's derived keys and slot, reply readings (keys.c). */
 #ifndef RESPLOCK_KEYS_H
 #define RESPLOCK_KEYS_H
 
@@ -7,16 +7,10 @@
 #include <stdint.h>
 
 #include "resplock.h"
+#include "random.h"
 #include "reply.h"
 
 #define RLK__RELEASE_CHANNEL_PREFIX "redisson_lock__channel:{"
-
-/* n random bytes for tokens (the kernel's, pooled; a forked child never
- * shares the parent's).  0, or -1 when the kernel gives none. */
-int rlk__random_bytes(unsigned char *out, size_t n);
-
-/* in[0..n) as 2n lowercase hex digits and a NUL into out. */
-void rlk__hex(const unsigned char *in, size_t n, char *out);
 
 /* The Cluster hash slot of key k[0..n). */
 unsigned rlk__keyslot(const char *k, size_t n);

@@ -281,6 +281,8 @@ static void leave(rlk__locks *s)
 
 void rlk__locks_enter(rlk__locks *s, int64_t now) { enter(s, now); }
 
+void rlk__locks_note(rlk__locks *s, const char *msg) { snprintf(s->err, sizeof s->err, "%s", msg); }
+
 int rlk__locks_leave(rlk__locks *s, int r)
 {
     if (r != RLK_OK) core_failed(s, r);
@@ -1569,6 +1571,11 @@ static void on_closed(void *ctx, rlk__core *c)
 /* ------------------------------------------------------------------ */
 /* Life                                                                 */
 
+static int64_t hook_deadline(void *ctx) { return rlk__locks_deadline(ctx); }
+static int hook_tick(void *ctx, int64_t now) { return rlk__locks_tick(ctx, now); }
+static void hook_enter(void *ctx, int64_t now) { rlk__locks_enter(ctx, now); }
+static int hook_leave(void *ctx, int r) { return rlk__locks_leave(ctx, r); }
+
 rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void *owner)
 {
     rlk__locks *s = rlk__malloc(sizeof *s);
@@ -1586,7 +1593,8 @@ rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void 
         rlk__free(s);
         return NULL;
     }
-    rlk__core_hooks h = {on_connected, on_ready, on_closed, on_core_push, s};
+    rlk__core_hooks h = {on_connected, on_ready,   on_closed,  on_core_push,
+                         hook_deadline, hook_tick, hook_enter, hook_leave, s};
     rlk__core_set_hooks(core, &h);
     memcpy(s->handoff, "resplock:handoff:", 17);
     rlk__hex(rnd, 12, s->handoff + 17);

@@ -8,10 +8,13 @@
  * ready, closed, push).  The sans-I/O session (session.c) is one core
  * and one rlk__locks; the semantics are rlk_session's (resplock.h).
  *
- * Calling: an owner that feeds, ticks, connects or closes the core does
- * so between rlk__locks_enter and rlk__locks_leave, so that handles
- * finished meanwhile are freed at the end and losses are reported.
- * Internal (rlk__ prefix, not installed).
+ * It takes all the core's hooks: the connection's events, its own times
+ * (waits, renewals, losses: rlk__core_deadline and rlk__core_tick count
+ * them in), and enter and leave around every core call that may call
+ * back, so that handles finished meanwhile are freed at the end and
+ * losses are reported.  Whoever turns the core (a driver, a session's
+ * caller) knows nothing of the lock.  Internal (rlk__ prefix, not
+ * installed).
  */
 #ifndef RESPLOCK_LOCK_H
 #define RESPLOCK_LOCK_H
@@ -46,16 +49,19 @@ rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void 
 /* Frees the handles and calls (no event); the core stays. */
 void rlk__locks_free(rlk__locks *s);
 
+/* The core's enter and leave hooks (for a caller that calls the lock
+ * from outside a core call, as its own hooks do); leave gets the status
+ * of what ran between them (its reason becomes rlk__locks_errmsg's when
+ * not RLK_OK) and returns it. */
 void rlk__locks_enter(rlk__locks *s, int64_t now);
-/* Ends what enter began; r is the core's status of the call between
- * them (its reason becomes rlk__locks_errmsg's when not RLK_OK), and is
- * returned. */
 int rlk__locks_leave(rlk__locks *s, int r);
 
-/* rlk_session_deadline's and rlk_session_tick's share: the waits,
- * renewals and losses (not the core's reply deadlines). */
+/* The core's deadline and tick hooks: the waits, renewals and losses. */
 int64_t rlk__locks_deadline(const rlk__locks *s);
 int rlk__locks_tick(rlk__locks *s, int64_t now);
+
+/* msg becomes rlk__locks_errmsg's (a core failure before any hook). */
+void rlk__locks_note(rlk__locks *s, const char *msg);
 
 const char *rlk__locks_errmsg(const rlk__locks *s);
 const char *rlk__locks_wait_note(const rlk__locks *s);

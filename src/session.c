@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The sans-I/O session (see resplock.h): one request core (core.c), the
- * connection's protocol, and the lock over it (lock.c).  The caller's
- * bytes, time and connection events go to the core, between the lock's
- * enter and leave.
+ * connection's protocol, and the lock over it (lock.c), which takes the
+ * core's hooks.  The caller's bytes, time and connection events go to
+ * the core.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -64,27 +64,18 @@ void rlk_session_free(rlk_session *s)
 
 int rlk_session_connected(rlk_session *s, int64_t now)
 {
-    if (rlk__core_connected_now(s->core)) {
-        rlk__locks_enter(s->locks, now);
-        rlk__locks_leave(s->locks, RLK_OK);
-        return RLK_ERR_INVALID;
-    }
-    rlk__locks_enter(s->locks, now);
-    return rlk__locks_leave(s->locks, rlk__core_connected(s->core, now));
+    int r = rlk__core_connected(s->core, now);
+    if (r == RLK_ERR_INVALID) rlk__locks_note(s->locks, rlk__core_errmsg(s->core));
+    return r;
 }
 
-void rlk_session_closed(rlk_session *s, int64_t now)
-{
-    if (!rlk__core_connected_now(s->core)) return;
-    rlk__locks_enter(s->locks, now);
-    rlk__core_closed(s->core, now);
-    rlk__locks_leave(s->locks, RLK_OK);
-}
+void rlk_session_closed(rlk_session *s, int64_t now) { rlk__core_closed(s->core, now); }
 
 int rlk_session_feed(rlk_session *s, const char *buf, size_t len, int64_t now)
 {
-    rlk__locks_enter(s->locks, now);
-    return rlk__locks_leave(s->locks, rlk__core_feed(s->core, buf, len, now));
+    int r = rlk__core_feed(s->core, buf, len, now);
+    if (r != RLK_OK) rlk__locks_note(s->locks, rlk__core_errmsg(s->core));
+    return r;
 }
 
 size_t rlk_session_output(const rlk_session *s, const char **buf)
@@ -93,20 +84,8 @@ size_t rlk_session_output(const rlk_session *s, const char **buf)
 }
 
 void rlk_session_consume(rlk_session *s, size_t n) { rlk__core_consume(s->core, n); }
-
-int64_t rlk_session_deadline(const rlk_session *s)
-{
-    int64_t a = rlk__core_deadline(s->core), b = rlk__locks_deadline(s->locks);
-    return a < 0 ? b : b < 0 || a < b ? a : b;
-}
-
-int rlk_session_tick(rlk_session *s, int64_t now)
-{
-    rlk__locks_enter(s->locks, now);
-    int r = rlk__core_tick(s->core, now);
-    rlk__locks_leave(s->locks, r);
-    return r != RLK_OK ? r : rlk__locks_tick(s->locks, now);
-}
+int64_t rlk_session_deadline(const rlk_session *s) { return rlk__core_deadline(s->core); }
+int rlk_session_tick(rlk_session *s, int64_t now) { return rlk__core_tick(s->core, now); }
 
 int rlk_session_ready(const rlk_session *s) { return rlk__core_ready(s->core); }
 const char *rlk_session_errmsg(const rlk_session *s) { return rlk__locks_errmsg(s->locks); }

@@ -182,8 +182,8 @@ static int sock_connected(rlk__transport *t)
     free_list(t);
     if (!t->cs.unix_sock) {
         /* Commands are small and latency matters more than packet
-         * count; keepalive finds peers that vanished while a lock is
-         * held and nothing is sent. */
+         * count; keepalive finds peers that vanished while nothing is
+         * sent. */
         setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(t->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     }

@@ -25,6 +25,8 @@
 
 #include "resplock.h"
 #include "driver.h"
+#include "lock.h"
+#include "lua.h"
 #include "session_internal.h"
 
 #include <poll.h>
@@ -440,14 +442,19 @@ static int sc_driver(const char **msg)
     rlk_session_config sc;
     rlk_session_config_init(&sc);
     sc.cb = drv_cb;
+    rlk__core_config kc;
+    memset(&kc, 0, sizeof kc);
+    kc.library = rlk__lua_library_text;
     rlk__driver d;
-    int r = rlk__driver_init(&d, &cc, &sc);
+    rlk__locks *lk = NULL;
+    int r = rlk__driver_init(&d, &cc, &kc);
+    if (r == RLK_OK && !(lk = rlk__locks_new(d.core, &sc, NULL))) r = RLK_ERR_NOMEM;
     rlk_session_lock *l = NULL;
     if (r == RLK_OK) {
         rlk_lock_options o;
         rlk_lock_options_init(&o);
         o.ttl_ms = 10000;
-        l = rlk_session_acquire(d.s, "alloc:drv", &o, NULL, ts_now_ms());
+        l = rlk__locks_acquire(lk, "alloc:drv", &o, NULL, ts_now_ms());
         if (!l) r = RLK_ERR_NOMEM;
     }
     if (r == RLK_OK) r = rlk__driver_run(&d, drv_done_yet, NULL, ts_now_ms() + 5000);
@@ -457,7 +464,8 @@ static int sc_driver(const char **msg)
         if (r == RLK_OK) r = rlk__driver_run(&d, drv_released, NULL, ts_now_ms() + 5000);
         if (r == RLK_OK) r = drv_status;
     }
-    snprintf(drv_msg, sizeof drv_msg, "%s", d.err[0] ? d.err : d.s ? rlk_session_errmsg(d.s) : "");
+    snprintf(drv_msg, sizeof drv_msg, "%s", d.err[0] ? d.err : lk ? rlk__locks_errmsg(lk) : "");
+    rlk__locks_free(lk);
     rlk__driver_destroy(&d);
     admin_del("alloc:drv");
     return r;

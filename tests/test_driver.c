@@ -13,6 +13,8 @@
 #include "conntest.h"
 #include "resplock.h"
 #include "driver.h"
+#include "lock.h"
+#include "lua.h"
 #include "route.h"
 
 #include <poll.h>
@@ -39,6 +41,7 @@ static rlk_conn *adm;
 #define MAXEV 32
 typedef struct dt {
     rlk__driver d;
+    rlk__locks *lk;           /* the locks over its core */
     struct {
         rlk_session_event ev;
         rlk_session_lock *l;
@@ -78,7 +81,29 @@ static int dt_init(dt *t, const rlk_conn_config *conn)
     sc.cb = on_event;
     sc.ctx = t;
     sc.timing = &t->timing;
-    return rlk__driver_init(&t->d, conn, &sc);
+    rlk__core_config kc;
+    memset(&kc, 0, sizeof kc);
+    kc.library = rlk__lua_library_text;
+    int r = rlk__driver_init(&t->d, conn, &kc);
+    if (t->d.core) t->lk = rlk__locks_new(t->d.core, &sc, NULL);
+    if (t->d.core && !t->lk) return RLK_ERR_NOMEM;
+    return r;
+}
+
+static void dt_destroy(dt *t)
+{
+    rlk__locks_free(t->lk);
+    t->lk = NULL;
+    rlk__driver_destroy(&t->d);
+}
+
+/* A core config with the scripts' library. */
+static rlk__core_config with_library(void)
+{
+    rlk__core_config kc;
+    memset(&kc, 0, sizeof kc);
+    kc.library = rlk__lua_library_text;
+    return kc;
 }
 
 static void conn_cfg(rlk_conn_config *c, const char *u)
@@ -134,7 +159,7 @@ static rlk_session_lock *acq(dt *t, const char *name, int64_t ttl, int64_t wait,
     o.ttl_ms = ttl;
     o.wait_ms = wait;
     o.watchdog = watchdog;
-    return rlk_session_acquire(t->d.s, name, &o, NULL, ts_now_ms());
+    return rlk__locks_acquire(t->lk, name, &o, NULL, ts_now_ms());
 }
 
 /* The token the server holds at key (rlk_conn adm), "" when none. */
@@ -203,7 +228,7 @@ static void test_tcp(void)
     CHECK_EQ_U64(t.d.connects, 1);
     CHECK(rlk__driver_fd(&t.d) >= 0);
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 }
 
 static void test_unix(void)
@@ -220,7 +245,7 @@ static void test_unix(void)
     dt t;
     if (CHECK(c != NULL) && EQ(dt_new(&t, u), RLK_OK))
         acquire_release(&t, c, "drv:unix");
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     rlk_conn_free(c);
     ts_stop(s);
 }
@@ -269,7 +294,7 @@ static void test_tls(void)
     conn_cfg(&cc, u);
     cc.tls.ca_file = ts_cert("ca.crt");
     if (EQ(dt_init(&t, &cc), RLK_OK)) acquire_release(&t, c, "drv:tls");
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 
     /* Without the CA the server is not trusted: a failure no retry
      * mends, returned at once and again, with one try made. */
@@ -285,7 +310,7 @@ static void test_tls(void)
         CHECK_MSG(ts_now_ms() - t0 < LONG_MS / 2, "gave up after %lld ms",
                   (long long)(ts_now_ms() - t0));
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     rlk_conn_free(c);
     ts_stop(s);
 #else
@@ -297,7 +322,7 @@ static void test_tls(void)
         CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
         CHECK_MSG(ts_contains(t.d.err, "not compiled"), "err: %s", t.d.err);
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 #endif
 }
 
@@ -321,7 +346,7 @@ static void test_tls_client_cert_refused(void)
         CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 1000), RLK_ERR_TLS);
         CHECK_EQ_INT(t.d.fails, 1);
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_stop(s);
 }
 #endif
@@ -347,7 +372,7 @@ static void test_killed_connection(void)
     CHECK_EQ_INT(run_until(&t, RLK_SEV_RELEASED, 1, LONG_MS), RLK_OK);
     CHECK_EQ_INT(CMD_INT(adm, "EXISTS", "drv:kill"), 0);
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 }
 
 /* The server restarts empty: the lock is gone, and the first renewal on
@@ -378,7 +403,7 @@ static void test_restart_loses_lock(void)
     if (c) acquire_release(&t, c, "drv:restart");
     rlk_conn_free(c);
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_stop(s);
 }
 
@@ -410,7 +435,7 @@ static void test_backoff(void)
     CHECK_EQ_INT(count(&t, RLK_SEV_ACQUIRED), 1);
     CHECK_EQ_INT(t.d.fails, 0);
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_stop(s);
 }
 
@@ -444,7 +469,7 @@ static void test_frozen(void)
     CHECK_EQ_INT(rlk_session_release(l, ts_now_ms()), RLK_OK);
     run_until(&t, RLK_SEV_RELEASED, 1, LONG_MS);
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_stop(s);
 }
 
@@ -467,7 +492,7 @@ static void test_wrong_password(void)
         CHECK_EQ_INT(run_until(&t, RLK_SEV_ACQUIRED, 1, 1000), RLK_ERR_AUTH);
         CHECK_EQ_INT(t.d.fails, 1);
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     snprintf(u, sizeof u, "redis://:right@127.0.0.1:%d/2", s->port);
     if (EQ(dt_new(&t, u), RLK_OK)) {
         char plain[128];
@@ -476,7 +501,7 @@ static void test_wrong_password(void)
         if (c) acquire_release(&t, c, "drv:auth"); /* in db 2, as the URL says */
         rlk_conn_free(c);
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_stop(s);
 }
 
@@ -539,7 +564,7 @@ static void refused_for_now(int kind)
         CHECK_EQ_INT(count(&t, RLK_SEV_ACQUIRED), 1);
         CHECK_EQ_INT(t.d.fails, 0);
     }
-    if (made) rlk__driver_destroy(&t.d);
+    if (made) dt_destroy(&t);
     rlk_conn_free(c1);
     rlk_conn_free(c2);
     ts_stop(s);
@@ -574,7 +599,7 @@ static void test_reconnect_off(void)
     t.nev = 0;
     acquire_release(&t, adm, "drv:off");
 out:
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 }
 
 /* A server that lets no connection in (its queue full): a reconnect
@@ -627,7 +652,7 @@ static void test_reconnect_no_room(void)
         CHECK_EQ_INT(t.d.fails, 2);
         CHECK_MSG(ts_contains(t.d.err, msg), "err: %s", t.d.err);
     }
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
     ts_hole_close(&h);
 }
 
@@ -636,6 +661,8 @@ static void test_reconnect_no_room(void)
 
 typedef struct rt {
     rlk__route r;
+    rlk__locks *lk[2];        /* over each server's core */
+    char own[2];              /* what each one's events name as the session */
     struct {
         rlk_session *s;
         rlk_session_event ev;
@@ -691,17 +718,20 @@ static void test_route_set(void)
     rlk_session_config_init(&sc);
     sc.cb = rt_event;
     sc.ctx = &t;
-    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_ONE, 2, cc, &sc), RLK_ERR_INVALID);
+    rlk__core_config kc = with_library();
+    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_ONE, 2, cc, &kc), RLK_ERR_INVALID);
     rlk__route_destroy(&t.r);
-    if (!a || !b || !cb || !EQ(rlk__route_init(&t.r, RLK__ROUTE_SET, 2, cc, &sc), RLK_OK)) goto out;
-    rlk__driver *d[4];
-    if (!EQ(rlk__route_servers(&t.r, "rt:job", d, 4), 2)) goto out;
+    if (!a || !b || !cb || !EQ(rlk__route_init(&t.r, RLK__ROUTE_SET, 2, cc, &kc), RLK_OK)) goto out;
+    rlk__core *cores[4];
+    if (!EQ(rlk__route_cores(&t.r, 0, cores, 4), 2)) goto out;
+    for (int i = 0; i < 2; i++)
+        if (!CHECK((t.lk[i] = rlk__locks_new(cores[i], &sc, &t.own[i])) != NULL)) goto out;
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 800;
     o.watchdog = 1;
-    rlk_session_lock *la = rlk_session_acquire(d[0]->s, "rt:job", &o, NULL, ts_now_ms());
-    rlk_session_lock *lb = rlk_session_acquire(d[1]->s, "rt:job", &o, NULL, ts_now_ms());
+    rlk_session_lock *la = rlk__locks_acquire(t.lk[0], "rt:job", &o, NULL, ts_now_ms());
+    rlk_session_lock *lb = rlk__locks_acquire(t.lk[1], "rt:job", &o, NULL, ts_now_ms());
     rt_want w = {&t, RLK_SEV_ACQUIRED, 2};
     CHECK_EQ_INT(rlk__route_run(&t.r, rt_has, &w, ts_now_ms() + LONG_MS), RLK_OK);
     if (!EQ(rt_count(&t, NULL, RLK_SEV_ACQUIRED), 2)) goto out;
@@ -714,13 +744,13 @@ static void test_route_set(void)
         if (ts_now_ms() - t0 > longest) longest = ts_now_ms() - t0;
     }
     kill(a->pid, SIGCONT);
-    if (EQ(rt_count(&t, d[0]->s, RLK_SEV_LOST), 1)) {
+    if (EQ(rt_count(&t, (rlk_session *)&t.own[0], RLK_SEV_LOST), 1)) {
         int64_t at = 0;
         for (int i = 0; i < t.nev; i++)
             if (t.evs[i].ev == RLK_SEV_LOST) at = t.evs[i].at;
         CHECK_MSG(at <= valid_end, "A's loss reported %lld ms late", (long long)(at - valid_end));
     }
-    CHECK_EQ_INT(rt_count(&t, d[1]->s, RLK_SEV_LOST), 0);
+    CHECK_EQ_INT(rt_count(&t, (rlk_session *)&t.own[1], RLK_SEV_LOST), 0);
     CHECK_EQ_STR(held_token(cb, "rt:job"), rlk_session_lock_token(lb));
     CHECK(rlk_session_lock_remaining_ms(lb, ts_now_ms()) > 0);
     CHECK_MSG(longest <= 600, "a turn of the route took %lld ms", (long long)longest);
@@ -730,6 +760,7 @@ static void test_route_set(void)
     CHECK_EQ_INT(rlk__route_run(&t.r, rt_has, &rel, ts_now_ms() + LONG_MS), RLK_OK);
     CHECK_EQ_INT(CMD_INT(cb, "EXISTS", "rt:job"), 0);
 out:
+    for (int i = 0; i < 2; i++) rlk__locks_free(t.lk[i]);
     rlk__route_destroy(&t.r);
     rlk_conn_free(cb);
     ts_stop(a);
@@ -747,6 +778,8 @@ out:
 /* Acquire-and-release cycles on each server's session. */
 typedef struct busy {
     rlk__route r;
+    rlk__locks *lk[3];        /* over each server's core */
+    char own[3];              /* what each one's events name as the session */
     int state[3];             /* 0 idle, 1 acquiring, 2 held, 3 releasing */
     rlk_session_lock *l[3];
     int cycles[3];
@@ -760,7 +793,7 @@ static void busy_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_sessi
     busy *b = ctx;
     (void)l;
     size_t i = 0;
-    while (i < b->r.n && b->r.drivers[i].s != s) i++;
+    while (i < b->r.n && (const void *)&b->own[i] != (const void *)s) i++;
     if (i == b->r.n || e == RLK_SEV_READY) return;
     if (e == RLK_SEV_ACQUIRED && b->state[i] == 1) {
         b->state[i] = 2;
@@ -779,12 +812,12 @@ static void busy_event(void *ctx, rlk_session *s, rlk_session_event e, rlk_sessi
 /* Starts the next step of the cycle on server i. */
 static void busy_work(busy *b, int i, const char *name)
 {
-    rlk_session *s = b->r.drivers[i].s;
+    rlk__locks *s = b->lk[i];
     if (b->state[i] == 0) {
         rlk_lock_options o;
         rlk_lock_options_init(&o);
         o.ttl_ms = 30000;
-        b->l[i] = rlk_session_acquire(s, name, &o, NULL, ts_now_ms());
+        b->l[i] = rlk__locks_acquire(s, name, &o, NULL, ts_now_ms());
         if (CHECK(b->l[i] != NULL)) b->state[i] = 1;
     } else if (b->state[i] == 2) {
         if (EQ(rlk_session_release(b->l[i], ts_now_ms()), RLK_OK)) b->state[i] = 3;
@@ -798,7 +831,20 @@ static int busy_init(busy *b, size_t n, const rlk_conn_config *cc)
     rlk_session_config_init(&sc);
     sc.cb = busy_event;
     sc.ctx = b;
-    return rlk__route_init(&b->r, RLK__ROUTE_SET, n, cc, &sc);
+    rlk__core_config kc = with_library();
+    int r = rlk__route_init(&b->r, RLK__ROUTE_SET, n, cc, &kc);
+    for (size_t i = 0; r == RLK_OK && i < n; i++)
+        if (!(b->lk[i] = rlk__locks_new(rlk__route_core(&b->r, i), &sc, &b->own[i]))) r = RLK_ERR_NOMEM;
+    return r;
+}
+
+static void busy_destroy(busy *b)
+{
+    for (size_t i = 0; i < 3; i++) {
+        rlk__locks_free(b->lk[i]);
+        b->lk[i] = NULL;
+    }
+    rlk__route_destroy(&b->r);
 }
 
 /* Servers 1 and 3 real, server 2 a listener that lets no connection in
@@ -852,7 +898,7 @@ static void route_with_hole(int tls)
         rlk__transport_close(&t);
     }
     if (!CHECK_MSG(b.cycles[0] && b.cycles[1], "no cycle on servers 1 and 3")) goto out;
-    rlk__route_destroy(&b.r);
+    busy_destroy(&b);
 
     if (!EQ(busy_init(&b, 3, cc), RLK_OK)) goto out;
     int64_t t0 = ts_now_ms(), end = t0 + HOLE_CONNECT_MS + LONG_MS;
@@ -893,7 +939,7 @@ static void route_with_hole(int tls)
     }
     CHECK_EQ_U64(b.r.drivers[1].connects, 0);
 out:
-    rlk__route_destroy(&b.r);
+    busy_destroy(&b);
     ts_hole_close(&hole);
     if (silent >= 0) close(silent);
     ts_stop(a);
@@ -912,7 +958,7 @@ static void test_bad_url(void)
     CHECK_EQ_INT(dt_new(&t, "redis://127.0.0.1:99999"), RLK_ERR_URL);
     CHECK(t.d.err[0] != '\0');
     CHECK_EQ_INT(rlk__driver_step(&t.d, ts_now_ms() + 100), RLK_ERR_URL);
-    rlk__driver_destroy(&t.d);
+    dt_destroy(&t);
 }
 
 int main(int argc, char **argv)

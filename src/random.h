@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Random bytes and hex (random.c): tokens, ids, jitter seeds. */
+#ifndef RESPLOCK_RANDOM_H
+#define RESPLOCK_RANDOM_H
+
+#include <stddef.h>
+
+/* n random bytes for tokens (the kernel's, pooled; a forked child never
+ * shares the parent's).  0, or -1 when the kernel gives none. */
+int rlk__random_bytes(unsigned char *out, size_t n);
+
+/* in[0..n) as 2n lowercase hex digits and a NUL into out. */
+void rlk__hex(const unsigned char *in, size_t n, char *out);
+
+#endif
