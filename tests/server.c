@@ -215,7 +215,7 @@ int ts_silent_listener(int *port)
     return fd;
 }
 
-static void show_file_tail(const char *path)
+void ts_show_file_tail(const char *path)
 {
     char buf[4096];
     FILE *f = fopen(path, "r");
@@ -255,16 +255,14 @@ static void close_from(int lowfd)
     }
 }
 
-static pid_t spawn(char *const argv[], const char *outpath)
+pid_t ts_spawn(const char *prog, char *const argv[], const char *outpath)
 {
-    const char *prog = getenv("RLK_REDIS_SERVER");
     pid_t parent = getpid(), pid;
     /* The parent-death signal fires when the forking THREAD ends, not the
      * process: a server started from a helper thread would die with it. */
     int main_thread = (pid_t)syscall(SYS_gettid) == parent;
     int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int out = open(outpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (!prog || !*prog) prog = "redis-server";
     if (in < 0 || out < 0) {
         fprintf(stderr, "test server: open: %s\n", strerror(errno));
         if (in >= 0) close(in);
@@ -300,6 +298,12 @@ static pid_t spawn(char *const argv[], const char *outpath)
     }
     setpgid(pid, pid); /* also here: whichever runs first */
     return pid;
+}
+
+static pid_t spawn(char *const argv[], const char *outpath)
+{
+    const char *prog = getenv("RLK_REDIS_SERVER");
+    return ts_spawn(prog && *prog ? prog : "redis-server", argv, outpath);
 }
 
 /* Connects, sends (AUTH and) PING, expects +PONG.  0 yes, -1 not yet. */
@@ -419,8 +423,8 @@ static int launch(ts_server *s)
                 return 0;
             fprintf(stderr, "test server: redis-server exited (status %d) on port %d\n",
                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), s->port);
-            show_file_tail(out);
-            show_file_tail(log);
+            ts_show_file_tail(out);
+            ts_show_file_tail(log);
             return -1;
         }
         if (ping_once(s, 1000) == 0) return 1;
@@ -428,7 +432,7 @@ static int launch(ts_server *s)
     }
     fprintf(stderr, "test server: redis-server on port %d did not answer PING within %d ms\n",
             s->port, START_TIMEOUT_MS);
-    show_file_tail(log);
+    ts_show_file_tail(log);
     ts_halt(s);
     return -1;
 }

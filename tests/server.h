@@ -93,6 +93,15 @@ int ts_steps_to_handshake(struct rlk__transport *t, int rc);
  * whatever is sent stays unread.  The fd, or -1. */
 int ts_silent_listener(int *port);
 
+/* Runs prog (looked up in $PATH) with argv in its own process group,
+ * stdin from /dev/null, stdout and stderr appended to outpath; on Linux
+ * it dies with the test program (when started from its main thread).
+ * The child's pid (the caller reaps it), or -1. */
+pid_t ts_spawn(const char *prog, char *const argv[], const char *outpath);
+
+/* Prints the last 4 KiB of a (log) file on stderr. */
+void ts_show_file_tail(const char *path);
+
 /* Helpers the test programs share. */
 /* Monotonic clock in milliseconds. */
 int64_t ts_now_ms(void);

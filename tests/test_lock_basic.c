@@ -308,7 +308,7 @@ out:
 
 static void test_release_reply_lost(void)
 {
-    struct proxy px = {0, 0, 0, 0, 0, 0};
+    struct proxy px = {0};
     fake_server *fs;
     rlk_client *a = NULL;
     rlk_lock *l, *warm, *r1, *r2;
