@@ -623,7 +623,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
      * connection's would be), not the constructor's. */
     int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &cc);
     if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !rlk__route_core(&cl->route, 0) ||
-        !(cl->lk = rlk__locks_new(rlk__route_core(&cl->route, 0), &sc, NULL))) {
+        !(cl->lk = rlk__locks_new_on(rlk__route_core(&cl->route, 0), &sc, NULL))) {
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
         pthread_mutex_destroy(&cl->mu);

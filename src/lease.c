@@ -161,13 +161,19 @@ static void round_free(rlk__round *rd)
 
 int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
 {
+    return rlk__round_plan_for(reg, now, async, NULL,
+                               __atomic_load_n(&reg->recheck_all, __ATOMIC_RELAXED), rd);
+}
+
+int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *group, int all,
+                        rlk__round *rd)
+{
     memset(rd, 0, sizeof *rd);
     pthread_mutex_lock(&reg->mu);
-    int all = __atomic_load_n(&reg->recheck_all, __ATOMIC_RELAXED);
     size_t due = 0, n = 0;
     int64_t end = -1;
     for (rlk__lease *l = reg->head; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
+        if (!l->watchdog || l->lost || (group && l->group != group)) continue;
         if (now >= l->lost_at) {
             rlk__lease_mark_lost(reg, l);
             continue;
@@ -192,7 +198,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
     }
     size_t i = 0;
     for (rlk__lease *l = reg->head; l; l = l->next) {
-        if (!l->watchdog || l->lost) continue;
+        if (!l->watchdog || l->lost || (group && l->group != group)) continue;
         l->refs++;
         l->inflight = async;
         rlk__renewal *w = &rd->e[i++];
@@ -202,6 +208,7 @@ int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd)
     }
     rd->n = n;
     rd->all = all;
+    rd->group = group;
     rd->async = async;
     rd->end = end;
     rd->per_slot = reg->per_slot;
@@ -329,7 +336,7 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
     int done = rd->applied == rd->nreq;
     if (done) {
         if (rd->per_slot) reg->per_slot = 1;
-        if (!rd->failed) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
+        if (!rd->failed && !rd->group) __atomic_store_n(&reg->recheck_all, 0, __ATOMIC_RELAXED);
         end_locked(reg, rd, 0);
     }
     pthread_mutex_unlock(&reg->mu);

@@ -34,6 +34,8 @@ struct rlk__lease {
     const char *token;
     char kind;               /* the renew script's letter: 's' string, 'r' hash field */
     unsigned slot;           /* the key's Cluster hash slot */
+    const void *group;       /* the owner's: which rounds it joins (its
+                                server's connection); NULL: any */
     int64_t ttl;             /* what a renewal sets */
     int64_t valid_until;     /* monotonic ms (read by any thread: atomic) */
     int64_t renew_at;
@@ -129,6 +131,7 @@ typedef struct rlk__round {
     int failed;              /* ... and one did not come */
     size_t applied;          /* ... the requests whose reply was applied */
     size_t first;            /* ... and their leases, from e[0] */
+    const void *group;       /* the leases it took (NULL: all) */
     int64_t start;           /* validity counts from here */
     int64_t end;             /* the first lost_at of its leases */
 } rlk__round;
@@ -144,6 +147,13 @@ typedef struct rlk__round {
  * then.  1 planned, 0 nothing due, RLK_ERR_NOMEM (nothing held).
  */
 int rlk__round_plan(rlk__leases *reg, int64_t now, int async, rlk__round *rd);
+
+/* rlk__round_plan over the leases of group alone (their server's
+ * connection), all set when every one of them is to be re-checked (its
+ * connection is new): the registry's recheck_all is neither read nor
+ * cleared; the caller keeps its own. */
+int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *group, int all,
+                        rlk__round *rd);
 
 /* Builds the round's requests of the renew script s: at most
  * RLK__RENEW_BATCH keys per call, each within one hash slot when

@@ -37,6 +37,8 @@ enum {
     NOSUB_RELEASE = 2    /* a release channel: in line, woken by re-checks */
 };
 
+typedef struct lnode lnode;
+
 /* A handle's states. */
 enum {
     L_PENDING,   /* before the handshake is done */
@@ -115,13 +117,36 @@ struct rlk_session_lock {
     int64_t ext_ms;
     int64_t ext_start;    /* ... queued then */
     uint64_t fence;
+    lnode *node;          /* the connection its requests go to (NULL: none yet) */
     rlk__lease lease;
+};
+
+/* A server's connection as the lock sees it: one per core attached
+ * (its hooks' context), with what the lock keeps per connection. */
+struct lnode {
+    rlk__locks *s;
+    struct lnode *next;
+    rlk__core *core;      /* not owned */
+    rlk__round round;     /* the renewal round of its leases */
+    int round_on, renew_eval;
+    int round_all, round_failed; /* the round re-checks all; a reply of it was lost */
+    int recheck_all;      /* a new connection: every lease of it is re-checked */
+    int rechecked;        /* a round went on this connection */
+    /* RESP3: the release channel of the last lock waited for stays
+     * subscribed after its wait (NULL: none), so that waiting for it
+     * again starts in line (see start). */
+    char *kept;
+    /* NOSUB_*: SUBSCRIBEs this connection's user was refused (an ACL
+     * without the channel), and why (rlk__locks_wait_note; "": none). */
+    int nosub;
+    char note[320];
 };
 
 struct rlk__locks {
     rlk_session_config cfg;
     rlk_client_config timing;
-    rlk__core *core;      /* the connection's protocol (not owned) */
+    rlk__locks_net net;   /* which connection serves a slot */
+    lnode *nodes;         /* the connections attached */
     void *owner;          /* what the callbacks are given as the session */
     rlk_session_lock *giving_back; /* an ignored release's handle, while it is built */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
@@ -135,13 +160,6 @@ struct rlk__locks {
     rlk_session_lock *zombies;
     scall *calls;         /* calls without a handle under way */
     rlk__leases leases;
-    rlk__round round;
-    int round_on, renew_eval;
-    int rechecked;        /* a round went on this connection (see recheck_all) */
-    /* RESP3: the release channel of the last lock waited for stays
-     * subscribed after its wait (NULL: none), so that waiting for it
-     * again starts in line (see start). */
-    char *kept;
     /* RESP2: the caller relays this session's messages from a connection
      * of its own (rlk__locks_set_listener): waiters wait in line. */
     int listener;
@@ -150,10 +168,6 @@ struct rlk__locks {
      * client holding many locks does not walk them at every turn. */
     int64_t dl_cache;
     int dl_valid;
-    /* NOSUB_*: SUBSCRIBEs this connection's user was refused (an ACL
-     * without the channel), and why (rlk__locks_wait_note; "": none). */
-    int nosub;
-    char note[320];
     char err[256];
 };
 
@@ -178,30 +192,49 @@ static int fail(rlk__locks *s, int status, const char *fmt, ...)
 
 /* A failure the caller must answer by closing the connection. */
 #if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 4, 5)))
 #endif
-static int broken(rlk__locks *s, int status, const char *fmt, ...)
+static int broken(rlk__locks *s, rlk__core *core, int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vfail(s, status, fmt, ap);
     va_end(ap);
-    return rlk__core_fail(s->core, status, "%s", s->err);
+    return rlk__core_fail(core, status, "%s", s->err);
 }
 
-/* The core failed (r, not RLK_OK): its reason becomes the session's. */
-static int core_failed(rlk__locks *s, int r)
+/* The core failed (r, not RLK_OK): its reason becomes the lock's. */
+static int core_failed(rlk__locks *s, rlk__core *core, int r)
 {
-    if (r != RLK_OK) snprintf(s->err, sizeof s->err, "%s", rlk__core_errmsg(s->core));
+    if (r != RLK_OK && core) snprintf(s->err, sizeof s->err, "%s", rlk__core_errmsg(core));
     return r;
 }
 
 const char *rlk__locks_errmsg(const rlk__locks *s) { return s->err; }
 
-static int64_t timeout_ms(const rlk__locks *s) { return rlk__core_timeout_ms(s->core); }
-static int64_t reply_deadline(const rlk__locks *s) { return rlk__core_reply_deadline(s->core); }
-static int resp3(const rlk__locks *s) { return rlk__core_resp3(s->core); }
-static int ready(const rlk__locks *s) { return rlk__core_ready(s->core); }
+/* Every connection has the same command timeout (one configuration). */
+static int64_t timeout_ms(const rlk__locks *s)
+{
+    return s->nodes ? rlk__core_timeout_ms(s->nodes->core) : RLK__DEFAULT_TIMEOUT_MS;
+}
+
+static int64_t reply_deadline(const rlk__locks *s)
+{
+    int64_t t = timeout_ms(s);
+    return t < 0 ? -1 : s->now + t;
+}
+
+static int nresp3(const lnode *n) { return n && rlk__core_resp3(n->core); }
+static int nready(const lnode *n) { return n && rlk__core_ready(n->core); }
+
+/* The connection attached that serves slot now (NULL: none yet). */
+static lnode *node_for(rlk__locks *s, unsigned slot)
+{
+    rlk__core *c = s->net.core_for ? s->net.core_for(s->net.ctx, slot) : NULL;
+    for (lnode *n = s->nodes; n; n = n->next)
+        if (n->core == c) return n;
+    return NULL;
+}
 
 /* The caller's clock never goes back; a time before the last is taken
  * as the last. */
@@ -209,7 +242,7 @@ static void set_now(rlk__locks *s, int64_t now)
 {
     if (now > s->now) s->now = now;
     s->leases.clock_now = s->now;
-    rlk__core_clock(s->core, s->now);
+    for (lnode *n = s->nodes; n; n = n->next) rlk__core_clock(n->core, s->now);
 }
 
 /* ------------------------------------------------------------------ */
@@ -283,12 +316,18 @@ void rlk__locks_enter(rlk__locks *s, int64_t now) { enter(s, now); }
 
 void rlk__locks_note(rlk__locks *s, const char *msg) { snprintf(s->err, sizeof s->err, "%s", msg); }
 
-int rlk__locks_leave(rlk__locks *s, int r)
+/* leave, after a call of core whose status is r. */
+static int leave_core(rlk__locks *s, rlk__core *core, int r)
 {
-    if (r != RLK_OK) core_failed(s, r);
+    if (r != RLK_OK) core_failed(s, core, r);
     rlk__leases_notify_lost(&s->leases, 0);
     leave(s);
     return r;
+}
+
+int rlk__locks_leave(rlk__locks *s, int r)
+{
+    return leave_core(s, s->nodes ? s->nodes->core : NULL, r);
 }
 
 void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
@@ -330,9 +369,10 @@ static int submit(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, i
                   int64_t deadline, int flags)
 {
     s->dl_valid = 0;
-    int r = rlk__core_submit(s->core, ops, l, arg, deadline, flags);
+    if (!l->node) return fail(s, RLK_ERR_CLOSED, "not connected");
+    int r = rlk__core_submit(l->node->core, ops, l, arg, deadline, flags);
     if (r == RLK_OK) l->inflight++;
-    else core_failed(s, r);
+    else core_failed(s, l->node->core, r);
     return r;
 }
 
@@ -513,9 +553,11 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
         l->state = L_RELEASING;
     }
     if (!ignore) return submit(s, &release_ops, l, 0, dl, 0);
+    if (!l->node) return RLK_OK;
     s->giving_back = l;
     s->dl_valid = 0;
-    int r = core_failed(s, rlk__core_submit(s->core, &ignore_ops, s, 0, dl, RLK__REQ_EVAL));
+    rlk__core *c = l->node->core;
+    int r = core_failed(s, c, rlk__core_submit(c, &ignore_ops, s, 0, dl, RLK__REQ_EVAL));
     s->giving_back = NULL;
     return r;
 }
@@ -534,32 +576,33 @@ static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
 /* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3: its answer takes a
  * place in the queue like any reply (the server's confirmation, a push,
  * comes in the reply's place; a refusal is an error reply). */
-static int send_sub(rlk__locks *s, int on, const char *ch)
+static int send_sub(lnode *n, int on, const char *ch)
 {
-    s->dl_valid = 0;
-    int r = rlk__core_subscribe(s->core, on, 0, ch, &sub_ops, s,
+    n->s->dl_valid = 0;
+    int r = rlk__core_subscribe(n->core, on, 0, ch, &sub_ops, n,
                                 (int64_t)chan_hash(ch, strlen(ch)));
-    return core_failed(s, r);
+    return core_failed(n->s, n->core, r);
 }
 
 /* RESP3: the release channel of a lock waited for.  Left when no other
  * handle waits for it. */
 static int subscribe(rlk__locks *s, rlk_session_lock *l, int on)
 {
-    if (!resp3(s)) {
+    lnode *n = l->node;
+    if (!nresp3(n)) {
         /* The listener's connection is subscribed by the caller. */
         if (s->listener || !on) l->subscribed = on;
         return RLK_OK;
     }
     if (l->subscribed == on) return RLK_OK;
     const char *ch = key(l, RLK__K_CHANNEL);
-    if (s->kept && strcmp(s->kept, ch) == 0) {
-        l->subscribed = on; /* the session's kept subscription */
+    if (n->kept && strcmp(n->kept, ch) == 0) {
+        l->subscribed = on; /* the connection's kept subscription */
         return RLK_OK;
     }
     if (!on)
         for (rlk_session_lock *h = s->head; h; h = h->next)
-            if (h != l && h->subscribed && strcmp(h->keys, l->keys) == 0) {
+            if (h != l && h->node == n && h->subscribed && strcmp(h->keys, l->keys) == 0) {
                 l->subscribed = 0; /* the other keeps it */
                 return RLK_OK;
             }
@@ -567,20 +610,20 @@ static int subscribe(rlk__locks *s, rlk_session_lock *l, int on)
     if (!on) {
         /* Kept for the next wait instead of left; the one kept before
          * is left now. */
-        size_t n = strlen(ch) + 1;
-        char *k = rlk__malloc(n);
+        size_t len = strlen(ch) + 1;
+        char *k = rlk__malloc(len);
         if (k) {
             int r = RLK_OK;
-            if (s->kept) {
-                r = send_sub(s, 0, s->kept);
-                rlk__free(s->kept);
+            if (n->kept) {
+                r = send_sub(n, 0, n->kept);
+                rlk__free(n->kept);
             }
-            memcpy(k, ch, n);
-            s->kept = k;
+            memcpy(k, ch, len);
+            n->kept = k;
             return r;
         }
     }
-    return send_sub(s, on, ch);
+    return send_sub(n, on, ch);
 }
 
 /* ------------------------------------------------------------------ */
@@ -657,8 +700,9 @@ static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
         l->mode = 'q';
         return send_try(s, l);
     }
-    if ((resp3(s) || s->listener) && !l->subscribed && l->mode != 'w' &&
-        !(s->nosub & NOSUB_HANDOFF)) {
+    int nosub = l->node ? l->node->nosub : 0;
+    if ((nresp3(l->node) || s->listener) && !l->subscribed && l->mode != 'w' &&
+        !(nosub & NOSUB_HANDOFF)) {
         /* Subscribed first, then in line: a release in between is not
          * missed, and a handoff finds a listener.  Where the release
          * channel was refused, in line all the same (the handoff
@@ -666,7 +710,7 @@ static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
          * handoff channel was refused, not in line, where nobody would
          * hear its handoff: the waiter polls, as under RESP2 without a
          * listener. */
-        if (!(s->nosub & NOSUB_RELEASE)) {
+        if (!(nosub & NOSUB_RELEASE)) {
             int r = subscribe(s, l, 1);
             if (r != RLK_OK) return r;
         }
@@ -708,7 +752,7 @@ static int handed_over(rlk__locks *s, rlk_session_lock *l)
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
     int64_t until = l->try_start + rlk_plan_valid_ms(&s->timing, p.claim);
-    if (!resp3(s) || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
+    if (!nresp3(l->node) || l->lease.watchdog || l->full || l->cancel || until - s->now < p.claim / 4)
         return send_confirm(s, l);
     l->confirming = 1;
     int r = send_confirm(s, l);
@@ -753,8 +797,8 @@ static int start(rlk__locks *s, rlk_session_lock *l)
         if (l->pending_until >= 0 && s->now >= l->pending_until)
             return not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
     } else if (l->kind == 's' && l->wait_ms != 0 &&
-               ((s->kept && strcmp(s->kept, key(l, RLK__K_CHANNEL)) == 0) ||
-                (!resp3(s) && s->listener))) {
+               ((l->node && l->node->kept && strcmp(l->node->kept, key(l, RLK__K_CHANNEL)) == 0) ||
+                (!nresp3(l->node) && s->listener))) {
         /* Waited for before and still subscribed: in line at the first
          * try (which a release that let the lock go to others for a
          * while also keeps away from it, see release.lua). */
@@ -853,7 +897,9 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     l->state = L_PENDING;
     /* A failure here broke the session: the caller sees it at its next
      * feed or tick, and closing ends this acquire with the others. */
-    if (ready(s)) start(s, l);
+    l->node = node_for(s, e->slot);
+    e->group = l->node;
+    if (nready(l->node)) start(s, l);
     leave(s);
     return l;
 }
@@ -870,7 +916,7 @@ static void lost_cb(void *ctx, void *owner)
 
 static int release_now(rlk__locks *s, rlk_session_lock *l)
 {
-    if (!ready(s)) {
+    if (!nready(l->node)) {
         finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: not connected"));
         return RLK_OK;
     }
@@ -906,7 +952,7 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
     return r;
 }
 
-static int on_push(rlk__locks *s, const rlk_resp_value *v);
+static int on_push(lnode *n, const rlk_resp_value *v);
 
 void rlk__locks_forget(rlk_session_lock *l, int64_t now)
 {
@@ -923,17 +969,23 @@ void rlk__locks_forget(rlk_session_lock *l, int64_t now)
     leave(s);
 }
 
-const rlk_conn_info *rlk__locks_info(const rlk__locks *s) { return rlk__core_info(s->core); }
-const char *rlk__locks_wait_note(const rlk__locks *s) { return s->note[0] ? s->note : NULL; }
+const char *rlk__locks_wait_note(const rlk__locks *s)
+{
+    for (const lnode *n = s->nodes; n; n = n->next)
+        if (n->note[0]) return n->note;
+    return NULL;
+}
 const char *rlk__locks_handoff_channel(const rlk__locks *s) { return s->handoff; }
 void rlk__locks_set_listener(rlk__locks *s, int on) { s->listener = on; }
 
 int rlk__locks_message(rlk__locks *s, const rlk_resp_value *msg, int64_t now)
 {
-    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
-    if (!rlk__core_connected_now(s->core)) return RLK_OK;
+    lnode *n = s->nodes; /* a RESP2 listener serves one server */
+    if (!n) return RLK_OK;
+    if (rlk__core_broken(n->core)) return core_failed(s, n->core, rlk__core_broken(n->core));
+    if (!rlk__core_connected_now(n->core)) return RLK_OK;
     enter(s, now);
-    int r = on_push(s, msg);
+    int r = on_push(n, msg);
     leave(s);
     return r;
 }
@@ -951,7 +1003,7 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
     if (l->ext_on) return fail(s, RLK_ERR_INVALID, "extend: under way already");
     if (__atomic_load_n(&l->lease.lost, __ATOMIC_RELAXED))
         return fail(s, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->keys);
-    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
+    if (!nready(l->node)) return fail(s, RLK_ERR_CLOSED, "extend: not connected");
     enter(s, now);
     l->ext_on = 1;
     l->ext_ms = ms;
@@ -966,25 +1018,36 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
 /* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
-static void ready_go(rlk__locks *s);
+static void ready_go(lnode *n);
 
-/* The core's handshake is done: the handoff channel is subscribed to
- * (RESP3), and the acquires and releases that waited for a connection
- * go. */
+/* A connection's handshake is done: the handoff channel is subscribed
+ * to there (RESP3), and the acquires and releases that waited for the
+ * connection of their slot go. */
 static void on_ready(void *ctx, rlk__core *c)
 {
-    rlk__locks *s = ctx;
-    enter(s, rlk__core_now(c));
-    ready_go(s);
-    leave(s);
+    lnode *n = ctx;
+    enter(n->s, rlk__core_now(c));
+    ready_go(n);
+    leave(n->s);
 }
 
-static void ready_go(rlk__locks *s)
+/* Binds l to the connection that serves its slot now (its lease joins
+ * that connection's rounds). */
+static void bind_node(rlk__locks *s, rlk_session_lock *l)
 {
-    if (resp3(s) && send_sub(s, 1, s->handoff) != RLK_OK) return;
+    l->node = node_for(s, l->lease.slot);
+    l->lease.group = l->node;
+}
+
+static void ready_go(lnode *n)
+{
+    rlk__locks *s = n->s;
+    if (nresp3(n) && send_sub(n, 1, s->handoff) != RLK_OK) return;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_READY, NULL, RLK_OK);
-    for (rlk_session_lock *l = s->head; l && ready(s) && !rlk__core_broken(s->core); l = l->next)
+    for (rlk_session_lock *l = s->head; l && nready(n) && !rlk__core_broken(n->core); l = l->next)
         if (l->state == L_PENDING || l->state == L_REL_PENDING) {
+            bind_node(s, l);
+            if (l->node != n) continue;
             int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, 0);
             if (r != RLK_OK) return;
         }
@@ -1262,7 +1325,8 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
         return fail(s, RLK_ERR_INVALID, "empty lock name or token");
     if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
         return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
-    if (!ready(s)) return fail(s, RLK_ERR_CLOSED, "not connected");
+    lnode *n = node_for(s, rlk__keyslot(name, strlen(name)));
+    if (!nready(n)) return fail(s, RLK_ERR_CLOSED, "not connected");
     size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
     scall *k = rlk__malloc(sizeof *k + RLK__NKEYS * cap + tl);
     if (!k) return fail(s, RLK_ERR_NOMEM, "out of memory");
@@ -1278,10 +1342,10 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     k->token = k->keys + RLK__NKEYS * cap;
     if (token) memcpy(k->token, token, tl);
     enter(s, now);
-    int r = rlk__core_submit(s->core, which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
+    int r = rlk__core_submit(n->core, which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
                              RLK__DL_DEFAULT, 0);
     if (r != RLK_OK) {
-        core_failed(s, r);
+        core_failed(s, n->core, r);
         rlk__free(k);
     } else {
         k->next = s->calls;
@@ -1312,8 +1376,9 @@ int rlk__locks_extend_token(rlk__locks *s, const char *name, const char *token, 
 
 /* A push (RESP3): a handoff to one of the handles, or a release that
  * wakes those waiting for the lock. */
-static int on_push(rlk__locks *s, const rlk_resp_value *v)
+static int on_push(lnode *n, const rlk_resp_value *v)
 {
+    rlk__locks *s = n->s;
     const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
     if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
     /* A message on the handoff channel that names no waiter's token (a
@@ -1322,7 +1387,7 @@ static int on_push(rlk__locks *s, const rlk_resp_value *v)
     int handoff = rlk__str_is(ch, s->handoff, strlen(s->handoff));
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING ||
-            l->state == L_REL_PENDING)
+            l->state == L_REL_PENDING || l->node != n)
             continue;
         uint64_t fence;
         if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
@@ -1342,10 +1407,10 @@ static int on_push(rlk__locks *s, const rlk_resp_value *v)
 
 static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
 {
-    rlk__locks *s = ctx;
-    enter(s, rlk__core_now(c));
-    on_push(s, v);
-    leave(s);
+    lnode *n = ctx;
+    enter(n->s, rlk__core_now(c));
+    on_push(n, v);
+    leave(n->s);
 }
 
 /* The answer to a SUBSCRIBE or UNSUBSCRIBE (q->arg: its channel's
@@ -1356,18 +1421,19 @@ static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     (void)c;
-    rlk__locks *s = q->ctx;
+    lnode *n = q->ctx;
+    rlk__locks *s = n->s;
     if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
     uint64_t chan = (uint64_t)q->arg;
     if (chan == s->handoff_hash) {
-        s->nosub |= NOSUB_HANDOFF;
-        snprintf(s->note, sizeof s->note,
+        n->nosub |= NOSUB_HANDOFF;
+        snprintf(n->note, sizeof n->note,
                  "SUBSCRIBE refused (%.*s): waits re-check the lock, not in line", errlen(v), v->str);
         return;
     }
-    s->nosub |= NOSUB_RELEASE;
-    if (!(s->nosub & NOSUB_HANDOFF))
-        snprintf(s->note, sizeof s->note,
+    n->nosub |= NOSUB_RELEASE;
+    if (!(n->nosub & NOSUB_HANDOFF))
+        snprintf(n->note, sizeof n->note,
                  "SUBSCRIBE refused (%.*s): waits are not woken by releases, they re-check the lock",
                  errlen(v), v->str);
     for (rlk_session_lock *h = s->head; h; h = h->next) {
@@ -1380,12 +1446,13 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
 
-/* One request of the renewal round (q->arg: its index in the plan). */
+/* One request of the renewal round of a connection (q->ctx; q->arg: its
+ * index in the plan). */
 static int build_renew(rlk__core *c, rlk__req *q)
 {
-    rlk__locks *s = q->ctx;
-    const rlk_request *r = &s->round.reqs[q->arg];
-    return rlk__core_put_script(c, q, &s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
+    lnode *n = q->ctx;
+    const rlk_request *r = &n->round.reqs[q->arg];
+    return rlk__core_put_script(c, q, &n->s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
                                 r->argvlen);
 }
 
@@ -1398,32 +1465,47 @@ static int renew_again(rlk__core *c, const rlk__req *q)
     return 0;
 }
 
+/* A reply of n's round applied (v NULL: it will not come).  The round
+ * that re-checked every lease of a new connection, all its replies
+ * read, ends the re-check. */
+static void round_reply(lnode *n, const rlk_resp_value *v)
+{
+    if (!n->round_on) return;
+    if (!v) n->round_failed = 1;
+    if (!rlk__round_apply_one(&n->s->leases, &n->round, v)) return;
+    n->round_on = 0;
+    if (n->round_all && !n->round_failed) n->recheck_all = 0;
+}
+
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     (void)c;
-    rlk__locks *s = q->ctx;
-    if (q->missing) s->renew_eval = 1;
-    if (s->round_on && rlk__round_apply_one(&s->leases, &s->round, v)) s->round_on = 0;
+    lnode *n = q->ctx;
+    if (q->missing) n->renew_eval = 1;
+    round_reply(n, v);
 }
 
 static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
 
-static int send_round(rlk__locks *s)
+/* The leases of n due for renewal, in one round on n's connection. */
+static int send_round(rlk__locks *s, lnode *n)
 {
-    rlk__round *rd = &s->round;
-    int r = rlk__round_plan(&s->leases, s->now, 1, rd);
-    if (r <= 0) return r == 0 ? RLK_OK : broken(s, r, "renew: out of memory");
+    rlk__round *rd = &n->round;
+    int r = rlk__round_plan_for(&s->leases, s->now, 1, n, n->recheck_all, rd);
+    if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
     size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot);
     int64_t dl = reply_deadline(s);
     if (dl < 0 || rd->end < dl) dl = rd->end;
-    int eval = s->renew_eval;
-    s->renew_eval = 0;
-    s->round_on = 1;
-    s->rechecked = 1;
+    int eval = n->renew_eval;
+    n->renew_eval = 0;
+    n->round_on = 1;
+    n->round_all = rd->all;
+    n->round_failed = 0;
+    n->rechecked = 1;
     s->dl_valid = 0;
     for (size_t i = 0; i < nreq; i++) {
-        r = rlk__core_submit(s->core, &renew_ops, s, (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
-        if (r != RLK_OK) return core_failed(s, r); /* broken: closing ends the round */
+        r = rlk__core_submit(n->core, &renew_ops, n, (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
+        if (r != RLK_OK) return core_failed(s, n->core, r); /* broken: closing ends the round */
     }
     return RLK_OK;
 }
@@ -1432,14 +1514,20 @@ static int64_t deadline_now(const rlk__locks *s);
 
 int64_t rlk__locks_deadline(const rlk__locks *s)
 {
-    /* The cache is the session's own bookkeeping, not its state: the
-     * const of the caller's view stays true. */
+    /* The cache is the lock's own bookkeeping, not its state: the const
+     * of the caller's view stays true. */
     rlk__locks *m = (rlk__locks *)s;
     if (!m->dl_valid || m->depth > 0) {
         m->dl_cache = deadline_now(s);
         m->dl_valid = m->depth == 0;
     }
     return m->dl_cache;
+}
+
+/* A round can be sent on n: connected, none in flight. */
+static int can_send(const lnode *n)
+{
+    return nready(n) && !n->round_on && !rlk__core_broken(n->core);
 }
 
 static int64_t deadline_now(const rlk__locks *s)
@@ -1451,27 +1539,31 @@ static int64_t deadline_now(const rlk__locks *s)
         else if (l->state == L_REL_PENDING) AT(l->rel_until);
         else if (l->state == L_WAIT) AT(l->wake_at);
     }
-    /* A renewal is due when a round can be sent (connected, none in
-     * flight); a loss to report, always. */
-    int can_send = ready(s) && !s->round_on && !rlk__core_broken(s->core);
-    /* After a reconnect every lock is checked at once (the server may
-     * have lost its keys), by the connection's first round. */
-    int now_all = can_send && !s->rechecked && s->leases.recheck_all;
+    /* A renewal is due when a round can be sent on its connection; a
+     * loss to report, always.  After a reconnect every lock there is
+     * checked at once (the server may have lost its keys), by the
+     * connection's first round. */
     for (const rlk__lease *e = s->leases.head; e; e = e->next) {
         if (!e->watchdog || e->lost) continue;
-        AT(now_all ? s->now
-                   : can_send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
+        const lnode *n = e->group;
+        int send = can_send(n);
+        AT(send && !n->rechecked && n->recheck_all
+               ? s->now
+               : send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
     }
 #undef AT
     return next;
 }
 
-int rlk__locks_tick(rlk__locks *s, int64_t now)
+/* What is due (the core's tick hook, from the connection of from):
+ * waits, rounds on every connection that can send, losses.  A failure
+ * is from's alone (another connection's breaks that one). */
+static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
 {
-    if (rlk__core_broken(s->core)) return core_failed(s, rlk__core_broken(s->core));
+    if (from && rlk__core_broken(from->core))
+        return core_failed(s, from->core, rlk__core_broken(from->core));
     enter(s, now);
-    int r = RLK_OK;
-    for (rlk_session_lock *l = s->head; r == RLK_OK && l; l = l->next) {
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_PENDING && l->pending_until >= 0 && s->now >= l->pending_until) {
             not_acquired(s, l, fail(s, RLK_ERR_TIMEOUT, "acquire: not connected in time"));
         } else if (l->state == L_REL_PENDING && l->rel_until >= 0 && s->now >= l->rel_until) {
@@ -1481,16 +1573,21 @@ int rlk__locks_tick(rlk__locks *s, int64_t now)
                 l->final = 1;
                 if (l->mode == 'w') l->mode = 'q';
             }
-            r = send_try(s, l);
+            send_try(s, l);
         }
     }
-    if (r == RLK_OK && ready(s) && !s->round_on) r = send_round(s);
+    for (lnode *n = s->nodes; n; n = n->next)
+        if (can_send(n)) send_round(s, n);
     rlk__leases_expire(&s->leases, s->now);
     rlk__leases_notify_lost(&s->leases, 0);
-    if (r == RLK_OK && rlk__core_broken(s->core)) r = core_failed(s, rlk__core_broken(s->core));
+    int r = RLK_OK;
+    if (from && rlk__core_broken(from->core))
+        r = core_failed(s, from->core, rlk__core_broken(from->core));
     leave(s);
     return r;
 }
+
+int rlk__locks_tick(rlk__locks *s, int64_t now) { return locks_tick(s, s->nodes, now); }
 
 /* ------------------------------------------------------------------ */
 /* The connection                                                       */
@@ -1500,11 +1597,12 @@ int rlk__locks_tick(rlk__locks *s, int64_t now)
 static void on_connected(void *ctx, rlk__core *c)
 {
     (void)c;
-    rlk__locks *s = ctx;
-    s->rechecked = 0;
-    s->nosub = 0;
-    s->note[0] = '\0';
-    if (s->leases.head) s->leases.recheck_all = 1;
+    lnode *n = ctx;
+    n->rechecked = 0;
+    n->nosub = 0;
+    n->note[0] = '\0';
+    for (const rlk__lease *e = n->s->leases.head; e && !n->recheck_all; e = e->next)
+        n->recheck_all = e->group == n;
 }
 
 /* The connection went (the core's hook), after each request owed
@@ -1513,15 +1611,16 @@ static void on_connected(void *ctx, rlk__core *c)
  * states are settled here. */
 static void on_closed(void *ctx, rlk__core *c)
 {
-    rlk__locks *s = ctx;
+    lnode *n = ctx;
+    rlk__locks *s = n->s;
     enter(s, rlk__core_now(c));
     /* A round whose sending failed part way has requests that were never
      * queued: it ends here too, or no round would follow. */
-    while (s->round_on)
-        if (rlk__round_apply_one(&s->leases, &s->round, NULL)) s->round_on = 0;
-    rlk__free(s->kept);
-    s->kept = NULL;
+    while (n->round_on) round_reply(n, NULL);
+    rlk__free(n->kept);
+    n->kept = NULL;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->node != n) continue;
         l->subscribed = 0;
         l->handed = 0;
         /* A background confirmation's reply will not come. */
@@ -1571,12 +1670,23 @@ static void on_closed(void *ctx, rlk__core *c)
 /* ------------------------------------------------------------------ */
 /* Life                                                                 */
 
-static int64_t hook_deadline(void *ctx) { return rlk__locks_deadline(ctx); }
-static int hook_tick(void *ctx, int64_t now) { return rlk__locks_tick(ctx, now); }
-static void hook_enter(void *ctx, int64_t now) { rlk__locks_enter(ctx, now); }
-static int hook_leave(void *ctx, int r) { return rlk__locks_leave(ctx, r); }
+static int64_t hook_deadline(void *ctx) { return rlk__locks_deadline(((lnode *)ctx)->s); }
 
-rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void *owner)
+static int hook_tick(void *ctx, int64_t now)
+{
+    lnode *n = ctx;
+    return locks_tick(n->s, n, now);
+}
+
+static void hook_enter(void *ctx, int64_t now) { enter(((lnode *)ctx)->s, now); }
+
+static int hook_leave(void *ctx, int r)
+{
+    lnode *n = ctx;
+    return leave_core(n->s, n->core, r);
+}
+
+rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *cfg, void *owner)
 {
     rlk__locks *s = rlk__malloc(sizeof *s);
     if (!s) return NULL;
@@ -1586,16 +1696,13 @@ rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void 
     s->cfg.timing = &s->timing;
     /* The connection's strings are the core's. */
     s->cfg.username = s->cfg.password = s->cfg.client_name = NULL;
-    s->core = core;
+    if (net) s->net = *net;
     s->owner = owner;
     unsigned char rnd[12 + 16];
     if (rlk__random_bytes(rnd, sizeof rnd) != 0 || rlk__leases_init(&s->leases, &s->timing) != 0) {
         rlk__free(s);
         return NULL;
     }
-    rlk__core_hooks h = {on_connected, on_ready,   on_closed,  on_core_push,
-                         hook_deadline, hook_tick, hook_enter, hook_leave, s};
-    rlk__core_set_hooks(core, &h);
     memcpy(s->handoff, "resplock:handoff:", 17);
     rlk__hex(rnd, 12, s->handoff + 17);
     s->handoff_hash = chan_hash(s->handoff, strlen(s->handoff));
@@ -1609,16 +1716,53 @@ rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void 
     return s;
 }
 
+int rlk__locks_attach(rlk__locks *s, rlk__core *core)
+{
+    lnode *n = rlk__malloc(sizeof *n);
+    if (!n) return RLK_ERR_NOMEM;
+    memset(n, 0, sizeof *n);
+    n->s = s;
+    n->core = core;
+    lnode **tail = &s->nodes;
+    while (*tail) tail = &(*tail)->next;
+    *tail = n;
+    rlk__core_hooks h = {on_connected, on_ready,   on_closed,  on_core_push,
+                         hook_deadline, hook_tick, hook_enter, hook_leave, n};
+    rlk__core_set_hooks(core, &h);
+    rlk__core_clock(core, s->now);
+    return RLK_OK;
+}
+
+/* The core of the only connection (a session's, a one-server client's). */
+static rlk__core *only_core(void *ctx, unsigned slot)
+{
+    (void)slot;
+    return ctx;
+}
+
+rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner)
+{
+    rlk__locks_net net = {only_core, core};
+    rlk__locks *s = rlk__locks_new(&net, cfg, owner);
+    if (s && rlk__locks_attach(s, core) != RLK_OK) {
+        rlk__locks_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 void rlk__locks_free(rlk__locks *s)
 {
     if (!s) return;
     s->depth++;
-    if (s->round_on)
-        while (!rlk__round_apply_one(&s->leases, &s->round, NULL)) {
-        }
-    s->round_on = 0;
-    rlk__free(s->kept);
-    s->kept = NULL;
+    for (lnode *n = s->nodes; n; n = n->next) {
+        if (n->round_on)
+            while (!rlk__round_apply_one(&s->leases, &n->round, NULL)) {
+            }
+        n->round_on = 0;
+        rlk__free(n->kept);
+        n->kept = NULL;
+    }
     s->leases.lost_head = NULL; /* no event from here */
     while (s->head) {
         rlk_session_lock *l = s->head;
@@ -1638,5 +1782,10 @@ void rlk__locks_free(rlk__locks *s)
         rlk__free(k);
     }
     rlk__leases_destroy(&s->leases);
+    while (s->nodes) {
+        lnode *n = s->nodes;
+        s->nodes = n->next;
+        rlk__free(n);
+    }
     rlk__free(s);
 }

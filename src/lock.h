@@ -42,11 +42,26 @@ typedef struct rlk__session_result {
 typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__session_result *res);
 
 
-/* Locks over core, with cfg's timing and callback (its connection
- * fields are the core's and not read); owner is what the callbacks get
- * as their rlk_session.  NULL when out of memory or random bytes. */
-rlk__locks *rlk__locks_new(rlk__core *core, const rlk_session_config *cfg, void *owner);
-/* Frees the handles and calls (no event); the core stays. */
+/* Which connection serves a slot: the core of the server that holds
+ * the slot's keys now (NULL: none known or attached yet: the requests
+ * of its locks wait, as they wait for a handshake). */
+typedef struct rlk__locks_net {
+    rlk__core *(*core_for)(void *ctx, unsigned slot);
+    void *ctx;
+} rlk__locks_net;
+
+/* Locks over net's connections, with cfg's timing and callback (its
+ * connection fields are the cores' and not read); owner is what the
+ * callbacks get as their rlk_session.  Cores are attached one by one
+ * (rlk__locks_attach).  NULL when out of memory or random bytes. */
+rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *cfg, void *owner);
+/* core serves some slots (as net says): the lock takes its hooks and
+ * keeps what it needs per connection.  RLK_OK or RLK_ERR_NOMEM. */
+int rlk__locks_attach(rlk__locks *s, rlk__core *core);
+/* Locks over one core that serves every slot (a session, a one-server
+ * client). */
+rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner);
+/* Frees the handles and calls (no event); the cores stay. */
 void rlk__locks_free(rlk__locks *s);
 
 /* The core's enter and leave hooks (for a caller that calls the lock
@@ -65,7 +80,6 @@ void rlk__locks_note(rlk__locks *s, const char *msg);
 
 const char *rlk__locks_errmsg(const rlk__locks *s);
 const char *rlk__locks_wait_note(const rlk__locks *s);
-const rlk_conn_info *rlk__locks_info(const rlk__locks *s);
 
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o,
                                      void *user, int64_t now);

@@ -45,7 +45,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     cc.max_input = cfg->max_input;
     cc.library = rlk__lua_library_text;
     s->core = rlk__core_new(&cc);
-    s->locks = s->core ? rlk__locks_new(s->core, cfg, s) : NULL;
+    s->locks = s->core ? rlk__locks_new_on(s->core, cfg, s) : NULL;
     if (!s->locks) {
         rlk__core_free(s->core);
         rlk__free(s);

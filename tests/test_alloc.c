@@ -448,7 +448,7 @@ static int sc_driver(const char **msg)
     rlk__driver d;
     rlk__locks *lk = NULL;
     int r = rlk__driver_init(&d, &cc, &kc);
-    if (r == RLK_OK && !(lk = rlk__locks_new(d.core, &sc, NULL))) r = RLK_ERR_NOMEM;
+    if (r == RLK_OK && !(lk = rlk__locks_new_on(d.core, &sc, NULL))) r = RLK_ERR_NOMEM;
     rlk_session_lock *l = NULL;
     if (r == RLK_OK) {
         rlk_lock_options o;

@@ -85,7 +85,7 @@ static int dt_init(dt *t, const rlk_conn_config *conn)
     memset(&kc, 0, sizeof kc);
     kc.library = rlk__lua_library_text;
     int r = rlk__driver_init(&t->d, conn, &kc);
-    if (t->d.core) t->lk = rlk__locks_new(t->d.core, &sc, NULL);
+    if (t->d.core) t->lk = rlk__locks_new_on(t->d.core, &sc, NULL);
     if (t->d.core && !t->lk) return RLK_ERR_NOMEM;
     return r;
 }
@@ -725,7 +725,7 @@ static void test_route_set(void)
     rlk__core *cores[4];
     if (!EQ(rlk__route_cores(&t.r, 0, cores, 4), 2)) goto out;
     for (int i = 0; i < 2; i++)
-        if (!CHECK((t.lk[i] = rlk__locks_new(cores[i], &sc, &t.own[i])) != NULL)) goto out;
+        if (!CHECK((t.lk[i] = rlk__locks_new_on(cores[i], &sc, &t.own[i])) != NULL)) goto out;
     rlk_lock_options o;
     rlk_lock_options_init(&o);
     o.ttl_ms = 800;
@@ -834,7 +834,7 @@ static int busy_init(busy *b, size_t n, const rlk_conn_config *cc)
     rlk__core_config kc = with_library();
     int r = rlk__route_init(&b->r, RLK__ROUTE_SET, n, cc, &kc);
     for (size_t i = 0; r == RLK_OK && i < n; i++)
-        if (!(b->lk[i] = rlk__locks_new(rlk__route_core(&b->r, i), &sc, &b->own[i]))) r = RLK_ERR_NOMEM;
+        if (!(b->lk[i] = rlk__locks_new_on(rlk__route_core(&b->r, i), &sc, &b->own[i]))) r = RLK_ERR_NOMEM;
     return r;
 }
 
