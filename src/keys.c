@@ -96,10 +96,14 @@ void rlk__make_keys(const char *name, char *buf, size_t cap)
     } else {
         for (int i = 0; i < 3; i++) derived_key(name, what[i], buf + (size_t)(i + 1) * cap, cap);
     }
+    /* Redisson's name of it (its prefixName): braces around NAME, unless
+     * NAME has some already. */
     char *ch = buf + RLK__K_CHANNEL * cap;
-    memcpy(ch, RLK__RELEASE_CHANNEL_PREFIX, sizeof RLK__RELEASE_CHANNEL_PREFIX - 1);
-    memcpy(ch + sizeof RLK__RELEASE_CHANNEL_PREFIX - 1, name, n);
-    memcpy(ch + sizeof RLK__RELEASE_CHANNEL_PREFIX - 1 + n, "}", 2);
+    int braced = memchr(name, '{', n) != NULL;
+    size_t pl = sizeof RLK__RELEASE_CHANNEL_PREFIX - 1 - (size_t)braced;
+    memcpy(ch, RLK__RELEASE_CHANNEL_PREFIX, pl);
+    memcpy(ch + pl, name, n);
+    memcpy(ch + pl + n, braced ? "" : "}", braced ? 1 : 2);
 }
 
 /* The fence of a TIME reply: the server's clock in microseconds.  0

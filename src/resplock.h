@@ -347,7 +347,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * other on the same key.  A reentrant lock is a hash at NAME whose field
  * "[<client_id>:]<uuid>:<thread-id>" (the uuid random per client) counts
  * the holds, with a TTL on the key, and
- * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released: the
+ * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released
+ * ("redisson_lock__channel:NAME" when NAME has braces already): the
  * layout of Redisson's RLock.  Release, extend and renewal are server-side
  * scripts that act only if the token (or field) still matches.
  *

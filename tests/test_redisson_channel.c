@@ -184,6 +184,30 @@ out:
     rlk_client_free(a);
 }
 
+/* A name with braces already: Redisson's channel is
+ * redisson_lock__channel:NAME, no braces added (its prefixName rule), and
+ * a freed reentrant lock publishes "0" there. */
+static void test_release_braced_name(void)
+{
+    const char *name = "{tag}rch", *ch = "redisson_lock__channel:{tag}rch";
+    struct heard h2;
+    rlk_conn *s2;
+    rlk_client *a = CLIENT();
+    rlk_lock *l;
+    memset(&h2, 0, sizeof h2);
+    s2 = SUBSCRIBER(ch, 2, 0, &h2);
+    if (!a || !s2) goto out;
+    l = ACQ_R(a, name, 10000);
+    if (!l) goto out;
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    CHECK(wait_heard(s2, &h2.message, 1));
+    DRAIN(s2);
+    HEARD_RELEASE(&h2, ch);
+out:
+    rlk_conn_free(s2);
+    rlk_client_free(a);
+}
+
 /* A resplock waiter in line: the release hands the lock over (nothing
  * for a Redisson waiter: the lock is not free), and the waiter's own
  * release, with nobody left in line, publishes "0". */
@@ -236,5 +260,6 @@ int main(int argc, char **argv)
     RUN(test_server_keeps_the_two_apart);
     RUN(test_release_wakes_redisson);
     RUN(test_release_with_a_waiter);
+    RUN(test_release_braced_name);
     return locktest_finish(t0);
 }

@@ -28,7 +28,8 @@
 -- listener are skipped.  After CHAIN ms of handing the lock from waiter
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
--- that wait for the "0" message on redisson_lock__channel:{NAME} get
+-- that wait for the "0" message on redisson_lock__channel:{NAME} (NAME
+-- as it is when it has braces already, as Redisson names it) get
 -- their turn.  A release whose user may not PUBLISH (an ACL) still frees
 -- the lock, publishing nothing and handing nothing over: waiters find
 -- it free at their next look (their re-check).
@@ -112,7 +113,10 @@ local function pass_on()
     end
   end
   redis.call('del', lock)
-  redis.pcall('publish', 'redisson_lock__channel:{' .. lock .. '}', '0')
+  -- Redisson's channel name: braces around the name, unless it has some.
+  local ch = 'redisson_lock__channel:{' .. lock .. '}'
+  if string.find(lock, '{', 1, true) then ch = 'redisson_lock__channel:' .. lock end
+  redis.pcall('publish', ch, '0')
 end
 
 if not tomb then
