@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #define DEFAULT_MAX_INPUT (1u << 20)
-#define FEED_STEP (64u << 10)
 
 /* The handshake's steps (rlk__req.arg of the core's own requests). */
 enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_LOAD };
@@ -34,6 +33,7 @@ struct rlk__core {
     int hs_left;              /* handshake replies still owed */
     int64_t subs;             /* subscriptions, as last confirmed */
     rlk_buf in, out;
+    size_t out_off;           /* out's bytes sent already */
     uint64_t consumed;        /* output bytes sent on this connection */
     rlk_resp_arena arena;
     rlk_resp_reader reader;
@@ -232,7 +232,7 @@ static int enqueue(rlk__core *c, const rlk__req *t)
         c->out.len = was;
         return r;
     }
-    q->out_end = c->consumed + c->out.len;
+    q->out_end = c->consumed + (c->out.len - c->out_off);
     c->qtail++;
     return RLK_OK;
 }
@@ -672,7 +672,8 @@ static int parse(rlk__core *c)
     if (r == RLK_OK && c->broken) r = c->broken;
     if (r == RLK_OK) {
         rlk_buf_consume(&c->in, pos);
-        if (c->in.len > max_input(c))
+        /* Full, with a reply that is not whole yet. */
+        if (c->in.len >= max_input(c))
             r = rlk__core_fail(c, RLK_ERR_LIMIT, "reply larger than %zu bytes", max_input(c));
     }
     return r;
@@ -683,11 +684,12 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
     if (c->broken) return c->broken;
     if (!c->connected) return say(c, RLK_ERR_INVALID, "feed: not connected");
     enter(c, now);
-    /* In steps, each parsed before the next is added: the input holds
-     * at most max_input and one step, and never doubles past it. */
+    /* In steps, each parsed before the next is added: the input never
+     * holds more than max_input (after a parse it holds less), so that
+     * its buffer never grows past it. */
     int r;
     do {
-        size_t n = len < FEED_STEP ? len : FEED_STEP;
+        size_t room = max_input(c) - c->in.len, n = len < room ? len : room;
         if ((r = rlk_buf_append(&c->in, buf, n)) != RLK_OK) {
             r = rlk__core_fail(c, r, "input: %s",
                                r == RLK_ERR_NOMEM ? "out of memory" : rlk_strerror(r));
@@ -702,15 +704,23 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
 
 size_t rlk__core_output(const rlk__core *c, const char **buf)
 {
-    *buf = c->out.data;
-    return c->out.len;
+    *buf = c->out.data + c->out_off;
+    return c->out.len - c->out_off;
 }
 
 void rlk__core_consume(rlk__core *c, size_t n)
 {
-    if (n > c->out.len) n = c->out.len;
+    size_t left = c->out.len - c->out_off;
+    if (n > left) n = left;
     c->consumed += n;
-    rlk_buf_consume(&c->out, n);
+    c->out_off += n;
+    /* What was sent goes when all of it went, or when it outweighs what
+     * is left: a long output written in small parts is moved a bounded
+     * number of times, not once per part. */
+    if (c->out_off == c->out.len || (c->out_off >= 65536 && c->out_off >= left - n)) {
+        rlk_buf_consume(&c->out, c->out_off);
+        c->out_off = 0;
+    }
 }
 
 int64_t rlk__core_deadline(const rlk__core *c)
@@ -779,6 +789,7 @@ void rlk__core_closed(rlk__core *c, int64_t now)
     c->subs = 0;
     rlk_buf_free(&c->in);
     rlk_buf_free(&c->out);
+    c->out_off = 0;
     c->consumed = 0;
     rlk_resp_reader_reset(&c->reader);
     rlk_resp_arena_reset(&c->arena);
@@ -848,7 +859,7 @@ rlk__core *rlk__core_new(const rlk__core_config *cfg)
      * per 3 bytes): bounded by max_input too, unless bounded apart. */
     rlk_resp_arena_init(&c->arena, NULL, 0, cfg->max_tree ? cfg->max_tree : 24 * max + 65536);
     rlk_resp_reader_init(&c->reader, &c->arena, &lim);
-    c->in.max = max > SIZE_MAX - FEED_STEP ? SIZE_MAX : max + FEED_STEP;
+    c->in.max = max;
     return c;
 }
 
