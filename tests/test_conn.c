@@ -774,7 +774,25 @@ static void test_auth_acl_user(void)
     if (CHECK(c != NULL)) CHECK_EQ_INT(rlk_conn_connect(c), RLK_ERR_AUTH);
     rlk_conn_free(c);
 
-    CMD(admin, "ACL", "DELUSER", "alice");
+    /* A user without CLIENT: the RESP2 handshake's CLIENT SETNAME is
+     * refused (NOPERM), and the connection serves all the same, the
+     * core's rule for every connection. */
+    CHECK_STR(CMD(admin, "ACL", "SETUSER", "carol", "on", ">pw3", "~*", "+@all", "-client"), "OK");
+    snprintf(url, sizeof url, "redis://carol:pw3@127.0.0.1:%d", s->port);
+    cfg_init(&cfg, url);
+    cfg.protocol = 2;
+    cfg.client_name = "named-by-carol";
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        rc = rlk_conn_connect(c);
+        CHECK_MSG(rc == RLK_OK, "%d %s", rc, rlk_conn_errmsg(c));
+        CHECK_STR(CMD(c, "ACL", "WHOAMI"), "carol");
+        v = CMD(c, "CLIENT", "GETNAME");
+        CHECK_MSG(is_err(v), "CLIENT GETNAME: type %c", v ? v->type : '?');
+    }
+    rlk_conn_free(c);
+
+    CMD(admin, "ACL", "DELUSER", "alice", "carol");
     rlk_conn_free(admin);
 }
 
