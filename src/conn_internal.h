@@ -79,12 +79,4 @@ void rlk__conn_cap(rlk_conn *c, int64_t deadline);
  * back: several commands that make one call share one deadline. */
 int64_t rlk__conn_narrow(rlk_conn *c, int64_t start);
 
-/* Failures of the connection after which a call may be made again on a
- * new connection: RLK_ERR_CONNECT, _TIMEOUT, _IO, _CLOSED. */
-int rlk__transient(int status);
-
-/* Sleeps ms milliseconds (nothing when ms <= 0), through signals. */
-void rlk__pause_ms(int64_t ms);
-
-
 #endif

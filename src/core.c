@@ -11,6 +11,7 @@
 #include "serverinfo.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -30,7 +31,9 @@ struct rlk__core {
      * in flight; HELLO told a server that reads script flags. */
     int fcall, loading, script_flags;
     int hs_left;              /* handshake replies still owed */
+    int64_t subs;             /* subscriptions, as last confirmed */
     rlk_buf in, out;
+    size_t out_off;           /* out's bytes sent already */
     uint64_t consumed;        /* output bytes sent on this connection */
     rlk_resp_arena arena;
     rlk_resp_reader reader;
@@ -144,42 +147,54 @@ rlk_error_class rlk__reply_class(const rlk_resp_value *v)
 /* ------------------------------------------------------------------ */
 /* Sending                                                              */
 
+/* A command put or not: out of memory fails the core (a request half
+ * built cannot be told from one never built); a command that cannot be
+ * encoded is the caller's mistake, and leaves the core as it was. */
+static int put_status(rlk__core *c, int r)
+{
+    if (r == RLK_OK) return r;
+    if (r == RLK_ERR_NOMEM) return rlk__core_fail(c, r, "out of memory");
+    return say(c, r, "a command that cannot be sent: %s", rlk_strerror(r));
+}
+
 int rlk__core_put(rlk__core *c, int argc, const char *const *argv, const size_t *lens)
 {
-    int r = rlk_resp_append_command(&c->out, argc, argv, lens);
-    return r == RLK_OK ? r : rlk__core_fail(c, r, "out of memory");
+    return put_status(c, rlk_resp_append_command(&c->out, argc, argv, lens));
+}
+
+int rlk__core_put_parts(rlk__core *c, int nhead, const char *const *head, const size_t *headlen,
+                        int argc, const char *const *argv, const size_t *lens)
+{
+    if (nhead <= 0) return rlk__core_put(c, argc, argv, lens);
+    /* Both parts checked first, and room for all of it at once (a few
+     * bytes more: two array headers), as rlk_resp_append_command does. */
+    size_t need = rlk_resp_command_size(nhead, head, headlen), more = 0;
+    if (argc > 0 && !(more = rlk_resp_command_size(argc, argv, lens))) need = 0;
+    if (!need || argc < 0) return put_status(c, RLK_ERR_INVALID);
+    size_t was = c->out.len;
+    int r = rlk_buf_reserve(&c->out, need + more);
+    if (r == RLK_OK) r = rlk_resp_put_header(&c->out, RLK_RESP_ARRAY, (int64_t)nhead + argc);
+    for (int i = 0; r == RLK_OK && i < nhead; i++)
+        r = rlk_resp_put_blob(&c->out, RLK_RESP_BULK, NULL, head[i],
+                              headlen ? headlen[i] : strlen(head[i]));
+    for (int i = 0; r == RLK_OK && i < argc; i++)
+        r = rlk_resp_put_blob(&c->out, RLK_RESP_BULK, NULL, argv[i],
+                              lens ? lens[i] : strlen(argv[i]));
+    if (r != RLK_OK) c->out.len = was;
+    return put_status(c, r);
 }
 
 int rlk__core_put_script(rlk__core *c, rlk__req *q, const rlk_script *s, int nkeys, int argc,
                          const char *const *argv, const size_t *lens)
 {
-    const char *stack_av[48];
-    size_t stack_al[48];
-    const char **av = stack_av;
-    size_t *al = stack_al;
     if (argc < 0) return rlk__core_fail(c, RLK_ERR_INVALID, "bad script call");
-    if ((size_t)argc + 3 > sizeof stack_av / sizeof stack_av[0]) {
-        av = rlk__malloc(((size_t)argc + 3) * sizeof *av);
-        al = rlk__malloc(((size_t)argc + 3) * sizeof *al);
-        if (!av || !al) {
-            rlk__free(av);
-            rlk__free(al);
-            return rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
-        }
-    }
+    const char *head[3];
+    size_t headlen[3];
     char nk[12];
     int how = q->eval ? RLK__CALL_EVAL : c->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA;
     if (c->script_flags) how |= RLK__CALL_FLAGS;
-    how = rlk__script_head(s, how, nkeys, av, al, nk);
-    for (int i = 0; i < argc; i++) {
-        av[3 + i] = argv[i];
-        al[3 + i] = lens ? lens[i] : strlen(argv[i]);
-    }
-    int r = rlk__core_put(c, argc + 3, av, al);
-    if (av != stack_av) {
-        rlk__free(av);
-        rlk__free(al);
-    }
+    how = rlk__script_head(s, how, nkeys, head, headlen, nk);
+    int r = rlk__core_put_parts(c, 3, head, headlen, argc, argv, lens);
     q->script = 1;
     q->fcall = how == RLK__CALL_FCALL;
     return r;
@@ -217,7 +232,7 @@ static int enqueue(rlk__core *c, const rlk__req *t)
         c->out.len = was;
         return r;
     }
-    q->out_end = c->consumed + c->out.len;
+    q->out_end = c->consumed + (c->out.len - c->out_off);
     c->qtail++;
     return RLK_OK;
 }
@@ -256,17 +271,25 @@ static uint64_t chan_hash(const char *p, size_t n)
 typedef struct sub_build {
     const rlk__req_ops *ops; /* the owner's */
     const char *verb, *ch;
+    size_t len;
 } sub_build;
 
 static int build_sub(rlk__core *c, rlk__req *q)
 {
     const sub_build *b = q->ctx;
     const char *argv[2] = {b->verb, b->ch};
-    return rlk__core_put(c, 2, argv, NULL);
+    size_t lens[2] = {strlen(b->verb), b->len};
+    return rlk__core_put(c, 2, argv, lens);
 }
 
 int rlk__core_subscribe(rlk__core *c, int on, int sharded, const char *ch,
                         const rlk__req_ops *ops, void *ctx, int64_t arg)
+{
+    return rlk__core_subscribe_n(c, on, sharded, ch, strlen(ch), ops, ctx, arg);
+}
+
+int rlk__core_subscribe_n(rlk__core *c, int on, int sharded, const char *ch, size_t len,
+                          const rlk__req_ops *ops, void *ctx, int64_t arg)
 {
     if (!c->ready) return say(c, RLK_ERR_CLOSED, "not connected");
     /* The words are written at once: build runs inside this call only
@@ -274,14 +297,14 @@ int rlk__core_subscribe(rlk__core *c, int on, int sharded, const char *ch,
     static const rlk__req_ops sub_ops = {build_sub, NULL, NULL, 0};
     sub_build b = {ops, on ? (sharded ? "SSUBSCRIBE" : "SUBSCRIBE")
                            : (sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE"),
-                   ch};
+                   ch, len};
     rlk__req t;
     memset(&t, 0, sizeof t);
     t.ops = &sub_ops;
     t.ctx = &b;
     t.deadline = rlk__core_reply_deadline(c);
     t.sub = on ? RLK__SUB_ON : RLK__SUB_OFF;
-    t.chan = chan_hash(ch, strlen(ch)) ^ (uint64_t)(sharded != 0);
+    t.chan = chan_hash(ch, len) ^ (uint64_t)(sharded != 0);
     int r = enqueue(c, &t);
     if (r == RLK_OK) {
         rlk__req *q = &c->q[c->qtail - 1];
@@ -291,6 +314,8 @@ int rlk__core_subscribe(rlk__core *c, int on, int sharded, const char *ch,
     }
     return r;
 }
+
+int64_t rlk__core_subscribed(const rlk__core *c) { return c->subs; }
 
 /* ------------------------------------------------------------------ */
 /* The handshake                                                        */
@@ -472,13 +497,23 @@ static int kind_is(const rlk_resp_value *v, const char *word)
     return rlk__str_is(rlk_resp_value_at(v, 0), word, strlen(word));
 }
 
-/* A (un)subscription's confirmation: a push ["subscribe", channel,
- * count] (or its other verbs), which comes in the reply's place. */
-static int is_sub_push(const rlk_resp_value *v)
+/* The verbs of a subscription's confirmation: [verb, channel, count]. */
+static int sub_kind(const rlk_resp_value *v)
 {
-    return v->type == RLK_RESP_PUSH &&
-           (kind_is(v, "subscribe") || kind_is(v, "unsubscribe") || kind_is(v, "ssubscribe") ||
-            kind_is(v, "sunsubscribe"));
+    return kind_is(v, "subscribe") || kind_is(v, "unsubscribe") || kind_is(v, "ssubscribe") ||
+           kind_is(v, "sunsubscribe");
+}
+
+/* What comes out of the replies' order: RESP3's pushes; under RESP2, on
+ * a connection that subscribed, the arrays of messages and of
+ * confirmations (such a connection takes no command but (UN)SUBSCRIBE
+ * and PING, whose ["pong", ""] is neither). */
+static int out_of_band(const rlk__core *c, const rlk_resp_value *v)
+{
+    if (v->type == RLK_RESP_PUSH) return 1;
+    return !c->resp3 && c->subs > 0 && v->type == RLK_RESP_ARRAY &&
+           (sub_kind(v) || kind_is(v, "message") || kind_is(v, "smessage") ||
+            kind_is(v, "pmessage"));
 }
 
 /* The channel a confirmation names, as rlk__core_subscribe keeps it
@@ -489,6 +524,13 @@ static uint64_t push_chan(const rlk_resp_value *v)
     if (!ch || (ch->type != RLK_RESP_BULK && ch->type != RLK_RESP_SIMPLE)) return 0;
     int sharded = kind_is(v, "ssubscribe") || kind_is(v, "sunsubscribe");
     return chan_hash(ch->str, ch->len) ^ (uint64_t)sharded;
+}
+
+/* A confirmation's count: the subscriptions left. */
+static void count_subs(rlk__core *c, const rlk_resp_value *v)
+{
+    const rlk_resp_value *n = rlk_resp_value_at(v, 2);
+    if (n && n->type == RLK_RESP_INTEGER) c->subs = n->integer > 0 ? n->integer : 0;
 }
 
 static unsigned type_bit(int t)
@@ -506,16 +548,16 @@ static unsigned type_bit(int t)
 }
 
 /* Whether v can answer q: its confirmation naming its channel for an
- * (UN)SUBSCRIBE, an error for anything, else a reply of a type q
- * expects.  Any other is a reply out of step (the server's, or a
- * proxy's), which must break the connection, never be read as the
- * answer to another request. */
-static int fits(const rlk__req *q, const rlk_resp_value *v)
+ * (UN)SUBSCRIBE (a push; under RESP2 an array), an error for anything,
+ * else a reply of a type q expects.  Any other is a reply out of step
+ * (the server's, or a proxy's), which must break the connection, never
+ * be read as the answer to another request. */
+static int fits(const rlk__core *c, const rlk__req *q, const rlk_resp_value *v)
 {
     if (rlk__is_error(v)) return 1;
     if (q->sub) {
         int on = q->sub == RLK__SUB_ON;
-        return v->type == RLK_RESP_PUSH &&
+        return (v->type == RLK_RESP_PUSH || (!c->resp3 && v->type == RLK_RESP_ARRAY)) &&
                (kind_is(v, on ? "subscribe" : "unsubscribe") ||
                 kind_is(v, on ? "ssubscribe" : "sunsubscribe")) &&
                push_chan(v) == q->chan;
@@ -542,26 +584,32 @@ static int script_again(rlk__core *c, const rlk__req *q, const rlk_resp_value *v
 
 static int on_reply(rlk__core *c, const rlk_resp_value *v)
 {
-    int sub = is_sub_push(v);
-    /* A push that is no confirmation is a message; so is an unsubscribe
-     * the server sends by itself (a slot that moved away) when the
-     * request owed is not the one it confirms. */
-    if (v->type == RLK_RESP_PUSH &&
-        (!sub || (kind_is(v, "sunsubscribe") &&
-                  (c->qhead == c->qtail || c->q[c->qhead].sub != RLK__SUB_OFF ||
-                   c->q[c->qhead].chan != push_chan(v))))) {
-        if (c->cfg.hooks.push) c->cfg.hooks.push(c->cfg.hooks.ctx, c, v);
-        return RLK_OK;
+    const rlk__req *head = c->qhead < c->qtail ? &c->q[c->qhead] : NULL;
+    if (out_of_band(c, v)) {
+        /* One that is no confirmation is a message; so is an
+         * unsubscribe the server sends by itself (a slot that moved
+         * away), and where the owner says so any confirmation, when the
+         * request owed is not the one it confirms. */
+        int conf = sub_kind(v);
+        if (!conf || (!(head && head->sub && fits(c, head, v)) &&
+                      (kind_is(v, "sunsubscribe") || c->cfg.stray_confirmations))) {
+            if (conf) count_subs(c, v);
+            if (c->cfg.hooks.push) c->cfg.hooks.push(c->cfg.hooks.ctx, c, v);
+            return RLK_OK;
+        }
     }
-    if (c->qhead == c->qtail) return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to no request");
+    if (!head)
+        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to no request: out of step");
     /* A server answers what it received: bytes that read as the reply
      * of a request still in the output are not its reply. */
-    if (c->q[c->qhead].out_end > c->consumed)
-        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to a request not sent yet");
-    if (!fits(&c->q[c->qhead], v))
-        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply ('%c') that cannot answer its request",
+    if (head->out_end > c->consumed)
+        return rlk__core_fail(c, RLK_ERR_PROTO, "a reply to a request not sent yet: out of step");
+    if (!fits(c, head, v))
+        return rlk__core_fail(c, RLK_ERR_PROTO,
+                              "a reply ('%c') that cannot answer its request: out of step",
                               (char)v->type);
     rlk__req q = c->q[c->qhead++];
+    if (q.sub && !rlk__is_error(v)) count_subs(c, v);
     if (script_again(c, &q, v)) {
         if (!q.ops->again || q.ops->again(c, &q)) {
             /* The script cache was flushed (or FCALL did not run): the
@@ -579,20 +627,41 @@ static int on_reply(rlk__core *c, const rlk_resp_value *v)
     return RLK_OK;
 }
 
-int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
+static size_t max_input(const rlk__core *c)
 {
-    if (c->broken) return c->broken;
-    if (!c->connected) return say(c, RLK_ERR_INVALID, "feed: not connected");
-    enter(c, now);
-    int r = rlk_buf_append(&c->in, buf, len);
-    if (r != RLK_OK) r = rlk__core_fail(c, r, "out of memory");
+    return c->cfg.max_input ? c->cfg.max_input : DEFAULT_MAX_INPUT;
+}
+
+/* A reply the reader refused, said as its parser tells. */
+static int bad_reply(rlk__core *c, int got)
+{
+    uint64_t at = 0;
+    const char *why = NULL;
+    rlk_resp_parser_error(&c->reader.parser, &at, &why);
+    /* The arena's blocks double: one that failed past half its bound
+     * failed at the bound, not for want of memory. */
+    if (got == RLK_ERR_NOMEM &&
+        (c->arena.first_cap + c->arena.heap_bytes) * 2 > c->arena.max_bytes)
+        return rlk__core_fail(c, RLK_ERR_LIMIT, "reply needs more than %zu bytes of memory",
+                              c->arena.max_bytes);
+    return rlk__core_fail(c, got, "%s at byte %llu of the connection: %s",
+                          got == RLK_ERR_LIMIT   ? "reply over a limit"
+                          : got == RLK_ERR_NOMEM ? "out of memory for a reply"
+                                                 : "protocol error",
+                          (unsigned long long)at, why ? why : rlk_strerror(got));
+}
+
+/* Hands each whole reply in the input to its request. */
+static int parse(rlk__core *c)
+{
     size_t pos = 0;
+    int r = RLK_OK;
     while (r == RLK_OK && !c->broken && pos < c->in.len) {
         size_t used = 0;
         rlk_resp_value *v = NULL;
         int got = rlk_resp_read(&c->reader, c->in.data + pos, c->in.len - pos, &used, &v);
         if (got < 0) {
-            r = rlk__core_fail(c, got, "bad reply from the server: %s", rlk_strerror(got));
+            r = bad_reply(c, got);
             break;
         }
         if (got == 0) break;
@@ -603,23 +672,55 @@ int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
     if (r == RLK_OK && c->broken) r = c->broken;
     if (r == RLK_OK) {
         rlk_buf_consume(&c->in, pos);
-        size_t max = c->cfg.max_input ? c->cfg.max_input : DEFAULT_MAX_INPUT;
-        if (c->in.len > max) r = rlk__core_fail(c, RLK_ERR_LIMIT, "a reply over %zu bytes", max);
+        /* Full, with a reply that is not whole yet. */
+        if (c->in.len >= max_input(c))
+            r = rlk__core_fail(c, RLK_ERR_LIMIT, "reply larger than %zu bytes", max_input(c));
     }
+    return r;
+}
+
+int rlk__core_feed(rlk__core *c, const char *buf, size_t len, int64_t now)
+{
+    if (c->broken) return c->broken;
+    if (!c->connected) return say(c, RLK_ERR_INVALID, "feed: not connected");
+    enter(c, now);
+    /* In steps, each parsed before the next is added: the input never
+     * holds more than max_input (after a parse it holds less), so that
+     * its buffer never grows past it. */
+    int r;
+    do {
+        size_t room = max_input(c) - c->in.len, n = len < room ? len : room;
+        if ((r = rlk_buf_append(&c->in, buf, n)) != RLK_OK) {
+            r = rlk__core_fail(c, r, "input: %s",
+                               r == RLK_ERR_NOMEM ? "out of memory" : rlk_strerror(r));
+            break;
+        }
+        buf += n;
+        len -= n;
+        r = parse(c);
+    } while (r == RLK_OK && len > 0);
     return leave(c, r);
 }
 
 size_t rlk__core_output(const rlk__core *c, const char **buf)
 {
-    *buf = c->out.data;
-    return c->out.len;
+    *buf = c->out.data + c->out_off;
+    return c->out.len - c->out_off;
 }
 
 void rlk__core_consume(rlk__core *c, size_t n)
 {
-    if (n > c->out.len) n = c->out.len;
+    size_t left = c->out.len - c->out_off;
+    if (n > left) n = left;
     c->consumed += n;
-    rlk_buf_consume(&c->out, n);
+    c->out_off += n;
+    /* What was sent goes when all of it went, or when it outweighs what
+     * is left: a long output written in small parts is moved a bounded
+     * number of times, not once per part. */
+    if (c->out_off == c->out.len || (c->out_off >= 65536 && c->out_off >= left - n)) {
+        rlk_buf_consume(&c->out, c->out_off);
+        c->out_off = 0;
+    }
 }
 
 int64_t rlk__core_deadline(const rlk__core *c)
@@ -655,6 +756,7 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     c->connected = 1;
     c->broken = c->ready = c->resp3 = 0;
     c->hs_left = 0;
+    c->subs = 0;
     c->fcall = c->loading = c->script_flags = 0;
     c->err[0] = '\0';
     memset(&c->info, 0, sizeof c->info);
@@ -684,8 +786,10 @@ void rlk__core_closed(rlk__core *c, int64_t now)
     c->fcall = c->loading = c->script_flags = 0;
     c->broken = 0;
     c->hs_left = 0;
+    c->subs = 0;
     rlk_buf_free(&c->in);
     rlk_buf_free(&c->out);
+    c->out_off = 0;
     c->consumed = 0;
     rlk_resp_reader_reset(&c->reader);
     rlk_resp_arena_reset(&c->arena);
@@ -743,16 +847,19 @@ rlk__core *rlk__core_new(const rlk__core_config *cfg)
         }
     rlk_resp_limits lim;
     rlk_resp_limits_default(&lim);
-    size_t max = cfg->max_input ? cfg->max_input : DEFAULT_MAX_INPUT;
+    size_t max = max_input(c);
     lim.max_bulk = max;
     lim.max_depth = 8;
     /* Every element takes 3 bytes at least: no more of them than the
      * bytes buffered allow. */
     lim.max_elements = max / 3 + 16;
+    if (cfg->limits) lim = *cfg->limits;
+    c->cfg.limits = NULL; /* the caller's, read here only */
     /* A reply's tree takes at most ~22 bytes per byte of input (a node
-     * per 3 bytes): bounded by max_input too. */
-    rlk_resp_arena_init(&c->arena, NULL, 0, 24 * max + 65536);
+     * per 3 bytes): bounded by max_input too, unless bounded apart. */
+    rlk_resp_arena_init(&c->arena, NULL, 0, cfg->max_tree ? cfg->max_tree : 24 * max + 65536);
     rlk_resp_reader_init(&c->reader, &c->arena, &lim);
+    c->in.max = max;
     return c;
 }
 

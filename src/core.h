@@ -114,7 +114,18 @@ typedef struct rlk__core_config {
      * RLK_ERR_PROTO). */
     int protocol;
     int command_timeout_ms;    /* 0: RLK__DEFAULT_TIMEOUT_MS; -1: none */
-    size_t max_input;          /* 0: 1 MiB */
+    size_t max_input;          /* 0: 1 MiB: a reply's bytes */
+    /* The memory of a reply's tree (0: 24 * max_input + 64 KiB), apart
+     * from its bytes: a reply that needs more fails the core with
+     * RLK_ERR_LIMIT. */
+    size_t max_tree;
+    /* The parser's limits (NULL: a bulk up to max_input, nesting 8, as
+     * many elements as max_input's bytes can hold). */
+    const rlk_resp_limits *limits;
+    /* A subscription's confirmation that answers no request goes to
+     * hooks.push (a blocking connection drops it there); 0: it is a
+     * reply out of step, and fails the core. */
+    int stray_confirmations;
     /* The text of the script library that FUNCTION LOAD loads (into
      * memory the caller frees with rlk__free), or NULL: FCALL is never
      * used. */
@@ -165,12 +176,25 @@ int rlk__core_submit(rlk__core *c, const rlk__req_ops *ops, void *ctx, int64_t a
                      int64_t deadline, int flags);
 /* (UN)SUBSCRIBE (sharded: SSUBSCRIBE, SUNSUBSCRIBE) of ch: its answer
  * is the server's confirmation naming ch (a push, in the reply's
- * place) or an error, given to ops->reply. */
+ * place; under RESP2 an array) or an error, given to ops->reply.  Under
+ * RESP2 a connection that subscribed gets its messages as arrays, which
+ * go to hooks.push as RESP3's pushes do. */
 int rlk__core_subscribe(rlk__core *c, int on, int sharded, const char *ch,
                         const rlk__req_ops *ops, void *ctx, int64_t arg);
+/* The same for a channel of len bytes (binary). */
+int rlk__core_subscribe_n(rlk__core *c, int on, int sharded, const char *ch, size_t len,
+                          const rlk__req_ops *ops, void *ctx, int64_t arg);
+/* The subscriptions the server's last confirmation counted (0: none). */
+int64_t rlk__core_subscribed(const rlk__core *c);
 
-/* For build: the command argv[0..argc) (lens NULL: strlen). */
+/* For build: the command argv[0..argc) (lens NULL: strlen).  A
+ * command that cannot be encoded (RLK_ERR_INVALID, RLK_ERR_LIMIT) leaves
+ * the core as it was; out of memory fails it. */
 int rlk__core_put(rlk__core *c, int argc, const char *const *argv, const size_t *lens);
+/* For build: one command of the words head[0..nhead), then
+ * argv[0..argc) (lens NULL: strlen), without gathering them first. */
+int rlk__core_put_parts(rlk__core *c, int nhead, const char *const *head, const size_t *headlen,
+                        int argc, const char *const *argv, const size_t *lens);
 /* For build: a call of script s with nkeys keys and its arguments
  * argv[0..argc): FCALL, EVALSHA or EVAL as the connection and q allow. */
 int rlk__core_put_script(rlk__core *c, rlk__req *q, const rlk_script *s, int nkeys, int argc,

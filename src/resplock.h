@@ -94,11 +94,12 @@ typedef struct rlk_conn_config {
      * timeout), and reconnect instead of failing the command; 0: 1 ms;
      * negative: before every command (one more system call each). */
     int stale_check_ms;
-    /* Bounds one reply (a pipeline: all its replies): its bytes as
-     * received, and apart from them the memory of its tree, so that a
-     * reply costs at most about twice this much.  A reply over it, and a
-     * bulk string announced longer, fail with RLK_ERR_LIMIT and close
-     * the connection.  0: 64 MiB. */
+    /* Bounds one reply: its bytes as received, apart from them the
+     * memory of its tree as it is read, and apart from both the copy
+     * handed out (a pipeline: of all its replies), so that a reply costs
+     * at most about three times this much.  A reply over it, and a bulk
+     * string announced longer, fail with RLK_ERR_LIMIT and close the
+     * connection.  0: 64 MiB. */
     size_t max_reply_bytes;
     /* Push messages (RESP3 '>' and, on a RESP2 connection that has
      * subscribed, pub/sub messages).  The message is valid during the
@@ -137,8 +138,11 @@ void rlk_conn_free(rlk_conn *c);
 /*
  * Connects and shakes hands, once, under connect_timeout_ms: transport
  * (TCP, Unix, TLS), then HELLO 3 with AUTH and SETNAME; when the server
- * does not know HELLO or refuses protocol 3, RESP2 with AUTH and CLIENT
- * SETNAME; then SELECT when db is not 0.  Returns RLK_OK, RLK_ERR_URL,
+ * does not know HELLO or refuses protocol 3 (unknown command or
+ * subcommand, NOPROTO, "unknown or unsupported", a syntax error), RESP2
+ * with AUTH and CLIENT SETNAME (refused: ignored, unless NOAUTH), unless
+ * protocol is 3; then SELECT when db is not 0.  The lock client's
+ * connections shake hands by the same rules.  Returns RLK_OK, RLK_ERR_URL,
  * RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_TLS, RLK_ERR_AUTH,
  * RLK_ERR_SERVER, RLK_ERR_IO, RLK_ERR_PROTO, RLK_ERR_LIMIT (a handshake
  * reply over max_reply_bytes), RLK_ERR_NOMEM; the reason is in

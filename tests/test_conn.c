@@ -218,6 +218,7 @@ static ts_server *get_auth(void)
 struct fake_log {
     pthread_mutex_t mu;
     int resp2;        /* answer HELLO as a server that does not know it */
+    const char *hello_refusal; /* with resp2: this error instead */
     int n;
     char cmd[64][128];
 };
@@ -297,9 +298,10 @@ static void fake_scripted(fake_conn *fc, void *arg)
         if (argc <= 0) return;
         log_command(l, argc, argv);
         if (ieq(argv[0], "HELLO")) {
-            if (fake_send_str(fc, l->resp2 ? "-ERR unknown command 'HELLO', with args "
-                                             "beginning with: '3' \r\n"
-                                           : HELLO3_REPLY))
+            if (fake_send_str(fc, !l->resp2          ? HELLO3_REPLY
+                                  : l->hello_refusal ? l->hello_refusal
+                                                     : "-ERR unknown command 'HELLO', with args "
+                                                       "beginning with: '3' \r\n"))
                 return;
         } else if (ieq(argv[0], "RAW") && argc == 2) {
             if (fake_send_str(fc, argv[1])) return;
@@ -772,7 +774,25 @@ static void test_auth_acl_user(void)
     if (CHECK(c != NULL)) CHECK_EQ_INT(rlk_conn_connect(c), RLK_ERR_AUTH);
     rlk_conn_free(c);
 
-    CMD(admin, "ACL", "DELUSER", "alice");
+    /* A user without CLIENT: the RESP2 handshake's CLIENT SETNAME is
+     * refused (NOPERM), and the connection serves all the same, the
+     * core's rule for every connection. */
+    CHECK_STR(CMD(admin, "ACL", "SETUSER", "carol", "on", ">pw3", "~*", "+@all", "-client"), "OK");
+    snprintf(url, sizeof url, "redis://carol:pw3@127.0.0.1:%d", s->port);
+    cfg_init(&cfg, url);
+    cfg.protocol = 2;
+    cfg.client_name = "named-by-carol";
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        rc = rlk_conn_connect(c);
+        CHECK_MSG(rc == RLK_OK, "%d %s", rc, rlk_conn_errmsg(c));
+        CHECK_STR(CMD(c, "ACL", "WHOAMI"), "carol");
+        v = CMD(c, "CLIENT", "GETNAME");
+        CHECK_MSG(is_err(v), "CLIENT GETNAME: type %c", v ? v->type : '?');
+    }
+    rlk_conn_free(c);
+
+    CMD(admin, "ACL", "DELUSER", "alice", "carol");
     rlk_conn_free(admin);
 }
 
@@ -937,6 +957,54 @@ out:
     rlk_conn_free(c);
     fake_stop(fs);
     pthread_mutex_destroy(&log.mu);
+}
+
+/* HELLO refused in each of the words servers and proxies use for "no
+ * RESP3 here": the connection falls back to RESP2 as the lock session
+ * does (one set of rules, the request core's), and serves; protocol 3
+ * insists on RESP3 whatever the words. */
+static void test_resp2_fallback_words(void)
+{
+    static const char *const refusals[] = {
+        "-ERR unknown or unsupported protocol version\r\n",
+        "-NOPROTO sorry, this protocol version is not supported\r\n",
+        "-ERR unknown subcommand 'HELLO'. Try CLIENT HELP.\r\n",
+        "-ERR Syntax error\r\n",
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        struct fake_log log;
+        fake_server *fs;
+        rlk_conn_config cfg;
+        rlk_conn *c;
+        char url[128];
+        int rc;
+        log_init(&log, 1);
+        log.hello_refusal = refusals[i];
+        fs = fake_start(fake_scripted, &log);
+        if (!CHECK(fs != NULL)) return;
+        snprintf(url, sizeof url, "redis://user:pass@127.0.0.1:%d", fake_port(fs));
+        cfg_init(&cfg, url);
+        cfg.client_name = "words";
+        c = rlk_conn_new(&cfg);
+        if (CHECK(c != NULL)) {
+            rc = rlk_conn_connect(c);
+            CHECK_MSG(rc == RLK_OK, "%s: %d %s", refusals[i], rc, rlk_conn_errmsg(c));
+            CHECK_EQ_INT(rlk_conn_get_info(c)->protocol, 2);
+            CHECK_STR(CMD(c, "ECHO", "served"), "served");
+            CHECK_EQ_INT(log_count(&log, "AUTH user pass"), 1);
+            CHECK_EQ_INT(log_count(&log, "CLIENT SETNAME words"), 1);
+        }
+        rlk_conn_free(c);
+        cfg.protocol = 3;
+        c = rlk_conn_new(&cfg);
+        if (CHECK(c != NULL)) {
+            CHECK_EQ_INT(rlk_conn_connect(c), RLK_ERR_SERVER);
+            CHECK_MSG(ts_contains(rlk_conn_errmsg(c), "HELLO"), "errmsg: %s", rlk_conn_errmsg(c));
+        }
+        rlk_conn_free(c);
+        fake_stop(fs);
+        pthread_mutex_destroy(&log.mu);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -2792,6 +2860,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_protocol2_real);
     RUN_TEST(test_protocol2_no_hello);
     RUN_TEST(test_resp2_fallback);
+    RUN_TEST(test_resp2_fallback_words);
 #ifdef RLK_HAVE_OPENSSL
     RUN_TEST(test_tls_ok);
     RUN_TEST(test_tls_mutual);
