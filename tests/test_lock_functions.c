@@ -458,6 +458,63 @@ static void calls_to(struct persona *p)
     fake_stop(fs);
 }
 
+/* A server without HELLO (Redis 5, a proxy without RESP3): HELLO
+ * refused as unknown, everything a first try sends answered; SETs
+ * counted. */
+static void resp2_only_server(fake_conn *fc, void *arg)
+{
+    int *sets = arg;
+    char **argv;
+    while (fake_read_command(fc, &argv, -1, NULL) > 0) {
+        const char *r = "+OK\r\n";
+        if (strcasecmp(argv[0], "HELLO") == 0) r = "-ERR unknown command 'HELLO'\r\n";
+        else if (strcasecmp(argv[0], "HGET") == 0) r = "$-1\r\n";
+        else if (strcasecmp(argv[0], "TIME") == 0) r = "*2\r\n$10\r\n1700000000\r\n$6\r\n123456\r\n";
+        else if (strcasecmp(argv[0], "SET") == 0) __atomic_fetch_add(sets, 1, __ATOMIC_SEQ_CST);
+        else if (strcasecmp(argv[0], "EVALSHA") == 0 || strcasecmp(argv[0], "EVAL") == 0) r = ":1\r\n";
+        if (fake_send_str(fc, r)) break;
+    }
+}
+
+/* protocol 3 is RESP3 only for a client too, as for a connection: the
+ * client asked for it never locks over RESP2 (the driver passed the
+ * value to a session that read 3 as "RESP3, else RESP2"); protocol 0
+ * falls back. */
+static void test_resp3_only_client(void)
+{
+    for (int protocol = 3; protocol >= 0; protocol -= 3) {
+        int sets = 0;
+        fake_server *fs = fake_start(resp2_only_server, &sets);
+        if (!CHECK(fs != NULL)) return;
+        char u[64];
+        snprintf(u, sizeof u, "redis://127.0.0.1:%d", fake_port(fs));
+        rlk_client_config cfg;
+        rlk_client_config_init(&cfg);
+        cfg.conn.url = u;
+        cfg.conn.protocol = protocol;
+        cfg.conn.connect_timeout_ms = 2000;
+        cfg.conn.reconnect_attempts = 1;
+        rlk_client *cl = rlk_client_new(&cfg);
+        rlk_lock *l = NULL;
+        rlk_lock_options o;
+        rlk_lock_options_init(&o);
+        o.ttl_ms = 10000;
+        int r = cl ? rlk_lock_acquire(cl, "resp3-only", &o, &l) : RLK_ERR_NOMEM;
+        if (protocol == 3) {
+            CHECK_MSG(r != RLK_OK, "protocol 3 locked over RESP2");
+            CHECK_EQ_INT(__atomic_load_n(&sets, __ATOMIC_SEQ_CST), 0);
+            CHECK_MSG(cl && strstr(rlk_client_errmsg(cl), "HELLO") != NULL, "errmsg: %s",
+                      cl ? rlk_client_errmsg(cl) : "");
+        } else {
+            CHECK_MSG(r == RLK_OK, "protocol 0: %d %s", r, cl ? rlk_client_errmsg(cl) : "");
+            CHECK(__atomic_load_n(&sets, __ATOMIC_SEQ_CST) >= 1);
+        }
+        if (l) rlk_lock_forget(l);
+        rlk_client_free(cl);
+        fake_stop(fs);
+    }
+}
+
 /* Redis 6.2 has no FUNCTION: no FUNCTION LOAD, no FCALL, EVALSHA. */
 static void test_fake_redis62(void)
 {
@@ -514,6 +571,7 @@ int main(int argc, char **argv)
     RUN(test_acl_no_function_load);
     RUN(test_acl_no_fcall);
     RUN(test_fake_redis62);
+    RUN(test_resp3_only_client);
     RUN(test_fake_redis74);
     RUN(test_fake_functions_blocked);
 
