@@ -619,6 +619,9 @@ static int on_reply(rlk__core *c, const rlk_resp_value *v)
             int r = enqueue(c, &q);
             if (r == RLK_OK) return RLK_OK;
             if (!c->broken) rlk__core_fail(c, r, "%s", "a script call could not be sent again");
+            /* Out of the queue and not back in it: its answer is that no
+             * reply will come (the connection is broken and goes). */
+            if (q.ops->reply) q.ops->reply(c, &q, NULL);
             return r;
         }
         q.missing = 1;

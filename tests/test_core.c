@@ -93,6 +93,15 @@ static int again(rlk__core *c, const rlk__req *q)
 }
 
 static const rlk__req_ops script_ops = {build_script, on_reply, NULL, RLK__T_INTEGER};
+
+/* A script call whose second build fails (memory ran out for its EVAL). */
+static int builds;
+static int build_once(rlk__core *c, rlk__req *q)
+{
+    if (builds++ > 0) return rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+    return build_script(c, q);
+}
+static const rlk__req_ops once_ops = {build_once, on_reply, NULL, RLK__T_INTEGER};
 static const rlk__req_ops script_once_ops = {build_script, on_reply, again, RLK__T_INTEGER};
 
 static void h_connected(void *ctx, rlk__core *c) { (void)ctx; (void)c; S.connected++; }
@@ -279,13 +288,27 @@ static void test_noscript_again(void)
     CHECK_EQ_INT(feed(c, "-NOSCRIPT No matching script.\r\n", 202), RLK_OK);
     CHECK_EQ_INT(S.n, 2);
     CHECK_EQ_INT(S.e[1].missing, 1);
+    /* Built again but it cannot be: answered NULL at once (no reply
+     * will come), never lost. */
+    builds = 0;
+    CHECK_EQ_INT(rlk__core_submit(c, &once_ops, NULL, 8, RLK__DL_DEFAULT, 0), RLK_OK);
+    take(c, out, sizeof out);
+    CHECK_EQ_INT(feed(c, "-NOSCRIPT No matching script.\r\n", 202), RLK_ERR_NOMEM);
+    CHECK_EQ_INT(S.n, 3);
+    CHECK_EQ_INT((int)S.e[2].arg, 8);
+    CHECK_EQ_INT(S.e[2].type, 0);
+    CHECK_EQ_INT((int)rlk__core_owed(c), 0);
+    rlk__core_closed(c, 203);
+    CHECK_EQ_INT(S.n, 3);
+    rlk__core_free(c);
+    c = ready_core(HELLO62);
     /* Forced EVAL at once: never built again. */
     CHECK_EQ_INT(rlk__core_submit(c, &script_ops, NULL, 7, RLK__DL_DEFAULT, RLK__REQ_EVAL), RLK_OK);
     take(c, out, sizeof out);
     CHECK(strstr(out, "EVAL\r\n") != NULL && strstr(out, "EVALSHA") == NULL);
     CHECK_EQ_INT(feed(c, ":1\r\n", 203), RLK_OK);
-    CHECK_EQ_INT(S.n, 3);
-    CHECK_EQ_STR(S.e[2].text, "1");
+    CHECK_EQ_INT(S.n, 1);
+    CHECK_EQ_STR(S.e[0].text, "1");
     rlk__core_free(c);
 }
 
