@@ -137,6 +137,7 @@ static inline void tl_run(const char *name, void (*fn)(void))
     if (tl_state.test_failed) tl_state.failed++;
     else tl_state.passed++;
     tl_state.test = NULL;
+    tl_state.test_failed = 0; /* counted: not again as outside a test */
     fflush(stdout);
 }
 #define RUN_TEST(fn) tl_run(#fn, fn)
