@@ -9,7 +9,9 @@
 #     long on one wake; the run ends with 3 and B's lock released;
 #   - busy: B's lock held by someone else through the wait: not acquired
 #     there, A's lock released, exit 1;
-#   - unreachable: a port nobody listens on: exit 1, A's lock released.
+#   - unreachable: a port nobody listens on: exit 1, A's lock released;
+#   - TLS: B a TLS-only server given as a rediss:// URL (its CA by -C),
+#     A as a redis:// URL: both taken, held and released.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 bin="$top_builddir/examples/epoll_locks"
 NAME=epoll-example
@@ -127,7 +129,50 @@ expect_eq "busy: NAME gone from A" "$(exists "$pa")" 0
 redis-cli -p "$pb" del "$NAME" >/dev/null
 
 # ------------------------------------------------------------------ d
-check "unreachable: exit 1" 1 "^closed 1 connect: " '' -- "$A" "127.0.0.1:$closed_port" "$NAME"
+check "unreachable: exit 1" 1 "^closed 1 connect 127\.0\.0\.1:$closed_port: " '' -- \
+  "$A" "127.0.0.1:$closed_port" "$NAME"
+if has "$work/out" "^acquired 0 " && has "$work/out" "^released 0 $NAME status=ok\$"; then
+  ok "unreachable: A taken, then released"
+else
+  bad "unreachable: A taken, then released" "$(show "$work/out" "$work/err")"
+fi
 expect_eq "unreachable: NAME gone from A" "$(exists "$pa")" 0
+
+# ------------------------------------------------------------------ e
+certs=$work/certs
+if ! bash "$top_srcdir/tests/gen-certs.sh" "$certs" >/dev/null; then
+  bad "TLS: tests/gen-certs.sh failed"
+elif ! rlk_redis_start_tls tls "$work" "$certs"; then
+  bad "TLS: no TLS redis-server"
+else
+  pt=$RLK_REDIS_PORT
+  T() { redis-cli --tls --cacert "$certs/ca.crt" -p "$pt" "$@" 2>/dev/null; }
+  TTL=500
+  out=$work/e.out err=$work/e.err
+  bg "$out" "$err" -t $TTL -h 1500 -C "$certs/ca.crt" "redis://$A" "rediss://127.0.0.1:$pt" "$NAME"
+  pid=$BGPID
+  if wait_until "$(bound 5 30)" both_acquired "$out"; then
+    ok "TLS: both acquired"
+    tt=$(token_of "$out" 1)
+    wait_until 10 past $(( $(now_ms) + 2 * TTL ))
+    if has "$out" '^released'; then
+      bad "TLS: the hold ended before the check (too slow a machine?)" "$(show "$out" "$err")"
+    else
+      expect_eq "TLS: the TLS server holds the printed token after 2 TTLs (renewed)" \
+        "$(T get "$NAME")" "$tt"
+    fi
+  else
+    bad "TLS: both acquired" "$(show "$out" "$err")"
+  fi
+  reap "$pid" "$(bound 10 60)"
+  expect_eq "TLS: exit status" "$CODE" 0
+  if has "$out" "^ready 1\$" && has "$out" "^released 1 $NAME status=ok\$"; then
+    ok "TLS: ready, then released"
+  else
+    bad "TLS: ready, then released" "$(show "$out" "$err")"
+  fi
+  expect_eq "TLS: NAME gone from the TLS server" "$(T exists "$NAME")" 0
+  expect_eq "TLS: NAME gone from A" "$(exists "$pa")" 0
+fi
 
 finish
