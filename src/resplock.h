@@ -868,7 +868,8 @@ typedef void (*rlk_lock_done)(void *ctx, rlk_lock *l, int status);
 /*
  * Starts acquiring NAME and returns at once: RLK_OK with *out, a handle
  * whose acquire is under way (until done is called, only
- * rlk_lock_release_async, which calls the acquire off, rlk_lock_forget
+ * rlk_lock_release_async, which calls the acquire off, rlk_lock_forget,
+ * after which it goes on unheard and a lock it takes expires by its TTL,
  * and rlk_lock_name apply to it).  done(ctx, l, status) comes once,
  * with rlk_lock_acquire's statuses: RLK_OK, the lock is held (a
  * watchdog lock is renewed by rlk_client_handle, and on_lost comes from
@@ -895,10 +896,10 @@ int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_opti
  * the giving back's), and the handle is freed when it returns, whatever
  * the status.  Without a connection the release waits for one up to the
  * command timeout (then a connection status: the lock expires by
- * itself).  RLK_ERR_INVALID: a release or an extend under way on l, or
- * the watchdog thread runs.  The blocking rlk_lock_release and
- * rlk_lock_extend refuse a handle with an _async call under way
- * (RLK_ERR_INVALID).
+ * itself).  RLK_ERR_INVALID: a release or an extend under way on l, a
+ * handle that ended (in its last callback), or the watchdog thread
+ * runs.  The blocking rlk_lock_release and rlk_lock_extend refuse a
+ * handle with an _async call under way, or that ended (RLK_ERR_INVALID).
  */
 int rlk_lock_release_async(rlk_lock *l, rlk_lock_done done, void *ctx);
 

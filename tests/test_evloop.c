@@ -330,7 +330,15 @@ typedef struct cycler {
     rlk_lock *l;
     done_rec d;
     int cycles, failures, last_status;
+    int stop;                 /* no new cycle */
 } cycler;
+
+static void cycler_init(cycler *c, rlk_client *cl, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->cl = cl;
+    c->name = name;
+}
 
 /* Starts the next step of an acquire-and-release cycle on c->cl. */
 static void cycle_step(cycler *c)
@@ -346,6 +354,7 @@ static void cycle_step(cycler *c)
             c->state = c->state == 1 ? 2 : 0;
         }
     }
+    if (c->stop && c->state != 2) return;
     rec_init(&c->d, c->cl);
     if (c->state == 0) {
         rlk_lock_options o;
@@ -359,6 +368,28 @@ static void cycle_step(cycler *c)
                          RLK_OK))
             c->state = 3;
     }
+}
+
+/* Cycles on c, turning lp, until n cycles are done (within LONG_MS): 1
+ * when they are. */
+static int cycle_until(loop *lp, cycler *c, int n)
+{
+    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && c->cycles < n;) {
+        cycle_step(c);
+        turn(lp, end);
+    }
+    return CHECK_MSG(c->cycles >= n, "%d cycles, want %d", c->cycles, n);
+}
+
+/* Ends the cycle under way (its lock released). */
+static void cycle_end(loop *lp, cycler *c)
+{
+    c->stop = 1;
+    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && c->state != 0;) {
+        cycle_step(c);
+        turn(lp, end);
+    }
+    CHECK_EQ_INT(c->state, 0);
 }
 
 /* A server paused by SIGSTOP while one lock on it and one on another
@@ -394,19 +425,13 @@ static void test_paused_server(void)
     snprintf(tb, sizeof tb, "%s", rlk_lock_token(lb));
 
     cycler cy;
-    memset(&cy, 0, sizeof cy);
-    cy.cl = cb;
-    cy.name = "ev:cycle";
+    cycler_init(&cy, cb, "ev:cycle");
     rlk_client *both[2] = {ca, cb};
     loop lp;
     loop_init(&lp, 2, both);
     /* A first cycle: code run for the first time (slow under valgrind)
      * is not what is measured. */
-    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && cy.cycles < 1;) {
-        cycle_step(&cy);
-        turn(&lp, end);
-    }
-    CHECK_EQ_INT(cy.cycles, 1);
+    cycle_until(&lp, &cy, 1);
 
     if (!CHECK(kill(a->pid, SIGSTOP) == 0)) goto out;
     stopped = 1;
@@ -456,10 +481,7 @@ static void test_paused_server(void)
     CHECK_EQ_INT(release_async(cb, lb), RLK_OK);
     la = lb = NULL;
     CHECK_EQ_INT(lost_a.calls, 1);
-    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && cy.state != 0;) {
-        cycle_step(&cy);
-        turn(&lp, end);
-    }
+    cycle_end(&lp, &cy);
 out:
     if (stopped) kill(a->pid, SIGCONT);
     rlk_client_free(ca);
@@ -486,19 +508,13 @@ static void test_full_backlog(void)
     cb = client_for(url, 2000);
     if (!ch || !cb) goto out;
     cycler cy;
-    memset(&cy, 0, sizeof cy);
-    cy.cl = cb;
-    cy.name = "ev:hole-cycle";
+    cycler_init(&cy, cb, "ev:hole-cycle");
     rlk_client *both[2] = {ch, cb};
     loop lp;
     loop_init(&lp, 2, both);
     loop warm;
     loop_init(&warm, 1, &cb);
-    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && cy.cycles < 1;) {
-        cycle_step(&cy);
-        turn(&warm, end);
-    }
-    CHECK_EQ_INT(cy.cycles, 1);
+    cycle_until(&warm, &cy, 1);
 
     reset_longest();
     int64_t t0 = ts_now_ms();
@@ -545,10 +561,7 @@ static void test_full_backlog(void)
     CHECK_MSG(cy.failures == 0, "%d failures on the other client (last %d)", cy.failures,
               cy.last_status);
     CHECK_EQ_INT(lp.fails[1], 0);
-    for (int64_t end = ts_now_ms() + LONG_MS; ts_now_ms() < end && cy.state != 0;) {
-        cycle_step(&cy);
-        turn(&lp, end);
-    }
+    cycle_end(&lp, &cy);
 out:
     rlk_client_free(ch);
     rlk_client_free(cb);
