@@ -991,7 +991,8 @@ static int lost_release(rlk_client *cl, rlk_lock *l, int status)
  * or one that ended (in its last callback). */
 static int loop_busy(rlk_client *cl, const rlk_lock *l, const char *doing)
 {
-    if (l->doomed) return cl_fail(cl, RLK_ERR_INVALID, "%s: lock '%s': the handle has ended", doing, l->name);
+    if (l->doomed)
+        return cl_fail(cl, RLK_ERR_INVALID, "%s: lock '%s': the handle has ended", doing, l->name);
     return cl_fail(cl, RLK_ERR_INVALID, "%s: lock '%s': an asynchronous call on it is under way",
                    doing, l->name);
 }
@@ -1001,9 +1002,8 @@ int rlk_lock_release(rlk_lock *l)
     rlk_client *cl = l->cl;
     enter(cl);
     if (l->op || l->ext_on || l->doomed) {
-        int r = loop_busy(cl, l, "release");
         leave(cl);
-        return r;
+        return loop_busy(cl, l, "release");
     }
     if (l->releasing) { /* from its on_lost, which the release under way called */
         leave(cl);
@@ -1071,9 +1071,8 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
     rlk_client *cl = l->cl;
     enter(cl);
     if (l->op || l->ext_on || l->doomed) {
-        int r = loop_busy(cl, l, "extend");
         leave(cl);
-        return r;
+        return loop_busy(cl, l, "extend");
     }
     if (rlk_lock_is_lost(l)) {
         /* Its validity may have just run out: on_lost, if owed, comes
@@ -1502,7 +1501,8 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
         if (p->fd < 0) continue;
         if (k < max) {
             w[k].fd = p->fd;
-            w[k].events = (p->events & POLLIN ? RLK_EV_READ : 0) | (p->events & POLLOUT ? RLK_EV_WRITE : 0);
+            w[k].events =
+                (p->events & POLLIN ? RLK_EV_READ : 0) | (p->events & POLLOUT ? RLK_EV_WRITE : 0);
             w[k].revents = 0;
         }
         k++;
@@ -1659,8 +1659,8 @@ int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, 
     } else if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)) {
         r = cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
     } else if (!l->held || !l->sl || l->op || l->releasing || l->ext_on) {
-        r = cl_fail(cl, RLK_ERR_INVALID, "extend: lock '%s' is not held, or a call on it is under way",
-                    l->name);
+        r = cl_fail(cl, RLK_ERR_INVALID,
+                    "extend: lock '%s' is not held, or a call on it is under way", l->name);
     } else if (rlk_lock_is_lost(l)) {
         mark_lost(cl, l); /* on_lost, if owed, from the next rlk_client_handle */
         r = cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);

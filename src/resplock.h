@@ -568,9 +568,10 @@ typedef struct rlk_lock_options {
      * release of this very lock calls it before it goes on, from the
      * caller's thread without the client's internal lock, also while the
      * thread runs), or from the watchdog thread when the validity ends.  In tick mode it is called
-     * from the call that found it (rlk_client_tick, rlk_lock_extend...)
-     * after the client's internal lock is released: it may call any
-     * function of the client, release this lock among them.  From the
+     * from the call that found it (rlk_client_tick, rlk_lock_extend...;
+     * with an event loop, rlk_client_handle or a blocking call) after
+     * the client's internal lock is released: it may call any function
+     * of the client, release this lock among them.  From the
      * watchdog thread it is called with that lock held: it must not call
      * the client's functions (the accessors rlk_lock_name, _fence,
      * _token, _is_lost, _remaining_ms aside); set a flag for your own
