@@ -28,6 +28,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "session_internal.h"
+#include "adapters/poll.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -285,6 +286,50 @@ static void acquire_after(int r)
     admin_del("alloc-lock");
 }
 
+/* The same through an event loop: rlk_lock_acquire_async and
+ * rlk_lock_release_async, turned by the poll adapter (within 10 s). */
+static int async_status, async_calls;
+
+static void async_done(void *ctx, rlk_lock *l, int status)
+{
+    (void)l;
+    rlk_client *cl = ctx;
+    async_status = status;
+    async_calls++;
+    snprintf(cl_msg, sizeof cl_msg, "%s", status == RLK_OK ? "" : rlk_client_errmsg(cl));
+}
+
+static int async_turns(rlk_client *cl)
+{
+    for (int64_t end = ts_now_ms() + 10000; !async_calls && ts_now_ms() < end;)
+        rlk_client_poll_once(cl, 100);
+    return async_calls ? async_status : RLK_ERR_TIMEOUT;
+}
+
+static int sc_acquire_async(const char **msg)
+{
+    *msg = "rlk_client_new: out of memory";
+    rlk_client *cl = new_client(0);
+    if (!cl) return RLK_ERR_NOMEM;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 5000;
+    rlk_lock *l = NULL;
+    async_calls = 0;
+    cl_msg[0] = '\0';
+    int r = rlk_lock_acquire_async(cl, "alloc-lock", &o, async_done, cl, &l);
+    if (r == RLK_OK) r = async_turns(cl);
+    else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+    if (r == RLK_OK) {
+        async_calls = 0;
+        if ((r = rlk_lock_release_async(l, async_done, cl)) == RLK_OK) r = async_turns(cl);
+        else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+    }
+    *msg = cl_msg;
+    rlk_client_free(cl);
+    return r;
+}
+
 /* ------------------------------------------------------------------ */
 /* A watchdog round                                                     */
 
@@ -366,6 +411,11 @@ static void test_connect(void) { CHECK(inject("connect and handshake", NULL, sc_
 static void test_acquire_release(void)
 {
     CHECK(inject("acquire and release", NULL, sc_acquire, acquire_after) > 3);
+}
+static void test_acquire_release_async(void)
+{
+    CHECK(inject("acquire and release from an event loop", NULL, sc_acquire_async,
+                 acquire_after) > 3);
 }
 
 /* The heap an idle client holds: connected, one lock held, watchdog in
@@ -806,6 +856,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_parse);
     RUN_TEST(test_connect);
     RUN_TEST(test_acquire_release);
+    RUN_TEST(test_acquire_release_async);
     RUN_TEST(test_watchdog_round);
     RUN_TEST(test_driver);
     RUN_TEST(test_session);
