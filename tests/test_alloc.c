@@ -250,44 +250,8 @@ static rlk_client *new_client(int divisor)
     return rlk_client_new(&cfg);
 }
 
-static int sc_acquire(const char **msg)
-{
-    *msg = "rlk_client_new: out of memory";
-    rlk_client *cl = new_client(0);
-    if (!cl) return RLK_ERR_NOMEM;
-    rlk_lock_options o;
-    rlk_lock_options_init(&o);
-    o.ttl_ms = 5000;
-    rlk_lock *l = NULL;
-    int r = rlk_lock_acquire(cl, "alloc-lock", &o, &l);
-    if (r == RLK_OK) {
-        CHECK(l != NULL && rlk_lock_remaining_ms(l) > 0);
-        r = rlk_lock_release(l);
-    } else {
-        CHECK(l == NULL);
-    }
-    snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
-    *msg = cl_msg;
-    rlk_client_free(cl);
-    return r;
-}
-
-/* After each run: a run that succeeded left nothing; a failed one at
- * most a lock that expires by itself (its reply could not be read). */
-static void acquire_after(int r)
-{
-    long long exists = admin_int("EXISTS", "alloc-lock");
-    if (r == RLK_OK) {
-        CHECK_MSG(exists == 0, "a released lock is still there");
-    } else if (exists == 1) {
-        long long pttl = admin_int("PTTL", "alloc-lock");
-        CHECK_MSG(pttl > 0 && pttl <= 5000, "a lock left without a handle has PTTL %lld", pttl);
-    }
-    admin_del("alloc-lock");
-}
-
-/* The same through an event loop: rlk_lock_acquire_async and
- * rlk_lock_release_async, turned by the poll adapter (within 10 s). */
+/* From an event loop: rlk_lock_acquire_async and rlk_lock_release_async,
+ * turned by the poll adapter (within 10 s). */
 static int async_status, async_calls;
 
 static void async_done(void *ctx, rlk_lock *l, int status)
@@ -306,7 +270,8 @@ static int async_turns(rlk_client *cl)
     return async_calls ? async_status : RLK_ERR_TIMEOUT;
 }
 
-static int sc_acquire_async(const char **msg)
+/* An acquire and a release, blocking or from an event loop (loop). */
+static int acquire_release(const char **msg, int loop)
 {
     *msg = "rlk_client_new: out of memory";
     rlk_client *cl = new_client(0);
@@ -315,19 +280,48 @@ static int sc_acquire_async(const char **msg)
     rlk_lock_options_init(&o);
     o.ttl_ms = 5000;
     rlk_lock *l = NULL;
-    async_calls = 0;
+    int r;
     cl_msg[0] = '\0';
-    int r = rlk_lock_acquire_async(cl, "alloc-lock", &o, async_done, cl, &l);
-    if (r == RLK_OK) r = async_turns(cl);
-    else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
-    if (r == RLK_OK) {
+    if (!loop) {
+        r = rlk_lock_acquire(cl, "alloc-lock", &o, &l);
+        if (r == RLK_OK) {
+            CHECK(l != NULL && rlk_lock_remaining_ms(l) > 0);
+            r = rlk_lock_release(l);
+        } else {
+            CHECK(l == NULL);
+        }
+        snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+    } else {
         async_calls = 0;
-        if ((r = rlk_lock_release_async(l, async_done, cl)) == RLK_OK) r = async_turns(cl);
+        r = rlk_lock_acquire_async(cl, "alloc-lock", &o, async_done, cl, &l);
+        if (r == RLK_OK) r = async_turns(cl);
         else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+        if (r == RLK_OK) {
+            async_calls = 0;
+            if ((r = rlk_lock_release_async(l, async_done, cl)) == RLK_OK) r = async_turns(cl);
+            else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+        }
     }
     *msg = cl_msg;
     rlk_client_free(cl);
     return r;
+}
+
+static int sc_acquire(const char **msg) { return acquire_release(msg, 0); }
+static int sc_acquire_async(const char **msg) { return acquire_release(msg, 1); }
+
+/* After each run: a run that succeeded left nothing; a failed one at
+ * most a lock that expires by itself (its reply could not be read). */
+static void acquire_after(int r)
+{
+    long long exists = admin_int("EXISTS", "alloc-lock");
+    if (r == RLK_OK) {
+        CHECK_MSG(exists == 0, "a released lock is still there");
+    } else if (exists == 1) {
+        long long pttl = admin_int("PTTL", "alloc-lock");
+        CHECK_MSG(pttl > 0 && pttl <= 5000, "a lock left without a handle has PTTL %lld", pttl);
+    }
+    admin_del("alloc-lock");
 }
 
 /* ------------------------------------------------------------------ */
