@@ -22,6 +22,12 @@
  * (a pipe) and waits on a condition for the result.  on_lost is called
  * by whoever turned the route when the loss was found: from the thread
  * with the mutex held, from the owner's calls after the mutex is let go.
+ *
+ * Or the owner's event loop turns it (rlk_client_watch, then its wait,
+ * then rlk_client_handle: a prepared turn of the route split around the
+ * loop's own wait), and the _async calls start a request without
+ * waiting: their results are owed to their callbacks, which
+ * rlk_client_handle calls, as it calls on_lost.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -57,6 +63,15 @@
 #define BUSY_PAUSE_MIN_MS 100
 #define BUSY_PAUSE_MAX_MS 3200
 
+/* A result of the event loop's calls, owed to its callback. */
+typedef struct owed_result {
+    int owed, status;
+    char *msg;                /* the client's message then (NULL: none) */
+} owed_result;
+
+enum { OP_NONE, OP_ACQUIRE, OP_RELEASE };
+enum { RES_OP, RES_EXT };
+
 struct rlk_lock {
     rlk_client *cl;
     rlk_lock *prev, *next;    /* the client's handles */
@@ -75,6 +90,23 @@ struct rlk_lock {
     void *ctx;
     int done, status;         /* the result of the request under way */
     int orphan;               /* given up by its call: freed at its end */
+    /* The event loop's calls on it (rlk_lock_acquire_async...): the one
+     * under way, and the results owed to their callbacks (deliver). */
+    int op;                   /* OP_ACQUIRE or OP_RELEASE under way */
+    rlk_lock_done op_done;
+    void *op_ctx;
+    int ext_on;               /* an extend under way */
+    int ext_how;
+    int64_t ext_ms;
+    rlk_lock_done ext_done;
+    void *ext_ctx;
+    int rel_wait;             /* a release waiting for the connection... */
+    int64_t rel_by;           /* ...until (-1: no bound) */
+    int rel_lost;             /* lost before its release */
+    owed_result res[2];       /* RES_OP's (acquire, release), RES_EXT's */
+    int mark;                 /* owed when deliver began */
+    int pinned;               /* in deliver's hands: not freed... */
+    int doomed;               /* ...but out of the client's list */
 };
 
 struct rlk_client {
@@ -113,6 +145,13 @@ struct rlk_client {
      * refused (rlk_client_wait_note; "": it was not). */
     char side_note[320];
     rlk_conn_info info;
+    /* The event loop: rlk_client_watch prepares a turn of the route into
+     * wp, which rlk_client_handle ends (watch_ok: none turned it since). */
+    int looping;              /* one of the loop's calls was made */
+    struct pollfd *wp;        /* one entry per server */
+    int watch_ok;
+    int loop_fail;            /* a failure of the watch, for the handle */
+    int owed;                 /* some handle has a result owed */
     char err[600];
 };
 
@@ -277,18 +316,66 @@ static rlk_lock *new_handle(rlk_client *cl, const char *name, const rlk_lock_opt
     return l;
 }
 
-static void free_handle(rlk_lock *l)
+static void free_mem(rlk_lock *l)
 {
-    rlk_client *cl = l->cl;
-    if (l->prev) l->prev->next = l->next;
-    else cl->locks = l->next;
-    if (l->next) l->next->prev = l->prev;
+    for (int i = 0; i < 2; i++) rlk__free(l->res[i].msg);
     rlk__free(l->name);
     rlk__free(l);
 }
 
+/* l leaves the client's list and is freed, at once or, while deliver
+ * holds it, after its callbacks. */
+static void free_handle(rlk_lock *l)
+{
+    rlk_client *cl = l->cl;
+    if (l->doomed) return;
+    if (l->prev) l->prev->next = l->next;
+    else cl->locks = l->next;
+    if (l->next) l->next->prev = l->prev;
+    if (l->pinned) l->doomed = 1;
+    else free_mem(l);
+}
+
+static int lost_release(rlk_client *cl, rlk_lock *l, int status);
+
+/* l's result for its callback (RES_OP or RES_EXT), with the client's
+ * message when it failed: rlk_client_handle calls it (deliver). */
+static void owe(rlk_client *cl, rlk_lock *l, int which, int status)
+{
+    owed_result *o = &l->res[which];
+    o->owed = 1;
+    o->status = status;
+    rlk__free(o->msg);
+    o->msg = NULL;
+    if (status != RLK_OK) {
+        size_t n = strlen(cl->err) + 1;
+        if ((o->msg = rlk__malloc(n))) memcpy(o->msg, cl->err, n);
+    }
+    cl->owed = 1;
+}
+
+/* An event that ends an event loop's call on l. */
+static void loop_result(rlk_client *cl, rlk_lock *l, rlk_session_event ev, int status)
+{
+    if (ev == RLK_SEV_EXTENDED) {
+        if (status == RLK_OK && l->ext_how == RLK_EXTEND_SET)
+            __atomic_store_n(&l->ttl, l->ext_ms, __ATOMIC_RELAXED);
+        if (l->sl) expires(cl, l);
+        owe(cl, l, RES_EXT, status);
+        return;
+    }
+    if (ev == RLK_SEV_ACQUIRED) {
+        l->held = 1;
+        expires(cl, l);
+    } else if (l->op == OP_RELEASE && l->rel_lost) {
+        status = lost_release(cl, l, status);
+    }
+    owe(cl, l, RES_OP, status);
+}
+
 /* The session's events.  The handle's result is recorded for the call
- * waiting for it; a handle its call gave up is freed at its end. */
+ * waiting for it (or owed to an event loop's callback); a handle its
+ * call gave up is freed at its end. */
 static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_session_lock *sl,
                      int status)
 {
@@ -314,6 +401,10 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
     /* An orphan's end is nobody's result: the message stays the call's. */
     (void)s;
     if (status != RLK_OK && !l->orphan) cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
+    if (ev == RLK_SEV_EXTENDED ? l->ext_on : l->op) {
+        loop_result(cl, l, ev, status);
+        return;
+    }
     l->done = 1;
     l->status = status;
     if (l->orphan && !l->sl) free_handle(l);
@@ -398,6 +489,7 @@ static void side_end(rlk_client *cl)
  */
 static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
 {
+    cl->watch_ok = 0; /* a watch's entries are of the turn before */
     /* Opened again after a failure; refused (the user lost the
      * channels), the wait goes on without it: its waiters re-check. */
     if (cl->side_channel && !cl->side && side_open(cl) == RLK_ERR_SERVER) side_end(cl);
@@ -652,6 +744,7 @@ void rlk_client_free(rlk_client *cl)
     rlk_conn_free(cl->own);
     rlk_conn_free(cl->side);
     rlk__free(cl->side_channel);
+    rlk__free(cl->wp);
     pthread_cond_destroy(&cl->cv);
     pthread_mutex_destroy(&cl->mu);
     rlk__free(cl->strings);
@@ -728,6 +821,15 @@ static int refused_for_now(const char *msg)
     return ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
 }
 
+/* A reentrant lock's holder: the client's random id and the calling
+ * thread, Redisson's layout "UUID:THREAD" (client_id before it, when
+ * set). */
+static const char *holder_of(const rlk_client *cl, char *out, size_t n)
+{
+    snprintf(out, n, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
+    return out;
+}
+
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
                      rlk_lock **out)
 {
@@ -748,13 +850,14 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         leave(cl);
         return bad;
     }
-    if (o->watchdog && !cl->thread_on && !cl->ticking) {
+    if (o->watchdog && !cl->thread_on && !cl->ticking && !cl->looping) {
         /* Nothing would renew it: it would run out unseen. */
         leave(cl);
         return cl_fail(cl, RLK_ERR_INVALID,
                        "acquire: a watchdog lock needs something to renew it: start the "
-                       "watchdog thread (rlk_client_watchdog_start) or call rlk_client_tick "
-                       "first (tick mode)");
+                       "watchdog thread (rlk_client_watchdog_start), call rlk_client_tick "
+                       "first (tick mode), or turn the client by an event loop "
+                       "(rlk_client_watch)");
     }
     rlk_lock *l = new_handle(cl, name, o);
     if (!l) {
@@ -764,12 +867,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     char holder[128];
     so.on_lost = NULL;
     so.ctx = NULL;
-    if (o->kind == RLK_LOCK_REENTRANT) {
-        /* The client's random id and the calling thread: Redisson's
-         * layout, "UUID:THREAD" (client_id before it, when set). */
-        snprintf(holder, sizeof holder, "%s:%ld", cl->client_id, (long)syscall(SYS_gettid));
-        so.holder = holder;
-    }
+    if (o->kind == RLK_LOCK_REENTRANT) so.holder = holder_of(cl, holder, sizeof holder);
     /* One deadline for the whole call: the wait and one command timeout
      * (the session ends the acquire by then itself; this bounds a
      * connect that never comes).  A try refused for now goes again after
@@ -889,10 +987,24 @@ static int lost_release(rlk_client *cl, rlk_lock *l, int status)
                    l->name, found);
 }
 
+/* The blocking calls on a handle with an event loop's call under way,
+ * or one that ended (in its last callback). */
+static int loop_busy(rlk_client *cl, const rlk_lock *l, const char *doing)
+{
+    if (l->doomed)
+        return cl_fail(cl, RLK_ERR_INVALID, "%s: lock '%s': the handle has ended", doing, l->name);
+    return cl_fail(cl, RLK_ERR_INVALID, "%s: lock '%s': an asynchronous call on it is under way",
+                   doing, l->name);
+}
+
 int rlk_lock_release(rlk_lock *l)
 {
     rlk_client *cl = l->cl;
     enter(cl);
+    if (l->op || l->ext_on || l->doomed) {
+        leave(cl);
+        return loop_busy(cl, l, "release");
+    }
     if (l->releasing) { /* from its on_lost, which the release under way called */
         leave(cl);
         return cl_fail(cl, RLK_LOCK_LOST, "release: lock '%s' was lost; its release is under way",
@@ -958,6 +1070,10 @@ int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 {
     rlk_client *cl = l->cl;
     enter(cl);
+    if (l->op || l->ext_on || l->doomed) {
+        leave(cl);
+        return loop_busy(cl, l, "extend");
+    }
     if (rlk_lock_is_lost(l)) {
         /* Its validity may have just run out: on_lost, if owed, comes
          * as this call ends. */
@@ -1124,6 +1240,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         return cl_fail(cl, RLK_ERR_INVALID, "tick: the watchdog thread runs");
     }
     cl->ticking = 1;
+    cl->watch_ok = 0;
     rlk__route_health h;
     rlk__route_health_of(&cl->route, 0, &h);
     if (!cl->locks && !h.up) {
@@ -1192,6 +1309,11 @@ int rlk_client_watchdog_start(rlk_client *cl)
         leave(cl);
         return RLK_OK;
     }
+    if (cl->looping) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_INVALID,
+                       "watchdog: the client is turned by an event loop (rlk_client_watch)");
+    }
     if (pipe2(cl->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         leave(cl);
         return cl_fail(cl, RLK_ERR_IO, "watchdog: pipe: %s", strerror(errno));
@@ -1228,4 +1350,333 @@ void rlk_client_watchdog_stop(rlk_client *cl)
     close(cl->wake_pipe[1]);
     cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
     pthread_mutex_unlock(&cl->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* The event loop                                                       */
+
+/* The loop's calls are refused while the thread runs; the first one puts
+ * the client in loop mode (no thread from then on). */
+static int loop_start(rlk_client *cl, const char *doing)
+{
+    if (cl->thread_on) return cl_fail(cl, RLK_ERR_INVALID, "%s: the watchdog thread runs", doing);
+    cl->looping = 1;
+    return RLK_OK;
+}
+
+/* One result owed to l's callback: called without the mutex, its
+ * message the client's meanwhile.  A handle whose acquire failed or
+ * whose release ended leaves the client first, and is freed once its
+ * callbacks are over (deliver). */
+static void call_back(rlk_client *cl, rlk_lock *l, int which)
+{
+    owed_result *o = &l->res[which];
+    rlk_lock_done done = which == RES_EXT ? l->ext_done : l->op_done;
+    void *ctx = which == RES_EXT ? l->ext_ctx : l->op_ctx;
+    int status = o->status;
+    o->owed = 0;
+    if (status != RLK_OK) cl_fail(cl, status, "%s", o->msg ? o->msg : status_text(status));
+    rlk__free(o->msg);
+    o->msg = NULL;
+    if (which == RES_EXT) {
+        l->ext_on = 0;
+    } else {
+        int ends = l->op == OP_RELEASE || status != RLK_OK;
+        l->op = OP_NONE;
+        if (ends) {
+            if (l->sl) rlk__locks_forget(l->sl, rlk__now_ms());
+            l->sl = NULL;
+            free_handle(l);
+        }
+    }
+    if (done) {
+        pthread_mutex_unlock(&cl->mu);
+        done(ctx, l, status);
+        pthread_mutex_lock(&cl->mu);
+    }
+}
+
+/* The callbacks owed when it starts, handle by handle: its acquire's
+ * result, its on_lost, its extend's result, its release's result.  What
+ * the callbacks start and end at once is owed to the next call. */
+static void deliver(rlk_client *cl)
+{
+    if (!cl->owed && !cl->notify) return;
+    cl->owed = 0;
+    for (rlk_lock *l = cl->locks; l; l = l->next)
+        l->mark = l->res[RES_OP].owed || l->res[RES_EXT].owed || l->lost_due;
+    for (;;) {
+        rlk_lock *l = cl->locks;
+        while (l && !l->mark) l = l->next;
+        if (!l) break;
+        l->mark = 0;
+        l->pinned = 1;
+        if (l->res[RES_OP].owed && l->op == OP_ACQUIRE) call_back(cl, l, RES_OP);
+        if (!l->doomed && l->lost_due) {
+            l->lost_due = 0;
+            pthread_mutex_unlock(&cl->mu);
+            l->on_lost(l->ctx, l);
+            pthread_mutex_lock(&cl->mu);
+        }
+        if (!l->doomed && l->res[RES_EXT].owed) call_back(cl, l, RES_EXT);
+        if (!l->doomed && l->res[RES_OP].owed) call_back(cl, l, RES_OP);
+        l->pinned = 0;
+        if (l->doomed) free_mem(l);
+    }
+    for (rlk_lock *l = cl->locks; l; l = l->next)
+        if (l->res[RES_OP].owed || l->res[RES_EXT].owed) cl->owed = 1;
+}
+
+/* Releases waiting for the connection: sent once it is ready, or ended
+ * when their time is up (the lock then expires by itself). */
+static void waiting_releases(rlk_client *cl)
+{
+    int ready = rlk__core_ready(core_of(cl));
+    int64_t now = rlk__now_ms();
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (!l->rel_wait) continue;
+        int st;
+        if (ready) {
+            l->rel_wait = 0;
+            if ((st = rlk_session_release(l->sl, now)) == RLK_OK) continue;
+            session_fail(cl, st);
+        } else if (l->rel_by >= 0 && now >= l->rel_by) {
+            l->rel_wait = 0;
+            st = not_connected(cl, RLK_ERR_TIMEOUT, "release");
+        } else {
+            continue;
+        }
+        if (l->rel_lost) st = lost_release(cl, l, st);
+        owe(cl, l, RES_OP, st);
+    }
+}
+
+/* The client cannot go on (st, its reason in cl->err): the acquires
+ * under way and the releases waiting for a connection end so. */
+static void end_calls(rlk_client *cl, int st)
+{
+    char why[sizeof cl->err];
+    memcpy(why, cl->err, sizeof why);
+    for (rlk_lock *l = cl->locks; l; l = l->next) {
+        if (l->res[RES_OP].owed || !(l->op == OP_ACQUIRE || l->rel_wait)) continue;
+        l->rel_wait = 0;
+        int s = cl_fail(cl, st, "%s: %s", l->op == OP_ACQUIRE ? "acquire" : "release", why);
+        if (l->op == OP_RELEASE && l->rel_lost) s = lost_release(cl, l, s);
+        owe(cl, l, RES_OP, s);
+    }
+    memcpy(cl->err, why, sizeof why);
+}
+
+/* The status of a client that cannot go on, its reason in cl->err. */
+static int cannot_go_on(rlk_client *cl)
+{
+    rlk__route_health h;
+    rlk__route_health_of(&cl->route, 0, &h);
+    return driver_fail(cl, h.fatal ? h.fatal : RLK_ERR_CLOSED);
+}
+
+int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline_ms)
+{
+    enter(cl);
+    *deadline_ms = -1;
+    int r = loop_start(cl, "watch");
+    if (r == RLK_OK && !cl->wp && !(cl->wp = rlk__malloc(cl->route.n * sizeof *cl->wp)))
+        r = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    if (r != RLK_OK) {
+        pthread_mutex_unlock(&cl->mu);
+        return r;
+    }
+    int64_t wake;
+    r = rlk__route_prepare(&cl->route, cl->wp, -1, &wake);
+    cl->watch_ok = 1;
+    if (r != RLK_OK && !rlk__route_can_go_on(&cl->route)) {
+        r = cannot_go_on(cl);
+        pthread_mutex_unlock(&cl->mu);
+        return r;
+    }
+    if (r != RLK_OK && !cl->loop_fail) cl->loop_fail = r;
+    size_t k = 0;
+    for (size_t i = 0; i < cl->route.n; i++) {
+        const struct pollfd *p = &cl->wp[i];
+        if (p->fd < 0) continue;
+        if (k < max) {
+            w[k].fd = p->fd;
+            w[k].events =
+                (p->events & POLLIN ? RLK_EV_READ : 0) | (p->events & POLLOUT ? RLK_EV_WRITE : 0);
+            w[k].revents = 0;
+        }
+        k++;
+    }
+    int64_t dl = sooner(wake, cl->next_expiry);
+    for (rlk_lock *l = cl->locks; l; l = l->next)
+        if (l->rel_wait) dl = sooner(dl, l->rel_by);
+    if (cl->owed || cl->notify || cl->loop_fail) dl = rlk__now_ms();
+    *deadline_ms = dl;
+    pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
+    return (int)k;
+}
+
+int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n)
+{
+    enter(cl);
+    int r = loop_start(cl, "handle");
+    if (r != RLK_OK) {
+        pthread_mutex_unlock(&cl->mu);
+        return r;
+    }
+    struct pollfd p[64]; /* a route has at most 64 servers */
+    size_t rn = cl->route.n;
+    r = cl->loop_fail;
+    cl->loop_fail = 0;
+    if (cl->watch_ok) {
+        /* The watch's entries, with what came on their fds. */
+        memcpy(p, cl->wp, rn * sizeof *p);
+        for (size_t i = 0; i < rn; i++) {
+            p[i].revents = 0;
+            for (size_t j = 0; j < n && p[i].fd >= 0; j++) {
+                if (w[j].fd != p[i].fd || !w[j].revents) continue;
+                p[i].revents |= (short)((w[j].revents & RLK_EV_WRITE ? POLLOUT : 0) |
+                                        (w[j].revents & ~RLK_EV_WRITE ? POLLIN : 0));
+            }
+        }
+    } else {
+        int64_t wake;
+        int r1 = rlk__route_prepare(&cl->route, p, -1, &wake); /* nothing came */
+        if (r == RLK_OK) r = r1;
+    }
+    cl->watch_ok = 0;
+    int r2 = rlk__route_after(&cl->route, p);
+    if (r == RLK_OK) r = r2;
+    if (r != RLK_OK) driver_fail(cl, r);
+    waiting_releases(cl);
+    if (!rlk__route_can_go_on(&cl->route)) {
+        r = cannot_go_on(cl);
+        end_calls(cl, r);
+    }
+    if (cl->next_expiry >= 0 && rlk__now_ms() >= cl->next_expiry) cl->next_expiry = sweep(cl);
+    /* The turn's failure is what rlk_client_errmsg tells after it,
+     * whatever the callbacks' calls said. */
+    char why[sizeof cl->err];
+    memcpy(why, cl->err, sizeof why);
+    deliver(cl);
+    if (r != RLK_OK) memcpy(cl->err, why, sizeof why);
+    leave(cl);
+    return r;
+}
+
+int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                           rlk_lock_done done, void *ctx, rlk_lock **out)
+{
+    rlk_lock_options defaults;
+    *out = NULL;
+    if (!o) {
+        rlk_lock_options_init(&defaults);
+        o = &defaults;
+    }
+    enter(cl);
+    int r = loop_start(cl, "acquire");
+    if (r == RLK_OK && !done) r = cl_fail(cl, RLK_ERR_INVALID, "acquire: no callback");
+    rlk_lock_options so = *o;
+    so.holder = NULL;
+    if (r == RLK_OK && (r = rlk__locks_check_acquire(cl->lk, name, &so)) != RLK_OK)
+        session_fail(cl, r);
+    rlk_lock *l = r == RLK_OK ? new_handle(cl, name, o) : NULL;
+    if (r == RLK_OK && !l) r = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+    if (r == RLK_OK) {
+        char holder[128];
+        so.on_lost = NULL;
+        so.ctx = NULL;
+        if (o->kind == RLK_LOCK_REENTRANT) so.holder = holder_of(cl, holder, sizeof holder);
+        l->op = OP_ACQUIRE;
+        l->op_done = done;
+        l->op_ctx = ctx;
+        l->sl = rlk__locks_acquire(cl->lk, name, &so, l, rlk__now_ms());
+        if (!l->sl) {
+            r = session_fail(cl, RLK_ERR_NOMEM);
+            free_handle(l);
+        } else {
+            *out = l;
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return r;
+}
+
+int rlk_lock_release_async(rlk_lock *l, rlk_lock_done done, void *ctx)
+{
+    rlk_client *cl = l->cl;
+    enter(cl);
+    int r = loop_start(cl, "release");
+    if (r == RLK_OK && l->doomed)
+        r = loop_busy(cl, l, "release");
+    else if (r == RLK_OK && (l->op == OP_RELEASE || l->releasing || l->ext_on))
+        r = cl_fail(cl, RLK_ERR_INVALID, "release: lock '%s': a release or an extend is under way",
+                    l->name);
+    if (r != RLK_OK) {
+        pthread_mutex_unlock(&cl->mu);
+        return r;
+    }
+    int64_t now = rlk__now_ms();
+    int call_off = l->op == OP_ACQUIRE && !l->held;
+    if (l->op == OP_ACQUIRE) { /* its result, if owed already, is not told */
+        l->res[RES_OP].owed = 0;
+        rlk__free(l->res[RES_OP].msg);
+        l->res[RES_OP].msg = NULL;
+    }
+    l->op = OP_RELEASE;
+    l->op_done = done;
+    l->op_ctx = ctx;
+    if (call_off) {
+        /* The session gives back what the acquire took; one that had
+         * ended took nothing. */
+        if (!l->sl)
+            owe(cl, l, RES_OP,
+                cl_fail(cl, RLK_LOCK_NOT_HELD, "release: lock '%s' was not acquired", l->name));
+        else if ((r = rlk_session_release(l->sl, now)) != RLK_OK)
+            owe(cl, l, RES_OP, session_fail(cl, r));
+        pthread_mutex_unlock(&cl->mu);
+        return RLK_OK;
+    }
+    /* As rlk_lock_release: a lock lost first reports RLK_LOCK_LOST, its
+     * on_lost (if owed) before. */
+    int lost = rlk_lock_is_lost(l);
+    if (lost) mark_lost(cl, l);
+    l->releasing = 1;
+    l->rel_lost = lost;
+    l->rel_wait = 1;
+    l->rel_by = cl->timeout < 0 ? -1 : now + cl->timeout;
+    waiting_releases(cl); /* sent now when connected */
+    pthread_mutex_unlock(&cl->mu);
+    return RLK_OK;
+}
+
+int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, void *ctx)
+{
+    rlk_client *cl = l->cl;
+    enter(cl);
+    int r = loop_start(cl, "extend");
+    if (r != RLK_OK) {
+    } else if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)) {
+        r = cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
+    } else if (!l->held || !l->sl || l->op || l->releasing || l->ext_on) {
+        r = cl_fail(cl, RLK_ERR_INVALID,
+                    "extend: lock '%s' is not held, or a call on it is under way", l->name);
+    } else if (rlk_lock_is_lost(l)) {
+        mark_lost(cl, l); /* on_lost, if owed, from the next rlk_client_handle */
+        r = cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
+    } else if (!rlk__core_ready(core_of(cl))) {
+        r = cl_fail(cl, RLK_ERR_CLOSED, "extend: not connected");
+    } else {
+        l->ext_on = 1;
+        l->ext_ms = ms;
+        l->ext_how = how;
+        l->ext_done = done;
+        l->ext_ctx = ctx;
+        if ((r = rlk_session_extend(l->sl, ms, how, rlk__now_ms())) != RLK_OK) {
+            l->ext_on = 0;
+            session_fail(cl, r);
+        }
+    }
+    pthread_mutex_unlock(&cl->mu);
+    return r;
 }

@@ -573,9 +573,10 @@ typedef struct rlk_lock_options {
      * release of this very lock calls it before it goes on, from the
      * caller's thread without the client's internal lock, also while the
      * thread runs), or from the watchdog thread when the validity ends.  In tick mode it is called
-     * from the call that found it (rlk_client_tick, rlk_lock_extend...)
-     * after the client's internal lock is released: it may call any
-     * function of the client, release this lock among them.  From the
+     * from the call that found it (rlk_client_tick, rlk_lock_extend...;
+     * with an event loop, rlk_client_handle or a blocking call) after
+     * the client's internal lock is released: it may call any function
+     * of the client, release this lock among them.  From the
      * watchdog thread it is called with that lock held: it must not call
      * the client's functions (the accessors rlk_lock_name, _fence,
      * _token, _is_lost, _remaining_ms aside); set a flag for your own
@@ -679,9 +680,10 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, a
  * TTL that leaves no validity: rlk_plan_valid_ms(cfg, ttl) <= 0, which
  * every try would take and give back at once, a watchdog lock that
- * nothing would renew: the watchdog thread not running and
- * rlk_client_tick never called on the client, no random bytes from the
- * kernel; nothing is sent); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
+ * nothing would renew: the watchdog thread not running, and neither
+ * rlk_client_tick nor the event loop's calls (rlk_client_watch...) ever
+ * called on the client, no random bytes from the kernel; nothing is
+ * sent); RLK_ERR_NOMEM; RLK_ERR_SERVER (a script
  * refused: at maxmemory, an ACL, a key of another type, LOADING past the
  * wait); RLK_ERR_PROTO (an unexpected reply); or a connection status
  * (RLK_ERR_TIMEOUT, RLK_ERR_IO, RLK_ERR_CONNECT, RLK_ERR_TLS,
@@ -795,6 +797,131 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 int rlk_client_fd(const rlk_client *cl);
 
 /*
+ * Event loops: the caller's own loop (poll, epoll, libuv...) turns the
+ * client, with no thread and no call that waits for a server.  The
+ * client keeps doing everything else as for its blocking calls: the
+ * connects (TCP, then TLS, in steps), the handshake, reconnects after
+ * the backoff's pauses, renewals, waits in line and losses.  One turn:
+ * rlk_client_watch says what to wait for, the loop waits, and
+ * rlk_client_handle takes what came.  <resplock/adapters/poll.h> is
+ * such a turn over poll(2) (rlk_client_poll_once).  These calls, the
+ * _async lock calls below and their callbacks are the client's owner
+ * thread's (one thread at a time).  They refuse to run while the
+ * watchdog thread runs (RLK_ERR_INVALID), and once one of them was
+ * called rlk_client_watchdog_start refuses (RLK_ERR_INVALID).  The
+ * blocking calls still work on such a client (and wait, as they do).
+ * Call rlk_client_watch right before the wait: what was asked since the
+ * last turn (a request to send, a result owed) is in what it returns.
+ */
+#define RLK_EV_READ 0x1u
+#define RLK_EV_WRITE 0x2u
+
+typedef struct rlk_watch {
+    int fd;
+    unsigned events;   /* RLK_EV_READ | RLK_EV_WRITE: what to wait for   */
+    unsigned revents;  /* what came, set by the loop for rlk_client_handle
+                          (an error or a hang-up: RLK_EV_READ)           */
+} rlk_watch;
+
+/*
+ * What to wait for: an entry in w[0..max) for each connection of the
+ * client that has an fd (a connect under way among them: its socket and
+ * the event its TCP connect or TLS handshake waits for), revents 0, and
+ * in *deadline_ms the time (CLOCK_MONOTONIC, ms) by which
+ * rlk_client_handle must be called if nothing came: a reply overdue, a
+ * renewal, a wait's re-check, a lock's loss, a connect's timeout or next
+ * try; -1: none; now or earlier: at once (a result is owed).  It starts
+ * a connect when one is due and writes what it can, but never waits
+ * (name resolution aside: a host name is resolved by the blocking
+ * getaddrinfo; give an address where that matters).  Returns the number
+ * of entries (only max are filled when there are more: call again with
+ * room for them); RLK_ERR_INVALID (the watchdog thread runs);
+ * RLK_ERR_NOMEM; or, when the client cannot go on, that failure, its
+ * reason in rlk_client_errmsg: one no retry mends (RLK_ERR_URL,
+ * RLK_ERR_AUTH, RLK_ERR_TLS for a certificate refused or TLS files that
+ * do not load), or RLK_ERR_CLOSED (the connection closed and
+ * reconnect_attempts is -1), which rlk_client_handle then returns too.
+ * A failure of a connect it started is returned by the next
+ * rlk_client_handle.
+ */
+int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline_ms);
+
+/*
+ * After the loop's wait (or any time): w[0..n) as rlk_client_watch
+ * filled them, with revents set to what came (w NULL and n 0: nothing
+ * came).  It advances a connect under way, reads and applies replies,
+ * runs what is due (renewal rounds, waits' re-checks, replies overdue,
+ * losses) and writes what it can; then it calls the callbacks owed, each
+ * once and without the client's internal lock, so that they may call any
+ * function of the client but rlk_client_free: the _async calls' results
+ * and on_lost of the locks found lost (for one handle: its acquire's
+ * result, its on_lost, its extend's result, its release's result).  It
+ * never waits for a server.  Returns RLK_OK; the first failure of a connection since the
+ * last call, its reason in rlk_client_errmsg (a connect try refused or
+ * timed out, the connection closed, a reply overdue: the client
+ * connects again when allowed, and locks held stay held while their
+ * validity lasts, the first renewal round re-checking them);
+ * RLK_ERR_INVALID (the watchdog thread runs); or a failure after which
+ * the client cannot go on (as rlk_client_watch's), which also ends
+ * every acquire and release under way with that status.
+ */
+int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n);
+
+/* The result of an _async call: status as the blocking call's would be,
+ * l its handle.  Called from rlk_client_handle only. */
+typedef void (*rlk_lock_done)(void *ctx, rlk_lock *l, int status);
+
+/*
+ * Starts acquiring NAME and returns at once: RLK_OK with *out, a handle
+ * whose acquire is under way (until done is called, only
+ * rlk_lock_release_async, which calls the acquire off, rlk_lock_forget,
+ * after which it goes on unheard and a lock it takes expires by its TTL,
+ * and rlk_lock_name apply to it).  done(ctx, l, status) comes once,
+ * with rlk_lock_acquire's statuses: RLK_OK, the lock is held (a
+ * watchdog lock is renewed by rlk_client_handle, and on_lost comes from
+ * there); any other, and the handle is freed when done returns.  As
+ * rlk_lock_acquire, except that: a try the server refused with LOADING
+ * or BUSY is not tried again (RLK_ERR_SERVER); under RESP2 a wait
+ * re-checks every recheck_ms instead of waiting in line (no second
+ * connection is opened); an acquire whose connection cannot be had ends
+ * at its wait plus the command timeout (RLK_ERR_TIMEOUT; never with
+ * RLK_WAIT_FOREVER), or when the client cannot go on.  Refused at once,
+ * nothing queued and done never called: RLK_ERR_INVALID
+ * (rlk_lock_acquire's cases but the watchdog lock, which is allowed;
+ * done NULL; the watchdog thread runs), RLK_ERR_NOMEM.
+ */
+int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                           rlk_lock_done done, void *ctx, rlk_lock **out);
+
+/*
+ * Releases a held lock (one hold of a reentrant lock), or calls off an
+ * acquire under way (whose done is then never called; a lock it took
+ * meanwhile is given back), and returns at once.  RLK_OK: done(ctx, l,
+ * status) (NULL: none) comes with rlk_lock_release's statuses (a
+ * call-off: RLK_LOCK_NOT_HELD when the acquire had taken nothing, else
+ * the giving back's), and the handle is freed when it returns, whatever
+ * the status.  Without a connection the release waits for one up to the
+ * command timeout (then a connection status: the lock expires by
+ * itself).  RLK_ERR_INVALID: a release or an extend under way on l, a
+ * handle that ended (in its last callback), or the watchdog thread
+ * runs.  The blocking rlk_lock_release and rlk_lock_extend refuse a
+ * handle with an _async call under way, or that ended (RLK_ERR_INVALID).
+ */
+int rlk_lock_release_async(rlk_lock *l, rlk_lock_done done, void *ctx);
+
+/*
+ * Extends a held lock as rlk_lock_extend does, and returns at once.
+ * RLK_OK: done (NULL: none) comes with rlk_lock_extend's statuses, the
+ * handle staying; a lost reply is not sent again (RLK_ERR_CLOSED: call
+ * again when connected).  Refused at once, nothing sent:
+ * RLK_ERR_INVALID (ms < 1, an unknown how, not held, a release or an
+ * extend under way, the watchdog thread runs), RLK_LOCK_LOST (lost:
+ * on_lost, if owed, comes from the next rlk_client_handle),
+ * RLK_ERR_CLOSED (not connected now).
+ */
+int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, void *ctx);
+
+/*
  * Opt-in watchdog thread: from then on the thread alone does the
  * client's I/O, on the client's one connection.  It renews as
  * rlk_client_tick does; on_lost is called from that thread.  While it
@@ -804,7 +931,9 @@ int rlk_client_fd(const rlk_client *cl);
  * except while it polls; a connect it makes (after the connection
  * closed) holds it up to the connect timeout.  The accessors never take
  * that lock.  Returns RLK_OK (also when already running), RLK_ERR_IO (no
- * pipe, or no thread).  rlk_client_watchdog_stop stops and joins it
+ * pipe, or no thread), RLK_ERR_INVALID (an event loop turns the client:
+ * one of rlk_client_watch, rlk_client_handle or the _async calls was
+ * called).  rlk_client_watchdog_stop stops and joins it
  * (nothing when none runs).  Both from the client's owner thread.
  */
 int rlk_client_watchdog_start(rlk_client *cl);

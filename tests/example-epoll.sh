@@ -9,7 +9,9 @@
 #     long on one wake; the run ends with 3 and B's lock released;
 #   - busy: B's lock held by someone else through the wait: not acquired
 #     there, A's lock released, exit 1;
-#   - unreachable: a port nobody listens on: exit 1, A's lock released.
+#   - unreachable: a port nobody listens on: exit 1, A's lock released;
+#   - TLS: B a TLS-only server given as a rediss:// URL (its CA by -C),
+#     A as a redis:// URL: both taken, held and released.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 bin="$top_builddir/examples/epoll_locks"
 NAME=epoll-example
@@ -35,27 +37,38 @@ longest_ms() {
 }
 show() { sed 's/^/  out: /' "$1"; sed 's/^/  err: /' "$2"; }
 
+# renewed WHAT OUT ERR GET0 GET1 [NAME0 NAME1]: the run writing OUT takes
+# both locks, and two TTLs later each server still holds the token it
+# printed for it (GET0 and GET1 read a server's value at NAME): the
+# watchdog renewed them.  NAME0 and NAME1 (A and B) name the servers.
+renewed() {
+  local what=$1 out=$2 err=$3 get0=$4 get1=$5 n0=${6:-A} n1=${7:-B} t0 t1 v0 v1
+  if ! wait_until "$(bound 5 30)" both_acquired "$out"; then
+    bad "$what: both acquired" "$(show "$out" "$err")"
+    return 1
+  fi
+  ok "$what: both acquired"
+  t0=$(token_of "$out" 0) t1=$(token_of "$out" 1)
+  # Both were taken before this moment: two TTLs from now, an unrenewed
+  # lock would have expired long since.
+  wait_until 10 past $(( $(now_ms) + 2 * TTL ))
+  v0=$($get0) v1=$($get1)
+  if has "$out" '^released'; then
+    bad "$what: the hold ended before the check (too slow a machine?)" "$(show "$out" "$err")"
+  else
+    expect_eq "$what: $n0 holds the printed token after 2 TTLs (renewed)" "$v0" "$t0"
+    expect_eq "$what: $n1 holds the printed token after 2 TTLs (renewed)" "$v1" "$t1"
+  fi
+}
+value_a() { value "$pa"; }
+value_b() { value "$pb"; }
+
 # ------------------------------------------------------------------ a
 TTL=500
 out=$work/a.out err=$work/a.err
 bg "$out" "$err" -t $TTL -h 2000 "$A" "$B" "$NAME"
 pid=$BGPID
-if wait_until "$(bound 5 30)" both_acquired "$out"; then
-  ok "normal: both acquired"
-  ta=$(token_of "$out" 0) tb=$(token_of "$out" 1)
-  # Both were taken before this moment: two TTLs from now, an unrenewed
-  # lock would have expired long since.
-  wait_until 10 past $(( $(now_ms) + 2 * TTL ))
-  va=$(value "$pa") vb=$(value "$pb")
-  if has "$out" '^released'; then
-    bad "normal: the hold ended before the check (too slow a machine?)" "$(show "$out" "$err")"
-  else
-    expect_eq "normal: A holds the printed token after 2 TTLs (renewed)" "$va" "$ta"
-    expect_eq "normal: B holds the printed token after 2 TTLs (renewed)" "$vb" "$tb"
-  fi
-else
-  bad "normal: both acquired" "$(show "$out" "$err")"
-fi
+renewed normal "$out" "$err" value_a value_b
 reap "$pid" "$(bound 10 60)"
 expect_eq "normal: exit status" "$CODE" 0
 if has "$out" "^released 0 $NAME status=ok\$" && has "$out" "^released 1 $NAME status=ok\$"; then
@@ -127,7 +140,39 @@ expect_eq "busy: NAME gone from A" "$(exists "$pa")" 0
 redis-cli -p "$pb" del "$NAME" >/dev/null
 
 # ------------------------------------------------------------------ d
-check "unreachable: exit 1" 1 "^closed 1 connect: " '' -- "$A" "127.0.0.1:$closed_port" "$NAME"
+check "unreachable: exit 1" 1 "^closed 1 connect 127\.0\.0\.1:$closed_port: " '' -- \
+  "$A" "127.0.0.1:$closed_port" "$NAME"
+if has "$work/out" "^acquired 0 " && has "$work/out" "^released 0 $NAME status=ok\$"; then
+  ok "unreachable: A taken, then released"
+else
+  bad "unreachable: A taken, then released" "$(show "$work/out" "$work/err")"
+fi
 expect_eq "unreachable: NAME gone from A" "$(exists "$pa")" 0
+
+# ------------------------------------------------------------------ e
+certs=$work/certs
+if ! bash "$top_srcdir/tests/gen-certs.sh" "$certs" >/dev/null; then
+  bad "TLS: tests/gen-certs.sh failed"
+elif ! rlk_redis_start_tls tls "$work" "$certs"; then
+  bad "TLS: no TLS redis-server"
+else
+  pt=$RLK_REDIS_PORT
+  T() { redis-cli --tls --cacert "$certs/ca.crt" -p "$pt" "$@" 2>/dev/null; }
+  value_t() { T get "$NAME"; }
+  TTL=500
+  out=$work/e.out err=$work/e.err
+  bg "$out" "$err" -t $TTL -h 1500 -C "$certs/ca.crt" "redis://$A" "rediss://127.0.0.1:$pt" "$NAME"
+  pid=$BGPID
+  renewed TLS "$out" "$err" value_a value_t A "the TLS server"
+  reap "$pid" "$(bound 10 60)"
+  expect_eq "TLS: exit status" "$CODE" 0
+  if has "$out" "^ready 1\$" && has "$out" "^released 1 $NAME status=ok\$"; then
+    ok "TLS: ready, then released"
+  else
+    bad "TLS: ready, then released" "$(show "$out" "$err")"
+  fi
+  expect_eq "TLS: NAME gone from the TLS server" "$(T exists "$NAME")" 0
+  expect_eq "TLS: NAME gone from A" "$(exists "$pa")" 0
+fi
 
 finish

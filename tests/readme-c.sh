@@ -14,9 +14,11 @@ rlk_redis_start main "$work" || die "could not start redis-server"
 port=$RLK_REDIS_PORT
 R() { redis-cli -p "$port" "$@"; }
 
-# The headers as installed: <resplock/resplock.h>, <resplock/resp.h>.
+# The headers as installed: <resplock/resplock.h>, <resplock/resp.h>,
+# <resplock/adapters/poll.h>.
 mkdir -p "$work/include/resplock"
-ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$work/include/resplock/"
+ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_srcdir/src/adapters" \
+  "$work/include/resplock/"
 
 # The blocks, one file each: readme-1.c, readme-2.c...
 awk -v dir="$work" '
@@ -25,8 +27,8 @@ awk -v dir="$work" '
   on { print > file }
   END { if (on) exit 1 }' "$readme" || bad "README.md: a C block is not closed"
 blocks=$(ls "$work"/readme-*.c 2>/dev/null | wc -l)
-[ "$blocks" -ge 3 ] && ok "README.md has $blocks C blocks" ||
-  bad "README.md has $blocks C blocks, want at least 3 (client, session, codec)"
+[ "$blocks" -ge 4 ] && ok "README.md has $blocks C blocks" ||
+  bad "README.md has $blocks C blocks, want at least 4 (client, event loop, session, codec)"
 
 # build NAME: compiles and links $work/NAME.c into $work/NAME.
 build() {
@@ -38,8 +40,9 @@ build() {
 
 for src in "$work"/readme-*.c; do
   name=$(basename "$src" .c)
-  first=$(grep -m1 -E 'rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
+  first=$(grep -m1 -E 'adapters/poll\.h|rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
   case $first in
+    *adapters/poll.h*) kind=loop ;;
     *rlk_client_new*) kind=client ;;
     *rlk_session_new*) kind=session ;;
     *rlk_resp_parser_init*) kind=codec ;;
@@ -61,7 +64,7 @@ for src in "$work"/readme-*.c; do
   case $kind in
     client)
       want=$'writing with fence [0-9]+\nreleased' ;;
-    session)
+    session|loop)
       want=$'acquired orders fence [0-9]+\nreleased' ;;
     codec)
       want=$'1: "hello"\n1: 42\nneed more; [0-9]+ bytes kept for the next read' ;;

@@ -28,6 +28,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "session_internal.h"
+#include "adapters/poll.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -249,7 +250,28 @@ static rlk_client *new_client(int divisor)
     return rlk_client_new(&cfg);
 }
 
-static int sc_acquire(const char **msg)
+/* From an event loop: rlk_lock_acquire_async and rlk_lock_release_async,
+ * turned by the poll adapter (within 10 s). */
+static int async_status, async_calls;
+
+static void async_done(void *ctx, rlk_lock *l, int status)
+{
+    (void)l;
+    rlk_client *cl = ctx;
+    async_status = status;
+    async_calls++;
+    snprintf(cl_msg, sizeof cl_msg, "%s", status == RLK_OK ? "" : rlk_client_errmsg(cl));
+}
+
+static int async_turns(rlk_client *cl)
+{
+    for (int64_t end = ts_now_ms() + 10000; !async_calls && ts_now_ms() < end;)
+        rlk_client_poll_once(cl, 100);
+    return async_calls ? async_status : RLK_ERR_TIMEOUT;
+}
+
+/* An acquire and a release, blocking or from an event loop (loop). */
+static int acquire_release(const char **msg, int loop)
 {
     *msg = "rlk_client_new: out of memory";
     rlk_client *cl = new_client(0);
@@ -258,18 +280,35 @@ static int sc_acquire(const char **msg)
     rlk_lock_options_init(&o);
     o.ttl_ms = 5000;
     rlk_lock *l = NULL;
-    int r = rlk_lock_acquire(cl, "alloc-lock", &o, &l);
-    if (r == RLK_OK) {
-        CHECK(l != NULL && rlk_lock_remaining_ms(l) > 0);
-        r = rlk_lock_release(l);
+    int r;
+    cl_msg[0] = '\0';
+    if (!loop) {
+        r = rlk_lock_acquire(cl, "alloc-lock", &o, &l);
+        if (r == RLK_OK) {
+            CHECK(l != NULL && rlk_lock_remaining_ms(l) > 0);
+            r = rlk_lock_release(l);
+        } else {
+            CHECK(l == NULL);
+        }
+        snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
     } else {
-        CHECK(l == NULL);
+        async_calls = 0;
+        r = rlk_lock_acquire_async(cl, "alloc-lock", &o, async_done, cl, &l);
+        if (r == RLK_OK) r = async_turns(cl);
+        else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+        if (r == RLK_OK) {
+            async_calls = 0;
+            if ((r = rlk_lock_release_async(l, async_done, cl)) == RLK_OK) r = async_turns(cl);
+            else snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
+        }
     }
-    snprintf(cl_msg, sizeof cl_msg, "%s", rlk_client_errmsg(cl));
     *msg = cl_msg;
     rlk_client_free(cl);
     return r;
 }
+
+static int sc_acquire(const char **msg) { return acquire_release(msg, 0); }
+static int sc_acquire_async(const char **msg) { return acquire_release(msg, 1); }
 
 /* After each run: a run that succeeded left nothing; a failed one at
  * most a lock that expires by itself (its reply could not be read). */
@@ -366,6 +405,11 @@ static void test_connect(void) { CHECK(inject("connect and handshake", NULL, sc_
 static void test_acquire_release(void)
 {
     CHECK(inject("acquire and release", NULL, sc_acquire, acquire_after) > 3);
+}
+static void test_acquire_release_async(void)
+{
+    CHECK(inject("acquire and release from an event loop", NULL, sc_acquire_async,
+                 acquire_after) > 3);
 }
 
 /* The heap an idle client holds: connected, one lock held, watchdog in
@@ -806,6 +850,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_parse);
     RUN_TEST(test_connect);
     RUN_TEST(test_acquire_release);
+    RUN_TEST(test_acquire_release_async);
     RUN_TEST(test_watchdog_round);
     RUN_TEST(test_driver);
     RUN_TEST(test_session);
