@@ -151,7 +151,13 @@ expect_eq "unreachable: NAME gone from A" "$(exists "$pa")" 0
 
 # ------------------------------------------------------------------ e
 certs=$work/certs
-if ! bash "$top_srcdir/tests/gen-certs.sh" "$certs" >/dev/null; then
+if "$top_builddir/src/resplock" --version | grep -q '^TLS: not compiled in'; then
+  # Built without OpenSSL: a rediss:// server is refused clearly, and the
+  # lock on A is still taken and released.
+  check "TLS not compiled in: exit 1" 1 "^closed 1 .*TLS support not compiled in" '' -- \
+    "redis://$A" "rediss://127.0.0.1:6379" "$NAME"
+  expect_eq "TLS not compiled in: NAME gone from A" "$(exists "$pa")" 0
+elif ! bash "$top_srcdir/tests/gen-certs.sh" "$certs" >/dev/null; then
   bad "TLS: tests/gen-certs.sh failed"
 elif ! rlk_redis_start_tls tls "$work" "$certs"; then
   bad "TLS: no TLS redis-server"

@@ -775,6 +775,24 @@ static void test_thread_refused(void)
 
 static int released_rec(void *ctx) { return ((done_rec *)ctx)->calls > 0; }
 
+#ifndef RLK_HAVE_OPENSSL
+/* Built without OpenSSL: a rediss:// client fails clearly, at once, as
+ * a configuration error, through the poll adapter too. */
+static void test_tls_poll_adapter(void)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = "rediss://127.0.0.1:6379";
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!CHECK(cl != NULL)) return;
+    int r = RLK_OK;
+    for (int i = 0; i < 20 && r == RLK_OK; i++) r = rlk_client_poll_once(cl, 10);
+    CHECK_MSG(r != RLK_OK, "a rediss:// client went on without TLS");
+    CHECK_MSG(strstr(rlk_client_errmsg(cl), "not compiled in") != NULL, "errmsg: %s",
+              rlk_client_errmsg(cl));
+    rlk_client_free(cl);
+}
+#else
 /* A TLS server, through the poll adapter alone: the connect's TLS
  * handshake in steps, an acquire and a release. */
 static void test_tls_poll_adapter(void)
@@ -836,6 +854,7 @@ out:
     rlk_client_free(cl);
     ts_stop(s);
 }
+#endif
 
 static int setup(int argc, char **argv)
 {
