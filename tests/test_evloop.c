@@ -10,6 +10,9 @@
  * SIGSTOP, or a listener that lets no connection in) -- a property of
  * calls that never wait for a server, not a speed.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "conntest.h"
 #include "server.h"
 #include "testlib.h"
