@@ -163,7 +163,7 @@ struct rlk__locks {
     /* RESP2: the caller relays this session's messages from a connection
      * of its own (rlk__locks_set_listener): waiters wait in line. */
     int listener;
-    /* rlk__locks_deadline's last answer, while dl_valid: every call that
+    /* locks_deadline's last answer, while dl_valid: every call that
      * may change it (enter, a request queued) clears dl_valid, so that a
      * client holding many locks does not walk them at every turn. */
     int64_t dl_cache;
@@ -312,8 +312,6 @@ static void leave(rlk__locks *s)
     }
 }
 
-void rlk__locks_enter(rlk__locks *s, int64_t now) { enter(s, now); }
-
 void rlk__locks_note(rlk__locks *s, const char *msg) { snprintf(s->err, sizeof s->err, "%s", msg); }
 
 /* leave, after a call of core whose status is r. */
@@ -323,11 +321,6 @@ static int leave_core(rlk__locks *s, rlk__core *core, int r)
     rlk__leases_notify_lost(&s->leases, 0);
     leave(s);
     return r;
-}
-
-int rlk__locks_leave(rlk__locks *s, int r)
-{
-    return leave_core(s, s->nodes ? s->nodes->core : NULL, r);
 }
 
 void *rlk_session_lock_user(const rlk_session_lock *l) { return l->user; }
@@ -1512,7 +1505,7 @@ static int send_round(rlk__locks *s, lnode *n)
 
 static int64_t deadline_now(const rlk__locks *s);
 
-int64_t rlk__locks_deadline(const rlk__locks *s)
+static int64_t locks_deadline(const rlk__locks *s)
 {
     /* The cache is the lock's own bookkeeping, not its state: the const
      * of the caller's view stays true. */
@@ -1586,8 +1579,6 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
     leave(s);
     return r;
 }
-
-int rlk__locks_tick(rlk__locks *s, int64_t now) { return locks_tick(s, s->nodes, now); }
 
 /* ------------------------------------------------------------------ */
 /* The connection                                                       */
@@ -1670,7 +1661,7 @@ static void on_closed(void *ctx, rlk__core *c)
 /* ------------------------------------------------------------------ */
 /* Life                                                                 */
 
-static int64_t hook_deadline(void *ctx) { return rlk__locks_deadline(((lnode *)ctx)->s); }
+static int64_t hook_deadline(void *ctx) { return locks_deadline(((lnode *)ctx)->s); }
 
 static int hook_tick(void *ctx, int64_t now)
 {

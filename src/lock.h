@@ -64,17 +64,6 @@ rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, vo
 /* Frees the handles and calls (no event); the cores stay. */
 void rlk__locks_free(rlk__locks *s);
 
-/* The core's enter and leave hooks (for a caller that calls the lock
- * from outside a core call, as its own hooks do); leave gets the status
- * of what ran between them (its reason becomes rlk__locks_errmsg's when
- * not RLK_OK) and returns it. */
-void rlk__locks_enter(rlk__locks *s, int64_t now);
-int rlk__locks_leave(rlk__locks *s, int r);
-
-/* The core's deadline and tick hooks: the waits, renewals and losses. */
-int64_t rlk__locks_deadline(const rlk__locks *s);
-int rlk__locks_tick(rlk__locks *s, int64_t now);
-
 /* msg becomes rlk__locks_errmsg's (a core failure before any hook). */
 void rlk__locks_note(rlk__locks *s, const char *msg);
 
