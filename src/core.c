@@ -260,13 +260,6 @@ int rlk__core_submit(rlk__core *c, const rlk__req_ops *ops, void *ctx, int64_t a
     return enqueue(c, &t);
 }
 
-/* FNV-1a: a channel as its (UN)SUBSCRIBE's place in the queue keeps it. */
-static uint64_t chan_hash(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
 
 typedef struct sub_build {
     const rlk__req_ops *ops; /* the owner's */
@@ -304,7 +297,7 @@ int rlk__core_subscribe_n(rlk__core *c, int on, int sharded, const char *ch, siz
     t.ctx = &b;
     t.deadline = rlk__core_reply_deadline(c);
     t.sub = on ? RLK__SUB_ON : RLK__SUB_OFF;
-    t.chan = chan_hash(ch, len) ^ (uint64_t)(sharded != 0);
+    t.chan = rlk__fnv1a(ch, len) ^ (uint64_t)(sharded != 0);
     int r = enqueue(c, &t);
     if (r == RLK_OK) {
         rlk__req *q = &c->q[c->qtail - 1];
@@ -523,7 +516,7 @@ static uint64_t push_chan(const rlk_resp_value *v)
     const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
     if (!ch || (ch->type != RLK_RESP_BULK && ch->type != RLK_RESP_SIMPLE)) return 0;
     int sharded = kind_is(v, "ssubscribe") || kind_is(v, "sunsubscribe");
-    return chan_hash(ch->str, ch->len) ^ (uint64_t)sharded;
+    return rlk__fnv1a(ch->str, ch->len) ^ (uint64_t)sharded;
 }
 
 /* A confirmation's count: the subscriptions left. */

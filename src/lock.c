@@ -150,7 +150,7 @@ struct rlk__locks {
     void *owner;          /* what the callbacks are given as the session */
     rlk_session_lock *giving_back; /* an ignored release's handle, while it is built */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
-    uint64_t handoff_hash; /* its chan_hash */
+    uint64_t handoff_hash; /* its rlk__fnv1a */
     char id[40];          /* "HEX:", the default reentrant holders' prefix */
     uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
@@ -555,13 +555,6 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
     return r;
 }
 
-/* FNV-1a of a channel, as its subscription's reply callback is told it. */
-static uint64_t chan_hash(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-    return h;
-}
 
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
@@ -573,7 +566,7 @@ static int send_sub(lnode *n, int on, const char *ch)
 {
     n->s->dl_valid = 0;
     int r = rlk__core_subscribe(n->core, on, 0, ch, &sub_ops, n,
-                                (int64_t)chan_hash(ch, strlen(ch)));
+                                (int64_t)rlk__fnv1a(ch, strlen(ch)));
     return core_failed(n->s, n->core, r);
 }
 
@@ -1431,7 +1424,7 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
                  errlen(v), v->str);
     for (rlk_session_lock *h = s->head; h; h = h->next) {
         const char *ch = key(h, RLK__K_CHANNEL);
-        if (h->subscribed && chan_hash(ch, strlen(ch)) == chan) h->subscribed = 0;
+        if (h->subscribed && rlk__fnv1a(ch, strlen(ch)) == chan) h->subscribed = 0;
     }
 }
 
@@ -1696,7 +1689,7 @@ rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *
     }
     memcpy(s->handoff, "resplock:handoff:", 17);
     rlk__hex(rnd, 12, s->handoff + 17);
-    s->handoff_hash = chan_hash(s->handoff, strlen(s->handoff));
+    s->handoff_hash = rlk__fnv1a(s->handoff, strlen(s->handoff));
     rlk__hex(rnd + 12, 16, s->id);
     s->id[32] = ':';
     s->id[33] = 0;

@@ -32,4 +32,13 @@ static inline size_t rlk__utoa(char *out, unsigned v)
     return n;
 }
 
+/* FNV-1a of p[0..n): a channel kept by its hash (a subscription's place
+ * in the queue, its owner's note of which channel it was). */
+static inline uint64_t rlk__fnv1a(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
 #endif
