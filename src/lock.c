@@ -555,7 +555,6 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
     return r;
 }
 
-
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
 
