@@ -538,6 +538,10 @@ static int goal_met(void *arg)
 {
     drive_goal *g = arg;
     if (g->done(g->ctx)) return 1;
+    /* On a cluster the seed is one node of several: each name's
+     * requests wait for their own node's connection, within their
+     * deadlines. */
+    if (rlk__route_is_cluster(&g->cl->route)) return 0;
     rlk__route_health h;
     rlk__route_health_of(&g->cl->route, 0, &h);
     return g->max_fails > 0 && !h.up && h.fails - g->fails0 >= g->max_fails;
@@ -1306,7 +1310,10 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         int64_t due = rlk__route_due(&cl->route);
         for (size_t i = 0; i < cl->route.n; i++) {
             rlk__route_health_of(&cl->route, i, &h);
-            if (h.connecting) due = sooner(due, rlk__now_ms() + 10);
+            /* A reply owed on a connection the event loop does not
+             * poll (not the seed's): looked for again soon. */
+            if (h.connecting || (i > 0 && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
+                due = sooner(due, rlk__now_ms() + 10);
             else if (!h.up && cl->locks) due = sooner(due, h.retry_at);
         }
         if (due >= 0) {
