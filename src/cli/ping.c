@@ -27,27 +27,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The value of "key:" in INFO's text, for servers that did not say their
- * version in HELLO (RESP2). */
-static void info_field(const rlk_resp_value *v, const char *key, char *out, size_t n)
-{
-    size_t kl = strlen(key);
-    const char *s = v->str, *end = v->str + v->len;
-    while (s < end) {
-        const char *eol = memchr(s, '\n', (size_t)(end - s));
-        if (!eol) eol = end;
-        if ((size_t)(eol - s) > kl && memcmp(s, key, kl) == 0 && s[kl] == ':') {
-            size_t len = (size_t)(eol - s) - kl - 1;
-            if (len && s[kl + 1 + len - 1] == '\r') len--;
-            if (len >= n) len = n - 1;
-            memcpy(out, s + kl + 1, len);
-            out[len] = '\0';
-            return;
-        }
-        s = eol + 1;
-    }
-}
-
 int cmd_ping(cli_opts *o, int argc, char **argv)
 {
     optind = 0;
@@ -92,10 +71,10 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
         const char *info[] = {"INFO", "server"};
         if (rlk_conn_command(c, &v, 2, info, NULL) == RLK_OK &&
             (v->type == RLK_RESP_BULK || v->type == RLK_RESP_VERBATIM)) {
-            info_field(v, "redis_version", version, sizeof version);
+            cli_info_field(v, "redis_version", version, sizeof version);
             if (!server[0]) {
                 char valkey[64] = "";
-                info_field(v, "valkey_version", valkey, sizeof valkey);
+                cli_info_field(v, "valkey_version", valkey, sizeof valkey);
                 snprintf(server, sizeof server, "%s", valkey[0] ? "valkey" : "redis");
             }
         }
