@@ -127,9 +127,9 @@ int cli_is_cluster(rlk_conn *c);
 /* Reads the cluster's nodes and slots over c (a node of it) into t:
  * CLUSTER SHARDS, or CLUSTER SLOTS where the server refuses SHARDS (older
  * than Redis 7, or an ACL without it).  *source names the command read.
- * RLK_OK; RLK_ERR_PROTO when the server refused both or its reply could
- * not be read (why in err); another status when c failed (why in
- * rlk_conn_errmsg). */
+ * RLK_OK, or a status with why in err: RLK_ERR_PROTO when the server
+ * refused both or its reply could not be read, RLK_ERR_NOMEM, another
+ * when c failed. */
 int cli_cluster_read(const cli_opts *o, rlk_conn *c, struct rlk__slots *t, const char **source,
                      char *err, size_t n);
 /* The port resplock connects to on node n: its TLS port when tls, else
