@@ -4,9 +4,11 @@
 # replicas, tests/cluster-lib.sh): ping lists every node with its role,
 # its slots, its health and a PING of its own, the primaries' slots
 # covering 0-16383 once; CLUSTER SLOTS where CLUSTER SHARDS is refused;
-# after a kill -9 of a primary, ping shows it failed and not answering,
-# its replica promoted with its slots.  On a server that is no cluster,
-# it says nothing of one.
+# status names the node serving the name's slot (as CLUSTER KEYSLOT and
+# CLUSTER NODES say) and reads the lock there; after a kill -9 of a
+# primary, ping shows it failed and not answering, its replica promoted
+# with its slots, and status names the new primary.  On a server that is
+# no cluster, neither says anything of one.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 trap 'rlk_cluster_stop; rlk_cleanup' EXIT
@@ -105,8 +107,47 @@ fi
 check "ping when neither is allowed: the server answered, the reason said" 0 \
   '^cluster: +yes; the nodes cannot be read: .*NOPERM' '' -- -u "redis://notopo:pw@127.0.0.1:${ports[0]}" ping
 
-# ------------------------------------------------------------ failover
+# ------------------------------------------------------------ status
+# status_on SEED NAME [resplock options]: status names the owner of NAME's
+# slot (--prefix included) and exits as the lock is held or not.
+status_on() {
+  local seed=$1 name=$2 key slot owner want; shift 2
+  key=$name
+  [ "${1:-}" = --prefix ] && key=$2$name
+  slot=$(_rlk_cluster_cli "$seed" cluster keyslot "$key")
+  owner=$(rlk_cluster_owner "$slot") || { bad "no owner for slot $slot"; return; }
+  want=0
+  [ "$(redis-cli -c -p "${ports[$owner]}" exists "$key" | tr -d '\r')" = 1 ] || want=1
+  check "status $key from node $seed: node $owner (slot $slot), exit $want" "$want" \
+    "^node: +127\\.0\\.0\\.1:${ports[$owner]} \\(slot $slot\\)$" '' \
+    -- -u "redis://127.0.0.1:${ports[$seed]}" "$@" status "$name"
+}
+
+# Held names on every shard: the lock is read where it lives.
+declare -A shard_name=()
+for n in $(seq 0 200); do
+  slot=$(_rlk_cluster_cli 0 cluster keyslot "job$n")
+  o=$(rlk_cluster_owner "$slot")
+  [ -n "${shard_name[$o]:-}" ] || shard_name[$o]=job$n
+  [ "${#shard_name[@]}" = 3 ] && break
+done
+expect_eq "names on the three shards (${shard_name[*]})" "${#shard_name[@]}" 3
 seed=$(rlk_cluster_owner 0)
+for o in "${!shard_name[@]}"; do
+  n=${shard_name[$o]}
+  redis-cli -c -p "${ports[$o]}" set "$n" 0123456789abcdef0123456789abcdef PX 600000 >/dev/null
+  status_on "$seed" "$n" &&
+    expect_match "status $n: held, resplock's layout, read on its node" "$(cat "$work/out")" \
+      "kind: +simple: resplock's layout"
+  status_on "$seed" "free-$n"
+done
+# A hash tag chooses the slot; --prefix is part of the key.
+status_on "$seed" '{job0}:x'
+status_on "$seed" job7 --prefix 'app:'
+# From a replica too.
+status_on "$(rlk_cluster_replica_of "$seed")" "${shard_name[$seed]}"
+
+# ------------------------------------------------------------ failover
 # kill -9 of a primary other than the one asked: it is shown failed and
 # not answering, its replica primary with its slots.
 for i in 0 1 2 3 4 5; do
@@ -134,6 +175,7 @@ if rlk_cluster_wait_primary "$heir" 30; then
     why=$(check_topology "$seed" "${live[@]}") && ok "the live nodes: roles, slots, health, round trips" ||
       bad "the live nodes" "$why" "$(cat "$work/out")"
   fi
+  status_on "$seed" "${shard_name[$victim]}"
 else
   bad "node $heir not promoted: $RLK_CLUSTER_WHY"
 fi
@@ -143,5 +185,8 @@ rlk_redis_start single "$work" || die "no redis-server"
 check "ping on a server that is no cluster: no cluster lines" 0 '^round trip' '' \
   -- -u "redis://127.0.0.1:$RLK_REDIS_PORT" ping
 expect_eq "ping: no cluster or node line" "$(grep -cE '^(cluster|node):' "$work/out")" 0
+check "status on a server that is no cluster: no node line" 1 '^held: +no$' '' \
+  -- -u "redis://127.0.0.1:$RLK_REDIS_PORT" status job0
+expect_eq "status: no node line" "$(grep -cE '^node:' "$work/out")" 0
 
 finish

@@ -112,6 +112,8 @@ rlk_conn *cli_connect(cli_opts *o, int *code);
  * not connected yet (no reconnects: a failure is a failure); NULL when
  * memory runs out. */
 rlk_conn *cli_conn_new(const cli_opts *o, const char *url);
+/* With --tls-insecure, says once that certificates are not verified. */
+void cli_insecure_warning(const cli_opts *o);
 /* -v: what the connection is (peer, server, protocol, TLS version). */
 void cli_connected(const rlk_conn_info *in);
 

@@ -19,12 +19,19 @@ rlk_conn *cli_conn_new(const cli_opts *o, const char *url)
     return rlk_conn_new(&cfg);
 }
 
+void cli_insecure_warning(const cli_opts *o)
+{
+    static int said;
+    if (o->tls.insecure && !said)
+        cli_err("warning: --tls-insecure: the server's certificate is not verified");
+    said = said || o->tls.insecure;
+}
+
 rlk_conn *cli_connect(cli_opts *o, int *code)
 {
     *code = cli_resolve(o);
     if (*code) return NULL;
-    if (o->tls.insecure)
-        cli_err("warning: --tls-insecure: the server's certificate is not verified");
+    cli_insecure_warning(o);
     rlk_conn *c = cli_conn_new(o, o->final_url);
     if (!c) {
         cli_err("out of memory");
