@@ -156,8 +156,9 @@ static int show_cluster(const cli_opts *o, rlk_conn *c)
         primaries += !owns[t.owner[s]];
         owns[t.owner[s]] = 1;
     }
-    printf("cluster:    %zu nodes, %u of %d slots served by %zu primaries (%s)\n", t.nnodes, served,
-           RLK__NSLOTS, primaries, source);
+    printf("cluster:    %zu node%s, %u of %d slots served by %zu primar%s (%s)\n", t.nnodes,
+           t.nnodes == 1 ? "" : "s", served, RLK__NSLOTS, primaries, primaries == 1 ? "y" : "ies",
+           source);
     /* Each primary followed by its replicas, in the order of their
      * slots; then the primaries serving none (a failed one), then any
      * node of no known shard. */
