@@ -27,6 +27,9 @@ enum { CLI_PW_NONE, CLI_PW_ARG, CLI_PW_ASK, CLI_PW_FILE };
 typedef struct cli_opts {
     /* As given by the options. */
     const char *url;
+    /* -u given again: more nodes of the same Redis Cluster (seeds). */
+    const char *seeds[15];
+    int nseeds;
     const char *host;
     int port;               /* 0: not given */
     const char *user;

@@ -22,6 +22,9 @@ static int is_text(const rlk_resp_value *v)
 
 int cli_is_cluster(rlk_conn *c)
 {
+    /* HELLO said (RESP3); else INFO, which RESP2 has too. */
+    const rlk_conn_info *in = rlk_conn_get_info(c);
+    if (in && in->mode[0]) return strcmp(in->mode, "cluster") == 0;
     rlk_resp_value *v;
     const char *info[] = {"INFO", "cluster"};
     char enabled[8] = "";

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "keys.h"
 #include "slots.h"
+#include "url.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,12 +143,40 @@ static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, in
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
     cfg.conn.url = url ? url : o->final_url;
+    /* More seeds (-u again), each with the options' user, password and
+     * TLS, as the first URL has them once resolved. */
+    char *seedbuf[15] = {NULL};
+    const char *seeds[15];
+    int nseeds = 0;
+    for (int i = 0; i < o->nseeds && !url; i++) {
+        rlk__url su;
+        char err[160];
+        int ur = rlk__url_parse(&su, o->seeds[i], err, sizeof err);
+        if (ur == RLK_OK && su.kind == RLK__URL_UNIX) {
+            snprintf(err, sizeof err, "a cluster node needs a host");
+            ur = RLK_ERR_URL;
+        }
+        if (ur != RLK_OK) {
+            cli_err("--url %s: %s", o->seeds[i], err);
+            rlk__url_free(&su);
+            for (int k = 0; k < nseeds; k++) free(seedbuf[k]);
+            *code = CLI_EX_USAGE;
+            return NULL;
+        }
+        const char *nu = cli_node_url(o, su.host, su.port);
+        seedbuf[nseeds] = nu ? strdup(nu) : NULL;
+        rlk__url_free(&su);
+        if (seedbuf[nseeds]) seeds[nseeds] = seedbuf[nseeds], nseeds++;
+    }
+    cfg.seeds = nseeds ? seeds : NULL;
+    cfg.nseeds = (size_t)nseeds;
     cfg.conn.tls = o->tls;
     cfg.conn.client_name = "resplock";
     cfg.conn.connect_timeout_ms = (int)o->timeout_ms;
     cfg.conn.command_timeout_ms = (int)o->timeout_ms;
     cli_insecure_warning(o);
     rlk_client *cl = rlk_client_new(&cfg);
+    for (int k = 0; k < nseeds; k++) free(seedbuf[k]); /* the client copied them */
     if (!cl) {
         cli_err("out of memory");
         *code = CLI_EX_SOFTWARE;

@@ -123,6 +123,8 @@ int cli_exit_for(int status)
     case RLK_ERR_URL: case RLK_ERR_IO: case RLK_ERR_CLOSED: case RLK_ERR_PROTO:
     case RLK_ERR_SERVER: case RLK_ERR_LIMIT:
         return CLI_EX_UNAVAILABLE;
+    case RLK_ERR_INVALID: /* options the library refuses: several -u not one cluster */
+        return CLI_EX_CONFIG;
     default:
         return CLI_EX_SOFTWARE;
     }
