@@ -60,6 +60,7 @@
 #include "keys.h"
 #include "pin.h"
 #include "server.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -82,7 +83,7 @@
 #define AGG_ROUNDS 3      /* rounds of the aggregate workload, per target   */
 #define AGG_WARMUP_MS 300 /* each round's start, not counted                */
 #define AGG_MS 3000       /* each round's measured time                     */
-#define MAX_ROUNDS 31
+#define MAX_ROUNDS BENCH_MAX_ROUNDS
 #define PRIMARIES 3
 
 static const char unc_base[] = "resplock:bench:cluster:uncontended";
@@ -90,19 +91,11 @@ static const char unc_base[] = "resplock:bench:cluster:uncontended";
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#define now_ns bench_now_ns
+#define cpu_now bench_cpu_now
+#define quantile bench_quantile
+#define fmt_rate bench_fmt_rate
+#define proc_cpu bench_proc_cpu
 
 static ts_server *one;       /* the one server  */
 static tc_cluster *cluster;  /* the cluster     */
@@ -122,47 +115,6 @@ static void die2(const char *what, const char *why)
     die(msg);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The q-quantile (0..1) of v[0..n), interpolated; v is left as it is. */
-static double quantile(const double *v, int n, double q)
-{
-    double s[MAX_ROUNDS];
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof s[0], cmp_double);
-    double at = q * (n - 1);
-    int i = (int)at;
-    return i + 1 < n ? s[i] + (s[i + 1] - s[i]) * (at - i) : s[i];
-}
-
-static void fmt_rate(char *out, size_t cap, double v)
-{
-    if (v >= 1e6) snprintf(out, cap, "%.2f M", v / 1e6);
-    else if (v >= 1e3) snprintf(out, cap, "%.1f k", v / 1e3);
-    else snprintf(out, cap, "%.1f", v);
-}
-
-/* CPU seconds (user + system) used so far by process pid. */
-static double proc_cpu(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* after the command name */
-    unsigned long long ut = 0, stt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) != 2)
-        return 0;
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void node_url(int port, char *out, size_t n)
 {
     snprintf(out, n, "redis://127.0.0.1:%d", port);
@@ -170,28 +122,13 @@ static void node_url(int port, char *out, size_t n)
 
 static rlk_client *new_client(const char *u)
 {
-    rlk_client_config cfg;
-    rlk_client_config_init(&cfg);
-    cfg.conn.url = u; /* protocol 0: HELLO 3, as shipped */
-    rlk_client *cl = rlk_client_new(&cfg);
-    if (!cl) die("rlk_client_new: out of memory");
-    if (rlk_client_connect(cl) != RLK_OK) die2("rlk_client_connect", rlk_client_errmsg(cl));
+    char why[600];
+    rlk_client *cl = bench_client(u, why, sizeof why);
+    if (!cl) die(why);
     return cl;
 }
 
-/* One cycle; RLK_OK, or the status of the call that failed (its reason
- * on the client). */
-static int cycle(rlk_client *cl, const char *name)
-{
-    rlk_lock_options o;
-    rlk_lock_options_init(&o);
-    o.ttl_ms = 30000;
-    o.wait_ms = 0;
-    rlk_lock *l;
-    int rc = rlk_lock_acquire(cl, name, &o, &l);
-    if (rc != RLK_OK) return rc;
-    return rlk_lock_release(l);
-}
+#define cycle bench_cycle
 
 static void cycles(rlk_client *cl, const char *name, long n)
 {
@@ -315,27 +252,37 @@ static int routes;   /* the library finds the owner from a seed           */
 /* ------------------------------------------------------------------ */
 /* 1. Uncontended                                                       */
 
-typedef struct unc {
-    double secs[MAX_ROUNDS], cpu[MAX_ROUNDS];
-} unc;
+/* rounds rounds of fn on each target, the order alternating from round
+ * to round, over one client per target warmed up first. */
+typedef void round_fn(int t, rlk_client *cl, int r, void *ctx);
 
-static void uncontended(unc *u)
+static void alternate(int rounds, round_fn *fn, void *ctx)
 {
     rlk_client *cl[2];
     for (int t = 0; t < 2; t++) {
         cl[t] = new_client(tg[t].seed);
         cycles(cl[t], tg[t].unc_name, UNC_WARMUP);
     }
-    for (int r = 0; r < UNC_ROUNDS; r++)
+    for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 2; k++) {
             int t = (k + r) % 2;
-            double c0 = cpu_now();
-            int64_t t0 = now_ns();
-            cycles(cl[t], tg[t].unc_name, UNC_OPS);
-            u[t].secs[r] = (double)(now_ns() - t0) * 1e-9;
-            u[t].cpu[r] = cpu_now() - c0;
+            fn(t, cl[t], r, ctx);
         }
     for (int t = 0; t < 2; t++) rlk_client_free(cl[t]);
+}
+
+typedef struct unc {
+    double secs[MAX_ROUNDS], cpu[MAX_ROUNDS];
+} unc;
+
+static void unc_round(int t, rlk_client *cl, int r, void *ctx)
+{
+    unc *u = ctx;
+    double c0 = cpu_now();
+    int64_t t0 = now_ns();
+    cycles(cl, tg[t].unc_name, UNC_OPS);
+    u[t].secs[r] = (double)(now_ns() - t0) * 1e-9;
+    u[t].cpu[r] = cpu_now() - c0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -345,31 +292,12 @@ static void uncontended(unc *u)
 enum { ST_SET, ST_HGET, ST_TIME, ST_EVALSHA, ST_FCALL, ST_N };
 static const char *const st_names[ST_N] = {"set", "hget", "time", "evalsha", "fcall"};
 
-/* INFO commandstats of c as text (the caller frees it). */
 static char *cmdstats_text(rlk_conn *c)
 {
-    const char *argv[2] = {"INFO", "commandstats"};
-    rlk_resp_value *v;
-    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) die2("INFO", rlk_conn_errmsg(c));
-    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM) die("INFO: not a string");
-    char *text = malloc(v->len + 1);
-    if (!text) die("out of memory");
-    memcpy(text, v->str, v->len);
-    text[v->len] = '\0';
+    const char *why;
+    char *text = bench_cmdstats_text(c, &why);
+    if (!text) die2("INFO", why);
     return text;
-}
-
-/* calls and usec of command name in an INFO commandstats text (0: never
- * called). */
-static void cmdstat(const char *text, const char *name, long long *calls, double *usec)
-{
-    char key[64];
-    snprintf(key, sizeof key, "cmdstat_%s:", name);
-    const char *p = strstr(text, key);
-    const char *eol = p ? p + strcspn(p, "\r\n") : NULL;
-    const char *k = p ? strstr(p, "calls=") : NULL, *u = p ? strstr(p, "usec=") : NULL;
-    *calls = k && k < eol ? atoll(k + 6) : 0;
-    *usec = u && u < eol ? atof(u + 5) : 0;
 }
 
 /* The usec of every command in the text but the ones of the benchmark's
@@ -393,11 +321,8 @@ static double cmdstats_other_us(const char *text)
 
 static void reset_stats(rlk_conn *c)
 {
-    const char *argv[2] = {"CONFIG", "RESETSTAT"};
-    rlk_resp_value *v;
-    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK)
-        die2("CONFIG RESETSTAT", rlk_conn_errmsg(c));
-    if (v->type != RLK_RESP_SIMPLE) die("CONFIG RESETSTAT: refused");
+    const char *why;
+    if (bench_reset_stats(c, &why) != 0) die2("CONFIG RESETSTAT", why);
 }
 
 typedef struct srvtime {
@@ -407,8 +332,9 @@ typedef struct srvtime {
     int fcall;                           /* the release went as FCALL        */
 } srvtime;
 
-static void server_round(int t, rlk_client *cl, srvtime *s, int r)
+static void server_round(int t, rlk_client *cl, int r, void *ctx)
 {
+    srvtime *s = (srvtime *)ctx + t;
     rlk_conn *admin = admin_conn(tg[t].port);
     rlk_conn *rep = tg[t].replica_port ? admin_conn(tg[t].replica_port) : NULL;
     reset_stats(admin);
@@ -417,7 +343,7 @@ static void server_round(int t, rlk_client *cl, srvtime *s, int r)
     char *text = cmdstats_text(admin);
     long long calls[ST_N];
     double usec[ST_N], sum = 0;
-    for (int k = 0; k < ST_N; k++) cmdstat(text, st_names[k], &calls[k], &usec[k]);
+    for (int k = 0; k < ST_N; k++) bench_cmdstat(text, st_names[k], &calls[k], &usec[k]);
     free(text);
     s->fcall = calls[ST_FCALL] > 0;
     for (int k = 0; k < ST_N; k++) {
@@ -446,21 +372,6 @@ static void server_round(int t, rlk_client *cl, srvtime *s, int r)
         rlk_conn_free(rep);
     }
     rlk_conn_free(admin);
-}
-
-static void server_time(srvtime *s)
-{
-    rlk_client *cl[2];
-    for (int t = 0; t < 2; t++) {
-        cl[t] = new_client(tg[t].seed);
-        cycles(cl[t], tg[t].unc_name, UNC_WARMUP);
-    }
-    for (int r = 0; r < SRV_ROUNDS; r++)
-        for (int k = 0; k < 2; k++) {
-            int t = (k + r) % 2;
-            server_round(t, cl[t], &s[t], r);
-        }
-    for (int t = 0; t < 2; t++) rlk_client_free(cl[t]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -527,13 +438,6 @@ static long total_done(void)
     return n;
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 static void agg_round(int t, agg *a, int r)
 {
     atomic_store(&agg_stop, 0);
@@ -547,14 +451,14 @@ static void agg_round(int t, agg *a, int r)
     }
     /* The clients connected, then a warm-up (scripts loaded, caches
      * filled) before the measured time. */
-    while (atomic_load(&agg_ready) < AGG_THREADS) sleep_ms(1);
-    sleep_ms(AGG_WARMUP_MS);
+    while (atomic_load(&agg_ready) < AGG_THREADS) ts_pause_ms(1);
+    ts_pause_ms(AGG_WARMUP_MS);
     double p0, r0, p1, r1;
     server_cpu(t, &p0, &r0);
     double c0 = cpu_now();
     long n0 = total_done();
     int64_t t0 = now_ns();
-    sleep_ms(AGG_MS);
+    ts_pause_ms(AGG_MS);
     long n1 = total_done();
     int64_t t1 = now_ns();
     double c1 = cpu_now();
@@ -712,7 +616,7 @@ int main(void)
     /* ---- 1 */
     place(pinning);
     unc u[2];
-    uncontended(u);
+    alternate(UNC_ROUNDS, unc_round, u);
     printf("1. uncontended acquire + release, one client, one lock%s\n",
            pinning ? " (servers on CPU A, client on CPU B)" : "");
     printf("   %-34s %10s %10s %6s %9s\n", "target", "median/s", "best/s", "IQR", "cpu us");
@@ -741,7 +645,7 @@ int main(void)
     /* ---- 2 */
     srvtime s[2];
     memset(s, 0, sizeof s);
-    server_time(s);
+    alternate(SRV_ROUNDS, server_round, s);
     printf("2. server time per uncontended cycle (INFO commandstats, us)\n");
     printf("   %-34s %9s %13s %7s %7s %7s %9s\n", "node", "us/cycle", "(min..max)", "SET",
            "HGET", "TIME", s[0].fcall ? "FCALL" : "EVALSHA");
