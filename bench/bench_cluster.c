@@ -79,7 +79,9 @@
 #define UNC_WARMUP 1000
 #define SRV_ROUNDS 5      /* rounds of the server-time workload, per target */
 #define SRV_OPS 4000
+#ifndef AGG_THREADS
 #define AGG_THREADS 6     /* K: client threads, two per primary             */
+#endif
 #define AGG_ROUNDS 3      /* rounds of the aggregate workload, per target   */
 #define AGG_WARMUP_MS 300 /* each round's start, not counted                */
 #define AGG_MS 3000       /* each round's measured time                     */
@@ -412,7 +414,8 @@ static void *worker_main(void *arg)
 typedef struct agg {
     double rate[MAX_ROUNDS];
     double cpu_cli[MAX_ROUNDS], cpu_pri[MAX_ROUNDS], cpu_rep[MAX_ROUNDS]; /* s per cycle */
-    double busy[MAX_ROUNDS];       /* CPU seconds of all per wall second */
+    double busy[MAX_ROUNDS];       /* CPU seconds of ours per wall second */
+    double machine[MAX_ROUNDS];    /* the same of every process          */
 } agg;
 
 /* The CPU time so far of the target's primaries (or its one server) and
@@ -455,13 +458,13 @@ static void agg_round(int t, agg *a, int r)
     ts_pause_ms(AGG_WARMUP_MS);
     double p0, r0, p1, r1;
     server_cpu(t, &p0, &r0);
-    double c0 = cpu_now();
+    double c0 = cpu_now(), m0 = bench_machine_busy();
     long n0 = total_done();
     int64_t t0 = now_ns();
     ts_pause_ms(AGG_MS);
     long n1 = total_done();
     int64_t t1 = now_ns();
-    double c1 = cpu_now();
+    double c1 = cpu_now(), m1 = bench_machine_busy();
     server_cpu(t, &p1, &r1);
     atomic_store(&agg_stop, 1);
     for (int i = 0; i < AGG_THREADS; i++) {
@@ -475,6 +478,7 @@ static void agg_round(int t, agg *a, int r)
     a->cpu_pri[r] = (p1 - p0) / n;
     a->cpu_rep[r] = (r1 - r0) / n;
     a->busy[r] = ((c1 - c0) + (p1 - p0) + (r1 - r0)) / secs;
+    a->machine[r] = (m1 - m0) / secs;
 }
 
 /* Thread i's names: one on each primary (or, when the library does not
@@ -599,7 +603,9 @@ int main(void)
            "   %d rounds per target, alternating; each thread cycles over %d names of\n"
            "   its own, %s; the same names on the one server.  Beside\n"
            "   the rate, the CPU time per cycle of the clients (this process) and the\n"
-           "   servers (/proc), and the CPUs kept busy (CPU seconds per wall second).\n"
+           "   servers (/proc), and the CPUs kept busy (CPU seconds per wall second) by\n"
+           "   these processes and by all (/proc/stat: other work on the machine too);\n"
+           "   then what bounds the ratio on this machine, from these figures.\n"
            "%s\n\n",
            UNC_ROUNDS, UNC_OPS, tg[1].unc_name,
            routes ? "another primary: the library routes by itself"
@@ -677,11 +683,12 @@ int main(void)
     agg a[2];
     memset(a, 0, sizeof a);
     aggregate(a);
-    printf("3. aggregate: %d client threads, %d names each, nothing pinned, %d CPUs\n",
-           AGG_THREADS, PRIMARIES, allowed);
-    printf("   %-34s %10s %10s %27s %9s\n", "target", "median/s", "best/s",
-           "CPU us/cycle: clients+srv", "CPUs busy");
-    double med_agg[2], med_cpu[2];
+    printf("3. aggregate: %d client threads, %d names each, nothing pinned\n", AGG_THREADS,
+           PRIMARIES);
+    printf("   %-14s %9s %9s %30s %18s\n", "target", "median/s", "best/s",
+           "CPU us per cycle: clients +", "CPUs busy: ours,");
+    printf("   %-14s %9s %9s %30s %18s\n", "", "", "", "servers (+ replicas) = all", "all processes");
+    double med_agg[2], med_cpu[2], med_busy[2], med_mach[2];
     for (int t = 0; t < 2; t++) {
         char med[32], best[32], cpu[64];
         med_agg[t] = quantile(a[t].rate, AGG_ROUNDS, 0.5);
@@ -691,27 +698,38 @@ int main(void)
                cp = quantile(a[t].cpu_pri, AGG_ROUNDS, 0.5) * 1e6,
                cr = quantile(a[t].cpu_rep, AGG_ROUNDS, 0.5) * 1e6;
         med_cpu[t] = cc + cp + cr;
-        if (t) snprintf(cpu, sizeof cpu, "%.1f + %.1f + %.1f rep = %.1f", cc, cp, cr, med_cpu[t]);
+        med_busy[t] = quantile(a[t].busy, AGG_ROUNDS, 0.5);
+        med_mach[t] = quantile(a[t].machine, AGG_ROUNDS, 0.5);
+        if (t) snprintf(cpu, sizeof cpu, "%.1f + %.1f (+ %.1f) = %.1f", cc, cp, cr, med_cpu[t]);
         else snprintf(cpu, sizeof cpu, "%.1f + %.1f = %.1f", cc, cp, med_cpu[t]);
-        printf("   %-34s %10s %10s %27s %9.2f\n", tg[t].label, med, best, cpu,
-               quantile(a[t].busy, AGG_ROUNDS, 0.5));
+        printf("   %-14s %9s %9s %30s %10.2f, %5.2f\n", tg[t].label, med, best, cpu, med_busy[t],
+               med_mach[t]);
     }
     double ar[MAX_ROUNDS];
     for (int r = 0; r < AGG_ROUNDS; r++) ar[r] = a[1].rate[r] / a[0].rate[r];
-    printf("   %-34s %9.2fx  (ratio of the medians %.2fx)\n", "cluster / one server",
+    printf("   %-34s %.2fx  (ratio of the medians %.2fx)\n", "cluster / one server",
            quantile(ar, AGG_ROUNDS, 0.5), med_agg[1] / med_agg[0]);
-    double srv1 = quantile(a[0].cpu_pri, AGG_ROUNDS, 0.5);
-    printf("\n   What bounds 3 on this machine (%d CPUs shared by the %d client threads and\n"
-           "   the servers: 1 process, or 6 on the cluster):\n"
-           "   - one server: one redis-server thread runs the commands: at most 1 CPU,\n"
-           "     %.1f k cycles/s at its measured %.1f us of CPU per cycle;\n"
-           "   - the CPUs: at most %d CPU-seconds per second, %.1f k cycles/s at one\n"
-           "     server's %.1f us of CPU (clients + server) per cycle, %.1f k/s at the\n"
-           "     cluster's %.1f us (its replicas apply every write too);\n"
-           "   so the cluster can add capacity only where one server's thread, not the\n"
-           "   CPUs, was the limit: 3x would need 3 CPUs for the primaries alone.\n\n",
-           allowed, AGG_THREADS, 1e-3 / srv1, srv1 * 1e6, allowed,
-           allowed / med_cpu[0] * 1e3, med_cpu[0], allowed / med_cpu[1] * 1e3, med_cpu[1]);
+    /* The ceilings the CPU costs just measured put on each target. */
+    double srv1 = quantile(a[0].cpu_pri, AGG_ROUNDS, 0.5) * 1e6;
+    double one_thread = 1e3 / srv1, one_cpus = allowed * 1e3 / med_cpu[0],
+           cl_cpus = allowed * 1e3 / med_cpu[1];
+    printf("\n   What bounds 3: %ld CPUs (sysconf), %d for this program, shared by the %d\n"
+           "   client threads and the servers (1 process, or 6 on the cluster):\n"
+           "   - one server runs every command on one thread, at most 1 CPU: at its\n"
+           "     %.1f us per cycle, %.1f k cycles/s at most;\n"
+           "   - %d CPUs give %d CPU-seconds a second: at most %.1f k cycles/s at one\n"
+           "     server's %.1f us per cycle (clients + server), %.1f k/s at the\n"
+           "     cluster's %.1f us (clients + primaries + replicas, which apply every\n"
+           "     write again);\n"
+           "   - so on this machine the cluster can reach %.2fx of one server's measured\n"
+           "     rate at most: it adds capacity only where one server's thread, not the\n"
+           "     CPUs, is the limit (3x needs the CPU of three servers free beside the\n"
+           "     clients', and the cluster's per-cycle cost, higher here, counts too);\n"
+           "   - other work on the machine: %.2f / %.2f CPUs busy besides ours (one\n"
+           "     server / cluster rounds).\n\n",
+           ncpu, allowed, AGG_THREADS, srv1, one_thread, allowed, allowed, one_cpus, med_cpu[0],
+           cl_cpus, med_cpu[1], cl_cpus / med_agg[0] * 1e3, med_mach[0] - med_busy[0],
+           med_mach[1] - med_busy[1]);
 
     char load1[64];
     bench_loadavg(load1, sizeof load1);

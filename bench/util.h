@@ -80,6 +80,24 @@ static inline double bench_proc_cpu(pid_t pid)
     return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The CPU seconds the whole machine has spent busy so far (every CPU,
+ * every process: /proc/stat's time that is neither idle nor iowait);
+ * 0 when it cannot be read. */
+static inline double bench_machine_busy(void)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return 0;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5) return 0;
+    unsigned long long busy = 0;
+    for (int i = 0; i < 8; i++)
+        if (i != 3 && i != 4) busy += v[i]; /* all but idle and iowait */
+    return (double)busy / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* INFO commandstats of c as a NUL-terminated text the caller frees;
  * NULL when the call failed or the reply is not a string (the reason in
  * *why, a static text or c's message). */
