@@ -45,9 +45,8 @@
  * whole machine.
  *
  * Before the cluster workloads the program checks that the library routes
- * by itself: a lock whose slot the seed does not serve is acquired through
- * the seed.  A build that does not route (before Redis Cluster support)
- * has every client given its names' owner as URL instead, and says so.
+ * by itself: the seed's HELLO says mode "cluster", and a lock whose slot
+ * the seed does not serve is acquired and released through the seed.
  *
  * Every reply is checked (an acquire of a free lock that does not
  * acquire stops the run); speed is printed, never judged.
@@ -249,7 +248,6 @@ typedef struct target {
 } target;
 
 static target tg[2]; /* 0: the one server, 1: the cluster */
-static int routes;   /* the library finds the owner from a seed           */
 
 /* ------------------------------------------------------------------ */
 /* 1. Uncontended                                                       */
@@ -481,9 +479,8 @@ static void agg_round(int t, agg *a, int r)
     a->machine[r] = (m1 - m0) / secs;
 }
 
-/* Thread i's names: one on each primary (or, when the library does not
- * route, PRIMARIES names on primary i % PRIMARIES, and that primary as
- * its seed), the same names on both targets. */
+/* Thread i's names: one on each primary, the same names on both
+ * targets. */
 static void agg_names(void)
 {
     int next = 0;
@@ -493,7 +490,7 @@ static void agg_names(void)
         snprintf(base, sizeof base, "resplock:bench:cluster:t%d", i);
         w->nnames = PRIMARIES;
         for (int p = 0; p < PRIMARIES; p++)
-            name_on(routes ? p : i % PRIMARIES, base, &next, w->names[p], sizeof w->names[p]);
+            name_on(p, base, &next, w->names[p], sizeof w->names[p]);
     }
 }
 
@@ -502,13 +499,8 @@ static void aggregate(agg *a)
     for (int r = 0; r < AGG_ROUNDS; r++)
         for (int k = 0; k < 2; k++) {
             int t = (k + r) % 2;
-            for (int i = 0; i < AGG_THREADS; i++) {
-                if (t == 1 && !routes)
-                    node_url(tc_port(cluster, primary[i % PRIMARIES]), workers[i].seed,
-                             sizeof workers[i].seed);
-                else
-                    snprintf(workers[i].seed, sizeof workers[i].seed, "%s", tg[t].seed);
-            }
+            for (int i = 0; i < AGG_THREADS; i++)
+                snprintf(workers[i].seed, sizeof workers[i].seed, "%s", tg[t].seed);
             agg_round(t, &a[t], r);
         }
 }
@@ -516,8 +508,8 @@ static void aggregate(agg *a)
 /* ------------------------------------------------------------------ */
 /* Setup                                                                */
 
-/* Finds the primaries, checks whether the library routes from a seed,
- * and sets up both targets. */
+/* Finds the primaries, checks that the library routes from a seed, and
+ * sets up both targets. */
 static void setup_targets(void)
 {
     int np = 0;
@@ -525,17 +517,17 @@ static void setup_targets(void)
         if (tc_is_primary(cluster, i) == 1) primary[np++] = i;
     if (np != PRIMARIES) die("the cluster has not 3 primaries");
 
-    /* The seed: the first primary.  A lock on the second one tells
-     * whether the library finds the owner by itself. */
+    /* The seed: the first primary.  A lock on the second one shows that
+     * the library finds the owner by itself. */
     int next = 0;
     char probe[96], seed[64];
     name_on(1, "resplock:bench:cluster:probe", &next, probe, sizeof probe);
     node_url(tc_port(cluster, primary[0]), seed, sizeof seed);
     rlk_client *cl = new_client(seed);
-    routes = cycle(cl, probe) == RLK_OK;
-    if (!routes)
-        fprintf(stderr, "bench_cluster: this build does not route by slot (%s): every client "
-                        "is given its names' owner\n", rlk_client_errmsg(cl));
+    if (strcmp(rlk_client_info(cl)->mode, "cluster") != 0)
+        die2("the seed's HELLO did not say mode cluster", rlk_client_info(cl)->mode);
+    if (cycle(cl, probe) != RLK_OK) die2("a lock on another primary than the seed",
+                                         rlk_client_errmsg(cl));
     rlk_client_free(cl);
 
     tg[0].label = "one server";
@@ -543,9 +535,9 @@ static void setup_targets(void)
     tg[0].port = one->port;
     tg[1].label = "cluster";
     next = 0;
-    name_on(routes ? 1 : 0, unc_base, &next, tg[1].unc_name, sizeof tg[1].unc_name);
+    name_on(1, unc_base, &next, tg[1].unc_name, sizeof tg[1].unc_name);
     snprintf(tg[0].unc_name, sizeof tg[0].unc_name, "%s", tg[1].unc_name);
-    int owner = primary[routes ? 1 : 0];
+    int owner = primary[1];
     snprintf(tg[1].seed, sizeof tg[1].seed, "%s", seed);
     tg[1].port = tc_port(cluster, owner);
     int rep = tc_replica_of(cluster, owner);
@@ -592,7 +584,8 @@ int main(void)
            "   client, %d rounds of %d cycles on each target, alternating; the median and\n"
            "   best rounds' rates, the client's CPU time per cycle, and cluster / one\n"
            "   server as the median of the same-round ratios.  The cluster's client is\n"
-           "   given the URL of one primary; the lock, %s, is on\n   %s.\n"
+           "   given the URL of one primary (its HELLO says mode \"cluster\"); the lock,\n"
+           "   %s, is on another: the library routes by itself.\n"
            "2. Server time per cycle: INFO commandstats (usec) of the node that served\n"
            "   the cycles, after CONFIG RESETSTAT, summed over SET, HGET, TIME and the\n"
            "   release's FCALL/EVALSHA (one call of each per cycle, counted); %d rounds\n"
@@ -601,18 +594,15 @@ int main(void)
            "   (every command but INFO, CONFIG, REPLCONF and PING) is printed apart.\n"
            "3. Aggregate: %d client threads (one rlk_client each) for %.1f s per round,\n"
            "   %d rounds per target, alternating; each thread cycles over %d names of\n"
-           "   its own, %s; the same names on the one server.  Beside\n"
-           "   the rate, the CPU time per cycle of the clients (this process) and the\n"
-           "   servers (/proc), and the CPUs kept busy (CPU seconds per wall second) by\n"
-           "   these processes and by all (/proc/stat: other work on the machine too);\n"
-           "   then what bounds the ratio on this machine, from these figures.\n"
+           "   its own, one on each primary, every client given the same primary's\n"
+           "   URL; the same names on the one server.  Beside the rate, the CPU time\n"
+           "   per cycle of the clients (this process) and the servers (/proc), and\n"
+           "   the CPUs kept busy (CPU seconds per wall second) by these processes and\n"
+           "   by all (/proc/stat: other work on the machine too); then what bounds the\n"
+           "   ratio on this machine, from these figures.\n"
            "%s\n\n",
-           UNC_ROUNDS, UNC_OPS, tg[1].unc_name,
-           routes ? "another primary: the library routes by itself"
-                  : "the seed (this build does not route)",
-           SRV_ROUNDS, SRV_OPS, AGG_THREADS, AGG_MS / 1000.0, AGG_ROUNDS, PRIMARIES,
-           routes ? "one on each primary, every client given the same\n   primary's URL"
-                  : "all on primary (thread % 3), the client given that\n   primary's URL",
+           UNC_ROUNDS, UNC_OPS, tg[1].unc_name, SRV_ROUNDS, SRV_OPS, AGG_THREADS,
+           AGG_MS / 1000.0, AGG_ROUNDS, PRIMARIES,
            pinning ? "In 1 and 2 the servers (all six nodes, or the one server) run pinned to one\n"
                      "CPU and this program to another, as on two machines (the replicas share\n"
                      "their primaries' CPU); in 3 nothing is pinned."
