@@ -943,7 +943,8 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * opens a listener of its own, as under RESP3 its subscriptions ride
      * the connection, and waits in line.  A wait connects first to
      * learn which. */
-    if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk__core_ready(core_of(cl))) {
+    if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk__core_ready(core_of(cl)) &&
+        !rlk__route_is_cluster(&cl->route)) {
         /* Connected first, within the wait: the protocol decides how. */
         int r = drive_for(cl, seed_ready, &cl->route, until, 0);
         if (r != RLK_OK) {
@@ -1334,13 +1335,18 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     if (r != RLK_OK) driver_fail(cl, r);
     if (next_ms) {
         int64_t due = rlk__route_due(&cl->route);
+        int64_t now = rlk__now_ms();
         for (size_t i = 0; i < cl->route.n; i++) {
             rlk__route_health_of(&cl->route, i, &h);
-            /* A reply owed on a connection the event loop does not
-             * poll (not the seed's): looked for again soon. */
+            if (h.parked) continue;
+            /* A connect under way, or a reply owed (the handshake's too)
+             * on a connection the event loop does not poll (not the
+             * seed's): looked for again soon. */
             if (h.connecting || (i > 0 && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
-                due = sooner(due, rlk__now_ms() + 10);
-            else if (!h.up && cl->locks) due = sooner(due, h.retry_at);
+                due = sooner(due, now + 10);
+            else if (!h.up && cl->locks)
+                /* To connect again when due (the next tick starts it). */
+                due = sooner(due, h.retry_at > now ? h.retry_at : now + 10);
         }
         if (due >= 0) {
             due -= rlk__now_ms();

@@ -22,6 +22,7 @@
 #include "lease.h"
 #include "lock.h"
 #include "lua.h"
+#include "retry.h"
 #include "scriptcall.h"
 #include "waiter.h"
 
@@ -130,6 +131,8 @@ struct rlk_session_lock {
     int redo;             /* the try goes again in the form it had */
     int redo_ext;         /* the extend goes again */
     int redirs;           /* redirects in a row */
+    int paced;            /* TRYAGAIN or CLUSTERDOWN met: pace set up */
+    rlk__backoff pace;    /* ... the pauses before sending again */
     rlk__lease lease;
 };
 
@@ -738,8 +741,14 @@ static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
         return send_try(s, l);
     }
     int nosub = l->node ? l->node->nosub : 0;
-    /* On a cluster the handoff comes on the release channel. */
-    if (ncluster(l->node) && (nosub & NOSUB_RELEASE)) nosub |= NOSUB_HANDOFF;
+    /* On a cluster the handoff comes on the release channel, which must
+     * be in the lock's slot: Redisson's name of it is not for a name
+     * with '}' before any '{', or with "{}" (its hash tag differs). */
+    if (ncluster(l->node)) {
+        const char *ch = key(l, RLK__K_CHANNEL);
+        if (rlk__keyslot(ch, strlen(ch)) != l->lease.slot) nosub |= NOSUB_RELEASE;
+        if (nosub & NOSUB_RELEASE) nosub |= NOSUB_HANDOFF;
+    }
     if ((nresp3(l->node) || s->listener) && !l->subscribed && l->mode != 'w' &&
         !(nosub & NOSUB_HANDOFF)) {
         /* Subscribed first, then in line: a release in between is not
@@ -1140,16 +1149,22 @@ static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rl
     rlk_error_class ec = rlk__reply_class(v);
     if (ec != RLK_EC_MOVED && ec != RLK_EC_ASK && ec != RLK_EC_TRYAGAIN && ec != RLK_EC_CLUSTERDOWN)
         return 0;
-    if (++l->redirs > REDIRECTS_MAX) return 0; /* a loop: the error is the caller's */
     l->ask = NULL;
     l->go_at = s->now;
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
+        /* Redirects in a row past any topology's: a loop, the caller's error. */
+        if (++l->redirs > REDIRECTS_MAX) return 0;
         int ask = 0;
         rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
         if (ask && to) l->ask = node_of(s, to);
     } else {
-        int64_t pause = (int64_t)25 << (l->redirs < 6 ? l->redirs : 6);
-        l->go_at = s->now + (pause < 1000 ? pause : 1000);
+        /* Until the request's own deadline (an acquire's wait, a
+         * release's command timeout), paced by the one backoff. */
+        if (!l->paced) {
+            rlk__backoff_init(&l->pace, 0, 0, (uint64_t)(uintptr_t)l ^ (uint64_t)s->now);
+            l->paced = 1;
+        }
+        l->go_at = s->now + rlk__backoff_next(&l->pace);
     }
     snprintf(s->err, sizeof s->err, "%.*s", (int)(v->len > 200 ? 200 : v->len), v->str);
     return 1;
@@ -1249,7 +1264,7 @@ static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         settle(s, l);
         return;
     }
-    l->redirs = 0;
+    l->redirs = l->paced = 0;
     uint64_t fence = rlk__fence_of_time(v);
     if (l->set_result == 1 && !fence) {
         send_release(s, l, 1);
@@ -1292,7 +1307,7 @@ static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         if (l->state != L_DONE) rebind(s);
         return;
     }
-    l->redirs = 0;
+    l->redirs = l->paced = 0;
     if (l->confirming) {
         confirmed(s, l, v);
         return;
@@ -1322,7 +1337,7 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         settle(s, l);
         return;
     }
-    l->redirs = 0;
+    l->redirs = l->paced = 0;
     int64_t ok, x, holds;
     if (rlk__is_error(v)) {
         not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
@@ -1423,7 +1438,7 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         if (!l->ask) bind_node(s, l);
         return;
     }
-    l->redirs = 0;
+    l->redirs = l->paced = 0;
     int64_t after = 0;
     int st = extend_status(s, v, l->keys, &after);
     rlk__lease *e = &l->lease;
@@ -1769,7 +1784,9 @@ static int send_round(rlk__locks *s, lnode *n)
     rlk__round *rd = &n->round;
     int r = rlk__round_plan_for(&s->leases, s->now, 1, n, n->recheck_all, rd);
     if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
-    size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot);
+    /* A cluster's node refuses a script whose keys span slots: one call
+     * per slot there from the first round. */
+    size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot || ncluster(n));
     int64_t dl = reply_deadline(s);
     if (dl < 0 || rd->end < dl) dl = rd->end;
     int eval = n->renew_eval;
@@ -1815,6 +1832,7 @@ static int64_t deadline_now(const rlk__locks *s)
         else if (l->state == L_REL_PENDING) AT(l->rel_until);
         else if (l->state == L_WAIT) AT(l->wake_at);
         if (l->go_at >= 0 && !l->inflight && nready(l->ask ? l->ask : l->node)) AT(l->go_at);
+        if (l->redo_ext && timeout_ms(s) >= 0) AT(l->ext_start + timeout_ms(s));
     }
     for (const scall *k = s->calls; k; k = k->next)
         if (k->pending) AT(k->until);
@@ -1853,6 +1871,16 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
                 if (l->mode == 'w') l->mode = 'q';
             }
             send_try(s, l);
+        }
+        if (l->redo_ext && l->state == L_HELD && timeout_ms(s) >= 0 &&
+            s->now >= l->ext_start + timeout_ms(s)) {
+            /* Its slot's connection did not come in time. */
+            l->redo_ext = 0;
+            l->ext_on = 0;
+            if (s->cfg.cb)
+                s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
+                          fail(s, RLK_ERR_TIMEOUT, "extend: no connection to the node of '%s' in time", l->keys));
+            end_forgotten(s, l);
         }
         if (l->state != L_DONE && l->go_at >= 0 && !l->inflight && s->now >= l->go_at &&
             nready(l->ask ? l->ask : l->node))

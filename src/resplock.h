@@ -533,8 +533,8 @@ void rlk_client_config_init(rlk_client_config *cfg);
  * opening that node's connection when first needed (at most 62
  * connections per client).  MOVED is followed (the table patched, the
  * request sent again: it did not run), ASK once after ASKING, TRYAGAIN
- * and CLUSTERDOWN after growing pauses (50 ms to 1 s, 16 in a row at
- * most) within the call's deadline.  Renewal rounds go per node, one
+ * and CLUSTERDOWN after the one backoff's pauses until the request's
+ * deadline.  Renewal rounds go per node, one
  * script call per slot; waits use sharded pub/sub (SSUBSCRIBE, SPUBLISH)
  * on "redisson_lock__channel:{NAME}" on the lock's node, which carries
  * the handoff too.
@@ -548,10 +548,9 @@ void rlk_client_config_init(rlk_client_config *cfg);
  * second holder is possible meanwhile (the old primary acknowledged a
  * SET that never reached the replica).  Locks on other shards are
  * untouched; a migrating slot's locks follow it.
- * Limits today: one seed URL, whose node must answer when the client
- * starts (and a waiting rlk_lock_acquire waits for its connection
- * first); the table is read again only over a connection that is up;
- * tick mode polls the seed's connection only (see rlk_client_fd);
+ * Limits today: with one seed URL its node must answer when the client
+ * starts (cfg.seeds gives more); tick mode's fd is the seed's
+ * connection, the others are read by the ticks (see rlk_client_fd);
  * under RESP2 waits re-check every recheck_ms and releases PUBLISH.
  * README.md, "On a Redis Cluster", says more.
  */
@@ -851,11 +850,10 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 
 /* The fd to poll between ticks (-1 when not connected).  On a Redis
  * Cluster it is the seed's connection only: the other nodes' connections
- * are read when rlk_client_tick runs, which *next_ms does not schedule
- * for their replies, so that today a watchdog lock whose slot another
- * node serves is reported lost at its first renewal.  There, use the
- * watchdog thread, or rlk_client_watch and rlk_client_handle, which
- * cover every connection.  The client's owner thread. */
+ * are read when rlk_client_tick runs, and *next_ms asks for a tick
+ * within 10 ms while a reply is owed on one of them.  The watchdog
+ * thread, and rlk_client_watch with rlk_client_handle, poll every
+ * connection instead.  The client's owner thread. */
 int rlk_client_fd(const rlk_client *cl);
 
 /*

@@ -157,20 +157,41 @@ static int port_of(const rlk__route *r, const rlk__node *nd);
 /* After a new table: the connections of the nodes (but the seed's) that
  * serve no slot in it are closed and left so (a failed primary would be
  * tried again for ever); those of its primaries stay or reopen. */
-static void park_idle(rlk__route *r)
+/* A connection is ready to read the table over. */
+static int any_ready(const rlk__route *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->parked[i] && rlk__core_ready(r->drivers[i]->core) && !rlk__core_broken(r->drivers[i]->core))
+            return 1;
+    return 0;
+}
+
+/* d's node serves a slot in the table. */
+static int serves(const rlk__route *r, const rlk__driver *d)
 {
     const rlk__slots *t = r->slots;
+    if (!d->url.host) return 0;
+    for (unsigned sl = 0; sl < RLK__NSLOTS; sl++) {
+        const rlk__node *nd = rlk__slots_owner(t, sl);
+        if (nd && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0) return 1;
+        /* Ranges: skip to the next owner. */
+        while (nd && sl + 1 < RLK__NSLOTS && t->owner[sl + 1] == t->owner[sl]) sl++;
+    }
+    return 0;
+}
+
+static void park_idle(rlk__route *r)
+{
     for (size_t i = r->seeds; i < r->n; i++) {
         rlk__driver *d = r->drivers[i];
-        int serves = 0;
-        for (unsigned sl = 0; sl < RLK__NSLOTS && !serves; sl++) {
-            const rlk__node *nd = rlk__slots_owner(t, sl);
-            serves = nd && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0;
-            /* Ranges: skip to the next owner. */
-            while (nd && sl + 1 < RLK__NSLOTS && t->owner[sl + 1] == t->owner[sl]) sl++;
-        }
-        if (!serves && !r->parked[i]) {
+        if (!serves(r, d) && !r->parked[i]) {
+            /* Not the last one up: the table is read again over it
+             * (a failover still under way). */
             r->parked[i] = 1;
+            if (!any_ready(r)) {
+                r->parked[i] = 0;
+                continue;
+            }
             rlk__driver_close(d);
         }
     }
@@ -304,15 +325,8 @@ static int64_t upkeep(rlk__route *r, int64_t now)
     if (!r->cluster || r->refused) return -1;
     for (size_t i = 0; i < r->n; i++) {
         const rlk__driver *d = r->drivers[i];
-        if (!r->parked[i] && !d->up && d->fails > 0 && d->url.host && r->have_table) {
-            for (size_t k = 0; k < r->slots->nnodes; k++) {
-                const rlk__node *nd = &r->slots->nodes[k];
-                int port = tls_route(r) && nd->tls_port ? nd->tls_port : nd->port;
-                if (nd->role == RLK__ROLE_PRIMARY && port == d->url.port &&
-                    strcmp(nd->host, d->url.host) == 0)
-                    table_due(r, now);
-            }
-        }
+        if (!r->parked[i] && !d->up && d->fails > 0 && r->have_table && serves(r, d))
+            table_due(r, now);
     }
     if (r->refreshing || r->refresh_at < 0) return -1;
     int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
@@ -327,7 +341,25 @@ static int64_t upkeep(rlk__route *r, int64_t now)
         r->refresh_min = now + TABLE_PAUSE_MS;
         return -1;
     }
-    return -1; /* none up: a connection's handshake wakes the turn */
+    /* None up (the nodes it knew failed, or serve through others now):
+     * another node of the table is opened, one a second in turn, to
+     * read the table from; a connection's handshake wakes the turn. */
+    if (r->have_table && r->slots->nnodes && now >= r->probe_at) {
+        r->probe_at = now + 1000;
+        for (size_t k = 0; k < r->slots->nnodes; k++) {
+            const rlk__node *nd = &r->slots->nodes[r->probe++ % r->slots->nnodes];
+            rlk__driver *d = node_driver(r, nd->host, port_of(r, nd), 0);
+            if (nd->health == RLK__HEALTH_FAILED) continue;
+            if (d) {
+                size_t i = 0;
+                while (r->drivers[i] != d) i++;
+                if (!r->parked[i]) continue; /* reconnecting by itself */
+            }
+            if (node_driver(r, nd->host, port_of(r, nd), 1)) break;
+        }
+        return r->probe_at;
+    }
+    return -1;
 }
 
 static int port_of(const rlk__route *r, const rlk__node *nd)
@@ -463,8 +495,9 @@ int64_t rlk__route_due(const rlk__route *r)
         int64_t d = r->parked[i] ? -1 : rlk__core_deadline(r->drivers[i]->core);
         if (d >= 0 && (due < 0 || d < due)) due = d;
     }
-    if (r->cluster && !r->refreshing && r->refresh_at >= 0) {
+    if (r->cluster && !r->refused && !r->refreshing && r->refresh_at >= 0) {
         int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
+        if (!any_ready(r) && r->probe_at > at) at = r->probe_at; /* none to read it over */
         if (due < 0 || at < due) due = at;
     }
     return due;
@@ -498,6 +531,7 @@ void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
     h->connects = d->connects;
     h->retry_at = d->retry_at;
     h->err = d->err;
+    h->parked = r->parked[i];
 }
 
 int rlk__route_fd(const rlk__route *r, size_t i) { return rlk__driver_fd(r->drivers[i]); }

@@ -77,6 +77,9 @@ typedef struct rlk__route {
     int64_t refresh_at;       /* the next read of the table (-1: none due) */
     int64_t refresh_min;      /* no read before (a pause between reads) */
     uint64_t tables;          /* tables read so far */
+    size_t probe;             /* the next node opened to read the table
+                                 from when no connection is up */
+    int64_t probe_at;         /* ... no sooner than */
     rlk__slots *slots;        /* a cluster's (32 KiB: made when found) */
     rlk__core_config cc;      /* for the nodes' cores */
     rlk_conn_config conn;     /* the seed's; its strings are drivers[0]'s */
@@ -160,6 +163,7 @@ typedef struct rlk__route_health {
     uint64_t connects;     /* connections made so far */
     int64_t retry_at;      /* no connect try before (monotonic ms) */
     const char *err;       /* the last failure's reason ("": none) */
+    int parked;            /* a cluster node's, closed and left so */
 } rlk__route_health;
 void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h);
 

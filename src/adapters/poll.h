@@ -23,7 +23,7 @@
 #include "../resplock.h"
 
 /* Entries one turn can watch; more than any client has today (one per
- * server, and a route has at most 64). */
+ * server, and a route has at most 62 connections). */
 #define RLK_POLL_MAX 64
 
 /*
