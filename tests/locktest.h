@@ -211,11 +211,11 @@ extern int ran_any;
 #define RUN(fn)                                                                             \
     do {                                                                                    \
         int64_t t_ = ts_now_ms();                                                           \
-        int n_ = tl_state.passed + tl_state.failed;                                         \
+        int n_ = tl_state.passed + tl_state.failed, f_ = tl_state.failed;                   \
         RUN_TEST(fn);                                                                       \
         if (tl_state.passed + tl_state.failed != n_) {                                      \
             ran_any = 1;                                                                    \
-            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,        \
+            printf("%s %s (%lld ms)\n", tl_state.failed != f_ ? "FAILED" : "ok", #fn,       \
                    (long long)(ts_now_ms() - t_));                                          \
             fflush(stdout);                                                                 \
         }                                                                                   \
