@@ -291,8 +291,9 @@ static int still_held(const struct held *h)
 /* Pub/sub as Redisson (and a plain subscriber) does it                */
 
 struct heard {
-    int message, smessage, zero_s, other;
-    char channel[96], payload[96];
+    int pmessage, smessage, zero_s, other, marker;
+    char channel[96], payload[96]; /* the last message's */
+    char first[200];               /* "CHANNEL PAYLOAD" of the first */
 };
 
 static int word_is(const rlk_resp_value *v, const char *w)
@@ -300,58 +301,60 @@ static int word_is(const rlk_resp_value *v, const char *w)
     return v && v->str && v->len == strlen(w) && memcmp(v->str, w, v->len) == 0;
 }
 
+/* smessage CHANNEL PAYLOAD, pmessage PATTERN CHANNEL PAYLOAD. */
 static void on_msg(void *ctx, rlk_conn *c, const rlk_resp_value *m)
 {
     struct heard *h = ctx;
-    const rlk_resp_value *kind = rlk_resp_value_at(m, 0), *ch = rlk_resp_value_at(m, 1),
-                         *pl = rlk_resp_value_at(m, 2);
+    const rlk_resp_value *kind = rlk_resp_value_at(m, 0);
+    int pat = word_is(kind, "pmessage");
+    const rlk_resp_value *ch = rlk_resp_value_at(m, 1 + pat), *pl = rlk_resp_value_at(m, 2 + pat);
     (void)c;
-    if (!word_is(kind, "message") && !word_is(kind, "smessage")) {
+    if (!pat && !word_is(kind, "smessage")) {
         /* Confirmations, and sunsubscribe when the slot moves. */
-        if (!word_is(kind, "ssubscribe") && !word_is(kind, "subscribe")) h->other++;
+        if (!word_is(kind, "ssubscribe") && !word_is(kind, "psubscribe")) h->other++;
         return;
     }
     if (!ch || !pl || !ch->str || !pl->str) return;
-    if (word_is(kind, "message")) {
-        h->message++;
+    if (pat) {
+        h->pmessage++;
+        h->marker += word_is(ch, "marker");
     } else {
         h->smessage++;
         h->zero_s += word_is(pl, "0");
     }
     snprintf(h->channel, sizeof h->channel, "%.*s", (int)ch->len, ch->str);
     snprintf(h->payload, sizeof h->payload, "%.*s", (int)pl->len, pl->str);
+    if (!h->first[0]) snprintf(h->first, sizeof h->first, "%s %s", h->channel, h->payload);
 }
 
-/* A RESP3 connection to node i subscribed to channel: SSUBSCRIBE as
- * Redisson 3.22+ does on a cluster (sharded 1; rlk_conn has no
- * SSUBSCRIBE, so the command is written on its socket by hand, and its
- * confirmation comes as a push), or SUBSCRIBE. */
-static rlk_conn *subscriber(int i, const char *channel, int sharded, struct heard *h, int line)
+/* A RESP3 connection to node i that sent cmd (SSUBSCRIBE as Redisson
+ * 3.22+ does on a cluster, or PSUBSCRIBE) for channel.  rlk_conn has
+ * neither, so the command is written on its socket by hand; its
+ * confirmation comes as a push, before PING's reply. */
+static rlk_conn *subscriber(int i, const char *cmd, const char *channel, struct heard *h,
+                            int line)
 {
-    char url[64], cmd[256];
+    char url[64], buf[256];
     rlk_conn *c;
     rlk_resp_value *v = NULL;
     int n;
     tc_url(cl, i, url, sizeof url);
     c = connect_url(url, 3, on_msg, h, line);
     if (!c) return NULL;
-    if (!sharded) {
-        tl_ok(rlk_conn_subscribe(c, channel, strlen(channel)) == RLK_OK, __FILE__, line,
-              "SUBSCRIBE %s: %s", channel, rlk_conn_errmsg(c));
-        return c;
-    }
-    n = snprintf(cmd, sizeof cmd, "*2\r\n$10\r\nSSUBSCRIBE\r\n$%zu\r\n%s\r\n", strlen(channel),
-                 channel);
-    /* Once PING is answered the server has taken the SSUBSCRIBE before. */
-    tl_ok(write(rlk_conn_fd(c), cmd, (size_t)n) == n &&
+    n = snprintf(buf, sizeof buf, "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(cmd), cmd,
+                 strlen(channel), channel);
+    tl_ok(write(rlk_conn_fd(c), buf, (size_t)n) == n &&
               rlk_conn_command(c, &v, 1, (const char *[]){"PING"}, NULL) == RLK_OK,
-          __FILE__, line, "SSUBSCRIBE %s on node %d: %s", channel, i, rlk_conn_errmsg(c));
-    v = run_cmd(node_conn(i, line), line, "PUBSUB", "SHARDNUMSUB", channel, (const char *)NULL);
-    tl_ok(v && rlk_resp_value_at(v, 1) && rlk_resp_value_at(v, 1)->integer == 1, __FILE__, line,
-          "PUBSUB SHARDNUMSUB %s on node %d: not 1", channel, i);
+          __FILE__, line, "%s %s on node %d: %s", cmd, channel, i, rlk_conn_errmsg(c));
+    if (!strcmp(cmd, "SSUBSCRIBE")) {
+        v = run_cmd(node_conn(i, line), line, "PUBSUB", "SHARDNUMSUB", channel,
+                    (const char *)NULL);
+        tl_ok(v && rlk_resp_value_at(v, 1) && rlk_resp_value_at(v, 1)->integer == 1, __FILE__,
+              line, "PUBSUB SHARDNUMSUB %s on node %d: not 1", channel, i);
+    }
     return c;
 }
-#define SUBSCRIBER(i, ch, sharded, h) subscriber(i, ch, sharded, h, __LINE__)
+#define SUBSCRIBER(i, cmd, ch, h) subscriber(i, cmd, ch, h, __LINE__)
 
 /* Everything the server sent c before this call has reached on_push. */
 static void drain(rlk_conn *c, int line)
@@ -860,13 +863,13 @@ out:
  * redisson_lock__channel:{NAME} on the node owning the channel's slot
  * (NAME's).  A reentrant lock (Redisson's layout) released must reach it
  * there as an smessage "0", once; with NAME braced already ("{job}x"),
- * on redisson_lock__channel:{job}x.  And no cluster-wide PUBLISH: a
- * plain SUBSCRIBE on another node hears only a marker PUBLISHed on the
- * owner after the release (the cluster bus carries one node's
- * publications to another in order, so one published before the marker
- * would have come first).  With a resplock waiter in line the release
- * hands the lock over: no "0" then (the lock is not free), and the
- * waiter's own release sends it.
+ * on redisson_lock__channel:{job}x.  With a resplock waiter in line the
+ * release hands the lock over: no "0" then (the lock is not free), and
+ * the waiter's own release sends it.  And no cluster-wide PUBLISH at
+ * all, of the release or of a handoff: PSUBSCRIBE * on another node
+ * hears only a marker PUBLISHed on the owner after the releases (the
+ * cluster bus carries one node's publications to another in order, so
+ * one published before the marker would have come first).
  */
 static void redisson_case(rlk_client *a, const char *name, int with_waiter)
 {
@@ -885,8 +888,8 @@ static void redisson_case(rlk_client *a, const char *name, int with_waiter)
     if (!CHECK_MSG(o >= 0 && other >= 0, "%s: owner %d", name, o)) return;
     memset(&hs, 0, sizeof hs);
     memset(&hp, 0, sizeof hp);
-    ss = SUBSCRIBER(o, ch, 1, &hs);
-    sp = SUBSCRIBER(other, ch, 0, &hp);
+    ss = SUBSCRIBER(o, "SSUBSCRIBE", ch, &hs);
+    sp = SUBSCRIBER(other, "PSUBSCRIBE", "*", &hp);
     if (!ss || !sp) goto out;
     if (!(l = acquire(a, name, 10000, RLK_LOCK_REENTRANT, 0, NULL, __LINE__))) goto out;
     if (with_waiter) {
@@ -906,17 +909,15 @@ static void redisson_case(rlk_client *a, const char *name, int with_waiter)
     CHECK_MSG(wait_heard(ss, &hs.zero_s, 1), "%s: no \"0\" on %s (node %d): %d smessage(s)",
               name, ch, o, hs.smessage);
     DRAIN(ss);
-    CHECK_MSG(hs.zero_s == 1 && !strcmp(hs.channel, ch) && hs.message == 0,
-              "%s: %d \"0\" smessage(s) (%d in all), %d message(s), the last on \"%s\"", name,
-              hs.zero_s, hs.smessage, hs.message, hs.channel);
+    CHECK_MSG(hs.zero_s == 1 && !strcmp(hs.channel, ch), "%s: %d \"0\" smessage(s) (%d in all), "
+              "the last on \"%s\"", name, hs.zero_s, hs.smessage, hs.channel);
     printf("# %s: the Redisson subscriber got %d smessage(s), %d of them \"0\"\n", name,
            hs.smessage, hs.zero_s);
-    CMD(NODE(o), "PUBLISH", ch, "marker");
-    CHECK(wait_heard(sp, &hp.message, 1));
-    DRAIN(sp);
-    CHECK_MSG(hp.message == 1 && !strcmp(hp.payload, "marker"),
-              "%s: SUBSCRIBE on node %d got %d message(s), the last \"%s\": a cluster-wide "
-              "PUBLISH", name, other, hp.message, hp.payload);
+    CMD(NODE(o), "PUBLISH", "marker", "marker");
+    CHECK(wait_heard(sp, &hp.marker, 1));
+    CHECK_MSG(hp.pmessage == 1 && hp.marker == 1,
+              "%s: PSUBSCRIBE * on node %d got %d message(s), the first \"%s\": a "
+              "cluster-wide PUBLISH", name, other, hp.pmessage, hp.first);
 out:
     if (started) {
         pthread_join(w.th, NULL);
