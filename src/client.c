@@ -494,10 +494,10 @@ static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
      * channels), the wait goes on without it: its waiters re-check. */
     if (cl->side_channel && !cl->side && side_open(cl) == RLK_ERR_SERVER) side_end(cl);
     if (wake_fd < 0 && !cl->side) return rlk__route_turn_alone(&cl->route, until);
-    struct pollfd p[64 + 2];
-    size_t rn = cl->route.n, n = rn + 1;
+    struct pollfd p[RLK__ROUTE_MAX + 2];
     int64_t wake;
     int r = rlk__route_prepare(&cl->route, p, until, &wake);
+    size_t rn = cl->route.polled, n = rn + 1;
     p[rn].fd = cl->side ? rlk_conn_fd(cl->side) : -1;
     p[rn].events = POLLIN;
     p[rn].revents = 0;
@@ -637,7 +637,9 @@ static int not_connected(rlk_client *cl, int r, const char *doing)
 /* Connects (when not connected) and waits for the handshake, until. */
 static int ready_by(rlk_client *cl, int64_t until, const char *doing)
 {
-    if (rlk__core_ready(core_of(cl))) return RLK_OK;
+    /* A cluster: each name's call waits for its node's connection
+     * itself (the seed's may be down while the others serve). */
+    if (rlk__core_ready(core_of(cl)) || rlk__route_is_cluster(&cl->route)) return RLK_OK;
     int r = drive(cl, is_ready, core_of(cl), until);
     if (r == RLK_OK) return RLK_OK;
     return not_connected(cl, r, doing);
@@ -653,6 +655,30 @@ static int64_t after_ms(const rlk_client *cl, int64_t from, int64_t ms)
 /* The client                                                           */
 
 static void *thread_main(void *arg);
+
+/* The lock's connections are the route's: a slot's core, a redirect
+ * followed, a cluster node's new core attached, a new slot table told. */
+static rlk__core *route_core_for(void *ctx, unsigned slot)
+{
+    return rlk__route_core_for(ctx, slot);
+}
+
+static rlk__core *route_redirect(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    return rlk__route_redirect(ctx, from, v, ask);
+}
+
+static int route_added(void *ctx, rlk__core *core)
+{
+    rlk_client *cl = ctx;
+    return rlk__locks_attach(cl->lk, core);
+}
+
+static void route_changed(void *ctx)
+{
+    rlk_client *cl = ctx;
+    rlk__locks_rebind(cl->lk, rlk__now_ms());
+}
 
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
 {
@@ -714,8 +740,13 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     /* A URL that does not parse is the first call's failure (as a
      * connection's would be), not the constructor's. */
     int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &cc);
+    rlk__locks_net net = {route_core_for, route_redirect, &cl->route};
+    rlk__route_hooks rh = {route_added, route_changed, cl};
+    rlk__route_set_hooks(&cl->route, &rh);
     if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !rlk__route_core(&cl->route, 0) ||
-        !(cl->lk = rlk__locks_new_on(rlk__route_core(&cl->route, 0), &sc, NULL))) {
+        !(cl->lk = rlk__locks_new(&net, &sc, NULL)) ||
+        rlk__locks_attach(cl->lk, rlk__route_core(&cl->route, 0)) != RLK_OK) {
+        rlk__locks_free(cl->lk);
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
         pthread_mutex_destroy(&cl->mu);
@@ -1251,26 +1282,33 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         leave(cl);
         return RLK_OK;
     }
-    /* One turn that waits for nothing but a connect: what came is read,
-     * what is due is sent. */
-    struct pollfd p;
+    /* One turn that waits for nothing but the first server's connect:
+     * what came is read, what is due is sent.  A cluster's other
+     * connections are read here too (the event loop polls
+     * rlk_client_fd only): their connects go on at the next ticks. */
+    struct pollfd p[RLK__ROUTE_MAX];
     int64_t wake;
-    int r = rlk__route_prepare(&cl->route, &p, -1, &wake);
+    int r = rlk__route_prepare(&cl->route, p, -1, &wake);
+    size_t n = cl->route.polled;
     rlk__route_health_of(&cl->route, 0, &h);
     if (r == RLK_OK && h.connecting) {
         /* The event loop polls rlk_client_fd only, which a connect under
          * way does not have yet: the tick waits for it. */
         r = rlk__route_connect_through(&cl->route, 0);
-        p.fd = -1;
+        p[0].fd = -1;
     }
-    if (p.fd >= 0 && poll(&p, 1, 0) < 0) p.revents = 0;
-    int r2 = rlk__route_after(&cl->route, &p);
+    if (poll(p, n, 0) < 0)
+        for (size_t i = 0; i < n; i++) p[i].revents = 0;
+    int r2 = rlk__route_after(&cl->route, p);
     if (r == RLK_OK) r = r2;
     if (r != RLK_OK) driver_fail(cl, r);
     if (next_ms) {
-        int64_t due = rlk__core_deadline(core_of(cl));
-        rlk__route_health_of(&cl->route, 0, &h);
-        if (!h.up && cl->locks) due = sooner(due, h.retry_at);
+        int64_t due = rlk__route_due(&cl->route);
+        for (size_t i = 0; i < cl->route.n; i++) {
+            rlk__route_health_of(&cl->route, i, &h);
+            if (h.connecting) due = sooner(due, rlk__now_ms() + 10);
+            else if (!h.up && cl->locks) due = sooner(due, h.retry_at);
+        }
         if (due >= 0) {
             due -= rlk__now_ms();
             if (due < 0) due = 0;
@@ -1480,7 +1518,7 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     enter(cl);
     *deadline_ms = -1;
     int r = loop_start(cl, "watch");
-    if (r == RLK_OK && !cl->wp && !(cl->wp = rlk__malloc(cl->route.n * sizeof *cl->wp)))
+    if (r == RLK_OK && !cl->wp && !(cl->wp = rlk__malloc(RLK__ROUTE_MAX * sizeof *cl->wp)))
         r = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
     if (r != RLK_OK) {
         pthread_mutex_unlock(&cl->mu);
@@ -1496,7 +1534,7 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     }
     if (r != RLK_OK && !cl->loop_fail) cl->loop_fail = r;
     size_t k = 0;
-    for (size_t i = 0; i < cl->route.n; i++) {
+    for (size_t i = 0; i < cl->route.polled; i++) {
         const struct pollfd *p = &cl->wp[i];
         if (p->fd < 0) continue;
         if (k < max) {
@@ -1524,8 +1562,8 @@ int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n)
         pthread_mutex_unlock(&cl->mu);
         return r;
     }
-    struct pollfd p[64]; /* a route has at most 64 servers */
-    size_t rn = cl->route.n;
+    struct pollfd p[RLK__ROUTE_MAX];
+    size_t rn = cl->route.polled;
     r = cl->loop_fail;
     cl->loop_fail = 0;
     if (cl->watch_ok) {

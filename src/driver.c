@@ -71,6 +71,26 @@ int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn, const rlk__cor
     return d->url_status;
 }
 
+int rlk__driver_init_at(rlk__driver *d, const rlk_conn_config *conn,
+                        const rlk__core_config *cc, const char *host, int port)
+{
+    int r = rlk__driver_init(d, conn, cc);
+    if (r != RLK_OK) return r;
+    if (d->url.kind == RLK__URL_UNIX || port < 1 || port > 65535 || !host || !*host) {
+        d->fatal = RLK_ERR_URL;
+        return set_err(d, RLK_ERR_URL, "no TCP address for a cluster node (%s:%d)",
+                       host ? host : "", port);
+    }
+    size_t n = strlen(host) + 1;
+    char *h = rlk__malloc(n);
+    if (!h) return set_err(d, RLK_ERR_NOMEM, "out of memory");
+    memcpy(h, host, n);
+    rlk__free(d->url.host);
+    d->url.host = h;
+    d->url.port = port;
+    return RLK_OK;
+}
+
 void rlk__driver_destroy(rlk__driver *d)
 {
     rlk__transport_close(&d->t);

@@ -72,6 +72,10 @@ typedef struct rlk__driver {
 struct rlk__core_config;
 int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn,
                      const struct rlk__core_config *cc);
+/* The same for another node of conn's server (a Redis Cluster's): the
+ * URL's scheme, credentials and TLS settings, at host:port instead. */
+int rlk__driver_init_at(rlk__driver *d, const rlk_conn_config *conn,
+                        const struct rlk__core_config *cc, const char *host, int port);
 void rlk__driver_destroy(rlk__driver *d);
 
 /* One turn, blocking until something happened or until (monotonic ms;

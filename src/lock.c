@@ -62,6 +62,10 @@ typedef struct scall {
     int64_t ms;
     rlk__session_call_cb cb;
     void *ctx;
+    unsigned slot;
+    int pending;         /* not sent yet: its slot's connection is not up */
+    int64_t until;       /* ... and it fails then */
+    int redirs;          /* redirects followed */
     size_t cap;
     char *token;         /* after the keys */
     char keys[];         /* rlk__make_keys' slots */
@@ -94,6 +98,7 @@ struct rlk_session_lock {
                              that finds a lock that try took ('q') */
     int resent;           /* the next try sent is that re-send */
     int rel_resend;       /* the release is (to be) sent a second time */
+    int rel_started;      /* its first sending was set up */
     int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
     int64_t rel_valid;    /* the lock's validity when its release was sent (-1: none) */
     int64_t rel_not_after; /* reentrant: the server's time (ms) from which a
@@ -118,6 +123,13 @@ struct rlk_session_lock {
     int64_t ext_start;    /* ... queued then */
     uint64_t fence;
     lnode *node;          /* the connection its requests go to (NULL: none yet) */
+    /* A cluster's redirect (see redirected): */
+    lnode *ask;           /* the next sending goes here, after ASKING (ASK) */
+    int64_t go_at;        /* a request sent again from then (-1: none) */
+    int redirected;       /* a reply of the try in flight was one */
+    int redo;             /* the try goes again in the form it had */
+    int redo_ext;         /* the extend goes again */
+    int redirs;           /* redirects in a row */
     rlk__lease lease;
 };
 
@@ -226,14 +238,26 @@ static int64_t reply_deadline(const rlk__locks *s)
 
 static int nresp3(const lnode *n) { return n && rlk__core_resp3(n->core); }
 static int nready(const lnode *n) { return n && rlk__core_ready(n->core); }
+/* A Redis Cluster node (its HELLO said so): subscriptions are sharded,
+ * in the lock's slot, and so is the channel a waiter is handed a lock
+ * on. */
+static int core_cluster(const rlk__core *c) { return strcmp(rlk__core_info(c)->mode, "cluster") == 0; }
+static int ncluster(const lnode *n) { return n && core_cluster(n->core); }
+
+static lnode *node_of(rlk__locks *s, const rlk__core *c)
+{
+    for (lnode *n = s->nodes; n; n = n->next)
+        if (n->core == c) return n;
+    return NULL;
+}
+
+static void calls_go(rlk__locks *s);
 
 /* The connection attached that serves slot now (NULL: none yet). */
 static lnode *node_for(rlk__locks *s, unsigned slot)
 {
     rlk__core *c = s->net.core_for ? s->net.core_for(s->net.ctx, slot) : NULL;
-    for (lnode *n = s->nodes; n; n = n->next)
-        if (n->core == c) return n;
-    return NULL;
+    return c ? node_of(s, c) : NULL;
 }
 
 /* The caller's clock never goes back; a time before the last is taken
@@ -358,14 +382,35 @@ static rlk_session_lock *owed(rlk__req *q)
     return l;
 }
 
+static int build_asking(rlk__core *c, rlk__req *q)
+{
+    (void)q;
+    const char *argv[1] = {"ASKING"};
+    return rlk__core_put(c, 1, argv, NULL);
+}
+
+static void on_asking(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    (void)q;
+    (void)v; /* refused: the request after it is answered ASK or MOVED again */
+}
+
+static const rlk__req_ops asking_ops = {build_asking, on_asking, NULL, RLK__T_ANY};
+
+/* A request of l, to its slot's connection, or after ASKING to the node
+ * an ASK named. */
 static int submit(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, int64_t arg,
                   int64_t deadline, int flags)
 {
     s->dl_valid = 0;
-    if (!l->node) return fail(s, RLK_ERR_CLOSED, "not connected");
-    int r = rlk__core_submit(l->node->core, ops, l, arg, deadline, flags);
+    lnode *n = l->ask ? l->ask : l->node;
+    if (!n) return fail(s, RLK_ERR_CLOSED, "not connected");
+    int r = RLK_OK;
+    if (l->ask) r = rlk__core_submit(n->core, &asking_ops, NULL, 0, deadline, 0);
+    if (r == RLK_OK) r = rlk__core_submit(n->core, ops, l, arg, deadline, flags);
     if (r == RLK_OK) l->inflight++;
-    else core_failed(s, l->node->core, r);
+    else core_failed(s, n->core, r);
     return r;
 }
 
@@ -405,8 +450,11 @@ static int build_acq(rlk__core *c, rlk__req *q)
     ttl_str(ttl, l->ttl);
     ttl_str(ls, p.lease);
     ttl_str(cs, p.claim);
+    /* The channel the waiter is handed the lock on: the session's, or
+     * on a cluster the lock's own (in its slot, where SPUBLISH reaches). */
+    const char *hand = core_cluster(c) ? key(l, RLK__K_CHANNEL) : s->handoff;
     const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
-                            k, m, ls, s->handoff, cs};
+                            k, m, ls, hand, cs};
     return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, 10, argv, NULL);
 }
 
@@ -443,12 +491,15 @@ static int build_release(rlk__core *c, rlk__req *q)
     int64_t t = timeout_ms(s), life_ms = t < 0 ? 60000 : t < 500 ? 1000 : 2 * t;
     char life[24];
     ttl_str(life, life_ms);
-    const char *simple[5] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, "1"};
-    const char *reentrant[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
-                                l->token, "0", life, l->rel_na};
+    const char *simple[8] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token,
+                             l->rel_flag == '1' ? "1" : "0", "", "", "s"};
+    const char *reentrant[9] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->tomb,
+                                l->token, "0", life, l->rel_na, "s"};
     int r = l->kind == 'r';
-    return rlk__core_put_script(c, q, &s->scripts[SC_RELEASE], r ? 4 : 3,
-                                r ? 8 : 4 + (l->rel_flag == '1'), r ? reentrant : simple, NULL);
+    /* On a cluster, ARGV[5] 's': SPUBLISH, in the lock's slot. */
+    int argc = core_cluster(c) ? (r ? 9 : 8) : r ? 8 : 4 + (l->rel_flag == '1');
+    return rlk__core_put_script(c, q, &s->scripts[SC_RELEASE], r ? 4 : 3, argc,
+                                r ? reentrant : simple, NULL);
 }
 
 static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
@@ -526,7 +577,8 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
     l->rel_flag = 0;
     snprintf(l->rel_na, sizeof l->rel_na, "0");
     if (!ignore) {
-        if (l->state != L_RELEASING && l->state != L_REL_PENDING) {
+        if (!l->rel_started) {
+            l->rel_started = 1;
             /* The first sending: a re-send must come within one command
              * timeout of it, while a reentrant tombstone still tells. */
             l->rel_until = t < 0 ? -1 : s->now + t;
@@ -564,7 +616,7 @@ static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
 static int send_sub(lnode *n, int on, const char *ch)
 {
     n->s->dl_valid = 0;
-    int r = rlk__core_subscribe(n->core, on, 0, ch, &sub_ops, n,
+    int r = rlk__core_subscribe(n->core, on, ncluster(n), ch, &sub_ops, n,
                                 (int64_t)rlk__fnv1a(ch, strlen(ch)));
     return core_failed(n->s, n->core, r);
 }
@@ -686,6 +738,8 @@ static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
         return send_try(s, l);
     }
     int nosub = l->node ? l->node->nosub : 0;
+    /* On a cluster the handoff comes on the release channel. */
+    if (ncluster(l->node) && (nosub & NOSUB_RELEASE)) nosub |= NOSUB_HANDOFF;
     if ((nresp3(l->node) || s->listener) && !l->subscribed && l->mode != 'w' &&
         !(nosub & NOSUB_HANDOFF)) {
         /* Subscribed first, then in line: a release in between is not
@@ -775,6 +829,12 @@ static void lost_cb(void *ctx, void *owner);
  * hold of its holder. */
 static int start(rlk__locks *s, rlk_session_lock *l)
 {
+    if (l->redo && !l->resend) {
+        /* Redirected: the try that did not run, again as it was. */
+        l->redo = 0;
+        return send_try(s, l);
+    }
+    l->redo = 0;
     l->resent = l->resend;
     if (l->resend) {
         l->resend = 0;
@@ -880,6 +940,7 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     if (s->head) s->head->prev = l;
     s->head = l;
     l->state = L_PENDING;
+    l->go_at = -1;
     /* A failure here broke the session: the caller sees it at its next
      * feed or tick, and closing ends this acquire with the others. */
     l->node = node_for(s, e->slot);
@@ -901,6 +962,17 @@ static void lost_cb(void *ctx, void *owner)
 
 static int release_now(rlk__locks *s, rlk_session_lock *l)
 {
+    if (!nready(l->node) && s->net.redirect && l->node) {
+        /* A cluster node's connection opening (a new primary after a
+         * failover): the release waits for it, a command timeout at
+         * most, as a release whose reply was lost does. */
+        int64_t t = timeout_ms(s);
+        l->state = L_REL_PENDING;
+        l->rel_until = t < 0 ? -1 : s->now + t;
+        l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
+        l->go_at = s->now;
+        return RLK_OK;
+    }
     if (!nready(l->node)) {
         finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: not connected"));
         return RLK_OK;
@@ -1018,24 +1090,127 @@ static void on_ready(void *ctx, rlk__core *c)
 
 /* Binds l to the connection that serves its slot now (its lease joins
  * that connection's rounds). */
+static int start(rlk__locks *s, rlk_session_lock *l);
+
 static void bind_node(rlk__locks *s, rlk_session_lock *l)
 {
-    l->node = node_for(s, l->lease.slot);
-    l->lease.group = l->node;
+    lnode *n = node_for(s, l->lease.slot);
+    if (n == l->node) return;
+    l->subscribed = 0; /* the old node's subscription goes with its slot */
+    l->node = n;
+    l->lease.group = n;
+    if (l->leased && n) {
+        /* Renewed there at once: the lease's last renewal was elsewhere. */
+        n->recheck_all = 1;
+        n->rechecked = 0;
+    }
+}
+
+/* A handle waiting for a connection (L_PENDING, L_REL_PENDING, or an
+ * extend redirected) sends now, its ASK's node taken once. */
+static int go(rlk__locks *s, rlk_session_lock *l)
+{
+    l->go_at = -1;
+    int r = RLK_OK;
+    if (l->state == L_PENDING) r = start(s, l);
+    else if (l->state == L_REL_PENDING) r = send_release(s, l, 0);
+    if (r == RLK_OK && l->redo_ext && l->state == L_HELD) {
+        l->redo_ext = 0;
+        r = send_extend(s, l);
+    }
+    l->ask = NULL;
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Redis Cluster's redirects                                            */
+
+/* A request that a cluster node did not run: MOVED (its slot is served
+ * elsewhere now: the route patched its table) or ASK (this once, at the
+ * node named, after ASKING), TRYAGAIN (a multi-key command while its
+ * slot migrates) or CLUSTERDOWN (the slot is not served for now), sent
+ * again after a pause that grows.  0 when v is none of them (or the
+ * lock is on one server, where MOVED is an error like any).  Set on l
+ * where the next sending goes (see settle). */
+#define REDIRECTS_MAX 16
+static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rlk_resp_value *v)
+{
+    if (!v || !s->net.redirect || !rlk__is_error(v)) return 0;
+    rlk_error_class ec = rlk__reply_class(v);
+    if (ec != RLK_EC_MOVED && ec != RLK_EC_ASK && ec != RLK_EC_TRYAGAIN && ec != RLK_EC_CLUSTERDOWN)
+        return 0;
+    if (++l->redirs > REDIRECTS_MAX) return 0; /* a loop: the error is the caller's */
+    l->ask = NULL;
+    l->go_at = s->now;
+    if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
+        int ask = 0;
+        rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
+        if (ask && to) l->ask = node_of(s, to);
+    } else {
+        int64_t pause = (int64_t)25 << (l->redirs < 6 ? l->redirs : 6);
+        l->go_at = s->now + (pause < 1000 ? pause : 1000);
+    }
+    snprintf(s->err, sizeof s->err, "%.*s", (int)(v->len > 200 ? 200 : v->len), v->str);
+    return 1;
+}
+
+static void rebind(rlk__locks *s);
+
+/* l's requests in flight all answered, one of them redirected: it goes
+ * again, in the state that waits for its connection.  A MOVED or ASK
+ * means the request did not run, so a try goes again as it was; a
+ * confirmation not sent in the background becomes the try that finds
+ * the lock handed over ('q'); an extend is sent again. */
+static void settle(rlk__locks *s, rlk_session_lock *l)
+{
+    if (l->state == L_TRY) {
+        l->state = L_PENDING;
+        l->redo = 1;
+    } else if (l->state == L_CONFIRM) {
+        l->state = L_PENDING;
+        l->resend = 1;
+    } else if (l->state == L_RELEASING) {
+        l->state = L_REL_PENDING;
+    }
+    if (!l->ask) bind_node(s, l);
+    rebind(s); /* the others of the slot that moved follow it */
+}
+
+/* Every handle whose slot is served by another connection now, with no
+ * request in flight, follows it: held locks are renewed there at once,
+ * waits try there, requests waiting for a connection go there. */
+static void rebind(rlk__locks *s)
+{
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->state == L_DONE || l->inflight || l->ext_on || l->confirming || l->ask) continue;
+        lnode *was = l->node;
+        bind_node(s, l);
+        if (l->node == was || !l->node) continue;
+        if (l->state == L_WAIT) l->wake_at = s->now;
+        if (l->state == L_PENDING || l->state == L_REL_PENDING) l->go_at = s->now;
+    }
+}
+
+void rlk__locks_rebind(rlk__locks *s, int64_t now)
+{
+    enter(s, now);
+    rebind(s);
+    calls_go(s);
+    leave(s);
 }
 
 static void ready_go(lnode *n)
 {
     rlk__locks *s = n->s;
-    if (nresp3(n) && send_sub(n, 1, s->handoff) != RLK_OK) return;
+    if (nresp3(n) && !ncluster(n) && send_sub(n, 1, s->handoff) != RLK_OK) return;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_READY, NULL, RLK_OK);
     for (rlk_session_lock *l = s->head; l && nready(n) && !rlk__core_broken(n->core); l = l->next)
         if (l->state == L_PENDING || l->state == L_REL_PENDING) {
-            bind_node(s, l);
-            if (l->node != n) continue;
-            int r = l->state == L_PENDING ? start(s, l) : send_release(s, l, 0);
-            if (r != RLK_OK) return;
+            if (!l->ask) bind_node(s, l);
+            if ((l->ask ? l->ask : l->node) != n || (l->go_at >= 0 && s->now < l->go_at)) continue;
+            if (go(s, l) != RLK_OK) return;
         }
+    calls_go(s);
 }
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
@@ -1044,11 +1219,11 @@ static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v
  * decides. */
 static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
-    if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+    if (redirected(s, l, c, v)) l->redirected = 1;
+    else if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
     else if (v->type == RLK_RESP_NULL) l->set_result = 0;
     else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
         l->set_result = 1;
@@ -1068,6 +1243,12 @@ static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
+    if (l->redirected) {
+        l->redirected = 0;
+        settle(s, l);
+        return;
+    }
+    l->redirs = 0;
     uint64_t fence = rlk__fence_of_time(v);
     if (l->set_result == 1 && !fence) {
         send_release(s, l, 1);
@@ -1099,10 +1280,18 @@ static int confirm_again(rlk__core *c, const rlk__req *q)
 
 static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
+    if (redirected(s, l, c, v)) {
+        /* In the background: the lock stays valid for its claim, and
+         * its lease is re-checked where its slot is now. */
+        if (l->confirming) confirmed(s, l, NULL);
+        else settle(s, l);
+        if (l->state != L_DONE) rebind(s);
+        return;
+    }
+    l->redirs = 0;
     if (l->confirming) {
         confirmed(s, l, v);
         return;
@@ -1125,10 +1314,14 @@ static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 /* The acquire script: {1, fence, holds, found} or {0, pttl}. */
 static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
+    if (redirected(s, l, c, v)) {
+        settle(s, l);
+        return;
+    }
+    l->redirs = 0;
     int64_t ok, x, holds;
     if (rlk__is_error(v)) {
         not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
@@ -1178,10 +1371,13 @@ static int release_status(rlk__locks *s, const rlk_resp_value *v, const char *na
 
 static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
+    if (redirected(s, l, c, v)) {
+        settle(s, l);
+        return;
+    }
     finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys, l->kind == 'r' && l->rel_resend));
 }
 
@@ -1218,10 +1414,15 @@ static int extend_again(rlk__core *c, const rlk__req *q)
 
 static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
+    if (redirected(s, l, c, v)) {
+        l->redo_ext = 1; /* sent again where the slot is (go) */
+        if (!l->ask) bind_node(s, l);
+        return;
+    }
+    l->redirs = 0;
     int64_t after = 0;
     int st = extend_status(s, v, l->keys, &after);
     rlk__lease *e = &l->lease;
@@ -1291,11 +1492,28 @@ static int read_status(rlk__locks *s, const rlk_resp_value *v, rlk_lock_status *
 
 static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     scall *k = q->ctx;
     rlk__locks *s = k->s;
     rlk__session_result res;
     memset(&res, 0, sizeof res);
+    if (v && s->net.redirect && k->redirs < REDIRECTS_MAX && rlk__is_error(v)) {
+        rlk_error_class ec = rlk__reply_class(v);
+        if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
+            /* Sent again where the slot is (an ASK's node after ASKING). */
+            int ask = 0;
+            rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
+            lnode *n = to ? node_of(s, to) : NULL;
+            k->redirs++;
+            if (nready(n) && !rlk__core_broken(n->core) &&
+                (!ask || rlk__core_submit(n->core, &asking_ops, NULL, 0, RLK__DL_DEFAULT, 0) == RLK_OK) &&
+                rlk__core_submit(n->core, q->ops, k, 0, RLK__DL_DEFAULT, 0) == RLK_OK)
+                return;
+            if (!ask) {
+                k->pending = 1; /* when its slot's connection is up */
+                return;
+            }
+        }
+    }
     if (!v) res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
     else if (k->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
     else if (k->which == SC_RELEASE) res.status = release_status(s, v, k->keys, 0);
@@ -1310,8 +1528,11 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
         return fail(s, RLK_ERR_INVALID, "empty lock name or token");
     if (which == SC_EXTEND && (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET)))
         return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
-    lnode *n = node_for(s, rlk__keyslot(name, strlen(name)));
-    if (!nready(n)) return fail(s, RLK_ERR_CLOSED, "not connected");
+    unsigned slot = rlk__keyslot(name, strlen(name));
+    lnode *n = node_for(s, slot);
+    /* On a cluster the slot's connection may be opening: the call waits
+     * for it, a command timeout at most. */
+    if (!nready(n) && !s->net.redirect) return fail(s, RLK_ERR_CLOSED, "not connected");
     size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
     scall *k = rlk__malloc(sizeof *k + RLK__NKEYS * cap + tl);
     if (!k) return fail(s, RLK_ERR_NOMEM, "out of memory");
@@ -1323,12 +1544,17 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     k->cb = cb;
     k->ctx = ctx;
     k->cap = cap;
+    k->slot = slot;
+    int64_t t = timeout_ms(s);
+    k->until = t < 0 ? -1 : now + t;
     rlk__make_keys(name, k->keys, cap);
     k->token = k->keys + RLK__NKEYS * cap;
     if (token) memcpy(k->token, token, tl);
     enter(s, now);
-    int r = rlk__core_submit(n->core, which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
-                             RLK__DL_DEFAULT, 0);
+    int r = RLK_OK;
+    if (nready(n)) r = rlk__core_submit(n->core, which == SC_STATUS ? &call_array_ops : &call_int_ops,
+                                        k, 0, RLK__DL_DEFAULT, 0);
+    else k->pending = 1;
     if (r != RLK_OK) {
         core_failed(s, n->core, r);
         rlk__free(k);
@@ -1339,6 +1565,30 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     }
     leave(s);
     return r;
+}
+
+/* The calls waiting for their slot's connection: sent when it is up,
+ * failed when their time is over. */
+static void calls_go(rlk__locks *s)
+{
+    for (scall *k = s->calls, *next; k; k = next) {
+        next = k->next;
+        if (!k->pending) continue;
+        lnode *n = node_for(s, k->slot);
+        if (nready(n) && !rlk__core_broken(n->core)) {
+            k->pending = 0;
+            if (rlk__core_submit(n->core, k->which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
+                                 RLK__DL_DEFAULT, 0) == RLK_OK)
+                continue;
+            core_failed(s, n->core, RLK_ERR_CLOSED);
+        } else if (k->until < 0 || s->now < k->until) {
+            continue;
+        }
+        rlk__session_result res;
+        memset(&res, 0, sizeof res);
+        res.status = fail(s, RLK_ERR_CLOSED, "not connected to the node of '%s'", k->keys);
+        call_done(s, k, &res);
+    }
 }
 
 int rlk__locks_status(rlk__locks *s, const char *name, rlk__session_call_cb cb, void *ctx,
@@ -1361,28 +1611,59 @@ int rlk__locks_extend_token(rlk__locks *s, const char *name, const char *token, 
 
 /* A push (RESP3): a handoff to one of the handles, or a release that
  * wakes those waiting for the lock. */
+/* A sharded subscription the server ended by itself (its slot moved
+ * away): the waits on it try again, where the slot is now, and
+ * subscribe there. */
+static void sunsubscribed(lnode *n, const rlk_resp_value *ch)
+{
+    rlk__locks *s = n->s;
+    if (n->kept && rlk__str_is(ch, n->kept, strlen(n->kept))) {
+        rlk__free(n->kept);
+        n->kept = NULL;
+    }
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->node != n || !l->subscribed ||
+            !rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))
+            continue;
+        l->subscribed = 0;
+        if (l->state == L_WAIT) {
+            l->wake_at = s->now;
+            if (l->mode == 'w') l->mode = 0; /* in line again by the next look */
+        }
+    }
+}
+
 static int on_push(lnode *n, const rlk_resp_value *v)
 {
     rlk__locks *s = n->s;
-    const rlk_resp_value *ch = rlk_resp_value_at(v, 1);
-    if (!rlk__str_is(rlk_resp_value_at(v, 0), "message", 7) || !ch) return RLK_OK;
+    const rlk_resp_value *ch = rlk_resp_value_at(v, 1), *kind = rlk_resp_value_at(v, 0);
+    if (ch && rlk__str_is(kind, "sunsubscribe", 12)) {
+        sunsubscribed(n, ch);
+        return RLK_OK;
+    }
+    int sharded = rlk__str_is(kind, "smessage", 8);
+    if ((!sharded && !rlk__str_is(kind, "message", 7)) || !ch) return RLK_OK;
     /* A message on the handoff channel that names no waiter's token (a
      * handoff meant for an earlier wait, or a forgery) is no lock: the
-     * waiters look again at once. */
+     * waiters look again at once.  On a cluster the handoff comes on the
+     * lock's channel, where only "0" (freed) wakes the others. */
     int handoff = rlk__str_is(ch, s->handoff, strlen(s->handoff));
+    const rlk_resp_value *pl = rlk_resp_value_at(v, 2);
+    int freed = !sharded || (pl && rlk__str_is(pl, "0", 1));
     for (rlk_session_lock *l = s->head; l; l = l->next) {
         if (l->state == L_DONE || l->state == L_HELD || l->state == L_RELEASING ||
             l->state == L_REL_PENDING || l->node != n)
             continue;
         uint64_t fence;
-        if (rlk__handoff_parse(v, s->handoff, l->token, &fence)) {
+        if (rlk__handoff_parse(v, sharded ? key(l, RLK__K_CHANNEL) : s->handoff, l->token, &fence)) {
             l->handed_fence = fence;
             if (l->state == L_WAIT) return handed_over(s, l);
             l->handed = 1; /* confirmed after the try in flight */
             return RLK_OK;
         }
         if (l->state == L_WAIT &&
-            (handoff || rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))) {
+            (handoff ||
+             (freed && rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL)))))) {
             int r = send_try(s, l);
             if (r != RLK_OK) return r;
         }
@@ -1464,9 +1745,18 @@ static void round_reply(lnode *n, const rlk_resp_value *v)
 
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     lnode *n = q->ctx;
     if (q->missing) n->renew_eval = 1;
+    rlk_error_class ec = v && n->s->net.redirect ? rlk__reply_class(v) : RLK_EC_NONE;
+    if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
+        /* Not run here: its leases keep their validity and follow their
+         * slot (a MOVED patched the table), renewed there at once. */
+        int ask;
+        if (ec == RLK_EC_MOVED) n->s->net.redirect(n->s->net.ctx, c, v, &ask);
+        round_reply(n, NULL);
+        rebind(n->s);
+        return;
+    }
     round_reply(n, v);
 }
 
@@ -1523,7 +1813,10 @@ static int64_t deadline_now(const rlk__locks *s)
         if (l->state == L_PENDING) AT(l->pending_until);
         else if (l->state == L_REL_PENDING) AT(l->rel_until);
         else if (l->state == L_WAIT) AT(l->wake_at);
+        if (l->go_at >= 0 && !l->inflight && nready(l->ask ? l->ask : l->node)) AT(l->go_at);
     }
+    for (const scall *k = s->calls; k; k = k->next)
+        if (k->pending) AT(k->until);
     /* A renewal is due when a round can be sent on its connection; a
      * loss to report, always.  After a reconnect every lock there is
      * checked at once (the server may have lost its keys), by the
@@ -1560,7 +1853,11 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
             }
             send_try(s, l);
         }
+        if (l->state != L_DONE && l->go_at >= 0 && !l->inflight && s->now >= l->go_at &&
+            nready(l->ask ? l->ask : l->node))
+            go(s, l);
     }
+    calls_go(s);
     for (lnode *n = s->nodes; n; n = n->next)
         if (can_send(n)) send_round(s, n);
     rlk__leases_expire(&s->leases, s->now);
@@ -1725,7 +2022,7 @@ static rlk__core *only_core(void *ctx, unsigned slot)
 
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner)
 {
-    rlk__locks_net net = {only_core, core};
+    rlk__locks_net net = {only_core, NULL, core};
     rlk__locks *s = rlk__locks_new(&net, cfg, owner);
     if (s && rlk__locks_attach(s, core) != RLK_OK) {
         rlk__locks_free(s);

@@ -47,6 +47,11 @@ typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__sessi
  * of its locks wait, as they wait for a handshake). */
 typedef struct rlk__locks_net {
     rlk__core *(*core_for)(void *ctx, unsigned slot);
+    /* A reply of from, v, is a cluster's MOVED or ASK: the core to send
+     * the request to (NULL: none known yet: the slot's, once core_for
+     * knows it), *ask set for ASK (ASKING first, this once).  NULL
+     * redirect: one server, whose MOVED is an error like any. */
+    rlk__core *(*redirect)(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask);
     void *ctx;
 } rlk__locks_net;
 
@@ -61,6 +66,11 @@ int rlk__locks_attach(rlk__locks *s, rlk__core *core);
 /* Locks over one core that serves every slot (a session, a one-server
  * client). */
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner);
+/* Which core serves which slot changed (a cluster's new table): the
+ * handles whose slot moved follow it (their leases are re-checked at
+ * once on the new connection; waits and requests waiting for a
+ * connection go there). */
+void rlk__locks_rebind(rlk__locks *s, int64_t now);
 /* Frees the handles and calls (no event); the cores stay. */
 void rlk__locks_free(rlk__locks *s);
 

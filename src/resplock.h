@@ -188,6 +188,10 @@ typedef struct rlk_conn_info {
     const char *tls_cipher;    /* or NULL */
     char peer[300];            /* "host:port" or socket path */
     int db;
+    /* HELLO's "mode": "standalone", "cluster" (a Redis Cluster node:
+     * rlk_client then routes each name to its slot's primary),
+     * "sentinel"; "" when unknown (RESP2, no HELLO). */
+    char mode[16];
 } rlk_conn_info;
 
 /* What the handshake learned.  Valid while connected. */

@@ -7,61 +7,338 @@
 #include "route.h"
 #include "clock.h"
 #include "internal.h"
+#include "reply.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
+/* The table is read again: every TABLE_EVERY_MS; no sooner than
+ * TABLE_PAUSE_MS after the last read began; TABLE_RETRY_MS after a read
+ * that failed. */
+#define TABLE_EVERY_MS 60000
+#define TABLE_PAUSE_MS 250
+#define TABLE_RETRY_MS 1000
+
+static rlk__driver *new_driver(rlk__route *r, const rlk_conn_config *conn, const char *host,
+                               int port, int *status)
+{
+    rlk__driver *d = rlk__malloc(sizeof *d);
+    if (!d) {
+        *status = RLK_ERR_NOMEM;
+        snprintf(r->err, sizeof r->err, "out of memory");
+        return NULL;
+    }
+    *status = host ? rlk__driver_init_at(d, conn, &r->cc, host, port)
+                   : rlk__driver_init(d, conn, &r->cc);
+    r->drivers[r->n++] = d; /* destroyed with the others, whatever happened */
+    if (*status != RLK_OK) snprintf(r->err, sizeof r->err, "server %zu: %s", r->n, d->err);
+    return d;
+}
+
 int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *conns,
                     const rlk__core_config *cc)
 {
     memset(r, 0, sizeof *r);
+    r->refresh_at = -1;
     if (n == 0 || (kind == RLK__ROUTE_ONE && n != 1) ||
-        (kind != RLK__ROUTE_ONE && kind != RLK__ROUTE_SET) || n > 64) {
+        (kind != RLK__ROUTE_ONE && kind != RLK__ROUTE_SET) || n > RLK__ROUTE_MAX) {
         snprintf(r->err, sizeof r->err, "route: %zu servers for this kind", n);
         return RLK_ERR_INVALID;
     }
-    r->drivers = rlk__malloc(n * sizeof *r->drivers);
+    r->drivers = rlk__malloc(RLK__ROUTE_MAX * sizeof *r->drivers);
     if (!r->drivers) {
         snprintf(r->err, sizeof r->err, "out of memory");
         return RLK_ERR_NOMEM;
     }
     r->kind = kind;
+    if (cc) r->cc = *cc;
+    r->conn = conns[0];
     for (size_t i = 0; i < n; i++) {
-        int st = rlk__driver_init(&r->drivers[i], &conns[i], cc);
-        r->n = i + 1; /* destroyed with the others, whatever happened */
-        if (st != RLK_OK) {
-            snprintf(r->err, sizeof r->err, "server %zu: %s", i + 1, r->drivers[i].err);
-            return st;
-        }
+        int st;
+        new_driver(r, &conns[i], NULL, 0, &st);
+        if (st != RLK_OK) return st;
     }
     return RLK_OK;
 }
 
 void rlk__route_destroy(rlk__route *r)
 {
-    for (size_t i = 0; i < r->n; i++) rlk__driver_destroy(&r->drivers[i]);
+    for (size_t i = 0; i < r->n; i++) {
+        rlk__driver_destroy(r->drivers[i]);
+        rlk__free(r->drivers[i]);
+    }
     rlk__free(r->drivers);
     r->drivers = NULL;
-    r->n = 0;
+    r->n = r->polled = 0;
+    if (r->slots) {
+        rlk__slots_free(r->slots);
+        rlk__free(r->slots);
+        r->slots = NULL;
+    }
+}
+
+void rlk__route_set_hooks(rlk__route *r, const rlk__route_hooks *hooks) { r->hooks = *hooks; }
+
+rlk__core *rlk__route_core(rlk__route *r, size_t i) { return r->drivers[i]->core; }
+
+int rlk__route_is_cluster(const rlk__route *r) { return r->cluster; }
+
+const rlk__slots *rlk__route_table(const rlk__route *r) { return r->have_table ? r->slots : NULL; }
+
+/* A cluster found: its table made (empty).  0, or -1 out of memory
+ * (the route then stays one server's). */
+static int become_cluster(rlk__route *r)
+{
+    if (r->cluster) return 0;
+    if (!r->slots) {
+        r->slots = rlk__malloc(sizeof *r->slots);
+        if (!r->slots) {
+            snprintf(r->err, sizeof r->err, "cluster: out of memory");
+            return -1;
+        }
+        rlk__slots_init(r->slots);
+    }
+    r->cluster = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Redis Cluster                                                        */
+
+static int tls_route(const rlk__route *r) { return r->drivers[0]->url.kind == RLK__URL_TLS; }
+
+static rlk__driver *driver_of(const rlk__route *r, const rlk__core *c)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->drivers[i]->core == c) return r->drivers[i];
+    return NULL;
+}
+
+/* The connection to host:port, opened (and told to the owner) when
+ * there is none and open is set.  NULL: none (or it could not be made:
+ * the reason in r->err). */
+static rlk__driver *node_driver(rlk__route *r, const char *host, int port, int open)
+{
+    if (!host || !*host || port <= 0) return NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        const rlk__driver *d = r->drivers[i];
+        if (d->url.kind != RLK__URL_UNIX && d->url.host && d->url.port == port &&
+            strcmp(d->url.host, host) == 0) {
+            if (open) r->parked[i] = 0;
+            return r->drivers[i];
+        }
+    }
+    if (!open) return NULL;
+    if (r->n >= RLK__ROUTE_MAX) {
+        snprintf(r->err, sizeof r->err, "cluster: more than %d connections", RLK__ROUTE_MAX);
+        return NULL;
+    }
+    int st;
+    rlk__driver *d = new_driver(r, &r->conn, host, port, &st);
+    if (st == RLK_OK && r->hooks.added) {
+        st = r->hooks.added(r->hooks.ctx, d->core);
+        if (st != RLK_OK) snprintf(r->err, sizeof r->err, "cluster: node %s:%d: out of memory", host, port);
+    }
+    if (st != RLK_OK) {
+        r->n--;
+        rlk__driver_destroy(d);
+        rlk__free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static int port_of(const rlk__route *r, const rlk__node *nd);
+
+/* After a new table: the connections of the nodes (but the seed's) that
+ * serve no slot in it are closed and left so (a failed primary would be
+ * tried again for ever); those of its primaries stay or reopen. */
+static void park_idle(rlk__route *r)
+{
+    const rlk__slots *t = r->slots;
+    for (size_t i = 1; i < r->n; i++) {
+        rlk__driver *d = r->drivers[i];
+        int serves = 0;
+        for (unsigned sl = 0; sl < RLK__NSLOTS && !serves; sl++) {
+            const rlk__node *nd = rlk__slots_owner(t, sl);
+            serves = nd && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0;
+            /* Ranges: skip to the next owner. */
+            while (nd && sl + 1 < RLK__NSLOTS && t->owner[sl + 1] == t->owner[sl]) sl++;
+        }
+        if (!serves && !r->parked[i]) {
+            r->parked[i] = 1;
+            rlk__driver_close(d);
+        }
+    }
+}
+
+static void table_due(rlk__route *r, int64_t at)
+{
+    if (r->refresh_at < 0 || at < r->refresh_at) r->refresh_at = at;
+}
+
+/* The seed's handshake said it is a cluster node. */
+static void notice_cluster(rlk__route *r)
+{
+    if (r->cluster || r->kind != RLK__ROUTE_ONE) return;
+    const rlk__core *c = r->drivers[0]->core;
+    if (rlk__core_ready(c) && strcmp(rlk__core_info(c)->mode, "cluster") == 0 &&
+        become_cluster(r) == 0)
+        table_due(r, rlk__core_now(c));
+}
+
+static int build_table(rlk__core *c, rlk__req *q)
+{
+    const rlk__route *r = q->ctx;
+    const char *argv[2] = {"CLUSTER", r->use_slots ? "SLOTS" : "SHARDS"};
+    return rlk__core_put(c, 2, argv, NULL);
+}
+
+static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    rlk__route *r = q->ctx;
+    int64_t now = rlk__core_now(c);
+    r->refreshing = 0;
+    if (!v) {
+        table_due(r, now); /* from another connection, or this one again */
+        return;
+    }
+    if (rlk__is_error(v)) {
+        if (!r->use_slots && (rlk__error_starts(v, "ERR unknown subcommand") ||
+                              rlk__error_starts(v, "ERR Unknown subcommand"))) {
+            r->use_slots = 1;
+            r->refresh_min = now;
+            table_due(r, now);
+            return;
+        }
+        snprintf(r->err, sizeof r->err, "cluster: CLUSTER %s: %.*s", r->use_slots ? "SLOTS" : "SHARDS",
+                 (int)(v->len > 200 ? 200 : v->len), v->str);
+        table_due(r, now + TABLE_RETRY_MS);
+        return;
+    }
+    const rlk__driver *d = driver_of(r, c);
+    const char *origin = d && d->url.kind != RLK__URL_UNIX ? d->url.host : NULL;
+    int st = r->use_slots ? rlk__slots_from_slots(r->slots, v, origin, tls_route(r))
+                          : rlk__slots_from_shards(r->slots, v, origin);
+    if (st != RLK_OK) {
+        snprintf(r->err, sizeof r->err, "cluster: the slot table: %s", r->slots->err);
+        table_due(r, now + TABLE_RETRY_MS);
+        return;
+    }
+    r->have_table = 1;
+    r->tables++;
+    park_idle(r);
+    table_due(r, now + TABLE_EVERY_MS);
+    if (r->hooks.changed) r->hooks.changed(r->hooks.ctx);
+}
+
+static const rlk__req_ops table_ops = {build_table, on_table, NULL, RLK__T_ARRAY};
+
+/* Before a turn: a cluster found, the table read when due (over the
+ * seed's connection when it is up, else another's), and read again
+ * soon while a connection that serves slots is down (a failover names
+ * a new primary).  The time the turn must wake for it, or -1. */
+static int64_t upkeep(rlk__route *r, int64_t now)
+{
+    notice_cluster(r);
+    if (!r->cluster) return -1;
+    for (size_t i = 0; i < r->n; i++) {
+        const rlk__driver *d = r->drivers[i];
+        if (!r->parked[i] && !d->up && d->fails > 0 && d->url.host && r->have_table) {
+            for (size_t k = 0; k < r->slots->nnodes; k++) {
+                const rlk__node *nd = &r->slots->nodes[k];
+                int port = tls_route(r) && nd->tls_port ? nd->tls_port : nd->port;
+                if (nd->role == RLK__ROLE_PRIMARY && port == d->url.port &&
+                    strcmp(nd->host, d->url.host) == 0)
+                    table_due(r, now);
+            }
+        }
+    }
+    if (r->refreshing || r->refresh_at < 0) return -1;
+    int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
+    if (now < at) return at;
+    for (size_t i = 0; i < r->n; i++) {
+        rlk__core *c = r->drivers[i]->core;
+        if (!rlk__core_ready(c) || rlk__core_broken(c)) continue;
+        rlk__core_clock(c, now);
+        if (rlk__core_submit(c, &table_ops, r, 0, RLK__DL_DEFAULT, 0) != RLK_OK) continue;
+        r->refreshing = 1;
+        r->refresh_at = -1;
+        r->refresh_min = now + TABLE_PAUSE_MS;
+        return -1;
+    }
+    return -1; /* none up: a connection's handshake wakes the turn */
+}
+
+static int port_of(const rlk__route *r, const rlk__node *nd)
+{
+    return tls_route(r) && nd->tls_port ? nd->tls_port : nd->port;
+}
+
+rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot)
+{
+    notice_cluster(r);
+    if (!r->cluster) return r->drivers[0]->core;
+    const rlk__node *nd = rlk__slots_owner(r->slots, slot);
+    if (!nd) return NULL;
+    rlk__driver *d = node_driver(r, nd->host, port_of(r, nd), 1);
+    return d ? d->core : NULL;
 }
 
 size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
 {
-    (void)slot; /* neither kind yet looks at the slot: Cluster's will */
+    if (r->kind == RLK__ROUTE_ONE) {
+        rlk__core *c = rlk__route_core_for(r, slot);
+        if (!c || max == 0) return 0;
+        out[0] = c;
+        return 1;
+    }
     size_t k = 0;
     for (size_t i = 0; i < r->n && k < max; i++)
-        if (r->drivers[i].core) out[k++] = r->drivers[i].core;
+        if (r->drivers[i]->core) out[k++] = r->drivers[i]->core;
     return k;
 }
 
-rlk__core *rlk__route_core(rlk__route *r, size_t i) { return r->drivers[i].core; }
+rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    rlk__cluster_err e = rlk__cluster_error(v);
+    *ask = 0;
+    if ((e != RLK__CE_MOVED && e != RLK__CE_ASK) || r->kind != RLK__ROUTE_ONE) return NULL;
+    const rlk__driver *fd = driver_of(r, from);
+    rlk__redirect rd;
+    if (rlk__parse_redirect(v->str, v->len, fd && fd->url.kind != RLK__URL_UNIX ? fd->url.host : NULL,
+                            &rd) != 0)
+        return NULL;
+    int64_t now = rlk__core_now(from);
+    if (!r->cluster) {
+        if (become_cluster(r) != 0) return NULL; /* a server without HELLO's mode */
+        table_due(r, now);
+    }
+    rlk__driver *d;
+    if (rd.ask) {
+        *ask = 1;
+        d = node_driver(r, rd.host, rd.port, 1);
+    } else {
+        if (rlk__slots_moved(r->slots, rd.slot, rd.host, rd.port, tls_route(r)) < 0) {
+            snprintf(r->err, sizeof r->err, "cluster: MOVED %u %s:%d: %s", rd.slot, rd.host, rd.port,
+                     r->slots->err);
+            return NULL;
+        }
+        table_due(r, now); /* more may have moved: a failover, a resharding */
+        d = node_driver(r, rd.host, rd.port, 1);
+    }
+    return d ? d->core : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Turns                                                                */
 
 static int note(rlk__route *r, int first, int status, size_t i)
 {
     if (first != RLK_OK || status == RLK_OK) return first;
-    snprintf(r->err, sizeof r->err, "server %zu: %s", i + 1, r->drivers[i].err);
+    snprintf(r->err, sizeof r->err, "server %zu: %s", i + 1, r->drivers[i]->err);
     return status;
 }
 
@@ -69,28 +346,41 @@ int rlk__route_prepare(rlk__route *r, struct pollfd *p, int64_t until, int64_t *
 {
     int first = RLK_OK;
     *wake = until;
+    size_t n0 = r->n;
+    int64_t w0 = upkeep(r, rlk__now_ms());
+    if (w0 >= 0 && (*wake < 0 || w0 < *wake)) *wake = w0;
     for (size_t i = 0; i < r->n; i++) {
         int64_t w;
-        first = note(r, first, rlk__driver_prepare(&r->drivers[i], &p[i], until, &w), i);
+        if (r->parked[i]) {
+            p[i].fd = -1;
+            p[i].events = p[i].revents = 0;
+            continue;
+        }
+        first = note(r, first, rlk__driver_prepare(r->drivers[i], &p[i], until, &w), i);
         if (w >= 0 && (*wake < 0 || w < *wake)) *wake = w;
     }
+    r->polled = r->n;
+    /* A connection opened meanwhile (by a primitive's callback) waits
+     * for no poll to start. */
+    if (r->n != n0) *wake = rlk__now_ms();
     return first;
 }
 
 int rlk__route_after(rlk__route *r, const struct pollfd *p)
 {
     int first = RLK_OK;
-    for (size_t i = 0; i < r->n; i++)
-        first = note(r, first, rlk__driver_after(&r->drivers[i], &p[i]), i);
+    size_t n = r->polled < r->n ? r->polled : r->n;
+    for (size_t i = 0; i < n; i++)
+        if (!r->parked[i]) first = note(r, first, rlk__driver_after(r->drivers[i], &p[i]), i);
     return first;
 }
 
 int rlk__route_step(rlk__route *r, int64_t until)
 {
-    struct pollfd p[64];
+    struct pollfd p[RLK__ROUTE_MAX];
     int64_t wake;
     int first = rlk__route_prepare(r, p, until, &wake);
-    if (rlk__poll_until(p, r->n, wake) < 0) {
+    if (rlk__poll_until(p, r->polled, wake) < 0) {
         snprintf(r->err, sizeof r->err, "poll: %s", strerror(errno));
         return RLK_ERR_IO;
     }
@@ -100,15 +390,31 @@ int rlk__route_step(rlk__route *r, int64_t until)
 
 int rlk__route_turn_alone(rlk__route *r, int64_t until)
 {
-    if (r->n != 1) return rlk__route_step(r, until);
-    int st = rlk__driver_turn_alone(&r->drivers[0], until);
+    if (r->n != 1 || r->cluster) return rlk__route_step(r, until);
+    int st = rlk__driver_turn_alone(r->drivers[0], until);
+    int64_t w = upkeep(r, rlk__now_ms());
+    (void)w;
     return note(r, RLK_OK, st, 0);
+}
+
+int64_t rlk__route_due(const rlk__route *r)
+{
+    int64_t due = -1;
+    for (size_t i = 0; i < r->n; i++) {
+        int64_t d = r->parked[i] ? -1 : rlk__core_deadline(r->drivers[i]->core);
+        if (d >= 0 && (due < 0 || d < due)) due = d;
+    }
+    if (r->cluster && !r->refreshing && r->refresh_at >= 0) {
+        int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
+        if (due < 0 || at < due) due = at;
+    }
+    return due;
 }
 
 int rlk__route_can_go_on(const rlk__route *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        if (rlk__driver_can_go_on(&r->drivers[i])) return 1;
+        if (!r->parked[i] && rlk__driver_can_go_on(r->drivers[i])) return 1;
     return 0;
 }
 
@@ -124,7 +430,7 @@ int rlk__route_run(rlk__route *r, int (*done)(void *ctx), void *ctx, int64_t unt
 
 void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
 {
-    const rlk__driver *d = &r->drivers[i];
+    const rlk__driver *d = r->drivers[i];
     h->up = d->up;
     h->connecting = rlk__driver_connecting(d);
     h->fails = d->fails;
@@ -135,19 +441,19 @@ void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
     h->err = d->err;
 }
 
-int rlk__route_fd(const rlk__route *r, size_t i) { return rlk__driver_fd(&r->drivers[i]); }
+int rlk__route_fd(const rlk__route *r, size_t i) { return rlk__driver_fd(r->drivers[i]); }
 
 void rlk__route_peer(const rlk__route *r, size_t i, rlk_conn_info *info)
 {
-    const rlk__driver *d = &r->drivers[i];
+    const rlk__driver *d = r->drivers[i];
     snprintf(info->peer, sizeof info->peer, "%s", d->t.peer);
     info->tls_version = rlk__tls_version(&d->t);
     info->tls_cipher = rlk__tls_cipher(&d->t);
 }
 
-void rlk__route_close(rlk__route *r, size_t i) { rlk__driver_close(&r->drivers[i]); }
+void rlk__route_close(rlk__route *r, size_t i) { rlk__driver_close(r->drivers[i]); }
 
 int rlk__route_connect_through(rlk__route *r, size_t i)
 {
-    return rlk__driver_connect_through(&r->drivers[i]);
+    return rlk__driver_connect_through(r->drivers[i]);
 }

@@ -9,11 +9,25 @@
  * drivers through the route alone.  It knows nothing of what the
  * commands mean.  Internal (rlk__ prefix, not installed).
  *
- * Kinds: ONE, every key on one server; SET, every key on each of several
+ * Kinds: ONE, every key on one server, unless that server turns out to
+ * be a Redis Cluster node (below); SET, every key on each of several
  * independent servers (the ground of Redlock, whose quorum is counted
- * over them).  Sentinel (a server found by asking sentinels) and
- * Cluster (a key's slot picks its shard) are to come as kinds of their
- * own.
+ * over them).  Sentinel (a server found by asking sentinels) is to come
+ * as a kind of its own.
+ *
+ * Redis Cluster, found by itself: the seed's HELLO says mode "cluster",
+ * or a command of a primitive is answered MOVED (a server without
+ * HELLO).  The route then reads CLUSTER SHARDS (CLUSTER SLOTS where
+ * SHARDS is unknown) into a slot table (slots.h) over a connection that
+ * is up, and gives each slot the core of its primary, whose driver it
+ * opens when first asked for (with the seed's URL scheme, credentials
+ * and TLS settings, at the node's address; the seed's own connection
+ * when it is that node), telling its owner (hooks.added).  A redirect
+ * a primitive met (rlk__route_redirect) patches the table (MOVED) or
+ * names a node for once (ASK); the table is read again soon after a
+ * MOVED, while a primary's connection is down (a failover names a new
+ * one), and every 60 s; each new table is told (hooks.changed), so that
+ * what waits for a slot's connection looks again.
  */
 #ifndef RESPLOCK_ROUTE_H
 #define RESPLOCK_ROUTE_H
@@ -23,13 +37,47 @@
 
 #include "core.h"
 #include "driver.h"
+#include "slots.h"
 
 enum { RLK__ROUTE_ONE = 1, RLK__ROUTE_SET };
 
+/* The most connections of a route (a poll's entries, with the client's
+ * own two). */
+#define RLK__ROUTE_MAX 62
+
+/* What the route tells its owner (the client).  Called from within a
+ * turn (prepare or after), or from within rlk__route_core_for and
+ * rlk__route_redirect. */
+typedef struct rlk__route_hooks {
+    /* A new connection's core (a cluster node): its owner takes its
+     * hooks.  RLK_OK, or a failure (the node is then not used). */
+    int (*added)(void *ctx, rlk__core *core);
+    /* The slot table changed. */
+    void (*changed)(void *ctx);
+    void *ctx;
+} rlk__route_hooks;
+
 typedef struct rlk__route {
     int kind;
-    size_t n;
-    rlk__driver *drivers;  /* n of them, in the order given */
+    size_t n;                 /* drivers, n <= RLK__ROUTE_MAX */
+    size_t polled;            /* of them in the last prepare's entries */
+    rlk__driver **drivers;    /* n of them: the servers given, in order,
+                                 then a cluster's nodes as opened */
+    /* A cluster node's connection closed and not opened again: the node
+     * serves no slot in the last table (a primary that failed over, a
+     * node named by an ASK).  Opened again when asked for. */
+    unsigned char parked[RLK__ROUTE_MAX];
+    int cluster;              /* a Redis Cluster (found by itself) */
+    int have_table;           /* slots read at least once */
+    int refreshing;           /* a CLUSTER SHARDS or SLOTS under way */
+    int use_slots;            /* SHARDS unknown here: SLOTS */
+    int64_t refresh_at;       /* the next read of the table (-1: none due) */
+    int64_t refresh_min;      /* no read before (a pause between reads) */
+    uint64_t tables;          /* tables read so far */
+    rlk__slots *slots;        /* a cluster's (32 KiB: made when found) */
+    rlk__core_config cc;      /* for the nodes' cores */
+    rlk_conn_config conn;     /* the seed's; its strings are drivers[0]'s */
+    rlk__route_hooks hooks;
     char err[600];
 } rlk__route;
 
@@ -41,12 +89,29 @@ typedef struct rlk__route {
 int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *conns,
                     const rlk__core_config *cc);
 void rlk__route_destroy(rlk__route *r);
+void rlk__route_set_hooks(rlk__route *r, const rlk__route_hooks *hooks);
 
 /* The cores of the servers that hold keys of slot, into out (at most
- * max): their count.  ONE: the only one; SET: all of them, in order. */
+ * max): their count.  ONE: the only one (on a cluster, the slot's
+ * primary's, none while the table is not read); SET: all of them, in
+ * order. */
 size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max);
+/* The core that serves slot now (NULL: none known yet), opening its
+ * connection when first asked for. */
+rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot);
 /* The i-th server's core (i < r->n). */
 rlk__core *rlk__route_core(rlk__route *r, size_t i);
+
+/* v, a reply of from, is MOVED or ASK (else NULL, nothing done): the
+ * core to send the request to (NULL: not known, or not opened; the
+ * request waits for rlk__route_core_for of its slot then), *ask set for
+ * ASK (send ASKING first, this once).  A MOVED patches the table. */
+rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask);
+
+/* Whether the route found a Redis Cluster, and its table (NULL: none
+ * read yet). */
+int rlk__route_is_cluster(const rlk__route *r);
+const rlk__slots *rlk__route_table(const rlk__route *r);
 
 /* One turn of every driver, in one poll, blocking until something
  * happened, a core's deadline, or until (-1: none).  RLK_OK, or the
@@ -60,9 +125,10 @@ int rlk__route_step(rlk__route *r, int64_t until);
 int rlk__route_run(rlk__route *r, int (*done)(void *ctx), void *ctx, int64_t until);
 
 /* A turn in two halves for a caller that polls fds of its own too: the
- * route's entries in p[0..r->n) (fd -1: nothing to watch), *wake the
- * time the poll must end by; the first failure, as rlk__route_step's.
- * after reads p[0..r->n)'s events. */
+ * route's entries in p[0..r->polled) (fd -1: nothing to watch; at most
+ * RLK__ROUTE_MAX), *wake the time the poll must end by; the first
+ * failure, as rlk__route_step's.  after reads p[0..r->polled)'s events
+ * (connections opened in between are in the next prepare). */
 struct pollfd;
 int rlk__route_prepare(rlk__route *r, struct pollfd *p, int64_t until, int64_t *wake);
 int rlk__route_after(rlk__route *r, const struct pollfd *p);
@@ -70,6 +136,10 @@ int rlk__route_after(rlk__route *r, const struct pollfd *p);
 /* The turn of a caller with nothing else to watch, over a route of one
  * server: its driver's (rlk__driver_turn_alone); over more, a step. */
 int rlk__route_turn_alone(rlk__route *r, int64_t until);
+
+/* The soonest time a turn is due for the cores' own deadlines and the
+ * route's (a table to read), -1: none; connects and reconnects aside. */
+int64_t rlk__route_due(const rlk__route *r);
 
 /* 0 when no driver can do anything any more. */
 int rlk__route_can_go_on(const rlk__route *r);

@@ -92,6 +92,7 @@ void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m)
         int text = v->type == RLK_RESP_BULK || v->type == RLK_RESP_SIMPLE;
         if (key_is(k, "server") && text) copy_str(info->server, sizeof info->server, v);
         else if (key_is(k, "version") && text) copy_str(info->version, sizeof info->version, v);
+        else if (key_is(k, "mode") && text) copy_str(info->mode, sizeof info->mode, v);
         else if (key_is(k, "id") && v->type == RLK_RESP_INTEGER) info->client_id = v->integer;
         else if (key_is(k, "proto") && v->type == RLK_RESP_INTEGER && proto)
             *proto = (int)v->integer;

@@ -22,7 +22,8 @@ int rlk__handoff_parse(const rlk_resp_value *msg, const char *channel, const cha
                        uint64_t *fence)
 {
     const rlk_resp_value *ch = rlk_resp_value_at(msg, 1), *pl = rlk_resp_value_at(msg, 2);
-    if (!rlk__str_is(rlk_resp_value_at(msg, 0), "message", 7) ||
+    const rlk_resp_value *kind = rlk_resp_value_at(msg, 0);
+    if (!(rlk__str_is(kind, "message", 7) || rlk__str_is(kind, "smessage", 8)) ||
         !rlk__str_is(ch, channel, strlen(channel)) || !pl ||
         (pl->type != RLK_RESP_BULK && pl->type != RLK_RESP_SIMPLE))
         return 0;

@@ -912,7 +912,7 @@ static void route_with_hole(int tls)
         int64_t took = ts_now_ms() - t1;
         if (took > longest) longest = took;
         turns++;
-        if (b.r.drivers[1].fails > 0) failed_at = ts_now_ms();
+        if (b.r.drivers[1]->fails > 0) failed_at = ts_now_ms();
     }
     printf("    %s: %d turns, the longest %lld ms; cycles %d and %d\n", tls ? "TLS" : "TCP", turns,
            (long long)longest, b.cycles[0], b.cycles[2]);
@@ -920,7 +920,7 @@ static void route_with_hole(int tls)
     if (CHECK_MSG(failed_at >= 0, "server 2's connect never failed")) {
         CHECK_MSG(failed_at - t0 >= HOLE_CONNECT_MS, "server 2 failed after %lld ms",
                   (long long)(failed_at - t0));
-        rlk__driver *h = &b.r.drivers[1];
+        rlk__driver *h = b.r.drivers[1];
         CHECK_EQ_INT(h->last, RLK_ERR_TIMEOUT);
         char msg[96];
         if (tls)
@@ -934,10 +934,10 @@ static void route_with_hole(int tls)
         CHECK_MSG(b.cycles[i] >= 3, "server %d: %d cycles", i + 1, b.cycles[i]);
         CHECK_MSG(b.failures[i] == 0, "server %d: %d failures (last %d)", i + 1, b.failures[i],
                   b.last_status[i]);
-        CHECK_EQ_INT(b.r.drivers[i].fails, 0);
-        CHECK_EQ_U64(b.r.drivers[i].connects, 1);
+        CHECK_EQ_INT(b.r.drivers[i]->fails, 0);
+        CHECK_EQ_U64(b.r.drivers[i]->connects, 1);
     }
-    CHECK_EQ_U64(b.r.drivers[1].connects, 0);
+    CHECK_EQ_U64(b.r.drivers[1]->connects, 0);
 out:
     busy_destroy(&b);
     ts_hole_close(&hole);

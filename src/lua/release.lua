@@ -15,6 +15,10 @@
 --       from which the first attempt's tombstone may be gone ('0' in the
 --       first sending): a re-send that runs from then on cannot tell
 --       whether the first one ran, and does nothing.
+-- ARGV[5] 's' (a Redis Cluster; ARGV[2] to ARGV[4] are then given,
+--       '0' or '' where unused): what is published goes by SPUBLISH,
+--       in the lock's slot (waiters' channels there too), never by a
+--       PUBLISH broadcast to every node.
 -- Returns 1 released (now, or by an earlier attempt), 2 one hold fewer
 -- (reentrant, still held), 0 not held, -1 held by someone else, -3 a
 -- re-send too late to tell (nothing done).
@@ -45,6 +49,7 @@
 -- Try it:  redis-cli --eval release.lua job {job}:queue {job}:waiters , tok1
 local lock, queue, waiters, tomb = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, resent, tombstone, not_after = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local publish = ARGV[5] == 's' and 'spublish' or 'publish'
 
 -- The common case first, before a function is made (that costs at every
 -- run): a simple lock, held by this token, nobody in line.
@@ -90,7 +95,7 @@ local function pass_on()
       -- pcall: a releaser whose user may not PUBLISH (an ACL) cannot tell
       -- the waiter.  The lock is freed then, the line left as it is, and
       -- the waiter takes the lock at its next look.
-      heard = redis.pcall('publish', ch, string.format('%.0f ', fence) .. w)
+      heard = redis.pcall(publish, ch, string.format('%.0f ', fence) .. w)
       if type(heard) ~= 'number' then break end
     end
     redis.call('lpop', queue)
@@ -116,7 +121,7 @@ local function pass_on()
   -- Redisson's channel name: braces around the name, unless it has some.
   local ch = 'redisson_lock__channel:{' .. lock .. '}'
   if string.find(lock, '{', 1, true) then ch = 'redisson_lock__channel:' .. lock end
-  redis.pcall('publish', ch, '0')
+  redis.pcall(publish, ch, '0')
 end
 
 if not tomb then
