@@ -606,6 +606,8 @@ static void test_migration(void)
     /* The lock's key and its line's keys, one at a time. */
     while ((k = tc_migrate_keys(cl, slot, 1)) > 0) {
         moved += k;
+        LOOK(&h);
+        printf("# %d key(s) moved: the lock's key is on node %d\n", moved, h.node);
         RENEWED_ONCE(&h, &w, &early);
     }
     CHECK_EQ_INT(k, 0);
@@ -654,6 +656,89 @@ out:
     if (h.l) rlk_lock_release(h.l);
     rlk_client_free(a);
     rlk_client_free(b);
+}
+
+/*
+ * The window in which every key of a slot has moved but the slot is still
+ * MIGRATING (the source answers ASK, the target serves a key only after
+ * ASKING), held open for several renewal periods and re-checks: A's
+ * watchdog renewals reach the key on the target (ASKING, then the
+ * script), a status call too, B keeps waiting (its tries answered ASK,
+ * or TRYAGAIN, go on until its deadline), A's release frees the lock
+ * there (the line's keys are there: B is in line; without them the
+ * target answers TRYAGAIN until the slot is closed) and B acquires it
+ * there.  Then the slot is given to the target.
+ */
+static void test_ask_window(void)
+{
+    int64_t ttl = slow ? 4000 : 1500, end;
+    int p[TC_NODES], np = primaries(p), from = primary_seed(p, np), to = -1, started = 0;
+    int early = 0, k, at = -1;
+    unsigned slot;
+    char val[64];
+    struct held h;
+    struct waiter w;
+    rlk_client *a = NULL, *b = NULL;
+    for (int i = 0; i < np && to < 0; i++)
+        if (p[i] != from) to = p[i];
+    memset(&h, 0, sizeof h);
+    h.kind = RLK_LOCK_SIMPLE;
+    h.ttl = ttl;
+    if (!CHECK(from >= 0 && to >= 0) || !PICK(h.name, "ask", from)) return;
+    slot = slot_of(h.name);
+    a = NEW_CLIENT(1, 0, 0);
+    b = NEW_CLIENT(0, 0, 0);
+    if (!a || !b || !HOLD(a, &h, 1)) goto out;
+    h.node = from;
+    started = waiter_start(&w, b, h.name, 10000, 60000, RLK_LOCK_SIMPLE);
+    if (!started || !WAIT_IN_LINE(a, h.name, 1)) goto out;
+    if (!CHECK(tc_migrate_begin(cl, slot, to) == 0)) goto out;
+    while ((k = tc_migrate_keys(cl, slot, 100)) > 0) continue;
+    CHECK_EQ_INT(k, 0);
+    CHECK_MSG(holds_at(from, h.name, rlk_lock_token(h.l), h.kind, NULL, &at, __LINE__) == 1 &&
+                  at == to,
+              "%s: on node %d", h.name, at);
+    /* A call without a handle follows the ASK too. */
+    {
+        rlk_lock_status st;
+        int rc;
+        memset(&st, 0, sizeof st);
+        rc = rlk_lock_get_status(a, h.name, &st);
+        CHECK_MSG(rc == RLK_OK && st.held == 1 && st.waiters == 1,
+                  "status in the window: %d %s: held %d, %lld waiter(s)", rc,
+                  rlk_client_errmsg(a), st.held, (long long)st.waiters);
+    }
+    /* Two TTLs in the window. */
+    end = ts_now_ms() + 2 * ttl + ttl / 2;
+    while (ts_now_ms() < end) {
+        LOOK(&h);
+        early += waiter_done(&w);
+        ts_pause_ms(20);
+    }
+    CHECK_MSG(LOOK(&h) && h.node == to, "%s not on node %d with A's token", h.name, to);
+    CHECK_MSG(h.renewals >= 2, "%d renewals seen on node %d (ASK)", h.renewals, to);
+    CHECK_MSG(still_held(&h), "A lost its lock (on_lost %d)", h.lost.calls);
+    CHECK_MSG(early == 0, "B's acquire returned while A held the lock: %d %s", w.rc, w.err);
+    CHECK_MSG(rlk_lock_release(h.l) == RLK_OK, "A's release: %s", rlk_client_errmsg(a));
+    h.l = NULL;
+    CHECK(wait_waiter(&w, ts_now_ms() + LONG_MS));
+    pthread_join(w.th, NULL);
+    started = 0;
+    if (CHECK_MSG(w.rc == RLK_OK && w.l, "B: %d %s", w.rc, w.err)) {
+        value_at(from, h.name, val, sizeof val, &at, __LINE__);
+        CHECK_MSG(at == to, "the key read on node %d", at);
+        CHECK_EQ_STR(val, rlk_lock_token(w.l));
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    }
+out:
+    if (started) {
+        pthread_join(w.th, NULL);
+        if (w.l) rlk_lock_release(w.l);
+    }
+    if (h.l) rlk_lock_release(h.l);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    if (to >= 0 && tc_owner(cl, slot) == from) CHECK(tc_migrate_end(cl, slot) == 0);
 }
 
 /* A call returned within its deadline plus SLACK. */
@@ -1002,6 +1087,7 @@ int main(int argc, char **argv)
            seed_url);
     RUN(test_three_shards);
     RUN(test_wait_woken);
+    RUN(test_ask_window);
     RUN(test_migration);
     RUN(test_failover);
     RUN(test_redisson_channel);
