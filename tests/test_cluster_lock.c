@@ -169,11 +169,13 @@ static int holds_at(int hint, const char *name, const char *token, rlk_lock_kind
     if (kind == RLK_LOCK_SIMPLE) {
         v = key_cmd(hint, at, line, 2, get);
         if (!v) return -1;
+        if (rlk_reply_error_class(v) == RLK_EC_CLUSTERDOWN) return -2;
         held = v->type == RLK_RESP_BULK && token && v->len == strlen(token) &&
                memcmp(v->str, token, v->len) == 0;
     } else {
         v = key_cmd(hint, at, line, 3, hex);
         if (!v) return -1;
+        if (rlk_reply_error_class(v) == RLK_EC_CLUSTERDOWN) return -2;
         held = v->type == RLK_RESP_INTEGER && v->integer == 1;
     }
     if (pttl) {
@@ -263,12 +265,14 @@ static int hold(rlk_client *c, struct held *h, int watchdog, int line)
 #define HOLD(c, h, wd) hold(c, h, wd, __LINE__)
 
 /* One look at a held lock's key: its token must be there; a PTTL higher
- * than at the last look is a renewal.  0 when the token was missing. */
+ * than at the last look is a renewal.  0 when the token was missing (a
+ * CLUSTERDOWN answer is no look). */
 static int look_at(struct held *h, int line)
 {
     long long pttl = LLONG_MIN;
     int at = h->node, r = holds_at(h->node, h->name, rlk_lock_token(h->l), h->kind, &pttl, &at,
                                    line);
+    if (r == -2) return 1;
     if (r != 1) {
         h->missing++;
         return 0;
@@ -751,14 +755,26 @@ static int in_time(int64_t t0, int64_t deadline_ms, const char *what, int line)
 }
 #define IN_TIME(t0, deadline, what) in_time(t0, deadline, what, __LINE__)
 
+/* CONFIG SET cluster-require-full-coverage on every live node. */
+static int full_coverage(const char *yes_no)
+{
+    for (int i = 0; i < TC_NODES; i++) {
+        rlk_resp_value *v;
+        if (!tc_alive(cl, i)) continue;
+        v = CMD(NODE(i), "CONFIG", "SET", "cluster-require-full-coverage", yes_no);
+        if (!v || v->type != RLK_RESP_SIMPLE) return -1;
+    }
+    return 0;
+}
+
 /*
  * kill -9 of a primary (not the seed) while A holds a watchdog lock on
  * each shard and B waits for the one on the failed shard.  Each lock was
  * replicated before the kill (WAIT after a write of the test's own in
  * its slot), so the promoted replica has it.
  *   - The other shards' locks (a TTL shorter than the failover takes)
- *     stay held through it, are seen renewed on their owners after it,
- *     and are released there.
+ *     stay held through it, are seen renewed on their owners during the
+ *     outage and after it, and are released there.
  *   - The failed shard's lock (a TTL longer than the failover) is either
  *     kept, its key seen renewed with its token on the new primary, or
  *     reported lost (on_lost); never held while the new primary lacks
@@ -767,6 +783,10 @@ static int in_time(int64_t t0, int64_t deadline_ms, const char *what, int line)
  *     returns by its deadline (wait + 250 ms) plus SLACK, whatever it
  *     gets; every release by its command timeout plus SLACK; B by its
  *     wait plus SLACK, holding the lock on the new primary.
+ * The cluster is told not to require full coverage meanwhile, so that
+ * the other shards go on serving while one has no primary (by default
+ * every node answers CLUSTERDOWN then, and no client could renew
+ * anything): their locks must be renewed through the outage.
  * The killed node is started again at the end (as a replica).
  */
 static void test_failover(void)
@@ -774,13 +794,12 @@ static void test_failover(void)
     enum { CMD_MS = 3000, B_WAIT = 30000, C_WAIT = 2000 };
     int64_t ttl_other = slow ? 6000 : 3000, ttl_failed = 15000, t_kill, t_up, t0, w0 = 0, end;
     int p[TC_NODES], np = primaries(p), victim = primary_not_seed(p, np), r = -1, vi = -1;
-    int started = 0, ms, rc, renewed[3] = {0, 0, 0}, resolved = 0;
+    int started = 0, c_started = 0, ms, rc, renewed[3] = {0, 0, 0}, resolved = 0;
+    int64_t c0;
     char cname[64], val[64];
     struct held h[3];
-    struct waiter w;
+    struct waiter w, wc;
     rlk_client *a = NULL, *b = NULL, *c = NULL;
-    rlk_lock *lc = NULL;
-    rlk_lock_options o;
     memset(h, 0, sizeof h);
     if (!CHECK_MSG(np == 3 && victim > 0, "%d primaries", np)) return;
     for (int i = 0; i < 3; i++) {
@@ -792,6 +811,7 @@ static void test_failover(void)
         if (p[i] == victim) vi = i;
     }
     if (!PICK(cname, "fo-new", victim)) return;
+    if (!CHECK(full_coverage("no") == 0)) return;
     r = tc_replica_of(cl, victim);
     if (!CHECK(r >= 0)) return;
     a = NEW_CLIENT(1, 0, CMD_MS);
@@ -817,33 +837,54 @@ static void test_failover(void)
     if (!CHECK(tc_kill(cl, victim) == 0)) goto out;
     node_forget(victim);
 
-    /* While the shard has no primary. */
-    opts(&o, 5000, C_WAIT, RLK_LOCK_SIMPLE, 0, NULL);
-    t0 = ts_now_ms();
-    rc = rlk_lock_acquire(c, cname, &o, &lc);
-    IN_TIME(t0, C_WAIT + 250, "an acquire on the failed shard during the outage");
-    printf("# an acquire on the failed shard during the outage: %d (%s) after %lld ms\n", rc,
-           rlk_client_errmsg(c), (long long)(ts_now_ms() - t0));
-    if (rc == RLK_OK) {
-        t0 = ts_now_ms();
-        rlk_lock_release(lc);
-        IN_TIME(t0, CMD_MS, "its release");
+    /* While the shard has no primary: an acquire there by another client
+     * (in a thread), and the other shards' locks renewed meanwhile. */
+    c0 = ts_now_ms();
+    c_started = waiter_start(&wc, c, cname, 5000, C_WAIT, RLK_LOCK_SIMPLE);
+    for (int i = 0; i < 3; i++) renewed[i] = h[i].renewals;
+    while (tc_is_primary(cl, r) != 1 && ts_now_ms() < t_kill + TC_READY_MS) {
+        for (int i = 0; i < 3; i++)
+            if (i != vi) LOOK(&h[i]);
+        ts_pause_ms(20);
     }
-    /* The other shards' locks meanwhile. */
-    for (int i = 0; i < 3; i++)
-        if (i != vi) LOOK(&h[i]);
+    t_up = ts_now_ms();
+    for (int i = 0; i < 3; i++) {
+        if (i == vi) continue;
+        /* A renewal is due every ttl_other / 3, and no replica is promoted
+         * before the node timeout: then one falls in the outage. */
+        if (t_up - t_kill > ttl_other / 3 + MARGIN)
+            CHECK_MSG(h[i].renewals > renewed[i], "%s (node %d): not renewed in the %lld ms "
+                      "the shard of node %d had no primary", h[i].name, p[i],
+                      (long long)(t_up - t_kill), victim);
+        printf("# %s (node %d): %d renewals seen in the outage\n", h[i].name, p[i],
+               h[i].renewals - renewed[i]);
+        renewed[i] = h[i].renewals;
+    }
+    if (c_started) {
+        pthread_join(wc.th, NULL);
+        c_started = 0;
+        CHECK_MSG(wc.done_at - c0 <= C_WAIT + 250 + SLACK,
+                  "an acquire on the failed shard took %lld ms, wait %d ms",
+                  (long long)(wc.done_at - c0), C_WAIT);
+        printf("# an acquire on the failed shard during the outage: %d (%s) after %lld ms\n",
+               wc.rc, wc.err, (long long)(wc.done_at - c0));
+        if (wc.l) {
+            t0 = ts_now_ms();
+            rlk_lock_release(wc.l);
+            IN_TIME(t0, CMD_MS, "its release");
+        }
+    }
 
     ms = tc_wait_primary(cl, r, TC_READY_MS);
-    t_up = ts_now_ms();
     if (!CHECK_MSG(ms >= 0, "node %d not promoted", r)) goto out;
-    printf("# kill -9 of node %d: node %d primary after %lld ms\n", victim, r,
-           (long long)(t_up - t_kill));
+    printf("# kill -9 of node %d: node %d primary after %lld ms, the cluster ready after "
+           "%lld ms\n", victim, r, (long long)(t_up - t_kill),
+           (long long)(ts_now_ms() - t_kill));
     CHECK_EQ_INT(tc_owner(cl, slot_of(h[vi].name)), r);
 
     /* Until each lock of the other shards was seen renewed on its owner,
      * and the failed shard's lock renewed on the new primary or reported
      * lost: by the end of its validity at the latest. */
-    for (int i = 0; i < 3; i++) renewed[i] = h[i].renewals;
     h[vi].node = r;
     h[vi].last_pttl = LLONG_MAX;
     end = t_kill + ttl_failed + SLACK;
@@ -931,6 +972,10 @@ out:
         pthread_join(w.th, NULL);
         if (w.l) rlk_lock_release(w.l);
     }
+    if (c_started) {
+        pthread_join(wc.th, NULL);
+        if (wc.l) rlk_lock_release(wc.l);
+    }
     for (int i = 0; i < 3; i++)
         if (h[i].l) rlk_lock_release(h[i].l);
     rlk_client_free(a);
@@ -941,6 +986,7 @@ out:
         CHECK(tc_restart(cl, victim) == 0);
         CHECK(tc_wait_ready(cl, TC_READY_MS) == 0);
     }
+    CHECK(full_coverage("yes") == 0);
 }
 
 /*
