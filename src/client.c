@@ -538,6 +538,10 @@ static int goal_met(void *arg)
 {
     drive_goal *g = arg;
     if (g->done(g->ctx)) return 1;
+    /* On a cluster the seed is one node of several: each name's
+     * requests wait for their own node's connection, within their
+     * deadlines. */
+    if (rlk__route_is_cluster(&g->cl->route) || g->cl->route.seeds > 1) return 0;
     rlk__route_health h;
     rlk__route_health_of(&g->cl->route, 0, &h);
     return g->max_fails > 0 && !h.up && h.fails - g->fails0 >= g->max_fails;
@@ -621,6 +625,7 @@ static int drive(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until)
 static int handle_done(void *ctx) { return ((rlk_lock *)ctx)->done; }
 static int never(void *ctx) { (void)ctx; return 0; }
 static int is_ready(void *ctx) { return rlk__core_ready(ctx); }
+static int seed_ready(void *ctx) { return rlk__route_seed_ready(ctx); }
 
 /* A call's deadline passed (or the connection cannot be had) without a
  * ready session: the status to return, with the connection's own reason
@@ -639,8 +644,8 @@ static int ready_by(rlk_client *cl, int64_t until, const char *doing)
 {
     /* A cluster: each name's call waits for its node's connection
      * itself (the seed's may be down while the others serve). */
-    if (rlk__core_ready(core_of(cl)) || rlk__route_is_cluster(&cl->route)) return RLK_OK;
-    int r = drive(cl, is_ready, core_of(cl), until);
+    if (rlk__route_seed_ready(&cl->route) || rlk__route_is_cluster(&cl->route)) return RLK_OK;
+    int r = drive(cl, seed_ready, &cl->route, until);
     if (r == RLK_OK) return RLK_OK;
     return not_connected(cl, r, doing);
 }
@@ -739,13 +744,26 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     }
     /* A URL that does not parse is the first call's failure (as a
      * connection's would be), not the constructor's. */
-    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1, &cl->cfg.conn, &cc);
+    /* The seeds: conn.url's server, then each of cfg->seeds with the
+     * same settings (the route's drivers copy their strings). */
+    rlk_conn_config seeds[16];
+    size_t nseeds = cl->cfg.seeds && cl->cfg.nseeds <= 15 ? cl->cfg.nseeds : 0;
+    seeds[0] = cl->cfg.conn;
+    for (size_t i = 0; i < nseeds; i++) {
+        seeds[i + 1] = cl->cfg.conn;
+        seeds[i + 1].url = cl->cfg.seeds[i] ? cl->cfg.seeds[i] : "";
+    }
+    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1 + nseeds, seeds, &cc);
+    if (cl->cfg.seeds && cl->cfg.nseeds > 15) r = RLK_ERR_INVALID;
+    cl->cfg.seeds = NULL; /* the caller's: not kept */
     rlk__locks_net net = {route_core_for, route_redirect, &cl->route};
     rlk__route_hooks rh = {route_added, route_changed, cl};
     rlk__route_set_hooks(&cl->route, &rh);
-    if ((r != RLK_OK && r != RLK_ERR_URL) || !cl->route.drivers || !rlk__route_core(&cl->route, 0) ||
-        !(cl->lk = rlk__locks_new(&net, &sc, NULL)) ||
-        rlk__locks_attach(cl->lk, rlk__route_core(&cl->route, 0)) != RLK_OK) {
+    ok = (r == RLK_OK || r == RLK_ERR_URL) && cl->route.drivers && cl->route.n &&
+             (cl->lk = rlk__locks_new(&net, &sc, NULL)) != NULL;
+    for (size_t i = 0; ok && i < cl->route.n; i++)
+        ok = rlk__locks_attach(cl->lk, rlk__route_core(&cl->route, i)) == RLK_OK;
+    if (!ok) {
         rlk__locks_free(cl->lk);
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
@@ -1306,7 +1324,10 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         int64_t due = rlk__route_due(&cl->route);
         for (size_t i = 0; i < cl->route.n; i++) {
             rlk__route_health_of(&cl->route, i, &h);
-            if (h.connecting) due = sooner(due, rlk__now_ms() + 10);
+            /* A reply owed on a connection the event loop does not
+             * poll (not the seed's): looked for again soon. */
+            if (h.connecting || (i > 0 && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
+                due = sooner(due, rlk__now_ms() + 10);
             else if (!h.up && cl->locks) due = sooner(due, h.retry_at);
         }
         if (due >= 0) {

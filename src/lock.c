@@ -1095,7 +1095,8 @@ static int start(rlk__locks *s, rlk_session_lock *l);
 static void bind_node(rlk__locks *s, rlk_session_lock *l)
 {
     lnode *n = node_for(s, l->lease.slot);
-    if (n == l->node) return;
+    /* No owner known (a table that lists none for now): it stays. */
+    if (n == l->node || (!n && l->node)) return;
     l->subscribed = 0; /* the old node's subscription goes with its slot */
     l->node = n;
     l->lease.group = n;
@@ -1185,7 +1186,7 @@ static void rebind(rlk__locks *s)
         if (l->state == L_DONE || l->inflight || l->ext_on || l->confirming || l->ask) continue;
         lnode *was = l->node;
         bind_node(s, l);
-        if (l->node == was || !l->node) continue;
+        if (l->node == was) continue;
         if (l->state == L_WAIT) l->wake_at = s->now;
         if (l->state == L_PENDING || l->state == L_REL_PENDING) l->go_at = s->now;
     }

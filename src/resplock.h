@@ -495,7 +495,15 @@ typedef struct rlk_client_config {
     /* A waiter re-checks at least this often, for holders using clients
      * that do not publish on release; 0: 1000 ms. */
     int64_t recheck_ms;
-    void *reserved_[8];   /* zero: room for later fields                  */
+    /* More nodes of the same Redis Cluster as conn.url's (URLs, nseeds
+     * of them, at most 15, else rlk_client_new fails; copied): the
+     * cluster is found through the
+     * first that answers.  Seeds that are not all nodes of one cluster
+     * are a configuration error (RLK_ERR_INVALID from the calls).  NULL:
+     * conn.url alone, which is enough for a cluster too. */
+    const char *const *seeds;
+    size_t nseeds;
+    void *reserved_[6];   /* zero: room for later fields                  */
 } rlk_client_config;
 
 /* Fills *cfg with the defaults (all 0/NULL, the reserved fields

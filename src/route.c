@@ -10,6 +10,7 @@
 #include "reply.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,7 +43,7 @@ int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *co
 {
     memset(r, 0, sizeof *r);
     r->refresh_at = -1;
-    if (n == 0 || (kind == RLK__ROUTE_ONE && n != 1) ||
+    if (n == 0 || (kind == RLK__ROUTE_ONE && n > 16) ||
         (kind != RLK__ROUTE_ONE && kind != RLK__ROUTE_SET) || n > RLK__ROUTE_MAX) {
         snprintf(r->err, sizeof r->err, "route: %zu servers for this kind", n);
         return RLK_ERR_INVALID;
@@ -53,6 +54,7 @@ int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *co
         return RLK_ERR_NOMEM;
     }
     r->kind = kind;
+    r->seeds = n;
     if (cc) r->cc = *cc;
     r->conn = conns[0];
     for (size_t i = 0; i < n; i++) {
@@ -158,7 +160,7 @@ static int port_of(const rlk__route *r, const rlk__node *nd);
 static void park_idle(rlk__route *r)
 {
     const rlk__slots *t = r->slots;
-    for (size_t i = 1; i < r->n; i++) {
+    for (size_t i = r->seeds; i < r->n; i++) {
         rlk__driver *d = r->drivers[i];
         int serves = 0;
         for (unsigned sl = 0; sl < RLK__NSLOTS && !serves; sl++) {
@@ -179,14 +181,67 @@ static void table_due(rlk__route *r, int64_t at)
     if (r->refresh_at < 0 || at < r->refresh_at) r->refresh_at = at;
 }
 
-/* The seed's handshake said it is a cluster node. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+/* A configuration no retry mends: every connection fails with it. */
+static void refuse(rlk__route *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < r->n; i++) {
+        rlk__driver *d = r->drivers[i];
+        rlk__driver_close(d);
+        d->fatal = RLK_ERR_INVALID;
+        d->last = RLK_ERR_INVALID;
+        snprintf(d->err, sizeof d->err, "%.*s", (int)sizeof d->err - 1, r->err);
+    }
+}
+
+int rlk__route_seed_ready(const rlk__route *r)
+{
+    for (size_t i = 0; i < r->seeds; i++)
+        if (rlk__core_ready(r->drivers[i]->core)) return 1;
+    return 0;
+}
+
+/* A seed's handshake said it is a cluster node.  Several seeds must all
+ * be. */
 static void notice_cluster(rlk__route *r)
 {
-    if (r->cluster || r->kind != RLK__ROUTE_ONE) return;
-    const rlk__core *c = r->drivers[0]->core;
-    if (rlk__core_ready(c) && strcmp(rlk__core_info(c)->mode, "cluster") == 0 &&
-        become_cluster(r) == 0)
-        table_due(r, rlk__core_now(c));
+    if (r->kind != RLK__ROUTE_ONE || r->drivers[0]->fatal == RLK_ERR_INVALID) return;
+    for (size_t i = 0; i < r->seeds; i++) {
+        const rlk__core *c = r->drivers[i]->core;
+        if (!rlk__core_ready(c)) continue;
+        if (strcmp(rlk__core_info(c)->mode, "cluster") == 0) {
+            if (!r->cluster && become_cluster(r) == 0) table_due(r, rlk__core_now(c));
+        } else if (r->seeds > 1) {
+            refuse(r, "seed %zu (%s) is not a Redis Cluster node (its mode: %s): several seeds "
+                      "must be nodes of one cluster", i + 1, r->drivers[i]->t.peer,
+                   rlk__core_info(c)->mode[0] ? rlk__core_info(c)->mode : "unknown");
+            return;
+        }
+    }
+}
+
+/* Every seed is a node of the table just read. */
+static void check_seeds(rlk__route *r)
+{
+    for (size_t i = 0; i < r->seeds && r->seeds > 1; i++) {
+        const rlk__driver *d = r->drivers[i];
+        int found = 0;
+        for (size_t k = 0; k < r->slots->nnodes && !found; k++) {
+            const rlk__node *nd = &r->slots->nodes[k];
+            found = d->url.host && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0;
+        }
+        if (!found) {
+            refuse(r, "seed %zu (%s:%d) is not a node of the cluster the others belong to", i + 1,
+                   d->url.host ? d->url.host : "?", d->url.port);
+            return;
+        }
+    }
 }
 
 static int build_table(rlk__core *c, rlk__req *q)
@@ -229,6 +284,7 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     }
     r->have_table = 1;
     r->tables++;
+    check_seeds(r);
     park_idle(r);
     table_due(r, now + TABLE_EVERY_MS);
     if (r->hooks.changed) r->hooks.changed(r->hooks.ctx);
@@ -280,7 +336,12 @@ static int port_of(const rlk__route *r, const rlk__node *nd)
 rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot)
 {
     notice_cluster(r);
-    if (!r->cluster) return r->drivers[0]->core;
+    if (!r->cluster) {
+        /* Before a cluster is found: the first seed that answered. */
+        for (size_t i = 0; i < r->seeds; i++)
+            if (rlk__core_ready(r->drivers[i]->core)) return r->drivers[i]->core;
+        return r->drivers[0]->core;
+    }
     const rlk__node *nd = rlk__slots_owner(r->slots, slot);
     if (!nd) return NULL;
     rlk__driver *d = node_driver(r, nd->host, port_of(r, nd), 1);

@@ -60,6 +60,8 @@ typedef struct rlk__route_hooks {
 typedef struct rlk__route {
     int kind;
     size_t n;                 /* drivers, n <= RLK__ROUTE_MAX */
+    size_t seeds;             /* ONE: the first of them are the servers
+                                 given (several: a cluster's seeds) */
     size_t polled;            /* of them in the last prepare's entries */
     rlk__driver **drivers;    /* n of them: the servers given, in order,
                                  then a cluster's nodes as opened */
@@ -81,7 +83,8 @@ typedef struct rlk__route {
     char err[600];
 } rlk__route;
 
-/* n servers (ONE: n must be 1), each from its rlk_conn_config, every
+/* n servers (ONE: one, or several seeds of one Redis Cluster, which
+ * must then all be nodes of it), each from its rlk_conn_config, every
  * core with cc's library and input bound (NULL: none).  RLK_OK;
  * RLK_ERR_INVALID; RLK_ERR_NOMEM; RLK_ERR_URL (which server, and why, in
  * r->err; the route is made all the same, and its turns fail so).
@@ -108,6 +111,8 @@ rlk__core *rlk__route_core(rlk__route *r, size_t i);
  * ASK (send ASKING first, this once).  A MOVED patches the table. */
 rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask);
 
+/* The handshake of one of the servers given is done (ONE: a seed's). */
+int rlk__route_seed_ready(const rlk__route *r);
 /* Whether the route found a Redis Cluster, and its table (NULL: none
  * read yet). */
 int rlk__route_is_cluster(const rlk__route *r);

@@ -27,6 +27,9 @@ enum { CLI_PW_NONE, CLI_PW_ARG, CLI_PW_ASK, CLI_PW_FILE };
 typedef struct cli_opts {
     /* As given by the options. */
     const char *url;
+    /* -u given again: more nodes of the same Redis Cluster (seeds). */
+    const char *seeds[15];
+    int nseeds;
     const char *host;
     int port;               /* 0: not given */
     const char *user;
@@ -68,6 +71,10 @@ int cli_parse_duration(const char *s, int64_t *ms);
  * (unreachable, TLS, auth, protocol), 70 for ours. */
 int cli_exit_for(int status);
 
+/* The value of "key:" in the text of an INFO reply v, into out[n] ("" left
+ * as it was when absent). */
+void cli_info_field(const rlk_resp_value *v, const char *key, char *out, size_t n);
+
 /* ---- options.c: the global options and the usage text ---- */
 
 /* The usage text (--help's). */
@@ -93,14 +100,48 @@ const char *cli_key(const cli_opts *o, const char *name);
 /* Reports a failed connect (a bad URL named by where it came from) and
  * returns its exit code. */
 int cli_connect_error(cli_opts *o, int status, const char *msg);
+/* The URL of another server of the same deployment (a cluster's node at
+ * host and port): the resolved URL with its host and port replaced, its
+ * user, password, TLS and the rest kept.  NULL before cli_resolve
+ * succeeded, or when too long.  Valid until the next call. */
+const char *cli_node_url(const cli_opts *o, const char *host, int port);
 
 /* ---- connect.c ---- */
 
 /* Connects as the options say; on failure prints the reason, sets
  * *code to the exit code and returns NULL. */
 rlk_conn *cli_connect(cli_opts *o, int *code);
+/* A connection to url with the options' TLS settings, timeouts and name,
+ * not connected yet (no reconnects: a failure is a failure); NULL when
+ * memory runs out. */
+rlk_conn *cli_conn_new(const cli_opts *o, const char *url);
+/* With --tls-insecure, says once that certificates are not verified. */
+void cli_insecure_warning(const cli_opts *o);
 /* -v: what the connection is (peer, server, protocol, TLS version). */
 void cli_connected(const rlk_conn_info *in);
+
+/* ---- cluster.c: a Redis Cluster's nodes, as the library's table ---- */
+
+struct rlk__slots;
+struct rlk__node;
+
+/* 1 when c's server is a node of a Redis Cluster (INFO cluster says
+ * cluster_enabled:1, which RESP2 servers say too), 0 when it is not or
+ * does not say. */
+int cli_is_cluster(rlk_conn *c);
+/* Reads the cluster's nodes and slots over c (a node of it) into t:
+ * CLUSTER SHARDS, or CLUSTER SLOTS where the server refuses SHARDS (older
+ * than Redis 7, or an ACL without it).  *source names the command read.
+ * RLK_OK, or a status with why in err: RLK_ERR_PROTO when the server
+ * refused both or its reply could not be read, RLK_ERR_NOMEM, another
+ * when c failed. */
+int cli_cluster_read(const cli_opts *o, rlk_conn *c, struct rlk__slots *t, const char **source,
+                     char *err, size_t n);
+/* The port resplock connects to on node n: its TLS port when tls, else
+ * its plain one (0 when it has none). */
+int cli_node_port(const struct rlk__node *n, int tls);
+/* "host:port" of node n ("[addr]:port" for IPv6) into out[cap]. */
+void cli_node_addr(const struct rlk__node *n, int tls, char *out, size_t cap);
 
 /* ---- supervise.c ---- */
 

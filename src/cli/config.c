@@ -293,11 +293,12 @@ static void describe(const url_parts *u)
     if (b.overflow) snprintf(server_buf, sizeof server_buf, "the server");
 }
 
-/* Builds the URL from the base one with some parts replaced. */
-static int compose(const url_parts *u, const char *host, int port, const char *user,
-                   const char *password, int tls)
+/* Builds the URL from the base one with some parts replaced, into
+ * out[cap]: 0, or -1 when it does not fit. */
+static int compose(char *out, size_t cap, const url_parts *u, const char *host, int port,
+                   const char *user, const char *password, int tls)
 {
-    outbuf b = {url_buf, 0, sizeof url_buf, 0};
+    outbuf b = {out, 0, cap, 0};
     int to_tcp = u->unix_socket && (host || port);
     int unix_socket = u->unix_socket && !to_tcp;
     puts_(&b, unix_socket ? "unix://" : tls || u->tls ? "rediss://" : "redis://");
@@ -463,7 +464,7 @@ static int resolve(cli_opts *o)
     if (split == -1) return url_error(o, "missing scheme (redis://, rediss://, unix://)");
     if (split == -2) return url_error(o, "unknown scheme (redis://, rediss://, unix://)");
     if (host || port || user || password || tls) {
-        if (compose(&u, host, port, user, password, tls) != 0)
+        if (compose(url_buf, sizeof url_buf, &u, host, port, user, password, tls) != 0)
             return cli_err("the server's URL is too long"), CLI_EX_USAGE;
         o->final_url = url_buf;
         split_url(url_buf, &u);
@@ -482,6 +483,16 @@ int cli_resolve(cli_opts *o)
         o->resolve_code = resolve(o);
     }
     return o->resolve_code;
+}
+
+const char *cli_node_url(const cli_opts *o, const char *host, int port)
+{
+    static char node_buf[sizeof url_buf];
+    url_parts u;
+    if (!o->resolved || o->resolve_code || split_url(o->final_url, &u) != 0 ||
+        compose(node_buf, sizeof node_buf, &u, host, port, NULL, NULL, 0) != 0)
+        return NULL;
+    return node_buf;
 }
 
 const char *cli_key(const cli_opts *o, const char *name)

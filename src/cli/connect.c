@@ -6,21 +6,33 @@
 
 #include "cli.h"
 
-rlk_conn *cli_connect(cli_opts *o, int *code)
+rlk_conn *cli_conn_new(const cli_opts *o, const char *url)
 {
-    *code = cli_resolve(o);
-    if (*code) return NULL;
     rlk_conn_config cfg;
     rlk_conn_config_init(&cfg);
-    cfg.url = o->final_url;
+    cfg.url = url;
     cfg.tls = o->tls;
     cfg.client_name = "resplock";
     cfg.connect_timeout_ms = (int)o->timeout_ms;
     cfg.command_timeout_ms = (int)o->timeout_ms;
     cfg.reconnect_attempts = -1;
-    if (o->tls.insecure)
+    return rlk_conn_new(&cfg);
+}
+
+void cli_insecure_warning(const cli_opts *o)
+{
+    static int said;
+    if (o->tls.insecure && !said)
         cli_err("warning: --tls-insecure: the server's certificate is not verified");
-    rlk_conn *c = rlk_conn_new(&cfg);
+    said = said || o->tls.insecure;
+}
+
+rlk_conn *cli_connect(cli_opts *o, int *code)
+{
+    *code = cli_resolve(o);
+    if (*code) return NULL;
+    cli_insecure_warning(o);
+    rlk_conn *c = cli_conn_new(o, o->final_url);
     if (!c) {
         cli_err("out of memory");
         *code = CLI_EX_SOFTWARE;

@@ -15,6 +15,9 @@
 #endif
 
 #include "cli.h"
+#include "keys.h"
+#include "slots.h"
+#include "url.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,24 +131,52 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     return got == npos ? 0 : -1;
 }
 
-/* A connected client; on failure prints the reason, sets *status and
- * returns NULL.  With a wait of its own (wait_ms > 0) it is not connected
- * yet: the acquisition connects, and tries again, within its wait (a
- * server restarting), which bounds the whole call. */
-static rlk_client *lock_client(cli_opts *o, int64_t wait_ms, int *code)
+/* A connected client of the server at url (NULL: the options'); on
+ * failure prints the reason, sets *status and returns NULL.  With a wait
+ * of its own (wait_ms > 0) it is not connected yet: the acquisition
+ * connects, and tries again, within its wait (a server restarting), which
+ * bounds the whole call. */
+static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, int *code)
 {
     *code = cli_resolve(o);
     if (*code) return NULL;
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
-    cfg.conn.url = o->final_url;
+    cfg.conn.url = url ? url : o->final_url;
+    /* More seeds (-u again), each with the options' user, password and
+     * TLS, as the first URL has them once resolved. */
+    char *seedbuf[15] = {NULL};
+    const char *seeds[15];
+    int nseeds = 0;
+    for (int i = 0; i < o->nseeds && !url; i++) {
+        rlk__url su;
+        char err[160];
+        int ur = rlk__url_parse(&su, o->seeds[i], err, sizeof err);
+        if (ur == RLK_OK && su.kind == RLK__URL_UNIX) {
+            snprintf(err, sizeof err, "a cluster node needs a host");
+            ur = RLK_ERR_URL;
+        }
+        if (ur != RLK_OK) {
+            cli_err("--url %s: %s", o->seeds[i], err);
+            rlk__url_free(&su);
+            for (int k = 0; k < nseeds; k++) free(seedbuf[k]);
+            *code = CLI_EX_USAGE;
+            return NULL;
+        }
+        const char *nu = cli_node_url(o, su.host, su.port);
+        seedbuf[nseeds] = nu ? strdup(nu) : NULL;
+        rlk__url_free(&su);
+        if (seedbuf[nseeds]) seeds[nseeds] = seedbuf[nseeds], nseeds++;
+    }
+    cfg.seeds = nseeds ? seeds : NULL;
+    cfg.nseeds = (size_t)nseeds;
     cfg.conn.tls = o->tls;
     cfg.conn.client_name = "resplock";
     cfg.conn.connect_timeout_ms = (int)o->timeout_ms;
     cfg.conn.command_timeout_ms = (int)o->timeout_ms;
-    if (o->tls.insecure)
-        cli_err("warning: --tls-insecure: the server's certificate is not verified");
+    cli_insecure_warning(o);
     rlk_client *cl = rlk_client_new(&cfg);
+    for (int k = 0; k < nseeds; k++) free(seedbuf[k]); /* the client copied them */
     if (!cl) {
         cli_err("out of memory");
         *code = CLI_EX_SOFTWARE;
@@ -357,7 +388,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     sigaction(SIGPIPE, &ign, &pipe_act);
 
     int status;
-    rlk_client *cl = lock_client(o, a.wait_ms, &status);
+    rlk_client *cl = lock_client(o, NULL, a.wait_ms, &status);
     if (!cl) {
         cli_supervisor_finish(&sup);
         return status;
@@ -599,8 +630,8 @@ int cmd_run(cli_opts *o, int argc, char **argv)
 /* The common start of acquire, release, extend and status: the words and
  * options (and extend's DURATION, the last word, when duration is not
  * NULL), then a connected client.  0 with *cl set, or an exit code. */
-static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **pos, int npos,
-                 const char *usage, int64_t *duration, rlk_client **cl)
+static int lock_args_of(cli_opts *o, lock_args *a, int argc, char **argv, const char **pos,
+                        int npos, const char *usage, int64_t *duration)
 {
     char **extra;
     init_args(a);
@@ -613,8 +644,16 @@ static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **
     if ((r = cli_resolve(o)) != 0) return r;
     pos[0] = cli_key(o, pos[0]);
     if (!pos[0]) return cli_usage_error("--prefix and NAME are too long together");
-    int code;
-    *cl = lock_client(o, a->wait_ms, &code);
+    return 0;
+}
+
+/* The arguments as lock_args_of reads them, then the client. */
+static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **pos, int npos,
+                 const char *usage, int64_t *duration, rlk_client **cl)
+{
+    int code = lock_args_of(o, a, argc, argv, pos, npos, usage, duration);
+    if (code) return code;
+    *cl = lock_client(o, NULL, a->wait_ms, &code);
     return *cl ? 0 : code;
 }
 
@@ -745,13 +784,58 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
     }
 }
 
+/* The server of key: on a Redis Cluster the node serving its slot, named
+ * in where as "HOST:PORT (slot N)"; elsewhere the one given (where "").
+ * Its URL, or NULL with an exit code in *code after a message. */
+static const char *locate(cli_opts *o, const char *key, char *where, size_t n, int *code)
+{
+    const char *url = o->final_url;
+    where[0] = '\0';
+    rlk_conn *c = cli_connect(o, code);
+    if (!c) return NULL;
+    if (cli_is_cluster(c)) {
+        rlk__slots t;
+        const char *source;
+        char err[400], addr[RLK__SLOTS_HOST_MAX + 16];
+        int tls = rlk_conn_get_info(c)->tls_version != NULL;
+        rlk__slots_init(&t);
+        int r = cli_cluster_read(o, c, &t, &source, err, sizeof err);
+        unsigned slot = rlk__keyslot(key, strlen(key));
+        const rlk__node *at = r == RLK_OK ? rlk__slots_owner(&t, slot) : NULL;
+        if (at && at->host[0] && cli_node_port(at, tls)) {
+            cli_node_addr(at, tls, addr, sizeof addr);
+            snprintf(where, n, "%s (slot %u)", addr, slot);
+            url = cli_node_url(o, at->host, cli_node_port(at, tls));
+            if (!url) *code = cli_usage_error("the URL of node %s is too long", addr);
+        } else if (r == RLK_OK) {
+            /* Asked anyway: the server says why (CLUSTERDOWN). */
+            snprintf(where, n, "none (slot %u is served by no node known)", slot);
+        } else if (r == RLK_ERR_PROTO) {
+            /* The name may be served there; if not, its MOVED says so. */
+            cli_err("warning: %s; asking %s", err, o->server);
+        } else {
+            cli_err("%s", err);
+            *code = cli_exit_for(r);
+            url = NULL;
+        }
+        rlk__slots_free(&t);
+    }
+    rlk_conn_free(c);
+    return url;
+}
+
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    rlk_client *cl;
-    int r = begin(o, &a, argc, argv, pos, 1, "status NAME", NULL, &cl);
+    char where[RLK__SLOTS_HOST_MAX + 64];
+    int r = lock_args_of(o, &a, argc, argv, pos, 1, "status NAME", NULL);
     if (r) return r;
+    /* On a cluster the lock is read where it lives. */
+    const char *url = locate(o, pos[0], where, sizeof where, &r);
+    if (!url) return r;
+    rlk_client *cl = lock_client(o, url, a.wait_ms, &r);
+    if (!cl) return r;
     rlk_lock_status st;
     r = rlk_lock_get_status(cl, pos[0], &st);
     if (r != RLK_OK) {
@@ -760,6 +844,7 @@ int cmd_status(cli_opts *o, int argc, char **argv)
         return code;
     }
     printf("name:  %s\n", pos[0]);
+    if (where[0]) printf("node:  %s\n", where);
     printf("held:  %s\n", st.held ? "yes" : "no");
     if (st.held) {
         char kind[128];

@@ -30,10 +30,11 @@ static const char usage_text[] =
     "  extend NAME TOKEN DURATION [--add]\n"
     "                        set the time NAME has left (--add: add to it)\n"
     "  status NAME           show whether NAME is held, by what kind of holder,\n"
-    "                        its TTL, fence, waiters in line; exit 0 when held,\n"
-    "                        1 when free\n"
+    "                        its TTL, fence, waiters in line (on a cluster: the\n"
+    "                        node serving NAME); exit 0 when held, 1 when free\n"
     "  ping                  check the server: name, version, protocol, TLS,\n"
-    "                        user, round-trip time\n"
+    "                        user, round-trip time; on a cluster every node: its\n"
+    "                        role, slots, health and round-trip time\n"
     "\n"
     "Lock options (run, acquire; -E also for release, extend):\n"
     "  -t, --ttl DURATION    lock time to live (default 30s); run renews it every\n"
@@ -61,7 +62,8 @@ static const char usage_text[] =
     "Global options (also accepted after COMMAND):\n"
     "  -u, --url URL         server URL (default: $REDIS_URL, then the config\n"
     "                        file's url, then redis://127.0.0.1:6379); redis://,\n"
-    "                        rediss:// (TLS), unix:///path; user@ and /db allowed\n"
+    "                        rediss:// (TLS), unix:///path; user@ and /db allowed;\n"
+    "                        again: more nodes of one Redis Cluster\n"
     "  -h, --host HOST       server host (replaces the URL's)\n"
     "  -p, --port PORT       server port (replaces the URL's)\n"
     "  -a, --pass PASSWORD   password (visible to other users: prefer --askpass,\n"
@@ -162,7 +164,15 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
 {
     char *end;
     switch (c) {
-    case 'u': o->url = arg; return 1;
+    case 'u':
+        if (!o->url) {
+            o->url = arg;
+        } else {
+            /* Several: seeds of one cluster (the library checks that). */
+            if (o->nseeds >= 15) return cli_usage_error("at most 16 --url (seeds of one cluster)"), -1;
+            o->seeds[o->nseeds++] = arg;
+        }
+        return 1;
     case 'h':
         if (!*arg) return cli_usage_error("bad --host '' (a host name or address)"), -1;
         o->host = arg;

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* resplock ping: what a connection learned, and how long a round trip
- * takes.  The first thing to run when a lock will not work. */
+ * takes; on a Redis Cluster, every node with its role, slots and health,
+ * and a round trip of its own.  The first thing to run when a lock will
+ * not work. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "cli.h"
+#include "slots.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,25 +30,147 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The value of "key:" in INFO's text, for servers that did not say their
- * version in HELLO (RESP2). */
-static void info_field(const rlk_resp_value *v, const char *key, char *out, size_t n)
+/* The median of PINGS round trips on c, in *ms: RLK_OK, or the status of
+ * the failure (RLK_ERR_SERVER: an error reply) with why in err. */
+static int round_trip(rlk_conn *c, double *ms, char *err, size_t n)
 {
-    size_t kl = strlen(key);
-    const char *s = v->str, *end = v->str + v->len;
-    while (s < end) {
-        const char *eol = memchr(s, '\n', (size_t)(end - s));
-        if (!eol) eol = end;
-        if ((size_t)(eol - s) > kl && memcmp(s, key, kl) == 0 && s[kl] == ':') {
-            size_t len = (size_t)(eol - s) - kl - 1;
-            if (len && s[kl + 1 + len - 1] == '\r') len--;
-            if (len >= n) len = n - 1;
-            memcpy(out, s + kl + 1, len);
-            out[len] = '\0';
-            return;
+    double rtt[PINGS];
+    const char *ping[] = {"PING"};
+    rlk_resp_value *v;
+    for (int i = 0; i < PINGS; i++) {
+        double t0 = now_ms();
+        int status = rlk_conn_command(c, &v, 1, ping, NULL);
+        rtt[i] = now_ms() - t0;
+        if (status != RLK_OK) {
+            snprintf(err, n, "PING: %s", rlk_conn_errmsg(c));
+            return status;
         }
-        s = eol + 1;
+        if (rlk_reply_error_class(v) != RLK_EC_NONE) {
+            snprintf(err, n, "PING: %.*s", (int)(v->len > 200 ? 200 : v->len), v->str);
+            return RLK_ERR_SERVER;
+        }
     }
+    qsort(rtt, PINGS, sizeof rtt[0], cmp_double);
+    *ms = rtt[PINGS / 2];
+    return RLK_OK;
+}
+
+/* A node's own round trip, "0.105ms", or "failed: " and why, in out. */
+static void ping_node(const cli_opts *o, const rlk__node *n, int tls, const char *addr,
+                      char *out, size_t cap)
+{
+    char err[400];
+    double ms;
+    const char *url = n->host[0] && cli_node_port(n, tls) ? cli_node_url(o, n->host,
+                                                                         cli_node_port(n, tls))
+                                                          : NULL;
+    if (!url) {
+        snprintf(out, cap, "failed: %s", n->host[0] ? "no port known" : "no address known");
+        return;
+    }
+    rlk_conn *c = cli_conn_new(o, url);
+    if (!c) {
+        snprintf(out, cap, "failed: out of memory");
+        return;
+    }
+    cli_verbose("connecting to node %s", addr);
+    int r = rlk_conn_connect(c);
+    if (r != RLK_OK) snprintf(err, sizeof err, "%s", rlk_conn_errmsg(c));
+    else r = round_trip(c, &ms, err, sizeof err);
+    if (r == RLK_OK) snprintf(out, cap, "%.3fms", ms);
+    else snprintf(out, cap, "failed: %s", err);
+    rlk_conn_free(c);
+}
+
+/* A node's slot ranges, "0-5460,10923" ("none" when it serves none). */
+static void print_ranges(const rlk__slots *t, size_t i)
+{
+    int any = 0;
+    for (unsigned s = 0; s < RLK__NSLOTS; s++) {
+        if (t->owner[s] != i) continue;
+        unsigned e = s;
+        while (e + 1 < RLK__NSLOTS && t->owner[e + 1] == i) e++;
+        printf(e > s ? "%s%u-%u" : "%s%u", any ? "," : "", s, e);
+        any = 1;
+        s = e;
+    }
+    if (!any) printf("none");
+}
+
+static void show_node(const cli_opts *o, const rlk__slots *t, size_t i, int tls)
+{
+    static const char *const health[] = {"unknown", "online", "loading", "failed"};
+    const rlk__node *n = &t->nodes[i];
+    char addr[RLK__SLOTS_HOST_MAX + 16], of[RLK__SLOTS_HOST_MAX + 16], ping[600];
+    cli_node_addr(n, tls, addr, sizeof addr);
+    ping_node(o, n, tls, addr, ping, sizeof ping);
+    printf("node:       %s ", addr);
+    if (n->role == RLK__ROLE_PRIMARY) {
+        printf("primary slots=");
+        print_ranges(t, i);
+    } else {
+        if (n->primary < t->nnodes) cli_node_addr(&t->nodes[n->primary], tls, of, sizeof of);
+        else snprintf(of, sizeof of, "?");
+        printf("replica of=%s", of);
+    }
+    printf(" health=%s ping=%s\n", health[n->health], ping);
+}
+
+/* Primary i, then its replicas. */
+static void show_shard(const cli_opts *o, const rlk__slots *t, size_t i, int tls, char *shown)
+{
+    show_node(o, t, i, tls);
+    shown[i] = 1;
+    for (size_t j = 0; j < t->nnodes; j++)
+        if (!shown[j] && t->nodes[j].primary == i) {
+            show_node(o, t, j, tls);
+            shown[j] = 1;
+        }
+}
+
+/* The cluster c's server is a node of: a summary, then each primary and
+ * its replicas, each node PINGed.  0, or an exit code when c failed. */
+static int show_cluster(const cli_opts *o, rlk_conn *c)
+{
+    rlk__slots t;
+    const char *source;
+    char err[400], shown[RLK__SLOTS_MAX_NODES] = {0}, owns[RLK__SLOTS_MAX_NODES] = {0};
+    int tls = rlk_conn_get_info(c)->tls_version != NULL;
+    unsigned served = 0;
+    size_t primaries = 0;
+    rlk__slots_init(&t);
+    int r = cli_cluster_read(o, c, &t, &source, err, sizeof err);
+    if (r == RLK_ERR_PROTO) {
+        /* The server answered: ping's question.  What it would not say
+         * is said instead of the nodes. */
+        printf("cluster:    yes; the nodes cannot be read: %s\n", err);
+        return 0;
+    }
+    if (r != RLK_OK) {
+        cli_err("%s", err);
+        return cli_exit_for(r);
+    }
+    for (unsigned s = 0; s < RLK__NSLOTS; s++) {
+        if (t.owner[s] == RLK__SLOTS_NONE) continue;
+        served++;
+        primaries += !owns[t.owner[s]];
+        owns[t.owner[s]] = 1;
+    }
+    printf("cluster:    %zu node%s, %u of %d slots served by %zu primar%s (%s)\n", t.nnodes,
+           t.nnodes == 1 ? "" : "s", served, RLK__NSLOTS, primaries, primaries == 1 ? "y" : "ies",
+           source);
+    /* Each primary followed by its replicas, in the order of their
+     * slots; then the primaries serving none (a failed one), then any
+     * node of no known shard. */
+    for (unsigned s = 0; s < RLK__NSLOTS; s++)
+        if (t.owner[s] != RLK__SLOTS_NONE && !shown[t.owner[s]])
+            show_shard(o, &t, t.owner[s], tls, shown);
+    for (size_t i = 0; i < t.nnodes; i++)
+        if (!shown[i] && t.nodes[i].role == RLK__ROLE_PRIMARY) show_shard(o, &t, i, tls, shown);
+    for (size_t j = 0; j < t.nnodes; j++)
+        if (!shown[j]) show_node(o, &t, j, tls);
+    rlk__slots_free(&t);
+    return 0;
 }
 
 int cmd_ping(cli_opts *o, int argc, char **argv)
@@ -59,30 +184,19 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
     rlk_conn *c = cli_connect(o, &status);
     if (!c) return status;
     const rlk_conn_info *in = rlk_conn_get_info(c);
-    char server[64], version[64], user[128];
+    char server[64], version[64], user[128], err[400];
     snprintf(server, sizeof server, "%s", in->server[0] ? in->server : "");
     snprintf(version, sizeof version, "%s", in->version);
     snprintf(user, sizeof user, "%s", in->user);
     rlk_resp_value *v;
 
-    double rtt[PINGS];
-    const char *ping[] = {"PING"};
-    for (int i = 0; i < PINGS; i++) {
-        double t0 = now_ms();
-        status = rlk_conn_command(c, &v, 1, ping, NULL);
-        rtt[i] = now_ms() - t0;
-        if (status != RLK_OK) {
-            cli_err("PING: %s", rlk_conn_errmsg(c));
-            rlk_conn_free(c);
-            return cli_exit_for(status);
-        }
-        if (rlk_reply_error_class(v) != RLK_EC_NONE) {
-            cli_err("PING: %.*s", (int)v->len, v->str);
-            rlk_conn_free(c);
-            return CLI_EX_UNAVAILABLE;
-        }
+    double rtt;
+    status = round_trip(c, &rtt, err, sizeof err);
+    if (status != RLK_OK) {
+        cli_err("%s", err);
+        rlk_conn_free(c);
+        return cli_exit_for(status);
     }
-    qsort(rtt, PINGS, sizeof rtt[0], cmp_double);
 
     const char *whoami[] = {"ACL", "WHOAMI"};
     if (rlk_conn_command(c, &v, 2, whoami, NULL) == RLK_OK &&
@@ -92,10 +206,10 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
         const char *info[] = {"INFO", "server"};
         if (rlk_conn_command(c, &v, 2, info, NULL) == RLK_OK &&
             (v->type == RLK_RESP_BULK || v->type == RLK_RESP_VERBATIM)) {
-            info_field(v, "redis_version", version, sizeof version);
+            cli_info_field(v, "redis_version", version, sizeof version);
             if (!server[0]) {
                 char valkey[64] = "";
-                info_field(v, "valkey_version", valkey, sizeof valkey);
+                cli_info_field(v, "valkey_version", valkey, sizeof valkey);
                 snprintf(server, sizeof server, "%s", valkey[0] ? "valkey" : "redis");
             }
         }
@@ -110,7 +224,10 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
     else
         printf("tls:        none\n");
     printf("user:       %s\n", user);
-    printf("round trip: %.3f ms (median of %d PINGs)\n", rtt[PINGS / 2], PINGS);
+    printf("round trip: %.3f ms (median of %d PINGs)\n", rtt, PINGS);
+    /* A cluster: its nodes too.  Another server: what it printed before
+     * clusters were known, nothing more. */
+    r = cli_is_cluster(c) ? show_cluster(o, c) : 0;
     rlk_conn_free(c);
-    return 0;
+    return r;
 }

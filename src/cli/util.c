@@ -123,7 +123,31 @@ int cli_exit_for(int status)
     case RLK_ERR_URL: case RLK_ERR_IO: case RLK_ERR_CLOSED: case RLK_ERR_PROTO:
     case RLK_ERR_SERVER: case RLK_ERR_LIMIT:
         return CLI_EX_UNAVAILABLE;
+    case RLK_ERR_INVALID: /* options the library refuses: several -u not one cluster */
+        return CLI_EX_CONFIG;
     default:
         return CLI_EX_SOFTWARE;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* INFO                                                                */
+
+void cli_info_field(const rlk_resp_value *v, const char *key, char *out, size_t n)
+{
+    size_t kl = strlen(key);
+    const char *s = v->str, *end = v->str + v->len;
+    while (s < end) {
+        const char *eol = memchr(s, '\n', (size_t)(end - s));
+        if (!eol) eol = end;
+        if ((size_t)(eol - s) > kl && memcmp(s, key, kl) == 0 && s[kl] == ':') {
+            size_t len = (size_t)(eol - s) - kl - 1;
+            if (len && s[kl + 1 + len - 1] == '\r') len--;
+            if (len >= n) len = n - 1;
+            memcpy(out, s + kl + 1, len);
+            out[len] = '\0';
+            return;
+        }
+        s = eol + 1;
     }
 }
