@@ -448,6 +448,12 @@ static void test_three_shards(void)
         h[2 * i].ttl = h[2 * i + 1].ttl = ttl;
     }
     if (!(a = NEW_CLIENT(1, 0, 0))) return;
+    {
+        /* The seed's HELLO said what it is. */
+        const rlk_conn_info *ci = rlk_client_info(a);
+        CHECK_MSG(ci && !strcmp(ci->mode, "cluster"), "the seed's mode: \"%s\"",
+                  ci ? ci->mode : "(not connected)");
+    }
     t0 = ts_now_ms();
     for (int i = 0; i < 6; i++) {
         rlk_lock_status st;
