@@ -44,13 +44,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#define HAVE_VALGRIND_H 1
-#endif
-#endif
-
 static tc_cluster *cl;
 static char seed_url[64]; /* node 0's URL: the only one the clients get */
 static rlk_conn *nconn[TC_NODES];
@@ -300,11 +293,6 @@ struct heard {
     char first[200];               /* "CHANNEL PAYLOAD" of the first */
 };
 
-static int word_is(const rlk_resp_value *v, const char *w)
-{
-    return v && v->str && v->len == strlen(w) && memcmp(v->str, w, v->len) == 0;
-}
-
 /* smessage CHANNEL PAYLOAD, pmessage PATTERN CHANNEL PAYLOAD. */
 static void on_msg(void *ctx, rlk_conn *c, const rlk_resp_value *m)
 {
@@ -359,25 +347,6 @@ static rlk_conn *subscriber(int i, const char *cmd, const char *channel, struct 
     return c;
 }
 #define SUBSCRIBER(i, cmd, ch, h) subscriber(i, cmd, ch, h, __LINE__)
-
-/* Everything the server sent c before this call has reached on_push. */
-static void drain(rlk_conn *c, int line)
-{
-    rlk_resp_value *v = NULL;
-    if (c)
-        tl_ok(rlk_conn_command(c, &v, 1, (const char *[]){"PING"}, NULL) == RLK_OK, __FILE__,
-              line, "PING: %s", rlk_conn_errmsg(c));
-}
-#define DRAIN(c) drain(c, __LINE__)
-
-/* Reads c until *n reaches want, within LONG_MS. */
-static int wait_heard(rlk_conn *c, const int *n, int want)
-{
-    int64_t deadline = ts_now_ms() + LONG_MS;
-    while (*n < want && ts_now_ms() < deadline)
-        if (rlk_conn_wait_push(c, (int)(deadline - ts_now_ms())) < 0) break;
-    return *n >= want;
-}
 
 
 /* Waits (LONG_MS) until n waiters are in line for name, as the status
@@ -571,6 +540,149 @@ static int renewed_once(struct held *h, struct waiter *w, int *early, int line)
 }
 #define RENEWED_ONCE(h, w, early) renewed_once(h, w, early, __LINE__)
 
+/* A lock on the seed's shard held by A (a watchdog, the watchdog
+ * thread) and waited for by B (in a thread), its slot to be moved to
+ * another primary. */
+struct scene {
+    int from, to, started, early;
+    unsigned slot;
+    struct held h;
+    struct waiter w;
+    rlk_client *a, *b;
+};
+
+/* Sets sc up, B (its re-check b_recheck_ms, its TTL b_ttl) in line.  0
+ * when something failed (a test failure); scene_end cleans up anyway. */
+static int scene_start(struct scene *sc, const char *prefix, int64_t b_recheck_ms, int64_t b_ttl,
+                       int line)
+{
+    int p[TC_NODES], np = primaries(p);
+    memset(sc, 0, sizeof *sc);
+    sc->from = primary_seed(p, np);
+    sc->to = -1;
+    for (int i = 0; i < np && sc->to < 0; i++)
+        if (p[i] != sc->from) sc->to = p[i];
+    sc->h.kind = RLK_LOCK_SIMPLE;
+    sc->h.ttl = slow ? 4000 : 1500;
+    if (!tl_ok(sc->from >= 0 && sc->to >= 0, __FILE__, line, "primaries: %d", np) ||
+        !pick_name(sc->h.name, sizeof sc->h.name, prefix, sc->from, line))
+        return 0;
+    sc->slot = slot_of(sc->h.name);
+    sc->a = new_client(1, 0, 0, line);
+    sc->b = new_client(0, b_recheck_ms, 0, line);
+    if (!sc->a || !sc->b || !hold(sc->a, &sc->h, 1, line)) return 0;
+    sc->h.node = sc->from;
+    sc->started = waiter_start(&sc->w, sc->b, sc->h.name, b_ttl, 60000, RLK_LOCK_SIMPLE);
+    return sc->started && wait_in_line(sc->a, sc->h.name, 1, line);
+}
+#define SCENE_START(sc, prefix, recheck, ttl) scene_start(sc, prefix, recheck, ttl, __LINE__)
+
+/* More than two TTLs of looks at A's lock (B must go on waiting); then
+ * A's key must be on node `on` with A's token, renewed at least twice
+ * meanwhile, A never reported lost. */
+static void scene_watch(struct scene *sc, int on, int line)
+{
+    struct held *h = &sc->h;
+    int64_t t0 = ts_now_ms(), end = t0 + 2 * h->ttl + h->ttl / 2;
+    int before = h->renewals;
+    while (ts_now_ms() < end) {
+        look_at(h, line);
+        sc->early += waiter_done(&sc->w);
+        ts_pause_ms(20);
+    }
+    tl_ok(look_at(h, line) && h->node == on, __FILE__, line,
+          "%s not on node %d with A's token after %lld ms", h->name, on,
+          (long long)(ts_now_ms() - t0));
+    tl_ok(h->renewals - before >= 2, __FILE__, line, "%d renewals seen on node %d",
+          h->renewals - before, on);
+    tl_ok(h->missing == 0, __FILE__, line, "%d looks found the key without A's token",
+          h->missing);
+    tl_ok(still_held(h), __FILE__, line, "A lost its lock (on_lost %d)", h->lost.calls);
+    tl_ok(sc->early == 0, __FILE__, line, "B's acquire returned while A held the lock: %d %s",
+          sc->w.rc, sc->w.err);
+}
+#define SCENE_WATCH(sc, on) scene_watch(sc, on, __LINE__)
+
+/* A releases; B's acquire returns with the lock, whose key (read from
+ * the source, following redirects) is on node `to` with B's token, and
+ * B releases it.  handed: the key right after A's release must hold B's
+ * token already (a handoff, not a free lock). */
+static void scene_handover(struct scene *sc, int handed, int line)
+{
+    char val[64], after[64];
+    int at = -1;
+    tl_ok(rlk_lock_release(sc->h.l) == RLK_OK, __FILE__, line, "A's release: %s",
+          rlk_client_errmsg(sc->a));
+    sc->h.l = NULL;
+    value_at(sc->from, sc->h.name, after, sizeof after, &at, line);
+    if (handed)
+        tl_ok(after[0] && at == sc->to, __FILE__, line,
+              "after A's release the key is \"%s\" on node %d", after, at);
+    tl_ok(wait_waiter(&sc->w, ts_now_ms() + LONG_MS), __FILE__, line, "B did not return");
+    pthread_join(sc->w.th, NULL);
+    sc->started = 0;
+    if (!tl_ok(sc->w.rc == RLK_OK && sc->w.l, __FILE__, line, "B: %d %s", sc->w.rc, sc->w.err))
+        return;
+    if (handed) CHECK_EQ_STR(after, rlk_lock_token(sc->w.l));
+    value_at(sc->from, sc->h.name, val, sizeof val, &at, line);
+    tl_ok(at == sc->to, __FILE__, line, "the key read on node %d", at);
+    CHECK_EQ_STR(val, rlk_lock_token(sc->w.l));
+    tl_ok(rlk_lock_release(sc->w.l) == RLK_OK, __FILE__, line, "B's release");
+    sc->w.l = NULL;
+    value_at(sc->from, sc->h.name, val, sizeof val, &at, line);
+    tl_ok(!val[0] && at == sc->to, __FILE__, line, "%s left on node %d: \"%s\"", sc->h.name,
+          at, val);
+}
+#define SCENE_HANDOVER(sc, handed) scene_handover(sc, handed, __LINE__)
+
+static void scene_end(struct scene *sc)
+{
+    if (sc->started) {
+        pthread_join(sc->w.th, NULL);
+        if (sc->w.l) rlk_lock_release(sc->w.l);
+    }
+    if (sc->h.l) rlk_lock_release(sc->h.l);
+    rlk_client_free(sc->a);
+    rlk_client_free(sc->b);
+}
+
+/*
+ * The window in which every key of a slot has moved but the slot is still
+ * MIGRATING (the source answers ASK, the target serves a key only after
+ * ASKING), held open for several renewal periods and re-checks: A's
+ * watchdog renewals reach the key on the target (ASKING, then the
+ * script), a status call too, B keeps waiting (its tries answered ASK,
+ * or TRYAGAIN, go on until its deadline), A's release frees the lock
+ * there (the line's keys are there: B is in line; without them the
+ * target answers TRYAGAIN until the slot is closed) and B acquires it
+ * there.  Then the slot is given to the target.
+ */
+static void test_ask_window(void)
+{
+    struct scene sc;
+    rlk_lock_status st;
+    int k, at = -1, rc;
+    if (!SCENE_START(&sc, "ask", 0, 10000)) goto out;
+    if (!CHECK(tc_migrate_begin(cl, sc.slot, sc.to) == 0)) goto out;
+    while ((k = tc_migrate_keys(cl, sc.slot, 100)) > 0) continue;
+    CHECK_EQ_INT(k, 0);
+    CHECK_MSG(holds_at(sc.from, sc.h.name, rlk_lock_token(sc.h.l), sc.h.kind, NULL, &at,
+                       __LINE__) == 1 && at == sc.to,
+              "%s: on node %d", sc.h.name, at);
+    /* A call without a handle follows the ASK too. */
+    memset(&st, 0, sizeof st);
+    rc = rlk_lock_get_status(sc.a, sc.h.name, &st);
+    CHECK_MSG(rc == RLK_OK && st.held == 1 && st.waiters == 1,
+              "status in the window: %d %s: held %d, %lld waiter(s)", rc,
+              rlk_client_errmsg(sc.a), st.held, (long long)st.waiters);
+    SCENE_WATCH(&sc, sc.to);
+    SCENE_HANDOVER(&sc, 0);
+out:
+    scene_end(&sc);
+    if (sc.to >= 0 && sc.from >= 0 && tc_owner(cl, sc.slot) == sc.from)
+        CHECK(tc_migrate_end(cl, sc.slot) == 0);
+}
+
 /*
  * The slot of a lock moved to another primary step by step while A holds
  * the lock (a watchdog, a short TTL) and B waits for it: a renewal is
@@ -587,168 +699,31 @@ static int renewed_once(struct held *h, struct waiter *w, int *early, int line)
  */
 static void test_migration(void)
 {
-    int64_t ttl = slow ? 4000 : 1500, t_end, end;
-    int p[TC_NODES], np = primaries(p), from = primary_seed(p, np), to = -1, started = 0;
-    int early = 0, moved = 0, k, renewed_after;
-    unsigned slot;
-    char val[64];
-    struct held h;
-    struct waiter w;
-    rlk_client *a = NULL, *b = NULL;
-    for (int i = 0; i < np && to < 0; i++)
-        if (p[i] != from) to = p[i];
-    memset(&h, 0, sizeof h);
-    h.kind = RLK_LOCK_SIMPLE;
-    h.ttl = ttl;
-    if (!CHECK(from >= 0 && to >= 0) || !PICK(h.name, "mig", from)) return;
-    slot = slot_of(h.name);
-    a = NEW_CLIENT(1, 0, 0);
-    b = NEW_CLIENT(0, 30000, 0);
-    if (!a || !b || !HOLD(a, &h, 1)) goto out;
-    h.node = from;
-    started = waiter_start(&w, b, h.name, 60000, 60000, RLK_LOCK_SIMPLE);
-    if (!started || !WAIT_IN_LINE(a, h.name, 1)) goto out;
-    if (!RENEWED_ONCE(&h, &w, &early)) goto out;
-
-    if (!CHECK(tc_migrate_begin(cl, slot, to) == 0)) goto out;
-    RENEWED_ONCE(&h, &w, &early);
-    CHECK_EQ_INT(h.node, from);
+    struct scene sc;
+    int moved = 0, k;
+    if (!SCENE_START(&sc, "mig", 30000, 60000) || !RENEWED_ONCE(&sc.h, &sc.w, &sc.early))
+        goto out;
+    if (!CHECK(tc_migrate_begin(cl, sc.slot, sc.to) == 0)) goto out;
+    RENEWED_ONCE(&sc.h, &sc.w, &sc.early);
+    CHECK_EQ_INT(sc.h.node, sc.from);
     /* The lock's key and its line's keys, one at a time. */
-    while ((k = tc_migrate_keys(cl, slot, 1)) > 0) {
+    while ((k = tc_migrate_keys(cl, sc.slot, 1)) > 0) {
         moved += k;
-        LOOK(&h);
-        printf("# %d key(s) moved: the lock's key is on node %d\n", moved, h.node);
-        RENEWED_ONCE(&h, &w, &early);
+        LOOK(&sc.h);
+        printf("# %d key(s) moved: the lock's key is on node %d\n", moved, sc.h.node);
+        RENEWED_ONCE(&sc.h, &sc.w, &sc.early);
     }
     CHECK_EQ_INT(k, 0);
     CHECK_MSG(moved >= 1, "%d keys moved", moved);
-    CHECK_EQ_INT(h.node, to);
-    if (!CHECK(tc_migrate_end(cl, slot) == 0)) goto out;
-    CHECK_EQ_INT(tc_owner(cl, slot), to);
-    printf("# slot %u moved from node %d to node %d, %d keys one by one\n", slot, from, to, moved);
-
-    /* More than two TTLs on the new owner. */
-    t_end = ts_now_ms();
-    end = t_end + 2 * ttl + ttl / 2;
-    renewed_after = h.renewals;
-    while (ts_now_ms() < end) {
-        LOOK(&h);
-        early += waiter_done(&w);
-        ts_pause_ms(20);
-    }
-    CHECK_MSG(LOOK(&h) && h.node == to, "%s not on node %d with A's token after %lld ms",
-              h.name, to, (long long)(ts_now_ms() - t_end));
-    CHECK_MSG(h.renewals - renewed_after >= 2, "%d renewals seen on the new owner",
-              h.renewals - renewed_after);
-    CHECK_MSG(h.missing == 0, "%d looks found the key without A's token", h.missing);
-    CHECK_MSG(still_held(&h), "A lost its lock (on_lost %d)", h.lost.calls);
-    CHECK_MSG(early == 0, "B's acquire returned while A held the lock: %d %s", w.rc, w.err);
-
-    CHECK_MSG(rlk_lock_release(h.l) == RLK_OK, "A's release: %s", rlk_client_errmsg(a));
-    h.l = NULL;
-    /* Handed over, not freed: B was in line, and listening on node to. */
-    value_at(to, h.name, val, sizeof val, &k, __LINE__);
-    CHECK_MSG(val[0] && k == to, "after A's release the key is \"%s\" on node %d", val, k);
-    CHECK(wait_waiter(&w, ts_now_ms() + LONG_MS));
-    pthread_join(w.th, NULL);
-    started = 0;
-    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "B: %d %s", w.rc, w.err)) goto out;
-    CHECK_EQ_STR(val, rlk_lock_token(w.l));
-    value_at(to, h.name, val, sizeof val, NULL, __LINE__);
-    CHECK_EQ_STR(val, rlk_lock_token(w.l));
-    CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-    CHECK_EQ_INT(exists_on(to, h.name, __LINE__), 0);
+    CHECK_EQ_INT(sc.h.node, sc.to);
+    if (!CHECK(tc_migrate_end(cl, sc.slot) == 0)) goto out;
+    CHECK_EQ_INT(tc_owner(cl, sc.slot), sc.to);
+    printf("# slot %u moved from node %d to node %d, %d keys one by one\n", sc.slot, sc.from,
+           sc.to, moved);
+    SCENE_WATCH(&sc, sc.to);
+    SCENE_HANDOVER(&sc, 1);
 out:
-    if (started) {
-        pthread_join(w.th, NULL);
-        if (w.l) rlk_lock_release(w.l);
-    }
-    if (h.l) rlk_lock_release(h.l);
-    rlk_client_free(a);
-    rlk_client_free(b);
-}
-
-/*
- * The window in which every key of a slot has moved but the slot is still
- * MIGRATING (the source answers ASK, the target serves a key only after
- * ASKING), held open for several renewal periods and re-checks: A's
- * watchdog renewals reach the key on the target (ASKING, then the
- * script), a status call too, B keeps waiting (its tries answered ASK,
- * or TRYAGAIN, go on until its deadline), A's release frees the lock
- * there (the line's keys are there: B is in line; without them the
- * target answers TRYAGAIN until the slot is closed) and B acquires it
- * there.  Then the slot is given to the target.
- */
-static void test_ask_window(void)
-{
-    int64_t ttl = slow ? 4000 : 1500, end;
-    int p[TC_NODES], np = primaries(p), from = primary_seed(p, np), to = -1, started = 0;
-    int early = 0, k, at = -1;
-    unsigned slot;
-    char val[64];
-    struct held h;
-    struct waiter w;
-    rlk_client *a = NULL, *b = NULL;
-    for (int i = 0; i < np && to < 0; i++)
-        if (p[i] != from) to = p[i];
-    memset(&h, 0, sizeof h);
-    h.kind = RLK_LOCK_SIMPLE;
-    h.ttl = ttl;
-    if (!CHECK(from >= 0 && to >= 0) || !PICK(h.name, "ask", from)) return;
-    slot = slot_of(h.name);
-    a = NEW_CLIENT(1, 0, 0);
-    b = NEW_CLIENT(0, 0, 0);
-    if (!a || !b || !HOLD(a, &h, 1)) goto out;
-    h.node = from;
-    started = waiter_start(&w, b, h.name, 10000, 60000, RLK_LOCK_SIMPLE);
-    if (!started || !WAIT_IN_LINE(a, h.name, 1)) goto out;
-    if (!CHECK(tc_migrate_begin(cl, slot, to) == 0)) goto out;
-    while ((k = tc_migrate_keys(cl, slot, 100)) > 0) continue;
-    CHECK_EQ_INT(k, 0);
-    CHECK_MSG(holds_at(from, h.name, rlk_lock_token(h.l), h.kind, NULL, &at, __LINE__) == 1 &&
-                  at == to,
-              "%s: on node %d", h.name, at);
-    /* A call without a handle follows the ASK too. */
-    {
-        rlk_lock_status st;
-        int rc;
-        memset(&st, 0, sizeof st);
-        rc = rlk_lock_get_status(a, h.name, &st);
-        CHECK_MSG(rc == RLK_OK && st.held == 1 && st.waiters == 1,
-                  "status in the window: %d %s: held %d, %lld waiter(s)", rc,
-                  rlk_client_errmsg(a), st.held, (long long)st.waiters);
-    }
-    /* Two TTLs in the window. */
-    end = ts_now_ms() + 2 * ttl + ttl / 2;
-    while (ts_now_ms() < end) {
-        LOOK(&h);
-        early += waiter_done(&w);
-        ts_pause_ms(20);
-    }
-    CHECK_MSG(LOOK(&h) && h.node == to, "%s not on node %d with A's token", h.name, to);
-    CHECK_MSG(h.renewals >= 2, "%d renewals seen on node %d (ASK)", h.renewals, to);
-    CHECK_MSG(still_held(&h), "A lost its lock (on_lost %d)", h.lost.calls);
-    CHECK_MSG(early == 0, "B's acquire returned while A held the lock: %d %s", w.rc, w.err);
-    CHECK_MSG(rlk_lock_release(h.l) == RLK_OK, "A's release: %s", rlk_client_errmsg(a));
-    h.l = NULL;
-    CHECK(wait_waiter(&w, ts_now_ms() + LONG_MS));
-    pthread_join(w.th, NULL);
-    started = 0;
-    if (CHECK_MSG(w.rc == RLK_OK && w.l, "B: %d %s", w.rc, w.err)) {
-        value_at(from, h.name, val, sizeof val, &at, __LINE__);
-        CHECK_MSG(at == to, "the key read on node %d", at);
-        CHECK_EQ_STR(val, rlk_lock_token(w.l));
-        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
-    }
-out:
-    if (started) {
-        pthread_join(w.th, NULL);
-        if (w.l) rlk_lock_release(w.l);
-    }
-    if (h.l) rlk_lock_release(h.l);
-    rlk_client_free(a);
-    rlk_client_free(b);
-    if (to >= 0 && tc_owner(cl, slot) == from) CHECK(tc_migrate_end(cl, slot) == 0);
+    scene_end(&sc);
 }
 
 /* A call returned within its deadline plus SLACK. */
@@ -1121,17 +1096,10 @@ static void test_no_key_without_ttl(void)
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
-    const char *wrap = getenv("RLK_WRAP");
     tl_init(argc, argv);
-    /* The library must never raise SIGPIPE (nodes die under it here). */
-    signal(SIGPIPE, SIG_DFL);
-#ifdef HAVE_VALGRIND_H
-    if (RUNNING_ON_VALGRIND) slow = 1;
-#endif
-    if (getenv("RLK_TEST_SLOW") || (wrap && wrap[0])) slow = 1;
-    MARGIN = slow ? 1500 : 250;
+    /* SIGPIPE fatal: the library must never raise it (nodes die here). */
+    locktest_timing();
     SLACK = slow ? 6000 : 3000;
-    if (slow) printf("# slow mode (valgrind): slack %lld ms\n", (long long)SLACK);
     cl = tc_start(0);
     if (!CHECK_MSG(cl != NULL, "the cluster did not start")) return tl_finish();
     tc_url(cl, 0, seed_url, sizeof seed_url);
@@ -1139,8 +1107,8 @@ int main(int argc, char **argv)
            seed_url);
     RUN(test_three_shards);
     RUN(test_wait_woken);
-    RUN(test_ask_window);
     RUN(test_migration);
+    RUN(test_ask_window);
     RUN(test_failover);
     RUN(test_redisson_channel);
     RUN(test_hash_tag);
