@@ -90,6 +90,7 @@
 #include "pin.h"
 #include "raw.h"
 #include "server.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -122,7 +123,7 @@
 #define WD_LOCKS 10000       /* locks held for the watchdog workload        */
 #define WD_ROUNDS 5
 #define PING_N 20000         /* PINGs timed one by one for the round trip   */
-#define MAX_ROUNDS 31
+#define MAX_ROUNDS BENCH_MAX_ROUNDS
 #define SRV_ROUNDS 7         /* rounds of each cycle for the server's time  */
 #define SRV_OPS 10000        /* cycles per round                            */
 #define SRV_WARMUP 2000
@@ -134,19 +135,12 @@ static const char py_cont_name[] = "resplock:bench:contended-py";
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#define now_ns bench_now_ns
+#define cpu_now bench_cpu_now
+#define quantile bench_quantile
+#define quantile_sorted bench_quantile_sorted
+#define fmt_rate bench_fmt_rate
+#define proc_cpu bench_proc_cpu
 
 static ts_server *server;
 static pid_t main_pid;
@@ -167,32 +161,10 @@ static void die2(const char *what, const char *why)
     die(msg);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
-}
-
-/* The q-quantile (0..1) of v[0..n), interpolated; v is sorted in place. */
-static double quantile_sorted(double *v, int n, double q)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    double at = q * (n - 1);
-    int i = (int)at;
-    return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (at - i) : v[i];
-}
-
-static double quantile(const double *v, int n, double q)
-{
-    double s[MAX_ROUNDS];
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    return quantile_sorted(s, n, q);
 }
 
 static char url[64];
@@ -201,25 +173,15 @@ static char url[64];
 
 static rlk_client *new_client(const char *u)
 {
-    rlk_client_config cfg;
-    rlk_client_config_init(&cfg);
-    cfg.conn.url = u; /* protocol 0: HELLO 3, as shipped */
-    rlk_client *cl = rlk_client_new(&cfg);
-    if (!cl) die("rlk_client_new: out of memory");
-    if (rlk_client_connect(cl) != RLK_OK) die2("rlk_client_connect", rlk_client_errmsg(cl));
+    char why[600];
+    rlk_client *cl = bench_client(u, why, sizeof why);
+    if (!cl) die(why);
     return cl;
 }
 
 static void acquire_release(rlk_client *cl, const char *name)
 {
-    rlk_lock_options o;
-    rlk_lock_options_init(&o);
-    o.ttl_ms = 30000;
-    o.wait_ms = 0;
-    rlk_lock *l;
-    if (rlk_lock_acquire(cl, name, &o, &l) != RLK_OK)
-        die2("rlk_lock_acquire", rlk_client_errmsg(cl));
-    if (rlk_lock_release(l) != RLK_OK) die2("rlk_lock_release", rlk_client_errmsg(cl));
+    if (bench_cycle(cl, name) != RLK_OK) die2("acquire + release", rlk_client_errmsg(cl));
 }
 
 /* ------------------------------------------------------------------ */
@@ -704,13 +666,6 @@ static double paired_ratio(const contender *a, const contender *b)
     return quantile(v, a->rounds, 0.5);
 }
 
-static void fmt_rate(char *out, size_t cap, double v)
-{
-    if (v >= 1e6) snprintf(out, cap, "%.2f M", v / 1e6);
-    else if (v >= 1e3) snprintf(out, cap, "%.1f k", v / 1e3);
-    else snprintf(out, cap, "%.1f", v);
-}
-
 /* ------------------------------------------------------------------ */
 /* Contended                                                            */
 
@@ -819,23 +774,6 @@ static void analyse(rec *all, long n, int nproc, int64_t start, int64_t end, int
     }
     free(h_all);
     free(h_cross);
-}
-
-/* CPU seconds (user + system) used so far by process pid. */
-static double proc_cpu(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* after the command name */
-    unsigned long long ut = 0, stt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) != 2)
-        return 0;
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static double children_cpu(void)
@@ -993,23 +931,10 @@ static rlk_conn *admin_conn(void)
 static void server_cmdstats(rlk_conn *c, int n, const char *const *names, long long *calls,
                             double *usec)
 {
-    const char *argv[2] = {"INFO", "commandstats"};
-    rlk_resp_value *v;
-    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) die2("INFO", rlk_conn_errmsg(c));
-    if (v->type != RLK_RESP_BULK && v->type != RLK_RESP_VERBATIM) die("INFO: not a string");
-    char *text = malloc(v->len + 1);
-    if (!text) die("out of memory");
-    memcpy(text, v->str, v->len);
-    text[v->len] = '\0';
-    for (int i = 0; i < n; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "cmdstat_%s:", names[i]);
-        const char *p = strstr(text, key);
-        const char *eol = p ? p + strcspn(p, "\r\n") : NULL;
-        const char *k = p ? strstr(p, "calls=") : NULL, *u = p ? strstr(p, "usec=") : NULL;
-        calls[i] = k && k < eol ? atoll(k + 6) : 0;
-        usec[i] = u && u < eol ? atof(u + 5) : 0;
-    }
+    const char *why;
+    char *text = bench_cmdstats_text(c, &why);
+    if (!text) die2("INFO", why);
+    for (int i = 0; i < n; i++) bench_cmdstat(text, names[i], &calls[i], &usec[i]);
     free(text);
 }
 
@@ -1195,11 +1120,8 @@ static void minimal_cycles(minimal *m, long n)
 
 static void reset_stats(rlk_conn *c)
 {
-    const char *argv[2] = {"CONFIG", "RESETSTAT"};
-    rlk_resp_value *v;
-    if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK)
-        die2("CONFIG RESETSTAT", rlk_conn_errmsg(c));
-    if (v->type != RLK_RESP_SIMPLE) die("CONFIG RESETSTAT: refused");
+    const char *why;
+    if (bench_reset_stats(c, &why) != 0) die2("CONFIG RESETSTAT", why);
 }
 
 /* Round r of one cycle: SRV_OPS cycles between CONFIG RESETSTAT and INFO

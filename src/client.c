@@ -202,8 +202,20 @@ static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
 static void mark_lost(rlk_client *cl, rlk_lock *l);
 
-/* The core of the route's one server. */
-static rlk__core *core_of(const rlk_client *cl) { return rlk__route_core((rlk__route *)&cl->route, 0); }
+/* The server given whose connection is ready (of several seeds of a
+ * cluster, the first that is), else the first given. */
+static size_t seed_of(const rlk_client *cl)
+{
+    for (size_t i = 0; i < cl->route.seeds; i++)
+        if (rlk__core_ready(rlk__route_core((rlk__route *)&cl->route, i))) return i;
+    return 0;
+}
+
+/* The core of the server given (see seed_of). */
+static rlk__core *core_of(const rlk_client *cl)
+{
+    return rlk__route_core((rlk__route *)&cl->route, seed_of(cl));
+}
 
 static int64_t sooner(int64_t a, int64_t b)
 {
@@ -624,7 +636,6 @@ static int drive(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until)
 
 static int handle_done(void *ctx) { return ((rlk_lock *)ctx)->done; }
 static int never(void *ctx) { (void)ctx; return 0; }
-static int is_ready(void *ctx) { return rlk__core_ready(ctx); }
 static int seed_ready(void *ctx) { return rlk__route_seed_ready(ctx); }
 
 /* A call's deadline passed (or the connection cannot be had) without a
@@ -816,13 +827,14 @@ rlk_conn *rlk_client_conn(rlk_client *cl)
 const rlk_conn_info *rlk_client_info(rlk_client *cl)
 {
     enter(cl);
+    size_t seed = seed_of(cl);
     const rlk_conn_info *si = rlk__core_info(core_of(cl));
     const rlk_conn_info *out = NULL;
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, seed, &h);
     if (h.up && si->protocol) {
         cl->info = *si;
-        rlk__route_peer(&cl->route, 0, &cl->info);
+        rlk__route_peer(&cl->route, seed, &cl->info);
         out = &cl->info;
     }
     leave(cl);
@@ -933,7 +945,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * learn which. */
     if (o->wait_ms != 0 && cl->cfg.conn.protocol == 0 && !rlk__core_ready(core_of(cl))) {
         /* Connected first, within the wait: the protocol decides how. */
-        int r = drive_for(cl, is_ready, core_of(cl), until, 0);
+        int r = drive_for(cl, seed_ready, &cl->route, until, 0);
         if (r != RLK_OK) {
             status = not_connected(cl, r, "acquire");
             free_handle(l);
@@ -1723,7 +1735,7 @@ int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, 
     } else if (rlk_lock_is_lost(l)) {
         mark_lost(cl, l); /* on_lost, if owed, from the next rlk_client_handle */
         r = cl_fail(cl, RLK_LOCK_LOST, "extend: lock '%s' was lost", l->name);
-    } else if (!rlk__core_ready(core_of(cl))) {
+    } else if (!rlk__core_ready(core_of(cl)) && !rlk__route_is_cluster(&cl->route)) {
         r = cl_fail(cl, RLK_ERR_CLOSED, "extend: not connected");
     } else {
         l->ext_on = 1;

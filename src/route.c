@@ -132,7 +132,7 @@ static rlk__driver *node_driver(rlk__route *r, const char *host, int port, int o
             return r->drivers[i];
         }
     }
-    if (!open) return NULL;
+    if (!open || r->refused) return NULL;
     if (r->n >= RLK__ROUTE_MAX) {
         snprintf(r->err, sizeof r->err, "cluster: more than %d connections", RLK__ROUTE_MAX);
         return NULL;
@@ -191,6 +191,7 @@ static void refuse(rlk__route *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->err, sizeof r->err, fmt, ap);
     va_end(ap);
+    r->refused = 1;
     for (size_t i = 0; i < r->n; i++) {
         rlk__driver *d = r->drivers[i];
         rlk__driver_close(d);
@@ -211,7 +212,7 @@ int rlk__route_seed_ready(const rlk__route *r)
  * be. */
 static void notice_cluster(rlk__route *r)
 {
-    if (r->kind != RLK__ROUTE_ONE || r->drivers[0]->fatal == RLK_ERR_INVALID) return;
+    if (r->kind != RLK__ROUTE_ONE || r->refused) return;
     for (size_t i = 0; i < r->seeds; i++) {
         const rlk__core *c = r->drivers[i]->core;
         if (!rlk__core_ready(c)) continue;
@@ -285,6 +286,7 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     r->have_table = 1;
     r->tables++;
     check_seeds(r);
+    if (r->refused) return;
     park_idle(r);
     table_due(r, now + TABLE_EVERY_MS);
     if (r->hooks.changed) r->hooks.changed(r->hooks.ctx);
@@ -299,7 +301,7 @@ static const rlk__req_ops table_ops = {build_table, on_table, NULL, RLK__T_ARRAY
 static int64_t upkeep(rlk__route *r, int64_t now)
 {
     notice_cluster(r);
-    if (!r->cluster) return -1;
+    if (!r->cluster || r->refused) return -1;
     for (size_t i = 0; i < r->n; i++) {
         const rlk__driver *d = r->drivers[i];
         if (!r->parked[i] && !d->up && d->fails > 0 && d->url.host && r->have_table) {
@@ -336,12 +338,8 @@ static int port_of(const rlk__route *r, const rlk__node *nd)
 rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot)
 {
     notice_cluster(r);
-    if (!r->cluster) {
-        /* Before a cluster is found: the first seed that answered. */
-        for (size_t i = 0; i < r->seeds; i++)
-            if (rlk__core_ready(r->drivers[i]->core)) return r->drivers[i]->core;
-        return r->drivers[0]->core;
-    }
+    if (!r->cluster) /* several seeds: none before the cluster is found */
+        return r->seeds > 1 ? NULL : r->drivers[0]->core;
     const rlk__node *nd = rlk__slots_owner(r->slots, slot);
     if (!nd) return NULL;
     rlk__driver *d = node_driver(r, nd->host, port_of(r, nd), 1);

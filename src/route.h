@@ -70,6 +70,7 @@ typedef struct rlk__route {
      * node named by an ASK).  Opened again when asked for. */
     unsigned char parked[RLK__ROUTE_MAX];
     int cluster;              /* a Redis Cluster (found by itself) */
+    int refused;              /* seeds that are not one cluster: no more */
     int have_table;           /* slots read at least once */
     int refreshing;           /* a CLUSTER SHARDS or SLOTS under way */
     int use_slots;            /* SHARDS unknown here: SLOTS */

@@ -719,7 +719,13 @@ static void test_route_set(void)
     sc.cb = rt_event;
     sc.ctx = &t;
     rlk__core_config kc = with_library();
-    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_ONE, 2, cc, &kc), RLK_ERR_INVALID);
+    /* ONE takes several servers only as seeds of one cluster, 16 at most;
+     * no servers is no route. */
+    rlk_conn_config many[17];
+    for (int i = 0; i < 17; i++) many[i] = cc[0];
+    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_ONE, 17, many, &kc), RLK_ERR_INVALID);
+    rlk__route_destroy(&t.r);
+    CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_SET, 0, cc, &kc), RLK_ERR_INVALID);
     rlk__route_destroy(&t.r);
     if (!a || !b || !cb || !EQ(rlk__route_init(&t.r, RLK__ROUTE_SET, 2, cc, &kc), RLK_OK)) goto out;
     rlk__core *cores[4];

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# resplock -u given several times on a real 3+3 Redis Cluster: seeds of
+# one cluster.  Names on each shard run with three seeds; a seed that is
+# a standalone server, or no node of the cluster, is a configuration
+# error (exit 78, nothing run); with the first seed's node killed (a
+# primary, failed over), the second seed finds the cluster and a name on
+# the failed shard runs on its new primary, where one dead URL alone
+# cannot connect.
+. "$top_srcdir/tests/cli-lock-lib.sh"
+. "$top_srcdir/tests/cluster-lib.sh"
+trap 'rlk_cluster_stop; rlk_cleanup' EXIT
+
+rlk_cluster_start "$work/cluster" || die "the cluster did not start"
+P=("${RLK_CLUSTER_PORTS[@]}")
+url() { echo "redis://127.0.0.1:$1"; }
+slot_of() { redis-cli -p "${P[0]}" cluster keyslot "$1" | tr -d '\r'; }
+
+# A name on each primary's shard (by the cluster's own hash).
+declare -A name_of
+for n in a b c d e f g h i j k l; do
+  o=$(rlk_cluster_owner "$(slot_of "$n")") || continue
+  [ -n "${name_of[$o]:-}" ] || name_of[$o]=$n
+done
+expect_eq "names on three shards" "${#name_of[@]}" 3
+
+for o in "${!name_of[@]}"; do
+  n=${name_of[$o]}
+  check "run $n (node $o's shard) with three seeds" 0 '^held$' '' -- \
+    -u "$(url "${P[3]}")" -u "$(url "${P[4]}")" -u "$(url "${P[5]}")" -T 5s \
+    run -w 5s "$n" -- sh -c "echo held"
+  got=$(redis-cli -p "${P[$o]}" exists "$n" | tr -d '\r')
+  expect_eq "no key $n left on its primary" "$got" 0
+done
+
+# A standalone server among the seeds.
+rlk_redis_start alone "$work" || die "no standalone server"
+check "a standalone seed: exit 78" 78 '' 'not' -- \
+  -u "$(url "${P[0]}")" -u "$(url "$RLK_REDIS_PORT")" -T 5s run -w 5s x -- echo ran
+check "a standalone first seed: exit 78" 78 '' 'not' -- \
+  -u "$(url "$RLK_REDIS_PORT")" -u "$(url "${P[0]}")" -T 5s run -w 5s x -- echo ran
+
+# The first seed's node killed and failed over.
+victim=${!name_of[*]}; victim=${victim%% *}   # a primary with a name on its shard
+n=${name_of[$victim]}
+r=$(rlk_cluster_replica_of "$victim") || die "no replica of node $victim"
+rlk_cluster_kill "$victim" || die "kill -9 of node $victim"
+rlk_cluster_wait_primary "$r" 60 || die "node $r was not promoted"
+check "the first seed dead: the second finds the cluster, $n runs" 0 '^held$' '' -- \
+  -u "$(url "${P[$victim]}")" -u "$(url "${P[$r]}")" -T 5s run -w 10s "$n" -- sh -c "echo held"
+check "that dead URL alone cannot connect: exit 69" 69 '' '.' -- \
+  -u "$(url "${P[$victim]}")" -T 2s run -w 2s "$n" -- echo ran
+finish
