@@ -4,7 +4,8 @@
 # replicas), given node 0's URL alone:
 #   - `resplock run NAME -- COMMAND` for a name on each of the three
 #     shards runs COMMAND while NAME's key holds its token on the shard's
-#     primary, exits with COMMAND's status and leaves no key;
+#     primary, exits with COMMAND's status and leaves no key; and renews
+#     the key there while COMMAND runs;
 #   - a second run on a name held by a first waits in line (as flock
 #     does) and runs only once the first is done;
 #   - concurrent runs on one name never overlap: the proof of
@@ -52,6 +53,28 @@ for p in "${primaries[@]}"; do
   check "run $name (node $p): the command ran holding the key there, exit 3" 3 '^held on '"$port"'$' '' -- \
     -u "$seed" run "$name" -t 10s -- \
     sh -c '[ "$(redis-cli -p "$1" get "$RESPLOCK_NAME")" = "$RESPLOCK_TOKEN" ] && echo "held on $1"; exit 3' sh "$port"
+  expect_eq "no key $name left on node $p" "$(redis-cli -p "$port" exists "$name")" 0
+done
+
+# Renewed while the command runs: the command watches its key on the
+# shard's primary (polling, under a deadline) until its PTTL has gone up
+# twice, two renewals, its token there at every look; exit 0.  8: the
+# token missing, 9: no two renewals in 30 s.
+ttl=$(bound 2s 4s)
+for p in "${primaries[@]}"; do
+  name=$(name_on "$p" "renew$p") || { bad "no name on node $p"; continue; }
+  port=${RLK_CLUSTER_PORTS[$p]}
+  check "run $name (node $p) -t $ttl: renewed twice while the command ran" 0 '' '' -- \
+    -u "$seed" run "$name" -t "$ttl" -- sh -c '
+      n=0 last=999999999 end=$(( $(date +%s) + 30 ))
+      while [ $n -lt 2 ]; do
+        [ "$(redis-cli -p "$1" get "$RESPLOCK_NAME")" = "$RESPLOCK_TOKEN" ] || exit 8
+        t=$(redis-cli -p "$1" pttl "$RESPLOCK_NAME")
+        [ "$t" -gt "$last" ] && n=$((n + 1))
+        last=$t
+        [ "$(date +%s)" -lt "$end" ] || exit 9
+        sleep 0.05
+      done' sh "$port"
   expect_eq "no key $name left on node $p" "$(redis-cli -p "$port" exists "$name")" 0
 done
 
