@@ -72,7 +72,9 @@ typedef struct rlk_conn rlk_conn;
 typedef struct rlk_conn_config {
     /* redis://[user[:password]@]host[:port][/db], rediss://... for TLS,
      * unix:///path[?db=N]; NULL or "": $REDIS_URL, else
-     * redis://127.0.0.1:6379. */
+     * redis://127.0.0.1:6379.  An rlk_conn talks to that server alone;
+     * an rlk_client given any node of a Redis Cluster finds the others
+     * (see rlk_client_new). */
     const char *url;
     rlk_tls_config tls;
     const char *client_name;   /* sent with HELLO SETNAME / CLIENT SETNAME */
@@ -356,7 +358,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * "[<client_id>:]<uuid>:<thread-id>" (the uuid random per client) counts
  * the holds, with a TTL on the key, and
  * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released
- * ("redisson_lock__channel:NAME" when NAME has braces already): the
+ * ("redisson_lock__channel:NAME" when NAME has braces already; on a
+ * Redis Cluster an SPUBLISH, in the lock's slot): the
  * layout of Redisson's RLock.  Release, extend and renewal are server-side
  * scripts that act only if the token (or field) still matches.
  *
@@ -385,7 +388,9 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * the lock: in the same script it sets the lock to that waiter's token,
  * for a short claim (the waiter's re-check period plus a second, at most
  * its TTL), and publishes "FENCE TOKEN" (the fence from the clock) on the
- * waiter's client's channel ("resplock:handoff:<random>").  The waiter
+ * waiter's client's channel ("resplock:handoff:<random>"; on a Redis
+ * Cluster, SPUBLISHed on the lock's release channel, to which the
+ * waiter SSUBSCRIBEs on the lock's node).  The waiter
  * confirms (extends the lock to its TTL): a waiter that reads the message
  * late (it was paused, or starved of CPU) finds the claim gone and waits
  * on, and a waiter paused before it confirms holds the lock up for the
@@ -478,7 +483,10 @@ typedef struct rlk_lock rlk_lock;
 
 typedef struct rlk_client_config {
     /* The connection: url, TLS, timeouts, limits, client_name.  on_push,
-     * on_connect and ctx are the client's own and must be left NULL. */
+     * on_connect and ctx are the client's own and must be left NULL.  On
+     * a Redis Cluster, the URL of any node (the seed): every node's
+     * connection takes its scheme, user, password and TLS settings, at
+     * the node's announced address (see rlk_client_new). */
     rlk_conn_config conn;
     /* A readable prefix of this client's reentrant locks' fields (its
      * first 64 bytes): "ID:UUID:THREAD-ID" instead of "UUID:THREAD-ID",
@@ -510,10 +518,43 @@ typedef struct rlk_client_config {
  * included).  Cannot fail; any thread. */
 void rlk_client_config_init(rlk_client_config *cfg);
 
-/* Makes a client with a copy of cfg (cfg NULL: the defaults); NULL when
+/*
+ * Makes a client with a copy of cfg (cfg NULL: the defaults); NULL when
  * memory runs out or the kernel gives no random bytes (for its id).  Any
  * thread; the client is then that thread's (see the watchdog thread
- * below for the one exception). */
+ * below for the one exception).
+ *
+ * Redis Cluster: cfg->conn.url may name any node; nothing else is set.
+ * The client learns that it is a cluster from the node's HELLO (mode
+ * "cluster", rlk_conn_info.mode) or a first MOVED (protocol 2), reads
+ * CLUSTER SHARDS (CLUSTER SLOTS where SHARDS is unknown), and sends each
+ * lock to the primary that serves the hash slot of its name (CRC16 of
+ * the name or of its {hash tag}; a lock's other keys share that slot),
+ * opening that node's connection when first needed (at most 62
+ * connections per client).  MOVED is followed (the table patched, the
+ * request sent again: it did not run), ASK once after ASKING, TRYAGAIN
+ * and CLUSTERDOWN after growing pauses (50 ms to 1 s, 16 in a row at
+ * most) within the call's deadline.  Renewal rounds go per node, one
+ * script call per slot; waits use sharded pub/sub (SSUBSCRIBE, SPUBLISH)
+ * on "redisson_lock__channel:{NAME}" on the lock's node, which carries
+ * the handoff too.
+ * A failover: replication is asynchronous, so a promoted replica may
+ * lack a lock acquired just before its primary died.  Once a new slot
+ * table names the new primary, each lock held on the old one is renewed
+ * there by a script that checks its token: kept when found, reported
+ * lost at once (on_lost, rlk_lock_is_lost) when missing or another's.
+ * Until then a lock is held only within its validity, and reported lost
+ * at its usual time when the failover takes longer.  Without WAIT a
+ * second holder is possible meanwhile (the old primary acknowledged a
+ * SET that never reached the replica).  Locks on other shards are
+ * untouched; a migrating slot's locks follow it.
+ * Limits today: one seed URL, whose node must answer when the client
+ * starts (and a waiting rlk_lock_acquire waits for its connection
+ * first); the table is read again only over a connection that is up;
+ * tick mode polls the seed's connection only (see rlk_client_fd);
+ * under RESP2 waits re-check every recheck_ms and releases PUBLISH.
+ * README.md, "On a Redis Cluster", says more.
+ */
 rlk_client *rlk_client_new(const rlk_client_config *cfg);
 
 /* Connects (see rlk_conn_connect, whose statuses it returns).  Optional:
@@ -541,9 +582,10 @@ void rlk_client_free(rlk_client *cl);
 const char *rlk_client_errmsg(const rlk_client *cl);
 
 /* What the handshake of the client's lock connection learned (the
- * server, its version, the protocol, the client id, the user, db, peer
- * and TLS), or NULL while it is not connected; valid until the next
- * call on the client.  The owner's thread. */
+ * server, its version, the protocol, the mode, the client id, the user,
+ * db, peer and TLS; on a cluster, the seed's connection), or NULL while
+ * it is not connected; valid until the next call on the client.  The
+ * owner's thread. */
 const rlk_conn_info *rlk_client_info(rlk_client *cl);
 
 /* NULL while the client's waits wait in line (see rlk_lock_acquire), or
@@ -554,13 +596,16 @@ const rlk_conn_info *rlk_client_info(rlk_client *cl);
 const char *rlk_client_wait_note(rlk_client *cl);
 
 /* How many connections the client has made so far (0 before the first;
- * one more after each reconnect).  The owner's thread. */
+ * one more after each reconnect; on a cluster, to the seed's node).  The
+ * owner's thread. */
 uint64_t rlk_client_generation(rlk_client *cl);
 
 /* A connection of the caller's own, for commands of its own: made at the
  * first call with the client's settings, owned and freed by the client,
  * separate from the connection the locks use (whose protocol the client
- * alone speaks).  NULL when memory runs out.  The owner's thread. */
+ * alone speaks); on a Redis Cluster a plain connection to the seed's
+ * node, which follows no redirect.  NULL when memory runs out.  The
+ * owner's thread. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
 
 typedef enum rlk_lock_kind {
@@ -804,8 +849,13 @@ int64_t rlk_lock_holds(const rlk_lock *l);
  */
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms);
 
-/* The fd to poll between ticks (-1 when not connected).  The client's
- * owner thread. */
+/* The fd to poll between ticks (-1 when not connected).  On a Redis
+ * Cluster it is the seed's connection only: the other nodes' connections
+ * are read when rlk_client_tick runs, which *next_ms does not schedule
+ * for their replies, so that today a watchdog lock whose slot another
+ * node serves is reported lost at its first renewal.  There, use the
+ * watchdog thread, or rlk_client_watch and rlk_client_handle, which
+ * cover every connection.  The client's owner thread. */
 int rlk_client_fd(const rlk_client *cl);
 
 /*
