@@ -7,6 +7,7 @@
 # First, a control: the same workload without the lock loses updates, so
 # the checks can tell.
 . "$top_srcdir/tests/cli-lock-lib.sh"
+. "$top_srcdir/tests/cli-exclusion-lib.sh"
 
 if [ -n "$RLK_WRAP" ]; then
   PROCS=4 ITERS=10
@@ -19,57 +20,6 @@ total=$((PROCS * ITERS))
 rlk_redis_start excl "$work" || die "could not start redis-server"
 port=$RLK_REDIS_PORT
 url="redis://127.0.0.1:$port"
-
-# The critical section: read the counter, pause, write it plus one; the
-# log gets "FENCE start" and "FENCE end" around it (appends are atomic).
-cat >"$work/crit.sh" <<'EOF'
-n=$(cat "$1")
-echo "${RESPLOCK_FENCE:-0} start" >>"$2"
-sleep 0.002
-echo $((n + 1)) >"$1"
-echo "${RESPLOCK_FENCE:-0} end" >>"$2"
-EOF
-# worker.sh ITERS COUNTER LOG ERRORS [resplock and its options...]: runs
-# the critical section ITERS times, through the command given (none: bare).
-cat >"$work/worker.sh" <<'EOF'
-iters=$1 counter=$2 log=$3 errors=$4; shift 4
-i=0
-while [ $i -lt "$iters" ]; do
-  "$@" sh "$(dirname "$0")/crit.sh" "$counter" "$log" </dev/null
-  rc=$?
-  [ $rc = 0 ] || echo "iteration $i: exit $rc" >>"$errors"
-  i=$((i + 1))
-done
-EOF
-
-# run_workers N ITERS LIMIT-SECONDS [command...]: N workers in process
-# groups of their own, all reaped (and killed after LIMIT-SECONDS).
-run_workers() {
-  local n=$1 iters=$2 limit=$3 i pid pids=() slow=0; shift 3
-  echo 0 >"$work/counter"; : >"$work/log"; : >"$work/errors"
-  for i in $(seq "$n"); do
-    setsid bash "$work/worker.sh" "$iters" "$work/counter" "$work/log" "$work/errors" "$@" &
-    pids+=($!); BG_PIDS+=($!)
-  done
-  local end=$(( $(now_ms) + limit * 1000 ))
-  for pid in "${pids[@]}"; do
-    limit=$(( (end - $(now_ms) + 999) / 1000 ))
-    reap "$pid" $(( limit > 0 ? limit : 1 )) || slow=1
-  done
-  return $slow
-}
-
-# The log's verdict: "ok" when sections are start/end pairs of one fence,
-# adjacent, with fences strictly increasing; else the first bad line.
-log_verdict() {
-  awk '
-    NR % 2 == 1 { if ($2 != "start") { print "line " NR ": " $0 " (want a start)"; bad = 1; exit }
-                  if (NR > 1 && $1 + 0 <= last) { print "line " NR ": fence " $1 " after " last; bad = 1; exit }
-                  f = $1; next }
-    { if ($2 != "end" || $1 != f) { print "line " NR ": " $0 " (want \"" f " end\": sections overlap)"; bad = 1; exit }
-      last = f }
-    END { if (!bad) print (NR % 2 ? "odd number of lines" : "ok") }' "$1"
-}
 
 # Control: without the lock, 8 x 25 bare read-modify-writes lose updates.
 run_workers 8 25 60 || bad "control: the workers did not finish in 60 s"

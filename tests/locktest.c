@@ -226,6 +226,27 @@ void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m)
     p->n++;
 }
 
+int word_is(const rlk_resp_value *v, const char *w)
+{
+    return v && v->str && v->len == strlen(w) && memcmp(v->str, w, v->len) == 0;
+}
+
+void drain(rlk_conn *c, int line)
+{
+    rlk_resp_value *v = NULL;
+    if (c)
+        tl_ok(rlk_conn_command(c, &v, 1, (const char *[]){"PING"}, NULL) == RLK_OK, __FILE__,
+              line, "PING: %s", rlk_conn_errmsg(c));
+}
+
+int wait_heard(rlk_conn *c, const int *n, int want)
+{
+    int64_t deadline = ts_now_ms() + LONG_MS;
+    while (*n < want && ts_now_ms() < deadline)
+        if (rlk_conn_wait_push(c, (int)(deadline - ts_now_ms())) < 0) break;
+    return *n >= want;
+}
+
 void *waiter_main(void *arg)
 {
     struct waiter *w = arg;
@@ -519,7 +540,7 @@ long long server_time_ms(void)
     return strtoll(s, NULL, 10) * 1000 + strtoll(us, NULL, 10) / 1000;
 }
 
-int locktest_setup(void)
+void locktest_timing(void)
 {
     const char *wrap = getenv("RLK_WRAP");
     signal(SIGPIPE, SIG_DFL);
@@ -529,7 +550,11 @@ int locktest_setup(void)
     if (getenv("RLK_TEST_SLOW") || (wrap && wrap[0])) slow = 1;
     MARGIN = slow ? 1500 : 250;
     if (slow) printf("# slow mode (valgrind): timing margins %lld ms\n", (long long)MARGIN);
+}
 
+int locktest_setup(void)
+{
+    locktest_timing();
     srv = ts_start(NULL);
     if (!srv) {
         printf("FAIL main: cannot start redis-server\n");

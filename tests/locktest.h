@@ -96,6 +96,18 @@ struct pushes {
 
 void rec_push(void *ctx, rlk_conn *c, const rlk_resp_value *m);
 
+/* v is a string (a word of a push message) equal to w. */
+int word_is(const rlk_resp_value *v, const char *w);
+
+/* Everything the server sent c before this call has reached its
+ * on_push: the server wrote it before PING's reply. */
+void drain(rlk_conn *c, int line);
+#define DRAIN(c) drain(c, __LINE__)
+
+/* Reads c until *n (counted by its on_push) reaches want, within
+ * LONG_MS.  1 when it did. */
+int wait_heard(rlk_conn *c, const int *n, int want);
+
 /* A thread that waits for a lock. */
 struct waiter {
     rlk_client *cl;
@@ -198,9 +210,11 @@ long long keys_without_ttl(rlk_conn *c, const char *match, char *first, size_t n
 long long server_time_ms(void);
 
 /* Sets slow and MARGIN (under valgrind, or with $RLK_TEST_SLOW or
- * $RLK_WRAP set), makes SIGPIPE fatal (the library must never raise it),
- * starts the shared server srv and connects admin.  0, or -1 (a failure
- * printed). */
+ * $RLK_WRAP set) and makes SIGPIPE fatal (the library must never raise
+ * it). */
+void locktest_timing(void);
+/* locktest_timing, then starts the shared server srv and connects admin.
+ * 0, or -1 (a failure printed). */
 int locktest_setup(void);
 /* Frees admin, stops srv, prints the total time of the run (started at
  * t0) and the counts; returns the exit status. */
@@ -211,11 +225,11 @@ extern int ran_any;
 #define RUN(fn)                                                                             \
     do {                                                                                    \
         int64_t t_ = ts_now_ms();                                                           \
-        int n_ = tl_state.passed + tl_state.failed;                                         \
+        int n_ = tl_state.passed + tl_state.failed, f_ = tl_state.failed;                   \
         RUN_TEST(fn);                                                                       \
         if (tl_state.passed + tl_state.failed != n_) {                                      \
             ran_any = 1;                                                                    \
-            printf("%s %s (%lld ms)\n", tl_state.test_failed ? "FAILED" : "ok", #fn,        \
+            printf("%s %s (%lld ms)\n", tl_state.failed != f_ ? "FAILED" : "ok", #fn,       \
                    (long long)(ts_now_ms() - t_));                                          \
             fflush(stdout);                                                                 \
         }                                                                                   \

@@ -37,11 +37,6 @@ struct heard {
     char channel[96], payload[64];
 };
 
-static int word_is(const rlk_resp_value *v, const char *w)
-{
-    return v && v->str && v->len == strlen(w) && memcmp(v->str, w, v->len) == 0;
-}
-
 static void on_msg(void *ctx, rlk_conn *c, const rlk_resp_value *m)
 {
     struct heard *h = ctx;
@@ -86,26 +81,6 @@ static rlk_conn *subscriber(const char *channel, int protocol, int sharded, stru
     return c;
 }
 #define SUBSCRIBER(ch, proto, sharded, h) subscriber(ch, proto, sharded, h, __LINE__)
-
-/* Everything published before this call has reached c's on_push: the
- * server wrote it before PING's reply. */
-static void drain(rlk_conn *c, int line)
-{
-    rlk_resp_value *v = NULL;
-    if (c)
-        tl_ok(rlk_conn_command(c, &v, 1, (const char *[]){"PING"}, NULL) == RLK_OK, __FILE__,
-              line, "PING: %s", rlk_conn_errmsg(c));
-}
-#define DRAIN(c) drain(c, __LINE__)
-
-/* Waits (within LONG_MS) until *n reaches want. */
-static int wait_heard(rlk_conn *c, const int *n, int want)
-{
-    int64_t deadline = ts_now_ms() + LONG_MS;
-    while (*n < want && ts_now_ms() < deadline)
-        if (rlk_conn_wait_push(c, (int)(deadline - ts_now_ms())) < 0) break;
-    return *n >= want;
-}
 
 /* h got exactly one message, Redisson's "0" on ch. */
 static void heard_release(int line, const struct heard *h, const char *ch)
