@@ -64,6 +64,9 @@ typedef struct scall {
     rlk__session_call_cb cb;
     void *ctx;
     unsigned slot;
+    struct lnode *ask;   /* sent there after ASKING, once it is up */
+    int64_t go_at;       /* TRYAGAIN, CLUSTERDOWN: sent again from then */
+    rlk__backoff pace;
     int pending;         /* not sent yet: its slot's connection is not up */
     int64_t until;       /* ... and it fails then */
     int redirs;          /* redirects followed */
@@ -1152,8 +1155,10 @@ static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rl
     l->ask = NULL;
     l->go_at = s->now;
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
-        /* Redirects in a row past any topology's: a loop, the caller's error. */
-        if (++l->redirs > REDIRECTS_MAX) return 0;
+        /* MOVED in a row past any topology's: a loop, the caller's error
+         * (an ASK window lasts as long as the migration: the request's
+         * deadline bounds it). */
+        if (ec == RLK_EC_MOVED && ++l->redirs > REDIRECTS_MAX) return 0;
         int ask = 0;
         rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
         if (ask && to) l->ask = node_of(s, to);
@@ -1524,8 +1529,16 @@ static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
                 (!ask || rlk__core_submit(n->core, &asking_ops, NULL, 0, RLK__DL_DEFAULT, 0) == RLK_OK) &&
                 rlk__core_submit(n->core, q->ops, k, 0, RLK__DL_DEFAULT, 0) == RLK_OK)
                 return;
-            if (!ask) {
-                k->pending = 1; /* when its slot's connection is up */
+            k->pending = 1; /* when its slot's (or the ASK's) connection is up */
+            k->ask = ask ? n : NULL;
+            if (!ask || n) return;
+            k->pending = 0;
+        } else if (ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
+            /* Sent again after the one backoff's pause, within its time. */
+            if (!k->redirs++) rlk__backoff_init(&k->pace, 0, 0, (uint64_t)(uintptr_t)k);
+            k->go_at = s->now + rlk__backoff_next(&k->pace);
+            if (k->until < 0 || k->go_at < k->until) {
+                k->pending = 1;
                 return;
             }
         }
@@ -1590,10 +1603,14 @@ static void calls_go(rlk__locks *s)
     for (scall *k = s->calls, *next; k; k = next) {
         next = k->next;
         if (!k->pending) continue;
-        lnode *n = node_for(s, k->slot);
+        lnode *n = k->ask ? k->ask : node_for(s, k->slot);
+        if (s->now < k->go_at && (k->until < 0 || s->now < k->until)) continue;
         if (nready(n) && !rlk__core_broken(n->core)) {
             k->pending = 0;
-            if (rlk__core_submit(n->core, k->which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
+            int r = k->ask ? rlk__core_submit(n->core, &asking_ops, NULL, 0, RLK__DL_DEFAULT, 0) : RLK_OK;
+            k->ask = NULL;
+            if (r == RLK_OK &&
+                rlk__core_submit(n->core, k->which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
                                  RLK__DL_DEFAULT, 0) == RLK_OK)
                 continue;
             core_failed(s, n->core, RLK_ERR_CLOSED);
@@ -1759,11 +1776,51 @@ static void round_reply(lnode *n, const rlk_resp_value *v)
     if (n->round_all && !n->round_failed) n->recheck_all = 0;
 }
 
+/* The slot an "ASK <slot> <host>:<port>" names (RLK__NSLOTS: none). */
+static unsigned ask_slot(const rlk_resp_value *v)
+{
+    unsigned slot = 0;
+    size_t i = 4, d = 0;
+    if (!v->str || v->len < 6) return 16384;
+    for (; i < v->len && v->str[i] >= '0' && v->str[i] <= '9' && d < 6; i++, d++)
+        slot = slot * 10 + (unsigned)(v->str[i] - '0');
+    return d && slot < 16384 ? slot : 16384;
+}
+
+/* A round's request answered ASK: its slot migrates and its keys are on
+ * the node named already.  Each held lock of the slot is renewed there
+ * this once, after ASKING (the extend script setting its TTL, as a
+ * handoff's background confirmation); the rounds after ask again until
+ * the migration ends (a MOVED then rebinds them). */
+static void renew_asked(lnode *n, rlk__core *c, const rlk_resp_value *v)
+{
+    rlk__locks *s = n->s;
+    int ask = 0;
+    rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
+    lnode *t = to && ask ? node_of(s, to) : NULL;
+    unsigned slot = ask_slot(v);
+    if (!nready(t) || rlk__core_broken(t->core)) return; /* the next round asks again */
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->node != n || l->state != L_HELD || !l->leased || l->lease.lost ||
+            l->lease.slot != slot || l->inflight || l->confirming || l->ext_on || l->cancel)
+            continue;
+        l->ask = t;
+        l->confirming = 1;
+        if (send_confirm(s, l) != RLK_OK) l->confirming = 0;
+        l->ask = NULL;
+    }
+}
+
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     lnode *n = q->ctx;
     if (q->missing) n->renew_eval = 1;
     rlk_error_class ec = v && n->s->net.redirect ? rlk__reply_class(v) : RLK_EC_NONE;
+    if (ec == RLK_EC_ASK) {
+        round_reply(n, NULL);
+        renew_asked(n, c, v);
+        return;
+    }
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
         /* Not run here: its leases keep their validity and follow their
          * slot (a MOVED patched the table), renewed there at once. */
@@ -1835,7 +1892,10 @@ static int64_t deadline_now(const rlk__locks *s)
         if (l->redo_ext && timeout_ms(s) >= 0) AT(l->ext_start + timeout_ms(s));
     }
     for (const scall *k = s->calls; k; k = k->next)
-        if (k->pending) AT(k->until);
+        if (k->pending) {
+            AT(k->until);
+            if (k->go_at > 0) AT(k->go_at);
+        }
     /* A renewal is due when a round can be sent on its connection; a
      * loss to report, always.  After a reconnect every lock there is
      * checked at once (the server may have lost its keys), by the
