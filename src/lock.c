@@ -530,6 +530,7 @@ static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_
 
 static int send_try(rlk__locks *s, rlk_session_lock *l)
 {
+    l->redirected = 0; /* of a try whose replies a closed connection ended */
     l->try_start = s->now;
     l->state = L_TRY;
     int64_t dl = reply_deadline(s);
