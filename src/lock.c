@@ -1662,7 +1662,7 @@ static void sunsubscribed(lnode *n, const rlk_resp_value *ch)
         l->subscribed = 0;
         if (l->state == L_WAIT) {
             l->wake_at = s->now;
-            if (l->mode == 'w') l->mode = 0; /* in line again by the next look */
+            if (l->mode == 'w') l->mode = l->kind == 'r' ? '0' : 0; /* in line again by the next look */
         }
     }
 }
@@ -1720,11 +1720,30 @@ static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
  * refused UNSUBSCRIBE leaves a channel whose messages no waiter needs. */
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     lnode *n = q->ctx;
     rlk__locks *s = n->s;
     if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
     uint64_t chan = (uint64_t)q->arg;
+    rlk_error_class ec = rlk__reply_class(v);
+    if (s->net.redirect && (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN ||
+                            ec == RLK_EC_CLUSTERDOWN)) {
+        /* A sharded channel whose slot moves: no refusal.  Its waits
+         * look again soon, and subscribe where the slot is then (a
+         * MOVED patched the table). */
+        int ask;
+        if (ec == RLK_EC_MOVED) s->net.redirect(s->net.ctx, c, v, &ask);
+        for (rlk_session_lock *h = s->head; h; h = h->next) {
+            const char *ch = key(h, RLK__K_CHANNEL);
+            if (h->node != n || rlk__fnv1a(ch, strlen(ch)) != chan) continue;
+            h->subscribed = 0;
+            if (h->state == L_WAIT) {
+                if (h->mode == 'w') h->mode = h->kind == 'r' ? '0' : 0; /* as a first try */
+                if (h->wake_at > s->now + 100) h->wake_at = s->now + 100;
+            }
+        }
+        if (ec == RLK_EC_MOVED) rebind(s);
+        return;
+    }
     if (chan == s->handoff_hash) {
         n->nosub |= NOSUB_HANDOFF;
         snprintf(n->note, sizeof n->note,

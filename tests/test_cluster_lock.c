@@ -724,6 +724,24 @@ static void test_migration(void)
     printf("# slot %u moved from node %d to node %d, %d keys one by one\n", sc.slot, sc.from,
            sc.to, moved);
     SCENE_WATCH(&sc, sc.to);
+    /* B listens on the new owner (after the server's sunsubscribe on the
+     * old one, or its next look): the handoff needs a listener there. */
+    {
+        char ch[160];
+        int64_t t0 = ts_now_ms(), subs = 0;
+        snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", sc.h.name);
+        while (ts_now_ms() < t0 + LONG_MS) {
+            rlk_resp_value *v = run_cmd(NODE(sc.to), __LINE__, "PUBSUB", "SHARDNUMSUB", ch,
+                                        (const char *)NULL);
+            subs = v && rlk_resp_value_at(v, 1) ? rlk_resp_value_at(v, 1)->integer : 0;
+            if (subs >= 1) break;
+            ts_pause_ms(20);
+        }
+        CHECK_MSG(subs >= 1, "B not subscribed to %s on node %d after %lld ms", ch, sc.to,
+                  (long long)(ts_now_ms() - t0));
+        printf("# B subscribed on node %d %lld ms after the watch\n", sc.to,
+               (long long)(ts_now_ms() - t0));
+    }
     SCENE_HANDOVER(&sc, 1);
 out:
     scene_end(&sc);
