@@ -166,6 +166,12 @@ static int any_ready(const rlk__route *r)
     return 0;
 }
 
+/* d connects to node nd. */
+static int is_node(const rlk__route *r, const rlk__driver *d, const rlk__node *nd)
+{
+    return nd && d->url.host && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0;
+}
+
 /* d's node serves a slot in the table. */
 static int serves(const rlk__route *r, const rlk__driver *d)
 {
@@ -173,7 +179,7 @@ static int serves(const rlk__route *r, const rlk__driver *d)
     if (!d->url.host) return 0;
     for (unsigned sl = 0; sl < RLK__NSLOTS; sl++) {
         const rlk__node *nd = rlk__slots_owner(t, sl);
-        if (nd && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0) return 1;
+        if (is_node(r, d, nd)) return 1;
         /* Ranges: skip to the next owner. */
         while (nd && sl + 1 < RLK__NSLOTS && t->owner[sl + 1] == t->owner[sl]) sl++;
     }
@@ -256,7 +262,7 @@ static void check_seeds(rlk__route *r)
         int found = 0;
         for (size_t k = 0; k < r->slots->nnodes && !found; k++) {
             const rlk__node *nd = &r->slots->nodes[k];
-            found = d->url.host && port_of(r, nd) == d->url.port && strcmp(nd->host, d->url.host) == 0;
+            found = is_node(r, d, nd);
         }
         if (!found) {
             refuse(r, "seed %zu (%s:%d) is not a node of the cluster the others belong to", i + 1,
