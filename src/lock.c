@@ -896,11 +896,11 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     }
     if (rlk__locks_check_acquire(s, name, o) != RLK_OK) return NULL;
     int reentrant = o->kind == RLK_LOCK_REENTRANT;
-    /* The token's room: 32 hex digits, a holder named, or the session's
+    /* The token's room: "rlk:" and 32 hex digits, a holder named, or the session's
      * prefix and a counter's 20 digits.  A reentrant release's
      * tombstone: its prefix, ':' and 32 hex digits. */
     size_t cap = rlk__key_cap(name);
-    size_t tl = !reentrant ? 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    size_t tl = !reentrant ? 4 + 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
     size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 : 0);
     rlk_session_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
@@ -918,7 +918,10 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     l->token = l->keys + keys;
     l->kind = reentrant ? 'r' : 's';
     if (!reentrant) {
-        rlk__hex(rnd, sizeof rnd, l->token);
+        /* "rlk:": resplock's token, which its waiters may mark (see
+         * src/lua/acquire.lua); others' are never touched. */
+        memcpy(l->token, "rlk:", 4);
+        rlk__hex(rnd, sizeof rnd, l->token + 4);
     } else {
         if (o->holder) memcpy(l->token, o->holder, tl + 1);
         else snprintf(l->token, tl + 1, "%s%llu", s->id, (unsigned long long)++s->holders);

@@ -351,10 +351,11 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
 /* ================================================================== */
 /* Locks                                                               */
 /*
- * A simple lock is the key NAME holding a random token (128 bits from
- * getrandom, 32 hex digits), set with SET NX PX: the layout of redis-py's
- * Lock, go-redsync and node-redlock, so they and resplock exclude each
- * other on the same key.  A reentrant lock is a hash at NAME whose field
+ * A simple lock is the key NAME holding a random token ("rlk:" and 128
+ * bits from getrandom in 32 hex digits; "+w" is appended by waiters in
+ * line, see resplock-protocol(7)), set with SET NX PX: the layout of
+ * redis-py's Lock, go-redsync and node-redlock, so they and resplock
+ * exclude each other on the same key.  A reentrant lock is a hash at NAME whose field
  * "[<client_id>:]<uuid>:<thread-id>" (the uuid random per client) counts
  * the holds, with a TTL on the key, and
  * a PUBLISH of "0" on "redisson_lock__channel:{NAME}" when released

@@ -73,7 +73,7 @@ for shell in sh bash; do
   out=$(PATH="$work/bin:$PATH" REDIS_URL=$url "$shell" "$work/snippet.sh" 2>&1 </dev/null)
   code=$?
   expect_eq "snippet under $shell, lock free: exit 0" "$code" 0
-  expect_match "snippet under $shell: TOKEN and FENCE" "$out" '^token=[0-9a-f]{32} fence=[0-9]+$'
+  expect_match "snippet under $shell: TOKEN and FENCE" "$out" '^token=rlk:[0-9a-f]{32} fence=[0-9]+$'
   expect_eq "snippet under $shell: the token holds the lock" "$(R GET batch)" "$(sed -n 's/^token=\([0-9a-f]*\) .*/\1/p' <<<"$out")"
   R DEL batch >/dev/null
 done
@@ -195,7 +195,7 @@ check "acquire -c: 64" 64 '' 'for run' -- -u "$url" acquire cl -c true
 
 # ------------------------------------------------------- status: the holder
 $RLK_WRAP "$bin" -u "$url" acquire st1 -t 60s </dev/null >/dev/null
-check "status: resplock's token" 0 "^kind: +simple: resplock's layout \(a 32-hex-digit token\)$" '' -- -u "$url" status st1
+check "status: resplock's token" 0 "^kind: +simple: resplock's layout \(an rlk: token\)$" '' -- -u "$url" status st1
 R SET st2 my-client-token PX 60000 >/dev/null
 check "status: another client's string" 0 "^kind: +simple: another client's string value$" '' -- -u "$url" status st2
 R HSET st3 "0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:57" 1 >/dev/null; R PEXPIRE st3 60000 >/dev/null
@@ -300,11 +300,11 @@ RESPLOCK_CONFIG="$work/bad.conf" check "usage errors come before the configurati
 RESPLOCK_CONFIG="$work/bad.conf" check "--help with a bad file: 0" 0 '^usage' '' -- --help
 
 # ------------------------------------------------------------------ --prefix
-check "--prefix: run's key is STR then NAME" 0 "^app:nightly [0-9a-f]{32} 1$" '' -- -u "$url" --prefix app: run nightly -- \
+check "--prefix: run's key is STR then NAME" 0 "^app:nightly rlk:[0-9a-f]{32} 1$" '' -- -u "$url" --prefix app: run nightly -- \
   sh -c 'echo "$RESPLOCK_NAME $RESPLOCK_TOKEN $(redis-cli -p '"$port"' EXISTS app:nightly)"'
 expect_eq "--prefix: nothing at the bare NAME" "$(R EXISTS nightly)" 0
 acq=$($RLK_WRAP "$bin" -u "$url" --prefix a: acquire job -t 60s </dev/null); read -r ptok _ <<<"$acq"
-expect_match "--prefix: acquire" "$acq" '^[0-9a-f]{32} [0-9]+$'
+expect_match "--prefix: acquire" "$acq" '^rlk:[0-9a-f]{32} [0-9]+$'
 expect_eq "--prefix: acquire sets STR+NAME" "$(R GET a:job)" "$ptok"
 check "--prefix: another application's lock of the same NAME is free" 0 '' '' -- -u "$url" --prefix b: run job -n -- touch "$work/ran"
 expect_eq "... its command ran" "$(ran)" ran

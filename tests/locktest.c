@@ -38,11 +38,11 @@ long gettid_(void)
     return (long)syscall(SYS_gettid);
 }
 
-int is_hex32(const char *s)
+int is_token(const char *s)
 {
     size_t i;
-    if (!s || strlen(s) != 32) return 0;
-    for (i = 0; i < 32; i++)
+    if (!s || strlen(s) != 36 || strncmp(s, "rlk:", 4) != 0) return 0;
+    for (s += 4, i = 0; i < 32; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
     return 1;
 }

@@ -25,7 +25,8 @@ extern int slow;        /* under valgrind: wider margins */
 extern int64_t MARGIN;  /* how late a timed event may come */
 long gettid_(void);
 
-int is_hex32(const char *s);
+/* Whether s is a simple lock's token: "rlk:" and 32 hex digits. */
+int is_token(const char *s);
 
 extern ts_server *srv;   /* shared, for the tests that do not stop it */
 extern char srv_url[64];

@@ -45,7 +45,7 @@ static void test_basic_acquire_release(void)
 
     l = ACQ(a, "basic", 10000);
     if (!l) goto out;
-    CHECK_MSG(is_hex32(rlk_lock_token(l)), "token \"%s\" is not 32 hex digits", rlk_lock_token(l));
+    CHECK_MSG(is_token(rlk_lock_token(l)), "token \"%s\" is not rlk: and 32 hex digits", rlk_lock_token(l));
     CHECK_EQ_STR(rlk_lock_name(l), "basic");
     CHECK_EQ_INT(rlk_lock_ttl_ms(l), 10000);
     CHECK_EQ_INT(rlk_lock_holds(l), 1);

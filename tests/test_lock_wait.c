@@ -374,7 +374,12 @@ static void test_handoff_fifo(void)
             goto out;
         CHECK_EQ_STR(rlk_lock_token(w[i].l), tok[i]);
         CHECK(CMD_STR(admin, got, "GET", name) == 1);
-        CHECK_EQ_STR(got, tok[i]);
+        {
+            /* Marked "+w" while others are still in line. */
+            char want[64];
+            snprintf(want, sizeof want, "%s%s", tok[i], i < 2 ? "+w" : "");
+            CHECK_EQ_STR(got, want);
+        }
         pttl = CMD_INT(admin, "PTTL", name);
         CHECK_MSG(pttl > ttls[i] - MARGIN && pttl <= ttls[i], "waiter %d: PTTL %lld, its TTL %lld",
                   i + 1, pttl, (long long)ttls[i]);
@@ -1040,7 +1045,11 @@ static void test_handoff_other_token_ignored(void)
     }
     CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", waiters, tok[0]), 1);
     CHECK(CMD_STR(admin, got, "GET", name) == 1);
-    CHECK_EQ_STR(got, rlk_lock_token(la));
+    {
+        char want[64]; /* the holder's token, marked by the waiter in line */
+        snprintf(want, sizeof want, "%s+w", rlk_lock_token(la));
+        CHECK_EQ_STR(got, want);
+    }
 
     if (!hand_over(&la, &w, &joined)) goto out;
     CHECK_FENCE_AFTER(rlk_lock_fence(w.l), fence);

@@ -763,8 +763,14 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
     if (is_bulk(v, "string")) {
         const char *get[] = {"GET", name};
         if (rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
-        if (v->len == 32 && all_of(v->str, v->len, "0123456789abcdef"))
-            snprintf(out, n, "simple: resplock's layout (a 32-hex-digit token)");
+        /* "rlk:" and 32 hex digits, "+w" when waiters marked it. */
+        size_t hl = v->len == 38 && memcmp(v->str + 36, "+w", 2) == 0 ? 36 : v->len;
+        if (hl == 36 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef"))
+            snprintf(out, n, "simple: resplock's layout (an rlk: token%s)",
+                     hl < v->len ? ", marked: waiters in line" : "");
+        else if (v->len == 32 && all_of(v->str, v->len, "0123456789abcdef"))
+            snprintf(out, n, "simple: a 32-hex-digit token (redis-py, node-redlock, an older "
+                             "resplock)");
         else
             snprintf(out, n, "simple: another client's string value");
     } else if (is_bulk(v, "hash")) {

@@ -41,6 +41,13 @@ local tm = redis.call('time')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 
+-- The holder's value with the waiters' mark: a simple lock of
+-- resplock's ("rlk:" tokens) whose value has "+w" appended has waiters
+-- in line.  Its holder's DELIFEQ or SET IFEQ, which compare exactly,
+-- then do not match, and it falls back to the scripts, which hand the
+-- lock over (release.lua).  Others' tokens are never marked.
+local marked = token .. '+w'
+
 -- The waiter's registration: the list queue holds tokens in arrival
 -- order, the hash waiters maps each to "expiry ttl claim kind channel"
 -- (expiry in server ms).  Both go when no waiter renewed its place for
@@ -71,6 +78,13 @@ local function join()
   end
   local keep = math.max(2 * lease, 5000)
   redis.call('pexpire', queue, keep)
+  -- The mark (APPEND keeps the TTL); pcall: a value of another type,
+  -- or maxmemory, leaves it unmarked (its release then frees the lock
+  -- without a handoff, and waiters take it at their next look).
+  local v = redis.pcall('get', lock)
+  if type(v) == 'string' and string.sub(v, 1, 4) == 'rlk:' and string.sub(v, -2) ~= '+w' then
+    redis.pcall('append', lock, '+w')
+  end
   if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
 end
 
@@ -94,7 +108,10 @@ if mode ~= '0' then
   if left then
     -- Holding this token now, a simple lock was taken by this acquire's
     -- SET NX (nothing else gives it this token in the window): given back.
-    if kind == 's' and redis.pcall('get', lock) == token then redis.call('del', lock) end
+    if kind == 's' then
+      local v = redis.pcall('get', lock)
+      if v == token or v == marked then redis.call('del', lock) end
+    end
     return not_now(left)
   end
 end
@@ -105,7 +122,8 @@ if kind == 's' then
     return {1, fence, 1, 0}
   end
   -- pcall: a key of another type answers an error table.
-  if redis.pcall('get', lock) == token then
+  local v = redis.pcall('get', lock)
+  if v == token or v == marked then
     redis.call('pexpire', lock, ttl)
     return {1, fence, 1, 1}
   end

@@ -19,7 +19,9 @@ local t = redis.call('type', lock)['ok']
 if t == 'none' then return -1 end
 local mine
 if kind == 's' then
-  mine = t == 'string' and redis.call('get', lock) == token
+  -- The value, or with the waiters' mark (see acquire.lua).
+  local v = t == 'string' and redis.call('get', lock)
+  mine = v == token or v == token .. '+w'
 else
   mine = t == 'hash' and redis.call('hexists', lock, token) == 1
 end

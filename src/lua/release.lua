@@ -24,7 +24,9 @@
 -- re-send too late to tell (nothing done).
 --
 -- An uncontended simple lock costs GET, EXISTS and DEL here: nothing is
--- written, nothing published, nothing left behind.  With waiters in line
+-- written, nothing published, nothing left behind.  (Where the server
+-- has DELIFEQ or DELEX IFEQ, resplock releases an unmarked simple lock
+-- with that instead, and sends this script when it answers 0.)  With waiters in line
 -- the release hands the lock over: the lock gets the waiter's token for
 -- the waiter's claim (a short TTL), "FENCE TOKEN" is published on the
 -- waiter's channel, and the waiter confirms by extending the lock to its
@@ -53,11 +55,13 @@ local publish = ARGV[5] == 's' and 'spublish' or 'publish'
 
 -- The common case first, before a function is made (that costs at every
 -- run): a simple lock, held by this token, nobody in line.
-local v
+local v, mine
 if not tomb then
-  -- pcall: a key of another type answers an error table.
+  -- pcall: a key of another type answers an error table.  The value is
+  -- the token, or the token with the waiters' mark "+w" (acquire.lua).
   v = redis.pcall('get', lock)
-  if v == token and redis.call('exists', queue) == 0 then
+  mine = v == token or v == token .. '+w'
+  if mine and redis.call('exists', queue) == 0 then
     redis.call('del', lock)
     return 1
   end
@@ -103,7 +107,10 @@ local function pass_on()
     if heard > 0 then
       local ok
       if wkind == 's' then
-        ok = redis.pcall('set', lock, w, 'px', claim)
+        -- Marked when others are still in line (see acquire.lua).
+        local val = w
+        if string.sub(w, 1, 4) == 'rlk:' and redis.call('llen', queue) > 0 then val = w .. '+w' end
+        ok = redis.pcall('set', lock, val, 'px', claim)
       else
         redis.call('del', lock)
         ok = redis.pcall('hset', lock, w, 1)
@@ -125,7 +132,7 @@ local function pass_on()
 end
 
 if not tomb then
-  if v == token then
+  if mine then
     pass_on()
     return 1
   end

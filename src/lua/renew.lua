@@ -21,7 +21,7 @@ local kinds, out = ARGV[1], {}
 for i = 1, #KEYS do
   local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
   if string.byte(kinds, i) == 115 then -- 's'
-    if vals[i] == tok then
+    if vals[i] == tok or vals[i] == tok .. '+w' then -- '+w': waiters' mark
       redis.call('pexpire', k, ttl)
       out[i] = 1
     end
