@@ -19,7 +19,7 @@
 #define DEFAULT_MAX_INPUT (1u << 20)
 
 /* The handshake's steps (rlk__req.arg of the core's own requests). */
-enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_LOAD };
+enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_NOEVICT, HS_LOAD };
 
 struct rlk__core {
     rlk__core_config cfg;
@@ -30,6 +30,9 @@ struct rlk__core {
      * library is known, and none was refused since); a FUNCTION LOAD is
      * in flight; HELLO told a server that reads script flags. */
     int fcall, loading, script_flags;
+    /* The native commands HELLO told (RLK_CAP_SET_IFEQ, RLK_CAP_DELIFEQ,
+     * RLK_CAP_DELEX_IFEQ), less those refused since (rlk__core_drop_caps). */
+    unsigned caps;
     int hs_left;              /* handshake replies still owed */
     int64_t subs;             /* subscriptions, as last confirmed */
     rlk_buf in, out;
@@ -74,6 +77,8 @@ static int say(rlk__core *c, int status, const char *fmt, ...)
 int rlk__core_connected_now(const rlk__core *c) { return c->connected; }
 int rlk__core_ready(const rlk__core *c) { return c->ready; }
 int rlk__core_resp3(const rlk__core *c) { return c->resp3; }
+unsigned rlk__core_caps(const rlk__core *c) { return c->caps; }
+void rlk__core_drop_caps(rlk__core *c, unsigned caps) { c->caps &= ~caps; }
 int rlk__core_broken(const rlk__core *c) { return c->broken; }
 const char *rlk__core_errmsg(const rlk__core *c) { return c->err; }
 const rlk_conn_info *rlk__core_info(const rlk__core *c) { return &c->info; }
@@ -349,6 +354,11 @@ static int build_hs(rlk__core *c, rlk__req *q)
         argv[argc++] = "SETNAME";
         argv[argc++] = c->cfg.client_name;
         break;
+    case HS_NOEVICT:
+        argv[argc++] = "CLIENT";
+        argv[argc++] = "NO-EVICT";
+        argv[argc++] = "on";
+        break;
     case HS_SELECT: {
         char db[12];
         rlk__utoa(db, (unsigned)c->cfg.db);
@@ -452,6 +462,14 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             if (send_auth_select(c, 1, 1) == RLK_OK) hs_step(c);
             return;
         }
+        if (step == HS_NOEVICT) {
+            /* A protection where the server has it (Redis 7.0+, Valkey)
+             * and the user may use it: a server before it, a user
+             * without it (or, before a RESP2 fallback's AUTH, not yet
+             * authenticated) still serves. */
+            hs_step(c);
+            return;
+        }
         if (step == HS_SETNAME && !rlk__error_starts(v, "NOAUTH")) {
             /* A name is for the server's CLIENT LIST only: a server or
              * a user without CLIENT SETNAME still serves. */
@@ -477,6 +495,7 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         rlk__server_from_hello(&sv, v);
         c->fcall = c->cfg.library && (sv.caps & RLK_CAP_FUNCTIONS) != 0;
         c->script_flags = (sv.caps & RLK_CAP_SCRIPT_FLAGS) != 0;
+        c->caps = sv.caps & (RLK_CAP_SET_IFEQ | RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ);
         if (send_auth_select(c, 0, 0) != RLK_OK) return;
     }
     hs_step(c);
@@ -754,6 +773,7 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     c->hs_left = 0;
     c->subs = 0;
     c->fcall = c->loading = c->script_flags = 0;
+    c->caps = 0;
     c->err[0] = '\0';
     memset(&c->info, 0, sizeof c->info);
     c->info.client_id = -1;
@@ -766,11 +786,11 @@ int rlk__core_connected(rlk__core *c, int64_t now)
         r = send_hs(c, HS_HELLO);
     } else {
         r = send_auth_select(c, 1, 1);
-        if (r == RLK_OK && c->hs_left == 0) {
-            c->hs_left = 1;
-            hs_step(c);
-        }
     }
+    /* CLIENT NO-EVICT on, in the same flight: a server under
+     * maxmemory-clients pressure must not drop the connection that
+     * renews or waits for a lock.  Its refusal is no failure. */
+    if (r == RLK_OK) r = send_hs(c, HS_NOEVICT);
     return leave(c, r);
 }
 
@@ -780,6 +800,7 @@ void rlk__core_closed(rlk__core *c, int64_t now)
     enter(c, now);
     c->connected = c->ready = c->resp3 = 0;
     c->fcall = c->loading = c->script_flags = 0;
+    c->caps = 0;
     c->broken = 0;
     c->hs_left = 0;
     c->subs = 0;

@@ -218,6 +218,13 @@ int rlk__core_fail(rlk__core *c, int status, const char *fmt, ...);
 int rlk__core_connected_now(const rlk__core *c); /* between connected and closed */
 int rlk__core_ready(const rlk__core *c);     /* the handshake is done */
 int rlk__core_resp3(const rlk__core *c);
+/* The native commands this connection's server has (RLK_CAP_SET_IFEQ,
+ * RLK_CAP_DELIFEQ, RLK_CAP_DELEX_IFEQ of serverinfo.h; 0 before HELLO's
+ * reply and without HELLO), less those dropped: a native form refused
+ * (an ACL without the command, a server that has it not after all) is
+ * dropped by its caller, which sends the script instead. */
+unsigned rlk__core_caps(const rlk__core *c);
+void rlk__core_drop_caps(rlk__core *c, unsigned caps);
 int rlk__core_broken(const rlk__core *c);    /* the failure status, or 0 */
 const char *rlk__core_errmsg(const rlk__core *c);
 /* What the handshake learned (peer and TLS fields empty). */

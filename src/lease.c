@@ -226,14 +226,32 @@ static int by_slot(const void *a, const void *b)
 
 /* Request q's arguments (keys, the kinds, then a token and a TTL per
  * key: 3 cnt + 1) start at argv[3 first + q]. */
+/* Whether renewal x goes as SET IFEQ in a native round. */
+static int native_one(const rlk__round *rd, const rlk__renewal *x)
+{
+    return rd->native && x->l->kind == 's' && !x->l->scripted;
+}
+
+int rlk__round_native(const rlk__round *rd, size_t i) { return rd->reqs[i].script == NULL; }
+
 size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
 {
     rlk__renewal *e = rd->e;
-    size_t n = rd->n, nreq = 0, first = 0;
-    if (per_slot) qsort(e, n, sizeof *e, by_slot);
+    size_t n = rd->n, nreq = 0, first = 0, scripted = n;
+    if (rd->native) {
+        /* The script's leases first, the native ones after them. */
+        scripted = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!native_one(rd, &e[i])) {
+                rlk__renewal t = e[scripted];
+                e[scripted++] = e[i];
+                e[i] = t;
+            }
+    }
+    if (per_slot) qsort(e, scripted, sizeof *e, by_slot);
     while (first < n) {
         size_t cnt = 1;
-        while (first + cnt < n && cnt < RLK__RENEW_BATCH &&
+        while (first < scripted && first + cnt < scripted && cnt < RLK__RENEW_BATCH &&
                (!per_slot || e[first + cnt].l->slot == e[first].l->slot))
             cnt++;
         const char **a = rd->argv + 3 * first + nreq;
@@ -250,7 +268,7 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
         }
         a[cnt] = rd->kinds + first;
         al[cnt] = cnt;
-        rd->reqs[nreq].script = s;
+        rd->reqs[nreq].script = first < scripted ? s : NULL;
         rd->reqs[nreq].nkeys = (int)cnt;
         rd->reqs[nreq].argc = (int)(3 * cnt + 1);
         rd->reqs[nreq].argv = a;
@@ -328,6 +346,19 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
             /* Sent again per slot at once; after a failure, soon. */
             int64_t t = crossslot ? now : retry_at(reg, l);
             l->renew_at = t > l->lost_at ? l->lost_at : t;
+        }
+    } else if (!rd->reqs[rd->applied - 1].script) {
+        /* SET IFEQ: OK renewed; nil (the value not exactly the token:
+         * waiters marked it, or it is not ours), or an error: the
+         * script renews it, at once, from now on, and tells which. */
+        rlk__lease *l = rd->e[first].l;
+        if (!l->dead && l->watchdog && !l->lost) {
+            if (v->type == RLK_RESP_SIMPLE) {
+                rlk__lease_set_validity(reg, l, rd->start, rd->e[first].ttl);
+            } else {
+                l->scripted = 1;
+                l->renew_at = rlk__leases_now(reg);
+            }
         }
     } else {
         apply_locked(reg, rd, first, cnt, v);

@@ -44,6 +44,10 @@ struct rlk__lease {
     int watchdog;
     int lost;                /* atomic, as valid_until */
     int inflight;            /* in an asynchronous round whose reply is owed */
+    /* Renewed, extended and released by the scripts only: a native
+     * compare-and-set found its value not exactly its token (waiters'
+     * mark, see src/lua/acquire.lua), or refused. */
+    int scripted;
     void (*on_lost)(void *ctx, void *owner);
     void *ctx;
     void *owner;             /* what on_lost and destroy are given */
@@ -126,6 +130,10 @@ typedef struct rlk__round {
     size_t *lens;
     char *kinds;
     int per_slot;
+    /* Set before rlk__round_requests where the server has SET IFEQ: each
+     * simple lease not scripted goes alone, as SET key token IFEQ token
+     * PX ttl (its request's script NULL, its argv as a one-key call's). */
+    int native;
     int all;                 /* a re-check of every lease */
     int async;               /* replies applied one by one as they come */
     int failed;              /* ... and one did not come */
@@ -157,7 +165,9 @@ int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *gr
 
 /* Builds the round's requests of the renew script s: at most
  * RLK__RENEW_BATCH keys per call, each within one hash slot when
- * per_slot (then also rd->per_slot).  Returns their number (rd->nreq). */
+ * per_slot (then also rd->per_slot); with rd->native, the simple leases
+ * not scripted one per request, after them.  Returns their number
+ * (rd->nreq). */
 size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot);
 
 /* Whether v is a cluster's refusal of keys of several slots. */
@@ -172,5 +182,8 @@ int rlk__round_crossslot(const rlk_resp_value *v);
  * as rlk__round_finish ends it: 1 then, else 0.
  */
 int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v);
+
+/* Whether a round's request i goes as SET IFEQ (see rlk__round.native). */
+int rlk__round_native(const rlk__round *rd, size_t i);
 
 #endif

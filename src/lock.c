@@ -24,6 +24,7 @@
 #include "lua.h"
 #include "retry.h"
 #include "scriptcall.h"
+#include "serverinfo.h"
 #include "waiter.h"
 
 #include <stdarg.h>
@@ -464,13 +465,42 @@ static int build_acq(rlk__core *c, rlk__req *q)
     return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, 10, argv, NULL);
 }
 
+/* The native commands l may use on c: a simple lock's, until a native
+ * form found its value marked (lease.scripted). */
+static unsigned native_caps(const rlk__core *c, const rlk_session_lock *l)
+{
+    return l->kind == 's' && !l->lease.scripted ? rlk__core_caps(c) : 0;
+}
+
+/* A native form's refusal of itself (not of the lock): an ACL without
+ * the command, a server without it or the option after all.  The
+ * capability is dropped for the connection, the script sent instead. */
+static int native_refused(const rlk_resp_value *v)
+{
+    return rlk__error_starts(v, "NOPERM") || rlk__error_starts(v, "ERR unknown command") ||
+           rlk__error_starts(v, "ERR syntax error") || rlk__error_starts(v, "ERR wrong number");
+}
+
+/* SET key token IFEQ token PX ms: the lock's TTL becomes ms if its value
+ * is exactly the token (OK), else nothing (nil). */
+static int put_set_ifeq(rlk__core *c, const char *key, const char *token, const char *ms)
+{
+    const char *argv[7] = {"SET", key, token, "IFEQ", token, "PX", ms};
+    return rlk__core_put(c, 7, argv, NULL);
+}
+
 /* The extend script setting the lock's TTL (a handoff's confirmation),
- * or adding or setting ext_ms (rlk_session_extend's). */
+ * or adding or setting ext_ms (rlk_session_extend's).  q->arg 1: by SET
+ * IFEQ where c has it (else q->arg becomes 0: the script). */
 static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
 {
     rlk_session_lock *l = q->ctx;
     char ms[24];
     ttl_str(ms, confirm ? l->ttl : l->ext_ms);
+    if (q->arg == 1 && (native_caps(c, l) & RLK_CAP_SET_IFEQ) &&
+        (confirm || l->ext_how == RLK_EXTEND_SET))
+        return put_set_ifeq(c, l->keys, l->token, ms);
+    q->arg = 0;
     const char *argv[5] = {l->keys, l->token, ms,
                            confirm || l->ext_how == RLK_EXTEND_SET ? "set" : "add",
                            l->kind == 'r' ? "r" : "s"};
@@ -490,6 +520,19 @@ static int build_release(rlk__core *c, rlk__req *q)
 {
     rlk_session_lock *l = q->ops->reply == on_ignored ? ((rlk__locks *)q->ctx)->giving_back : q->ctx;
     rlk__locks *s = l->s;
+    /* q->arg 1: by DELIFEQ (or DELEX IFEQ) where c has it: deleted when
+     * the value is exactly the token; its 0 sends the script (see
+     * on_release).  Else q->arg becomes 0: the script. */
+    unsigned caps = q->arg == 1 ? native_caps(c, l) : 0;
+    if (caps & RLK_CAP_DELIFEQ) {
+        const char *argv[3] = {"DELIFEQ", l->keys, l->token};
+        return rlk__core_put(c, 3, argv, NULL);
+    }
+    if (caps & RLK_CAP_DELEX_IFEQ) {
+        const char *argv[4] = {"DELEX", l->keys, "IFEQ", l->token};
+        return rlk__core_put(c, 4, argv, NULL);
+    }
+    q->arg = 0;
     /* A reentrant release names its tombstone, which holds its result
      * for a while (see src/lua/release.lua): twice the command timeout,
      * at least a second, a minute without a timeout, as the blocking
@@ -522,9 +565,16 @@ static const rlk__req_ops set_ops = {build_set, on_set, NULL, RLK__T_SIMPLE | RL
 static const rlk__req_ops yield_ops = {build_yield, on_yield, NULL, RLK__T_BULK | RLK__T_NULL};
 static const rlk__req_ops time_ops = {build_time, on_time, NULL, RLK__T_ARRAY};
 static const rlk__req_ops acq_ops = {build_acq, on_acq, NULL, RLK__T_ARRAY};
+static void on_set_ifeq(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static const rlk__req_ops confirm_ops = {build_confirm, on_confirm, confirm_again,
                                          RLK__T_INTEGER};
 static const rlk__req_ops extend_ops = {build_extend, on_extend, extend_again, RLK__T_INTEGER};
+/* The same, sent as SET IFEQ where the connection has it (arg 1): OK or
+ * nil, or the script's integer where it went as the script. */
+static const rlk__req_ops confirm_native_ops = {build_confirm, on_set_ifeq, confirm_again,
+                                                RLK__T_INTEGER | RLK__T_SIMPLE | RLK__T_NULL};
+static const rlk__req_ops extend_native_ops = {build_extend, on_set_ifeq, extend_again,
+                                               RLK__T_INTEGER | RLK__T_SIMPLE | RLK__T_NULL};
 static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
 static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_INTEGER};
 
@@ -555,12 +605,12 @@ static int send_confirm(rlk__locks *s, rlk_session_lock *l)
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return submit(s, &confirm_ops, l, 0, RLK__DL_DEFAULT, 0);
+    return submit(s, &confirm_native_ops, l, 1, RLK__DL_DEFAULT, 0);
 }
 
 static int send_extend(rlk__locks *s, rlk_session_lock *l)
 {
-    return submit(s, &extend_ops, l, 0, RLK__DL_DEFAULT, 0);
+    return submit(s, &extend_native_ops, l, 1, RLK__DL_DEFAULT, 0);
 }
 
 /* The least the server's clock (ms) can read now: what it read at
@@ -604,7 +654,7 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
         }
         l->state = L_RELEASING;
     }
-    if (!ignore) return submit(s, &release_ops, l, 0, dl, 0);
+    if (!ignore) return submit(s, &release_ops, l, 1, dl, 0);
     if (!l->node) return RLK_OK;
     s->giving_back = l;
     s->dl_valid = 0;
@@ -1394,8 +1444,61 @@ static int release_status(rlk__locks *s, const rlk_resp_value *v, const char *na
     return fail(s, RLK_LOCK_NOT_OWNER, "release: lock '%s' is held by someone else", name);
 }
 
+/* A native form (q->arg 1) that did not do it: answered nil or 0 (the
+ * value is not exactly the token: marked by waiters, or not this
+ * holder's), or refused itself (caps dropped then).  The script is sent
+ * instead, in the request's place (l's requests go in order), and
+ * decides: 1 then, the reply is the caller's. */
+static int native_missed(rlk__core *c, const rlk__req *q, const rlk_resp_value *v, unsigned caps)
+{
+    rlk_session_lock *l = q->ctx;
+    if (q->arg != 1 || !v) return 0;
+    if (rlk__is_error(v)) {
+        if (!native_refused(v)) return 0;
+        rlk__core_drop_caps(c, caps);
+        /* An extend's script would come after the release queued
+         * behind it, which may have gone its own way: the refusal is
+         * the extend's result. */
+        if (q->ops == &extend_native_ops && l->state != L_HELD) return 0;
+    } else if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_INTEGER && v->integer == 0)) {
+        l->lease.scripted = 1;
+    } else {
+        return 0;
+    }
+    rlk__locks *s = l->s;
+    const rlk__req_ops *ops = q->ops == &confirm_native_ops ? &confirm_ops
+                              : q->ops == &extend_native_ops ? &extend_ops
+                                                             : &release_ops;
+    l->inflight--;
+    int r = submit(s, ops, l, 0, q->deadline, 0);
+    if (r == RLK_OK) return 1;
+    /* Not queued (the connection broke): the request ends as if its
+     * reply were lost, which closing reports. */
+    l->inflight++;
+    return 0;
+}
+
+/* SET IFEQ's reply (or the script's, where it went as the script). */
+static void on_set_ifeq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    rlk_session_lock *l = q->ctx;
+    int confirm = q->ops == &confirm_native_ops;
+    if (native_missed(c, q, v, RLK_CAP_SET_IFEQ)) return;
+    rlk_resp_value x;
+    if (q->arg == 1 && v && v->type == RLK_RESP_SIMPLE) {
+        /* OK: the TTL set, as the script answers. */
+        memset(&x, 0, sizeof x);
+        x.type = RLK_RESP_INTEGER;
+        x.integer = confirm ? l->ttl : l->ext_ms;
+        v = &x;
+    }
+    if (confirm) on_confirm(c, q, v);
+    else on_extend(c, q, v);
+}
+
 static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
+    if (native_missed(c, q, v, RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ)) return;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
@@ -1774,6 +1877,12 @@ static int build_renew(rlk__core *c, rlk__req *q)
 {
     lnode *n = q->ctx;
     const rlk_request *r = &n->round.reqs[q->arg];
+    if (!r->script) {
+        /* A simple lease alone (rlk__round.native): key, kind, token, ttl. */
+        const char *argv[7] = {"SET", r->argv[0], r->argv[2], "IFEQ", r->argv[2], "PX", r->argv[3]};
+        size_t lens[7] = {3, r->argvlen[0], r->argvlen[2], 4, r->argvlen[2], 2, r->argvlen[3]};
+        return rlk__core_put(c, 7, argv, lens);
+    }
     return rlk__core_put_script(c, q, &n->s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
                                 r->argvlen);
 }
@@ -1853,10 +1962,15 @@ static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         rebind(n->s);
         return;
     }
+    /* A refused SET IFEQ: the script from now on, on this connection. */
+    if (v && rlk__round_native(&n->round, (size_t)q->arg) && native_refused(v))
+        rlk__core_drop_caps(c, RLK_CAP_SET_IFEQ);
     round_reply(n, v);
 }
 
 static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
+static const rlk__req_ops renew_native_ops = {build_renew, on_renew, renew_again,
+                                              RLK__T_SIMPLE | RLK__T_NULL};
 
 /* The leases of n due for renewal, in one round on n's connection. */
 static int send_round(rlk__locks *s, lnode *n)
@@ -1866,6 +1980,7 @@ static int send_round(rlk__locks *s, lnode *n)
     if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
     /* A cluster's node refuses a script whose keys span slots: one call
      * per slot there from the first round. */
+    rd->native = (rlk__core_caps(n->core) & RLK_CAP_SET_IFEQ) != 0;
     size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot || ncluster(n));
     int64_t dl = reply_deadline(s);
     if (dl < 0 || rd->end < dl) dl = rd->end;
@@ -1877,7 +1992,8 @@ static int send_round(rlk__locks *s, lnode *n)
     n->rechecked = 1;
     s->dl_valid = 0;
     for (size_t i = 0; i < nreq; i++) {
-        r = rlk__core_submit(n->core, &renew_ops, n, (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
+        r = rlk__core_submit(n->core, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops, n,
+                             (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
         if (r != RLK_OK) return core_failed(s, n->core, r); /* broken: closing ends the round */
     }
     return RLK_OK;

@@ -135,7 +135,7 @@ expect_eq "names on the three shards (${shard_name[*]})" "${#shard_name[@]}" 3
 seed=$(rlk_cluster_owner 0)
 for o in "${!shard_name[@]}"; do
   n=${shard_name[$o]}
-  redis-cli -c -p "${ports[$o]}" set "$n" 0123456789abcdef0123456789abcdef PX 600000 >/dev/null
+  redis-cli -c -p "${ports[$o]}" set "$n" rlk:0123456789abcdef0123456789abcdef PX 600000 >/dev/null
   status_on "$seed" "$n" &&
     expect_match "status $n: held, resplock's layout, read on its node" "$(cat "$work/out")" \
       "kind: +simple: resplock's layout"

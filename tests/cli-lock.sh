@@ -73,7 +73,8 @@ expect_eq "acquire -n on a held lock: nothing on stdout" "$(cat "$work/out")" ""
 t0=$(now_ms)
 check "run -w 400ms on a held lock: 1 after the wait" 1 '' '' -- -u "$url" run -w 400ms held -- true
 expect_range "run -w 400ms waited 400 ms (elapsed ms)" $(( $(now_ms) - t0 )) 400 $(( 400 + 600 * SLOW ))
-expect_eq "the holder's key is intact" "$(R GET held)" "$tok"
+# The waiter marked the holder's value "+w" as it joined the line.
+expect_eq "the holder's key is intact (marked by the waiter)" "$(R GET held)" "$tok+w"
 
 # ------------------------------------------------------------------ status
 check "status of a held lock: 0" 0 '^held: +yes$' '' -- -u "$url" status held
@@ -96,7 +97,7 @@ check "extend: bad duration: 64" 64 '' 'bad DURATION' -- -u "$url" extend held "
 
 # ----------------------------------------------------------------- release
 check "release with another token: 1" 1 '' "release: lock 'held' is held by someone else" -- -u "$url" release held 0123456789abcdef0123456789abcdef
-expect_eq "release with another token: nothing deleted" "$(R GET held)" "$tok"
+expect_eq "release with another token: nothing deleted" "$(R GET held)" "$tok+w"
 check "release -E 5 with another token: 5" 5 '' 'held by someone else' -- -u "$url" release -E 5 held wrong
 check "release with the token: 0" 0 '' '' -- -u "$url" release held "$tok"
 expect_eq "release: the key is gone" "$(R EXISTS held)" 0

@@ -74,7 +74,7 @@ for shell in sh bash; do
   code=$?
   expect_eq "snippet under $shell, lock free: exit 0" "$code" 0
   expect_match "snippet under $shell: TOKEN and FENCE" "$out" '^token=rlk:[0-9a-f]{32} fence=[0-9]+$'
-  expect_eq "snippet under $shell: the token holds the lock" "$(R GET batch)" "$(sed -n 's/^token=\([0-9a-f]*\) .*/\1/p' <<<"$out")"
+  expect_eq "snippet under $shell: the token holds the lock" "$(R GET batch)" "$(sed -n 's/^token=\(rlk:[0-9a-f]*\) .*/\1/p' <<<"$out")"
   R DEL batch >/dev/null
 done
 
