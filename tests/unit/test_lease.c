@@ -339,6 +339,89 @@ static void test_round_apply(void)
     rlk__leases_destroy(&reg);
 }
 
+/* A native round (the server has SET IFEQ): the reentrant leases and the
+ * scripted simple one go by the script, per slot, first; each other
+ * simple lease alone after them, as a one-key call's arguments.  OK
+ * renews; nil or an error makes the lease scripted and due at once. */
+static void test_round_native(void)
+{
+    static const unsigned slots[5] = {7, 3, 7, 3, 9};
+    rlk__leases reg;
+    struct owner o[5];
+    rlk__round rd;
+    rlk_script sc;
+    rlk_script_init(&sc, "return 1", 8);
+    if (!CHECK(rlk__leases_init(&reg, NULL) == 0)) return;
+    reg.manual_clock = 1;
+    /* Simple: 0, 2, 4; reentrant: 1, 3. */
+    for (int i = 0; i < 5; i++) lease(&reg, &o[i], i, slots[i], 30000, 0);
+    o[4].l.scripted = 1;
+    if (!CHECK(rlk__round_plan(&reg, 10000, 1, &rd) == 1)) return; /* nothing is held */
+    rd.native = 1;
+    /* The script: slot 3 (locks 1 and 3), slot 9 (lock 4); native:
+     * locks 0 and 2. */
+    if (!CHECK(rlk__round_requests(&rd, &sc, 1) == 4)) {
+        end_round(&reg, &rd);
+        return;
+    }
+    CHECK(rd.reqs[0].script == &sc && rd.reqs[1].script == &sc);
+    CHECK_EQ_INT(rd.reqs[0].nkeys, 2);
+    CHECK_EQ_INT(rd.reqs[1].nkeys, 1);
+    CHECK_EQ_STR(req_key(&rd, 1, 0), "lock:4");
+    int seen = 0;
+    for (size_t q = 2; q < 4; q++) {
+        const rlk_request *r = &rd.reqs[q];
+        CHECK(r->script == NULL);
+        CHECK(rlk__round_native(&rd, q));
+        CHECK_EQ_INT(r->nkeys, 1);
+        CHECK_EQ_INT(r->argc, 4);
+        int i = atoi(r->argv[0] + 5);
+        CHECK_MSG(i == 0 || i == 2, "native request %zu has lock:%d", q, i);
+        seen |= 1 << i;
+        CHECK_EQ_STR(r->argv[2], o[i].token);
+        CHECK_EQ_STR(r->argv[3], "30000");
+    }
+    CHECK_EQ_INT(seen, 5);
+    CHECK(!rlk__round_native(&rd, 0));
+    /* Replies: the script's two, then OK for the first native, nil for
+     * the second. */
+    struct reply rep;
+    static const int one[2] = {1, 1};
+    reg.clock_now = 10050;
+    CHECK_EQ_INT(rlk__round_apply_one(&reg, &rd, ints(&rep, 2, one)), 0);
+    CHECK_EQ_INT(rlk__round_apply_one(&reg, &rd, ints(&rep, 1, one)), 0);
+    struct owner *a = rd.reqs[2].argv[0][5] == '0' ? &o[0] : &o[2];
+    struct owner *b = a == &o[0] ? &o[2] : &o[0];
+    rlk_resp_value ok, nil;
+    memset(&ok, 0, sizeof ok);
+    ok.type = RLK_RESP_SIMPLE;
+    ok.str = "OK";
+    ok.len = 2;
+    memset(&nil, 0, sizeof nil);
+    nil.type = RLK_RESP_NULL;
+    CHECK_EQ_INT(rlk__round_apply_one(&reg, &rd, &ok), 0);
+    CHECK_EQ_INT(a->l.valid_until, 10000 + 29698);
+    CHECK_EQ_INT(a->l.scripted, 0);
+    CHECK_EQ_INT(rlk__round_apply_one(&reg, &rd, &nil), 1);
+    CHECK_EQ_INT(b->l.scripted, 1);
+    CHECK_EQ_INT(b->l.lost, 0);
+    CHECK_EQ_INT(b->l.renew_at, 10050);
+    /* The next round sends it by the script. */
+    if (!CHECK(rlk__round_plan(&reg, 10050, 1, &rd) == 1)) return; /* nothing is held */
+    rd.native = 1;
+    size_t nreq = rlk__round_requests(&rd, &sc, 1);
+    int native = 0;
+    for (size_t q = 0; q < nreq; q++) {
+        if (!rlk__round_native(&rd, q)) continue;
+        native++;
+        CHECK_MSG(strcmp(rd.reqs[q].argv[0], b->key) != 0, "%s went native again", b->key);
+    }
+    CHECK_EQ_INT(native, 1);
+    end_round(&reg, &rd);
+    for (int i = 0; i < 5; i++) rlk__lease_unlink(&reg, &o[i].l);
+    rlk__leases_destroy(&reg);
+}
+
 /* A lease removed while a round holds it is the round's to destroy, at
  * its end, once; its reply changes nothing. */
 static void test_removed_during_round(void)
@@ -380,4 +463,5 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_round_requests),
            TL_TEST(test_round_batches),
            TL_TEST(test_round_apply),
+           TL_TEST(test_round_native),
            TL_TEST(test_removed_during_round));
