@@ -1775,10 +1775,12 @@ static void sunsubscribed(lnode *n, const rlk_resp_value *ch)
             !rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))
             continue;
         l->subscribed = 0;
-        if (l->state == L_WAIT) {
-            l->wake_at = s->now;
-            if (l->mode == 'w') l->mode = l->kind == 'r' ? '0' : 0; /* in line again by the next look */
-        }
+        /* In line again by the next look, subscribed first (see busy):
+         * also after a try in flight now, whose busy reply would
+         * otherwise leave it in line unsubscribed, woken by re-checks. */
+        if ((l->state == L_WAIT || l->state == L_TRY) && l->mode == 'w')
+            l->mode = l->kind == 'r' ? '0' : 0;
+        if (l->state == L_WAIT) l->wake_at = s->now;
     }
 }
 
