@@ -784,7 +784,11 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     if (c->cfg.protocol != 2) {
         r = send_hs(c, HS_HELLO);
     } else {
+        /* RESP2 asked for: no HELLO tells what the server has, so CLIENT
+         * NO-EVICT goes anyway, after the credentials, not waited for
+         * (a server before Redis 7.0 refuses it, which is no failure). */
         r = send_auth_select(c, 1, 1);
+        if (r == RLK_OK) r = send_hs(c, HS_NOEVICT);
         if (r == RLK_OK && c->hs_left == 0) {
             c->hs_left = 1;
             hs_step(c);
