@@ -389,7 +389,7 @@ static int send_hs(rlk__core *c, int step)
     t.hs = 1;
     t.deadline = rlk__core_reply_deadline(c);
     int r = enqueue(c, &t);
-    if (r == RLK_OK && step != HS_LOAD) c->hs_left++;
+    if (r == RLK_OK && step != HS_LOAD && step != HS_NOEVICT) c->hs_left++;
     return r;
 }
 
@@ -448,6 +448,8 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         on_load(c, v);
         return;
     }
+    /* Done or refused (a user without it), the connection serves. */
+    if (step == HS_NOEVICT) return;
     if (!v || c->broken) return;
     /* A server full of clients says so as it accepts, before it reads
      * anything: the reply of whichever request went first. */
@@ -460,14 +462,6 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             /* No RESP3 here: RESP2, with AUTH and SETNAME of their own. */
             c->resp3 = 0;
             if (send_auth_select(c, 1, 1) == RLK_OK) hs_step(c);
-            return;
-        }
-        if (step == HS_NOEVICT) {
-            /* A protection where the server has it (Redis 7.0+, Valkey)
-             * and the user may use it: a server before it, a user
-             * without it (or, before a RESP2 fallback's AUTH, not yet
-             * authenticated) still serves. */
-            hs_step(c);
             return;
         }
         if (step == HS_SETNAME && !rlk__error_starts(v, "NOAUTH")) {
@@ -497,6 +491,11 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         c->script_flags = (sv.caps & RLK_CAP_SCRIPT_FLAGS) != 0;
         c->caps = sv.caps & (RLK_CAP_SET_IFEQ | RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ);
         if (send_auth_select(c, 0, 0) != RLK_OK) return;
+        /* Where the server has it: a server that evicts clients under
+         * maxmemory-clients pressure must not drop this connection.  Not
+         * waited for (the connection is ready at HELLO's reply); its
+         * reply, or refusal, comes before any request's. */
+        if ((sv.caps & RLK_CAP_NO_EVICT) && send_hs(c, HS_NOEVICT) != RLK_OK) return;
     }
     hs_step(c);
 }
@@ -786,11 +785,11 @@ int rlk__core_connected(rlk__core *c, int64_t now)
         r = send_hs(c, HS_HELLO);
     } else {
         r = send_auth_select(c, 1, 1);
+        if (r == RLK_OK && c->hs_left == 0) {
+            c->hs_left = 1;
+            hs_step(c);
+        }
     }
-    /* CLIENT NO-EVICT on, in the same flight: a server under
-     * maxmemory-clients pressure must not drop the connection that
-     * renews or waits for a lock.  Its refusal is no failure. */
-    if (r == RLK_OK) r = send_hs(c, HS_NOEVICT);
     return leave(c, r);
 }
 

@@ -491,14 +491,16 @@ static int put_set_ifeq(rlk__core *c, const char *key, const char *token, const 
 
 /* The extend script setting the lock's TTL (a handoff's confirmation),
  * or adding or setting ext_ms (rlk_session_extend's).  q->arg 1: by SET
- * IFEQ where c has it (else q->arg becomes 0: the script). */
+ * IFEQ where c has it (else q->arg becomes 0: the script).  A handoff's
+ * confirmation goes by the script: a lock handed over with others still
+ * in line carries their mark, which SET IFEQ would miss. */
 static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
 {
     rlk_session_lock *l = q->ctx;
     char ms[24];
     ttl_str(ms, confirm ? l->ttl : l->ext_ms);
-    if (q->arg == 1 && (native_caps(c, l) & RLK_CAP_SET_IFEQ) &&
-        (confirm || l->ext_how == RLK_EXTEND_SET))
+    if (q->arg == 1 && !confirm && (native_caps(c, l) & RLK_CAP_SET_IFEQ) &&
+        l->ext_how == RLK_EXTEND_SET)
         return put_set_ifeq(c, l->keys, l->token, ms);
     q->arg = 0;
     const char *argv[5] = {l->keys, l->token, ms,
@@ -571,8 +573,6 @@ static const rlk__req_ops confirm_ops = {build_confirm, on_confirm, confirm_agai
 static const rlk__req_ops extend_ops = {build_extend, on_extend, extend_again, RLK__T_INTEGER};
 /* The same, sent as SET IFEQ where the connection has it (arg 1): OK or
  * nil, or the script's integer where it went as the script. */
-static const rlk__req_ops confirm_native_ops = {build_confirm, on_set_ifeq, confirm_again,
-                                                RLK__T_INTEGER | RLK__T_SIMPLE | RLK__T_NULL};
 static const rlk__req_ops extend_native_ops = {build_extend, on_set_ifeq, extend_again,
                                                RLK__T_INTEGER | RLK__T_SIMPLE | RLK__T_NULL};
 static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
@@ -605,7 +605,7 @@ static int send_confirm(rlk__locks *s, rlk_session_lock *l)
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return submit(s, &confirm_native_ops, l, 1, RLK__DL_DEFAULT, 0);
+    return submit(s, &confirm_ops, l, 0, RLK__DL_DEFAULT, 0);
 }
 
 static int send_extend(rlk__locks *s, rlk_session_lock *l)
@@ -1448,57 +1448,66 @@ static int release_status(rlk__locks *s, const rlk_resp_value *v, const char *na
  * value is not exactly the token: marked by waiters, or not this
  * holder's), or refused itself (caps dropped then).  The script is sent
  * instead, in the request's place (l's requests go in order), and
- * decides: 1 then, the reply is the caller's. */
+ * decides: 1 then; 0: the reply is the caller's; -1: read it as lost. */
 static int native_missed(rlk__core *c, const rlk__req *q, const rlk_resp_value *v, unsigned caps)
 {
     rlk_session_lock *l = q->ctx;
     if (q->arg != 1 || !v) return 0;
     if (rlk__is_error(v)) {
-        if (!native_refused(v)) return 0;
-        rlk__core_drop_caps(c, caps);
+        /* SET is refused at maxmemory, the script (allow-oom) is not. */
+        int oom = rlk__error_starts(v, "OOM");
+        if (!oom && !native_refused(v)) return 0;
         /* An extend's script would come after the release queued
          * behind it, which may have gone its own way: the refusal is
          * the extend's result. */
         if (q->ops == &extend_native_ops && l->state != L_HELD) return 0;
+        if (oom) l->lease.scripted = 1;
+        else rlk__core_drop_caps(c, caps);
     } else if (v->type == RLK_RESP_NULL || (v->type == RLK_RESP_INTEGER && v->integer == 0)) {
         l->lease.scripted = 1;
     } else {
         return 0;
     }
     rlk__locks *s = l->s;
-    const rlk__req_ops *ops = q->ops == &confirm_native_ops ? &confirm_ops
-                              : q->ops == &extend_native_ops ? &extend_ops
-                                                             : &release_ops;
-    l->inflight--;
-    int r = submit(s, ops, l, 0, q->deadline, 0);
-    if (r == RLK_OK) return 1;
+    const rlk__req_ops *ops = q->ops == &extend_native_ops ? &extend_ops : &release_ops;
+    /* On the same connection: after ASKING again where the native form
+     * went to an ASK's node (see renew_asked). */
+    s->dl_valid = 0;
+    int r = RLK_OK;
+    if (!l->node || c != l->node->core)
+        r = rlk__core_submit(c, &asking_ops, NULL, 0, q->deadline, 0);
+    if (r == RLK_OK) r = rlk__core_submit(c, ops, l, 0, q->deadline, 0);
+    if (r == RLK_OK) return 1; /* the request's place in inflight passes to it */
     /* Not queued (the connection broke): the request ends as if its
-     * reply were lost, which closing reports. */
-    l->inflight++;
-    return 0;
+     * reply were lost (-1), which closing reports. */
+    core_failed(s, c, r);
+    return -1;
 }
 
-/* SET IFEQ's reply (or the script's, where it went as the script). */
+/* SET IFEQ's reply to an extend (or the script's, where it went as the
+ * script). */
 static void on_set_ifeq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rlk_session_lock *l = q->ctx;
-    int confirm = q->ops == &confirm_native_ops;
-    if (native_missed(c, q, v, RLK_CAP_SET_IFEQ)) return;
+    int m = native_missed(c, q, v, RLK_CAP_SET_IFEQ);
+    if (m > 0) return;
+    if (m < 0) v = NULL;
     rlk_resp_value x;
     if (q->arg == 1 && v && v->type == RLK_RESP_SIMPLE) {
         /* OK: the TTL set, as the script answers. */
         memset(&x, 0, sizeof x);
         x.type = RLK_RESP_INTEGER;
-        x.integer = confirm ? l->ttl : l->ext_ms;
+        x.integer = l->ext_ms;
         v = &x;
     }
-    if (confirm) on_confirm(c, q, v);
-    else on_extend(c, q, v);
+    on_extend(c, q, v);
 }
 
 static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    if (native_missed(c, q, v, RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ)) return;
+    int m = native_missed(c, q, v, RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ);
+    if (m > 0) return;
+    if (m < 0) v = NULL;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
@@ -1766,10 +1775,12 @@ static void sunsubscribed(lnode *n, const rlk_resp_value *ch)
             !rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))
             continue;
         l->subscribed = 0;
-        if (l->state == L_WAIT) {
-            l->wake_at = s->now;
-            if (l->mode == 'w') l->mode = l->kind == 'r' ? '0' : 0; /* in line again by the next look */
-        }
+        /* In line again by the next look, subscribed first (see busy):
+         * also after a try in flight now, whose busy reply would
+         * otherwise leave it in line unsubscribed, woken by re-checks. */
+        if ((l->state == L_WAIT || l->state == L_TRY) && l->mode == 'w')
+            l->mode = l->kind == 'r' ? '0' : 0;
+        if (l->state == L_WAIT) l->wake_at = s->now;
     }
 }
 

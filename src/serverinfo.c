@@ -57,10 +57,12 @@ void rlk__server_facts(rlk__server *out, const char *name, const char *version)
     out->caps = 0;
     if (!known) return;
     if (out->flavor == RLK__FLAVOR_REDIS) {
-        if (at_least(v, 7, 0)) out->caps |= RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS;
+        if (at_least(v, 7, 0))
+            out->caps |= RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS | RLK_CAP_NO_EVICT;
         if (at_least(v, 8, 4)) out->caps |= RLK_CAP_SET_IFEQ | RLK_CAP_DELEX_IFEQ;
     } else if (out->flavor == RLK__FLAVOR_VALKEY) {
-        if (at_least(v, 7, 2)) out->caps |= RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS;
+        if (at_least(v, 7, 2))
+            out->caps |= RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS | RLK_CAP_NO_EVICT;
         if (at_least(v, 8, 1)) out->caps |= RLK_CAP_SET_IFEQ;
         if (at_least(v, 9, 0)) out->caps |= RLK_CAP_DELIFEQ;
         if (at_least(v, 9, 2)) out->caps |= RLK_CAP_DELEX_IFEQ;

@@ -15,6 +15,7 @@
  *   RLK_CAP_DELEX_IFEQ    DELEX key IFEQ value         Redis 8.4+, Valkey 9.2+
  *   RLK_CAP_SCRIPT_FLAGS  "#!lua flags=..." shebang    Redis 7.0+, Valkey (7.2+)
  *   RLK_CAP_FUNCTIONS     FUNCTION LOAD / FCALL        Redis 7.0+, Valkey (7.2+)
+ *   RLK_CAP_NO_EVICT      CLIENT NO-EVICT on           Redis 7.0+, Valkey (7.2+)
  *
  * The facts come from the handshake's HELLO reply (server and version),
  * and from one INFO server command when HELLO told nothing (RESP2 without
@@ -35,6 +36,7 @@
 #define RLK_CAP_DELEX_IFEQ   0x04u
 #define RLK_CAP_SCRIPT_FLAGS 0x08u
 #define RLK_CAP_FUNCTIONS    0x10u
+#define RLK_CAP_NO_EVICT     0x20u
 
 typedef enum {
     RLK__FLAVOR_UNKNOWN = 0,

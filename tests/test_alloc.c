@@ -542,7 +542,13 @@ static int sess_hello(rlk_session *s, const char *hello, int64_t now)
 {
     char sub[128];
     const char *ch = rlk__session_handoff_channel(s);
-    int r = sess_feed(s, hello, now);
+    const char *out = NULL;
+    rlk_session_consume(s, (size_t)-1);
+    int r = rlk_session_feed(s, hello, strlen(hello), now);
+    /* CLIENT NO-EVICT, asked of a server that has it (Redis 7.0+),
+     * before the SUBSCRIBE: answered first. */
+    size_t n = rlk_session_output(s, &out);
+    if (r == RLK_OK && out && memmem(out, n, "NO-EVICT", 8)) r = sess_feed(s, "+OK\r\n", now);
     snprintf(sub, sizeof sub, ">3\r\n$9\r\nsubscribe\r\n$%zu\r\n%s\r\n:1\r\n", strlen(ch), ch);
     if (r == RLK_OK) r = sess_feed(s, sub, now);
     return r;

@@ -163,8 +163,11 @@ static int holds_at(int hint, const char *name, const char *token, rlk_lock_kind
         v = key_cmd(hint, at, line, 2, get);
         if (!v) return -1;
         if (rlk_reply_error_class(v) == RLK_EC_CLUSTERDOWN) return -2;
-        held = v->type == RLK_RESP_BULK && token && v->len == strlen(token) &&
-               memcmp(v->str, token, v->len) == 0;
+        /* The token, or with the mark "+w" of waiters in line. */
+        size_t tl = token ? strlen(token) : 0;
+        held = v->type == RLK_RESP_BULK && token &&
+               (v->len == tl || (v->len == tl + 2 && memcmp(v->str + tl, "+w", 2) == 0)) &&
+               memcmp(v->str, token, tl) == 0;
     } else {
         v = key_cmd(hint, at, line, 3, hex);
         if (!v) return -1;
@@ -185,6 +188,9 @@ static void value_at(int hint, const char *name, char *out, size_t n, int *at, i
     rlk_resp_value *v = key_cmd(hint, at, line, 2, (const char *[]){"GET", name});
     out[0] = '\0';
     if (v && v->type == RLK_RESP_BULK) snprintf(out, n, "%.*s", (int)v->len, v->str);
+    /* The holder's token, less the mark "+w" of waiters in line. */
+    size_t len = strlen(out);
+    if (len > 2 && strcmp(out + len - 2, "+w") == 0) out[len - 2] = '\0';
 }
 
 /* EXISTS key on node i itself (no redirect followed: a redirect is a

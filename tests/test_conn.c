@@ -2780,6 +2780,8 @@ static void fake_slow_noscript(fake_conn *fc, void *arg)
         const char *reply = "+OK\r\n";
         if (ieq(argv[0], "HELLO"))
             reply = HELLO3_REPLY;
+        else if (ieq(argv[0], "CLIENT")) /* NO-EVICT, of the handshake: at once */
+            reply = "+OK\r\n";
         else if (ieq(argv[0], "EVALSHA") && __atomic_fetch_add(evals, 1, __ATOMIC_SEQ_CST) == 0)
             reply = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
         else if (fake_pause(fc, 250) != 0)

@@ -151,7 +151,11 @@ static void take(rlk__core *c, char *out, size_t n)
 #define HELLO7 "%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n"
 #define HELLO62 "%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n6.2.14\r\n"
 
-/* Connected and ready after HELLO answered hello. */
+#define NOEVICT "*3\r\n$6\r\nCLIENT\r\n$8\r\nNO-EVICT\r\n$2\r\non\r\n"
+
+/* Connected and ready after HELLO answered hello; where that tells a
+ * server with CLIENT NO-EVICT (Redis 7.0+), it is sent, not waited for,
+ * and answered here. */
 static rlk__core *ready_core(const char *hello)
 {
     rlk__core *c = make(NULL);
@@ -161,6 +165,10 @@ static rlk__core *ready_core(const char *hello)
     CHECK(strstr(out, "HELLO") != NULL);
     CHECK_EQ_INT(feed(c, hello, 101), RLK_OK);
     CHECK_EQ_INT(S.ready, 1);
+    take(c, out, sizeof out);
+    CHECK_EQ_STR(out, hello == HELLO7 ? NOEVICT : "");
+    if (hello == HELLO7) CHECK_EQ_INT(feed(c, "+OK\r\n", 101), RLK_OK);
+    CHECK_EQ_INT((int)rlk__core_owed(c), 0);
     return c;
 }
 
@@ -419,9 +427,16 @@ static void test_handshake(void)
     CHECK_EQ_INT(feed(c, HELLO7, 101), RLK_OK);
     CHECK_EQ_INT(S.ready, 0);
     take(c, out, sizeof out);
-    CHECK_EQ_STR(out, "*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n");
+    /* CLIENT NO-EVICT (Redis 7.0+) with it, not waited for. */
+    CHECK_EQ_STR(out, "*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n" NOEVICT);
     CHECK_EQ_INT(feed(c, "+OK\r\n", 102), RLK_OK);
     CHECK_EQ_INT(S.ready, 1);
+    CHECK_EQ_INT((int)rlk__core_owed(c), 1);
+    /* Refused (a user without it): no failure. */
+    CHECK_EQ_INT(feed(c, "-NOPERM this user has no permissions to run the 'client|no-evict' command\r\n", 102),
+                 RLK_OK);
+    CHECK_EQ_INT((int)rlk__core_owed(c), 0);
+    CHECK_EQ_INT(rlk__core_broken(c), 0);
     CHECK_EQ_INT(rlk__core_info(c)->protocol, 3);
     CHECK_EQ_STR(rlk__core_info(c)->user, "app");
     CHECK(rlk__core_resp3(c));

@@ -517,8 +517,11 @@ static void test_handoff_skips_not_listening(void)
     CHECK_EQ_INT(rlk_conn_subscribe(sub, "redisson_lock__channel:{ho-deaf}", 32), RLK_OK);
     la = ACQ(a, name, 30000);
     if (!la) goto out;
+    /* As a waiter joins: its place, and the holder's value marked (see
+     * src/lua/acquire.lua). */
     CHECK_EQ_INT(CMD_INT(admin, "HSET", waiters, tok[0], entry), 1);
     CHECK_EQ_INT(CMD_INT(admin, "RPUSH", queue, tok[0]), 1);
+    CHECK_EQ_INT(CMD_INT(admin, "APPEND", name, "+w"), 38);
     CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
     la = NULL;
     CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);

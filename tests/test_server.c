@@ -24,7 +24,9 @@
 
 #define LONG_MS 10000 /* for things that should succeed: generous under valgrind */
 
-#define SCRIPTING (RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS)
+/* What every Redis 7.0+ and Valkey 7.2+ has: script flags, functions,
+ * CLIENT NO-EVICT. */
+#define SCRIPTING (RLK_CAP_SCRIPT_FLAGS | RLK_CAP_FUNCTIONS | RLK_CAP_NO_EVICT)
 #define IFEQ_ALL (RLK_CAP_SET_IFEQ | RLK_CAP_DELIFEQ | RLK_CAP_DELEX_IFEQ)
 
 static const char *flavor_name(rlk__flavor f)
