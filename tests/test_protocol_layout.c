@@ -85,7 +85,7 @@ static struct table t_msgs = {.id = "messages", .ncol = 4,
                               .head = {"server", "command", "channel", "message"}};
 /* The native commands and script calls per server and version. */
 static struct table t_forms = {.id = "forms", .ncol = 5,
-                               .head = {"server", "from", "release", "extend, confirm, renew",
+                               .head = {"server", "from", "release", "extend, renew",
                                         "scripts"}};
 
 static char page_path[1024];
