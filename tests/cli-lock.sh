@@ -546,5 +546,16 @@ if command -v groff >/dev/null; then
 else
   bad "groff -ww: groff is not installed (Debian: groff-base)"
 fi
+# The protocol page (its tables are checked by tests/test_protocol_layout):
+# tbl's tables, said so on its first line for man.
+proto="$top_srcdir/doc/resplock-protocol.7"
+expect_eq "resplock-protocol.7 asks man for tbl" "$(head -n 1 "$proto")" "'\\\" t"
+expect_match "resplock-protocol.7's version is resplock's" \
+  "$(sed -n 's/^\.TH .*"resplock \([^"]*\)".*/\1/p' "$proto")" "^$("$bin" --version | sed 's/^resplock //')\$"
+expect_eq "resplock-protocol.7 has no section twice" "$(grep '^\.SH' "$proto" | sort | uniq -d)" ""
+if command -v groff >/dev/null; then
+  expect_eq "groff -t -ww finds nothing to warn about in resplock-protocol.7" \
+    "$(groff -t -man -ww -z "$proto" 2>&1)" ""
+fi
 
 finish
