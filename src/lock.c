@@ -1586,15 +1586,17 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 static int build_call(rlk__core *c, rlk__req *q)
 {
     scall *k = q->ctx;
-    const char *ks[4] = {k->keys, k->keys + RLK__K_QUEUE * k->cap,
-                         k->keys + RLK__K_WAITERS * k->cap, k->token};
+    /* A release on a cluster: ARGV[5] 's', SPUBLISH in the lock's slot
+     * (see build_release). */
+    const char *ks[8] = {k->keys, k->keys + RLK__K_QUEUE * k->cap,
+                         k->keys + RLK__K_WAITERS * k->cap, k->token, "0", "", "", "s"};
     char ms[24];
     ttl_str(ms, k->ms);
     const char *ext[5] = {k->keys, k->token, ms, k->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
     int ext_call = k->which == SC_EXTEND;
-    return rlk__core_put_script(c, q, &k->s->scripts[k->which], ext_call ? 1 : 3,
-                                ext_call ? 5 : k->which == SC_STATUS ? 3 : 4, ext_call ? ext : ks,
-                                NULL);
+    int argc = ext_call ? 5 : k->which == SC_STATUS ? 3 : core_cluster(c) ? 8 : 4;
+    return rlk__core_put_script(c, q, &k->s->scripts[k->which], ext_call ? 1 : 3, argc,
+                                ext_call ? ext : ks, NULL);
 }
 
 static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v);

@@ -1284,6 +1284,7 @@ static void test_cluster_node(void)
     ts_server *s = cluster_node();
     if (!s || start_phase(s) != 0) goto out;
     simple_lock("pl-simple");
+    token_release_hands_over("pl-token");
     reentrant_lock("pl-re");
     reentrant_lock("{tg}re");
     nothing_left();
