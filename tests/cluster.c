@@ -442,11 +442,26 @@ int tc_is_primary(tc_cluster *c, int i)
 /* ------------------------------------------------------------------ */
 /* Start and stop                                                       */
 
+/* The redis-cli to run: $RLK_REDIS_CLI; else the one beside the server
+ * when $RLK_REDIS_SERVER names it by a path (scripts/servers' bin
+ * directories hold both); else redis-cli on $PATH.  Into out (n bytes). */
+static const char *cli_program(char *out, size_t n)
+{
+    const char *cli = getenv("RLK_REDIS_CLI"), *srv = getenv("RLK_REDIS_SERVER"), *slash;
+    if (cli && *cli) return cli;
+    slash = srv ? strrchr(srv, '/') : NULL;
+    if (slash && (size_t)(slash - srv) + sizeof "/redis-cli" <= n) {
+        snprintf(out, n, "%.*s/redis-cli", (int)(slash - srv), srv);
+        return out;
+    }
+    return "redis-cli";
+}
+
 /* redis-cli --cluster create over the six nodes, under a deadline. */
 static int create_cluster(tc_cluster *c)
 {
-    const char *prog = getenv("RLK_REDIS_CLI"), *argv[TC_NODES + 8];
-    char addr[TC_NODES][32], log[320];
+    const char *prog, *argv[TC_NODES + 8];
+    char addr[TC_NODES][32], log[320], cli[1024];
     int argc = 0, status;
     int64_t deadline = ts_now_ms() + CREATE_TIMEOUT_MS;
     pid_t pid;
@@ -462,7 +477,8 @@ static int create_cluster(tc_cluster *c)
     argv[argc++] = "--cluster-yes";
     argv[argc] = NULL;
     snprintf(log, sizeof log, "%s/cluster-create.log", c->node[0].srv->dir);
-    pid = ts_spawn(prog && *prog ? prog : "redis-cli", (char *const *)argv, log);
+    prog = cli_program(cli, sizeof cli);
+    pid = ts_spawn(prog, (char *const *)argv, log);
     if (pid < 0) return -1;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);

@@ -17,9 +17,10 @@
  *
  * The helper talks to the nodes through rlk_conn (RESP2 connections
  * opened per call).  Failures are explained on stderr and return -1
- * (or NULL); the test turns them into checks.  The programs
- * redis-server and redis-cli are looked up in $PATH, or taken from
- * $RLK_REDIS_SERVER and $RLK_REDIS_CLI.
+ * (or NULL); the test turns them into checks.  The server is
+ * $RLK_REDIS_SERVER or redis-server on $PATH (see server.h); redis-cli is
+ * $RLK_REDIS_CLI, else the one beside $RLK_REDIS_SERVER when that is a
+ * path, else redis-cli on $PATH.
  */
 #ifndef RESPLOCK_TEST_CLUSTER_H
 #define RESPLOCK_TEST_CLUSTER_H

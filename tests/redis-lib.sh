@@ -7,6 +7,16 @@
 #       RLK_REDIS_PID; waits (with a deadline) until it answers PING.
 #   rlk_redis_stop_all
 #       stops every server this shell started.
+#
+# The server is the one the test programs start (tests/server.h):
+# $RLK_REDIS_SERVER when it names one by its path, whose directory then
+# goes first on PATH so that the redis-cli beside it is used too (the
+# directories `scripts/servers path NAME` prints hold both); else
+# redis-server and redis-cli on PATH.
+
+case ${RLK_REDIS_SERVER:-} in
+  */*) PATH=${RLK_REDIS_SERVER%/*}:$PATH ;;
+esac
 
 RLK_REDIS_PIDS=()
 

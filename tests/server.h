@@ -9,9 +9,13 @@
  * the test program if that crashes.  Readiness is "answers PING" (through
  * the library's own transport), polled under a deadline.
  *
- * The program redis-server is looked up in $PATH, or taken from
- * $RLK_REDIS_SERVER.  Failures are explained on stderr (with the end of
- * the server's log) and return NULL or -1.
+ * The program redis-server is taken from $RLK_REDIS_SERVER, or looked up
+ * in $PATH: one rule for every test (tests/redis-lib.sh, for the test
+ * scripts, puts the directory of a $RLK_REDIS_SERVER given as a path
+ * first on PATH, and cluster.c runs the redis-cli beside it), so that
+ * `RLK_REDIS_SERVER=$(scripts/servers path NAME)/redis-server make check`
+ * runs the whole suite against NAME.  Failures are explained on stderr
+ * (with the end of the server's log) and return NULL or -1.
  */
 #ifndef RESPLOCK_TEST_SERVER_H
 #include <stdint.h>
