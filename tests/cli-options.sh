@@ -168,7 +168,12 @@ fi
 # ------------------------------------------------------ -v and $REDIS_URL
 check "-v names the server, the protocol, no TLS" 0 '' '' -- -v -p "$port" run vv -- true
 expect_match "-v: connecting to host:port" "$(errs)" "connecting to 127\.0\.0\.1:$port\$"
-expect_match "-v: connected, the protocol and TLS" "$(errs)" "connected to 127\.0\.0\.1:$port, redis server [0-9.]+, RESP3, no TLS"
+# The server as INFO server names it (redis, or valkey with its own
+# version).
+ident=$(rlk_redis_identity "$port") identre=
+[ -z "$ident" ] || identre="${ident%% *} server ${ident#* }" identre=${identre//./\\.}
+expect_match "-v: connected, the protocol and TLS (INFO server: '$ident')" "$(errs)" \
+  "connected to 127\.0\.0\.1:$port, $identre, RESP3, no TLS"
 check "ping -v names the server" 0 '' "connecting to 127\.0\.0\.1:$port\$" -- -v -p "$port" ping
 check "-v over a Unix socket" 0 '' "connecting to the Unix socket $work/redis\.sock" -- -v -u "unix://$work/redis.sock" run vv -- true
 REDIS_URL="127.0.0.1:$port" check "a bad \$REDIS_URL says so: 69" 69 '' '^resplock: \$REDIS_URL: missing scheme' -- run vv -- true
@@ -221,7 +226,7 @@ elif bash "$top_srcdir/tests/gen-certs.sh" "$work/certs" >/dev/null 2>&1 &&
      rlk_redis_start_tls tls "$work" "$work/certs" --tls-auth-clients optional; then
   tp=$RLK_REDIS_PORT c="$work/certs"
   check "--tls --cacert" 7 '' '' -- -v -p "$tp" --tls --cacert "$c/ca.crt" run tl -- sh -c 'exit 7'
-  expect_match "-v: the TLS version" "$(errs)" "connected to 127\.0\.0\.1:$tp, redis server [0-9.]+, RESP3, TLSv1\.[23]$"
+  expect_match "-v: the TLS version" "$(errs)" "connected to 127\.0\.0\.1:$tp, $identre, RESP3, TLSv1\.[23]$"
   expect_match "-v: connecting ... with TLS" "$(errs)" "connecting to 127\.0\.0\.1:$tp with TLS"
   check "--tls-ca, the older name" 0 '' '' -- -p "$tp" --tls --tls-ca "$c/ca.crt" run tl -- true
   check "--cacertdir" 0 '' '' -- -p "$tp" --tls --cacertdir "$c/cadir" run tl -- true

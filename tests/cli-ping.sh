@@ -43,7 +43,10 @@ bash "$top_srcdir/tests/gen-certs.sh" "$certs" >/dev/null || { echo "gen-certs.s
 rlk_redis_start plain "$work" --unixsocket "$work/redis.sock" --unixsocketperm 700 || { echo "no redis-server"; echo "0 passed, 1 failed"; exit 1; }
 p=$RLK_REDIS_PORT
 check "plain TCP" 0 '^protocol: +RESP3' '' -- -u "redis://127.0.0.1:$p" ping
-check "plain shows server and version" 0 '^server: +redis [0-9]+\.' '' -- -u "redis://127.0.0.1:$p" ping
+# The server and version HELLO gave: what INFO server says (Valkey says
+# "valkey", not the Redis version it claims for compatibility).
+ident=$(rlk_redis_identity "$p")
+check "plain shows server and version (INFO server: '$ident')" 0 "^server: +${ident//./\\.}\$" '' -- -u "redis://127.0.0.1:$p" ping
 check "plain: no TLS, default user, round trip" 0 'round trip: [0-9.]+ ms' '' -- -u "redis://127.0.0.1:$p" ping
 REDIS_URL="redis://127.0.0.1:$p" check "REDIS_URL is the default" 0 "address: +127\.0\.0\.1:$p" '' -- ping
 check "unix socket" 0 "address: +$work/redis.sock" '' -- -u "unix://$work/redis.sock" ping

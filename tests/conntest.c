@@ -113,3 +113,64 @@ void url_of(char *out, size_t n, const ts_server *s)
 {
     snprintf(out, n, "redis://127.0.0.1:%d", s->port);
 }
+
+/* The value of INFO's line "field:value" in text[0..len), into out. */
+static int info_field(const char *text, size_t len, const char *field, char *out, size_t n)
+{
+    size_t fl = strlen(field);
+    for (size_t i = 0; i + fl < len; i++) {
+        if ((i > 0 && text[i - 1] != '\n') || memcmp(text + i, field, fl) != 0 ||
+            text[i + fl] != ':')
+            continue;
+        size_t j = i + fl + 1, k = 0;
+        while (j < len && text[j] != '\r' && text[j] != '\n' && k + 1 < n) out[k++] = text[j++];
+        out[k] = '\0';
+        return 1;
+    }
+    out[0] = '\0';
+    return 0;
+}
+
+int server_identity(rlk_conn *c, struct server_id *out, int line)
+{
+    char name[32], vv[32], rv[32];
+    rlk_resp_value *v = run_cmd(c, line, "INFO", "server", (const char *)NULL);
+    memset(out, 0, sizeof *out);
+    if (!v) return 0;
+    if (!tl_ok(v->str != NULL, __FILE__, line, "INFO server: not a string (type %c)", v->type))
+        return 0;
+    info_field(v->str, v->len, "server_name", name, sizeof name);
+    info_field(v->str, v->len, "valkey_version", vv, sizeof vv);
+    info_field(v->str, v->len, "redis_version", rv, sizeof rv);
+    if (strcmp(name, "valkey") == 0 || vv[0]) {
+        snprintf(out->name, sizeof out->name, "valkey");
+        snprintf(out->version, sizeof out->version, "%s", vv);
+    } else {
+        snprintf(out->name, sizeof out->name, "redis");
+        snprintf(out->version, sizeof out->version, "%s", rv);
+    }
+    if (!tl_ok(sscanf(out->version, "%d.%d.%d", &out->major, &out->minor, &out->patch) == 3,
+               __FILE__, line, "INFO server: %s version '%s' is not N.N.N", out->name,
+               out->version))
+        return 0;
+    return 1;
+}
+
+static int takes(rlk_conn *c, int argc, const char **argv)
+{
+    rlk_resp_value *v = NULL;
+    int rc = rlk_conn_command(c, &v, argc, argv, NULL);
+    return rc == RLK_OK && v && v->type != RLK_RESP_ERROR && v->type != RLK_RESP_BLOB_ERROR;
+}
+
+int server_has_set_ifeq(rlk_conn *c)
+{
+    const char *argv[] = {"SET", "conntest:probe", "x", "IFEQ", "y"};
+    return takes(c, 5, argv);
+}
+
+int server_has_delifeq(rlk_conn *c)
+{
+    const char *argv[] = {"DELIFEQ", "conntest:probe", "y"};
+    return takes(c, 3, argv);
+}

@@ -47,4 +47,24 @@ int collect_args(const char **argv, va_list ap);
 /* The URL of a server started by ts_start. */
 void url_of(char *out, size_t n, const ts_server *s);
 
+/* What a server says it is in INFO server: "valkey" and its
+ * valkey_version where it has server_name valkey or a valkey_version
+ * line, else "redis" and its redis_version (Valkey also says
+ * redis_version 7.2.4, the Redis it is compatible with).  The test
+ * compares with these, never with the library's own reading of them. */
+struct server_id {
+    char name[16];
+    char version[32];
+    int major, minor, patch;
+};
+/* 1, or 0 (a test failure at line: no INFO, or no version in it). */
+int server_identity(rlk_conn *c, struct server_id *out, int line);
+#define SERVER_ID(c, out) server_identity(c, out, __LINE__)
+
+/* Whether the server takes SET key value IFEQ old (Valkey 8.1+, Redis
+ * 8.4+), and DELIFEQ key value (Valkey 9.0+): asked of a key no test
+ * uses, a syntax or unknown-command error where it does not. */
+int server_has_set_ifeq(rlk_conn *c);
+int server_has_delifeq(rlk_conn *c);
+
 #endif

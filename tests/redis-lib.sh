@@ -7,6 +7,10 @@
 #       RLK_REDIS_PID; waits (with a deadline) until it answers PING.
 #   rlk_redis_stop_all
 #       stops every server this shell started.
+#   rlk_redis_identity PORT
+#       what the server on PORT says it is (INFO server), as "NAME
+#       VERSION": "valkey" with valkey_version where it has server_name
+#       valkey or a valkey_version line, else "redis" with redis_version.
 #
 # The server is the one the test programs start (tests/server.h):
 # $RLK_REDIS_SERVER when it names one by its path, whose directory then
@@ -134,4 +138,15 @@ rlk_redis_restart() {
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   done
   return 1
+}
+
+rlk_redis_identity() {
+  redis-cli -p "$1" INFO server 2>/dev/null | tr -d '\r' | awk -F: '
+    $1 == "server_name"    { name = $2 }
+    $1 == "valkey_version" { vv = $2 }
+    $1 == "redis_version"  { rv = $2 }
+    END {
+      if (name == "valkey" || vv != "") { if (vv != "") print "valkey", vv }
+      else if (rv != "") print "redis", rv
+    }'
 }
