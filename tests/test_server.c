@@ -3,8 +3,10 @@
  * Server detection (src/serverinfo.h, and over a connection
  * rlk__server_detect in src/script.h): which server, which version, and
  * which native commands it has.  The pure function over a table of
- * versions and garbage; a real redis-server 7.0 (RESP3 through HELLO, and
- * RESP2 through INFO server); fake servers answering HELLO and INFO as
+ * versions and garbage; the real server under test, whichever it is
+ * (RESP3 through HELLO, and RESP2 through INFO server), whose facts must
+ * be those of the name and version its INFO server gives, and whose
+ * capability bits must match the commands it takes; fake servers answering HELLO and INFO as
  * newer ones do (Valkey 9.0, Redis 8.4, a Valkey that claims Redis 7.2.4),
  * as Redis 5 does (no HELLO), and a failover to a server of another
  * version, which a new detection must see.
@@ -145,7 +147,7 @@ static void test_versions_garbage(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* A real redis-server 7.0                                              */
+/* The real server under test                                           */
 
 static rlk_conn *connect_url(const char *url, int protocol)
 {
@@ -174,7 +176,48 @@ static long info_calls(rlk_conn *admin)
     return p ? strtol(p + 19, NULL, 10) : 0;
 }
 
-static void test_real_redis(void)
+/* INFO's line "field:value" of text, into out (n bytes); "" without it.
+ * Read here, apart from the library's reading. */
+static void info_line(const char *text, const char *field, char *out, size_t n)
+{
+    size_t fl = strlen(field);
+    out[0] = '\0';
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, field, fl) == 0 && p[fl] == ':') {
+            size_t k = strcspn(p + fl + 1, "\r\n");
+            snprintf(out, n, "%.*s", (int)(k < n ? k : n - 1), p + fl + 1);
+            return;
+        }
+    }
+}
+
+/* Whether the server runs a command (any reply but an error). */
+static int takes(rlk_conn *c, int argc, const char **argv)
+{
+    rlk_resp_value *v = NULL;
+    return rlk_conn_command(c, &v, argc, argv, NULL) == RLK_OK && v &&
+           v->type != RLK_RESP_ERROR && v->type != RLK_RESP_BLOB_ERROR;
+}
+
+/* The capabilities the server really has, asked of it command by
+ * command (on a key nothing else uses, which none of them creates). */
+static unsigned real_caps(rlk_conn *c)
+{
+    static const char *set_ifeq[] = {"SET", "srv-probe", "x", "IFEQ", "y"};
+    static const char *delifeq[] = {"DELIFEQ", "srv-probe", "y"};
+    static const char *delex[] = {"DELEX", "srv-probe", "IFEQ", "y"};
+    static const char *flags[] = {"EVAL", "#!lua flags=no-writes\nreturn 1", "0"};
+    static const char *functions[] = {"FUNCTION", "LIST"};
+    unsigned caps = 0;
+    if (takes(c, 5, set_ifeq)) caps |= RLK_CAP_SET_IFEQ;
+    if (takes(c, 3, delifeq)) caps |= RLK_CAP_DELIFEQ;
+    if (takes(c, 4, delex)) caps |= RLK_CAP_DELEX_IFEQ;
+    if (takes(c, 3, flags)) caps |= RLK_CAP_SCRIPT_FLAGS;
+    if (takes(c, 2, functions)) caps |= RLK_CAP_FUNCTIONS;
+    return caps;
+}
+
+static void test_real_server(void)
 {
     ts_server *srv = ts_start(NULL);
     char url[64];
@@ -184,26 +227,46 @@ static void test_real_redis(void)
     rlk_conn *c3 = connect_url(url, 0), *c2 = connect_url(url, 2);
     if (!CHECK(admin && c3 && c2)) goto out;
 
-    /* What the server says of itself, to compare with. */
+    /* What the server says of itself, to compare with: Valkey names
+     * itself (server_name, valkey_version) and claims redis_version
+     * 7.2.4; Redis gives redis_version alone. */
     const char *argv[2] = {"INFO", "server"};
     rlk_resp_value *v;
     CHECK_EQ_INT(rlk_conn_command(admin, &v, 2, argv, NULL), RLK_OK);
-    char want[32] = "";
-    const char *p = v && v->str ? strstr(v->str, "redis_version:") : NULL;
-    if (!CHECK(p != NULL)) goto out;
-    sscanf(p + 14, "%31[0-9.]", want);
+    if (!CHECK(v && v->str)) goto out;
+    char text[8192], name[32], vv[32], rv[32];
+    snprintf(text, sizeof text, "%.*s", (int)v->len, v->str);
+    info_line(text, "server_name", name, sizeof name);
+    info_line(text, "valkey_version", vv, sizeof vv);
+    info_line(text, "redis_version", rv, sizeof rv);
+    int valkey = strcmp(name, "valkey") == 0 || vv[0];
+    const char *want_name = valkey ? "valkey" : "redis", *want_version = valkey ? vv : rv;
     int w[3] = {0, 0, 0};
-    sscanf(want, "%d.%d.%d", &w[0], &w[1], &w[2]);
-    if (!CHECK_MSG(w[0] == 7 && w[1] == 0, "these tests expect Redis 7.0, found %s", want))
+    if (!CHECK_MSG(sscanf(want_version, "%d.%d.%d", &w[0], &w[1], &w[2]) == 3,
+                   "INFO server: %s version '%s'", want_name, want_version))
         goto out;
+    rlk__flavor flavor = valkey ? RLK__FLAVOR_VALKEY : RLK__FLAVOR_REDIS;
 
-    /* RESP3: HELLO told all of it; no INFO is sent. */
+    /* What it can do: the table's facts for that name and version, and
+     * the commands it really takes; they must agree. */
+    rlk__server want;
+    rlk__server_facts(&want, want_name, want_version);
+    CHECK_FACTS(&want, flavor, w[0], w[1], w[2], want.caps);
+    unsigned real = real_caps(admin);
+    printf("    the server: %s %s, caps 0x%02x\n", want_name, want_version, real);
+    CHECK_MSG(want.caps == real, "%s %s: caps 0x%02x by the table, 0x%02x by the commands it takes",
+              want_name, want_version, want.caps, real);
+
+    /* RESP3: HELLO named the server and its version (as INFO does: no
+     * Valkey here claims to be Redis 7.2.4), which told all of it; no
+     * INFO is sent. */
+    CHECK_EQ_STR(rlk_conn_get_info(c3)->server, want_name);
+    CHECK_EQ_STR(rlk_conn_get_info(c3)->version, want_version);
     long base0 = info_calls(admin), base1 = info_calls(admin), idle = base1 - base0;
     rlk__server s;
     memset(&s, 0, sizeof s);
     CHECK_EQ_INT(rlk__server_detect(c3, &s), RLK_OK);
-    CHECK_FACTS(&s, RLK__FLAVOR_REDIS, w[0], w[1], w[2], SCRIPTING);
-    CHECK_MSG(!(s.caps & IFEQ_ALL), "caps 0x%02x", s.caps);
+    CHECK_FACTS(&s, flavor, w[0], w[1], w[2], want.caps);
     long after = info_calls(admin);
     CHECK_EQ_INT(after - base1 - idle, 0);
 
@@ -212,9 +275,9 @@ static void test_real_redis(void)
     CHECK_EQ_INT(rlk_conn_get_info(c2)->server[0], '\0');
     base1 = info_calls(admin);
     CHECK_EQ_INT(rlk__server_detect(c2, &s), RLK_OK);
-    CHECK_FACTS(&s, RLK__FLAVOR_REDIS, w[0], w[1], w[2], SCRIPTING);
+    CHECK_FACTS(&s, flavor, w[0], w[1], w[2], want.caps);
     CHECK_EQ_INT(rlk__server_detect(c2, &s), RLK_OK);
-    CHECK_FACTS(&s, RLK__FLAVOR_REDIS, w[0], w[1], w[2], SCRIPTING);
+    CHECK_FACTS(&s, flavor, w[0], w[1], w[2], want.caps);
     after = info_calls(admin);
     CHECK_EQ_INT(after - base1 - idle, 1);
 
@@ -431,7 +494,7 @@ out:
 TL_PROGRAM(NULL, NULL,
            TL_TEST(test_versions),
            TL_TEST(test_versions_garbage),
-           TL_TEST(test_real_redis),
+           TL_TEST(test_real_server),
            TL_TEST(test_fake_newer),
            TL_TEST(test_fake_valkey_as_redis),
            TL_TEST(test_fake_redis5),
