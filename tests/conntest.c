@@ -174,3 +174,9 @@ int server_has_delifeq(rlk_conn *c)
     const char *argv[] = {"DELIFEQ", "conntest:probe", "y"};
     return takes(c, 3, argv);
 }
+
+int server_has_delex_ifeq(rlk_conn *c)
+{
+    const char *argv[] = {"DELEX", "conntest:probe", "IFEQ", "y"};
+    return takes(c, 4, argv);
+}

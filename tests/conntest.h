@@ -62,9 +62,12 @@ int server_identity(rlk_conn *c, struct server_id *out, int line);
 #define SERVER_ID(c, out) server_identity(c, out, __LINE__)
 
 /* Whether the server takes SET key value IFEQ old (Valkey 8.1+, Redis
- * 8.4+), and DELIFEQ key value (Valkey 9.0+): asked of a key no test
- * uses, a syntax or unknown-command error where it does not. */
+ * 8.4+), DELIFEQ key value (Valkey 9.0+), and DELEX key IFEQ value
+ * (Redis 8.4+, Valkey 9.2+): asked of a key no test uses, a syntax or
+ * unknown-command error where it does not.  Each is one call of that
+ * command in INFO commandstats. */
 int server_has_set_ifeq(rlk_conn *c);
 int server_has_delifeq(rlk_conn *c);
+int server_has_delex_ifeq(rlk_conn *c);
 
 #endif
