@@ -208,12 +208,14 @@ static unsigned real_caps(rlk_conn *c)
     static const char *delex[] = {"DELEX", "srv-probe", "IFEQ", "y"};
     static const char *flags[] = {"EVAL", "#!lua flags=no-writes\nreturn 1", "0"};
     static const char *functions[] = {"FUNCTION", "LIST"};
+    static const char *no_evict[] = {"CLIENT", "NO-EVICT", "on"};
     unsigned caps = 0;
     if (takes(c, 5, set_ifeq)) caps |= RLK_CAP_SET_IFEQ;
     if (takes(c, 3, delifeq)) caps |= RLK_CAP_DELIFEQ;
     if (takes(c, 4, delex)) caps |= RLK_CAP_DELEX_IFEQ;
     if (takes(c, 3, flags)) caps |= RLK_CAP_SCRIPT_FLAGS;
     if (takes(c, 2, functions)) caps |= RLK_CAP_FUNCTIONS;
+    if (takes(c, 3, no_evict)) caps |= RLK_CAP_NO_EVICT;
     return caps;
 }
 
