@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# SERVER_TESTS (Makefile.am) names exactly the tests that talk to a real
+# server: scripts/check-all runs those again against each server of
+# scripts/servers, and a test that starts a server but is missing from
+# the list would never meet them.  A test talks to a server when its
+# source starts one: ts_start or tc_start (tests/server.h, cluster.h),
+# locktest_setup, or (a script) tests/redis-lib.sh, directly or through
+# tests/cli-lock-lib.sh.  Every test of TESTS is looked at (its source
+# is tests/NAME.c or the script itself): all of them under make check,
+# those named under make check TESTS=....
+set -u
+pass=0 fail=0
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+[ -n "${RLK_TESTS:-}" ] && [ -n "${RLK_SERVER_TESTS:-}" ] ||
+  { echo "FAIL RLK_TESTS and RLK_SERVER_TESTS unset (run by make check)"; echo "0 passed, 1 failed"; exit 1; }
+
+source_of() {
+  case $1 in
+    *.sh) echo "$top_srcdir/$1" ;;
+    *) echo "$top_srcdir/$1.c" ;;
+  esac
+}
+talks() { grep -qE 'ts_start|tc_start|locktest_setup|redis-lib\.sh|cli-lock-lib\.sh' "$1"; }
+listed() { case " $RLK_SERVER_TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+for t in $RLK_TESTS; do
+  [ "$t" != tests/server-tests.sh ] || continue   # this script names those words
+  src=$(source_of "$t")
+  [ -f "$src" ] || { bad "$t: no source $src"; continue; }
+  if talks "$src"; then
+    listed "$t" && ok "$t talks to a server: in SERVER_TESTS" || bad "$t talks to a server, not in SERVER_TESTS"
+  else
+    listed "$t" && bad "$t starts no server, but is in SERVER_TESTS" || ok "$t: no server"
+  fi
+done
+for t in $RLK_SERVER_TESTS; do
+  src=$(source_of "$t")
+  if [ -f "$src" ] && talks "$src"; then ok "SERVER_TESTS: $t starts a server"
+  else bad "SERVER_TESTS names $t, which starts no server"; fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
