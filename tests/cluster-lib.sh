@@ -13,7 +13,8 @@
 #   rlk_cluster_wait_ready [SECONDS]
 #       until every running, unpaused node says cluster_state:ok with all
 #       16384 slots assigned and ok, agrees with the others on which node
-#       serves which slot (a running primary not seen failing), lists
+#       serves which slot (a running primary not seen failing) and on
+#       every running node's role (a replica's primary included), lists
 #       every such node as online in CLUSTER SHARDS, and (a replica) has
 #       its link to its primary up.  Why it was not is in
 #       RLK_CLUSTER_WHY.
@@ -70,7 +71,7 @@ rlk_cluster_start() {
 
 # One look: 0 ready, 1 not (RLK_CLUSTER_WHY says why).
 rlk_cluster_ready_once() {
-  local i live=" " first= summary bad health
+  local i live=" " first= first_roles= roles summary bad health
   for i in "${!RLK_CLUSTER_PORTS[@]}"; do
     _rlk_cluster_live "$i" && live+="${RLK_CLUSTER_PORTS[$i]} "
   done
@@ -96,6 +97,19 @@ rlk_cluster_ready_once() {
         if (s != "") print a[2] s }' <<<"$summary" | sort)
     [ -n "$first" ] || first=$summary
     [ "$summary" = "$first" ] || { RLK_CLUSTER_WHY="node $i: other slot owners"; return 1; }
+    # Every live node's role, and a replica's primary, as all of them say
+    # (a replica's is told by gossip, after it replicates already).
+    roles=$(_rlk_cluster_cli "$i" cluster nodes | awk -v live="$live" '
+        { split($2, a, "[:@]"); port[NR] = a[2]; id[$1] = a[2]; flags[NR] = $3; master[NR] = $4 }
+        END {
+          for (k = 1; k <= NR; k++) {
+            if (!index(live, " " port[k] " ")) continue
+            if (flags[k] ~ /master/) print port[k], "primary"
+            else print port[k], "replica of", (master[k] in id) ? id[master[k]] : "?"
+          }
+        }' | sort)
+    [ -n "$first_roles" ] || first_roles=$roles
+    [ "$roles" = "$first_roles" ] || { RLK_CLUSTER_WHY="node $i: other roles"; return 1; }
     # CLUSTER SHARDS: every live node listed, online (not loading).
     health=$(_rlk_cluster_cli "$i" cluster shards |
              awk 'prev == "port" { port = $0 } prev == "health" { print port, $0 } { prev = $0 }')
