@@ -1158,12 +1158,24 @@ static void on_ready(void *ctx, rlk__core *c)
  * that connection's rounds). */
 static int start(rlk__locks *s, rlk_session_lock *l);
 
+/* l's release channel is not heard any more (its slot moved, or the
+ * server ended the subscription): a wait goes back in line by its next
+ * try, subscribed first (see busy), whether it waits, has a try in
+ * flight or one to send again: in line unsubscribed, it would be woken
+ * by re-checks only, and a handoff would find no listener. */
+static void not_listening(rlk_session_lock *l)
+{
+    l->subscribed = 0;
+    if ((l->state == L_WAIT || l->state == L_TRY || l->state == L_PENDING) && l->mode == 'w')
+        l->mode = l->kind == 'r' ? '0' : 0;
+}
+
 static void bind_node(rlk__locks *s, rlk_session_lock *l)
 {
     lnode *n = node_for(s, l->lease.slot);
     /* No owner known (a table that lists none for now): it stays. */
     if (n == l->node || (!n && l->node)) return;
-    l->subscribed = 0; /* the old node's subscription goes with its slot */
+    not_listening(l); /* the old node's subscription goes with its slot */
     l->node = n;
     l->lease.group = n;
     if (l->leased && n) {
@@ -1776,12 +1788,7 @@ static void sunsubscribed(lnode *n, const rlk_resp_value *ch)
         if (l->node != n || !l->subscribed ||
             !rlk__str_is(ch, key(l, RLK__K_CHANNEL), strlen(key(l, RLK__K_CHANNEL))))
             continue;
-        l->subscribed = 0;
-        /* In line again by the next look, subscribed first (see busy):
-         * also after a try in flight now, whose busy reply would
-         * otherwise leave it in line unsubscribed, woken by re-checks. */
-        if ((l->state == L_WAIT || l->state == L_TRY) && l->mode == 'w')
-            l->mode = l->kind == 'r' ? '0' : 0;
+        not_listening(l);
         if (l->state == L_WAIT) l->wake_at = s->now;
     }
 }
@@ -1854,11 +1861,8 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         for (rlk_session_lock *h = s->head; h; h = h->next) {
             const char *ch = key(h, RLK__K_CHANNEL);
             if (h->node != n || rlk__fnv1a(ch, strlen(ch)) != chan) continue;
-            h->subscribed = 0;
-            if (h->state == L_WAIT) {
-                if (h->mode == 'w') h->mode = h->kind == 'r' ? '0' : 0; /* as a first try */
-                if (h->wake_at > s->now + 100) h->wake_at = s->now + 100;
-            }
+            not_listening(h);
+            if (h->state == L_WAIT && h->wake_at > s->now + 100) h->wake_at = s->now + 100;
         }
         if (ec == RLK_EC_MOVED) rebind(s);
         return;
