@@ -760,6 +760,10 @@ static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t 
                          : fail(s, RLK_ERR_TIMEOUT, "acquire: the reply came after the validity it gave"));
         return r;
     }
+    /* Taken after waiting in line: others likely wait behind it, whose
+     * mark would answer a native release or renewal nil or 0, one round
+     * trip more each; it goes by the scripts from the start. */
+    if (l->mode == 'w' || l->mode == 'q') l->lease.scripted = 1;
     rlk__lease_add(&s->leases, &l->lease);
     l->leased = 1;
     l->state = L_HELD;
