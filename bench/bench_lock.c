@@ -147,7 +147,7 @@
 #define CONT_SECONDS 3       /* length of each contended run                */
 #define MAXREC 200000        /* records per contending process              */
 #define WD_LOCKS 10000       /* locks held for the watchdog workload        */
-#define WD_ROUNDS 7
+#define WD_ROUNDS 11
 #define PING_N 20000         /* PINGs timed one by one for the round trip   */
 #define MAX_ROUNDS BENCH_MAX_ROUNDS
 #define SRV_ROUNDS 7         /* rounds of each cycle for the server's time  */
@@ -1104,7 +1104,19 @@ typedef struct rnstats {
     double calls[MAXCMD][MAX_ROUNDS];  /* calls per lock in round r          */
     double usec[MAXCMD][MAX_ROUNDS];   /* us per call in round r             */
     double per_lock[MAX_ROUNDS];       /* us of top-level commands per lock  */
+    double cpu_per_lock[MAX_ROUNDS];   /* us of the server process's CPU     */
 } rnstats;
+
+/* The CPU time the server process has used so far (all its threads,
+ * nanosecond resolution: clock_getcpuclockid), in seconds; -1 when it
+ * cannot be read. */
+static double server_cpu_s(void)
+{
+    clockid_t k;
+    struct timespec t;
+    if (clock_getcpuclockid(server->pid, &k) != 0 || clock_gettime(k, &t) != 0) return -1;
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 static int is_script_call(const char *n)
 {
@@ -1127,7 +1139,7 @@ static void rn_add(rnstats *rs, int r, const cmdstat *s, int n)
         while (j < rs->ncmd && strcmp(rs->name[j], s[i].name) != 0) j++;
         if (j == rs->ncmd) {
             if (j == MAXCMD) die("renewal: too many commands in a round");
-            snprintf(rs->name[j], sizeof rs->name[j], "%s", s[i].name);
+            snprintf(rs->name[j], sizeof rs->name[j], "%.31s", s[i].name);
             rs->ncmd++;
         }
         rs->calls[j][r] = (double)s[i].calls / WD_LOCKS;
@@ -1305,6 +1317,7 @@ static void watchdog(wdstats *w)
             cmdstat cs[MAXCMD];
             if (which == 0) {
                 reset_stats(info);
+                double c0 = server_cpu_s();
                 int64_t a = now_ns();
                 /* The tick sends the round; later ticks read the replies
                  * as they come, as an event loop would: done once every
@@ -1312,6 +1325,7 @@ static void watchdog(wdstats *w)
                  * (after the shortening). */
                 wd_round(cl, locks, a / 1000000, valid);
                 w->rb[r] = (double)(now_ns() - a) * 1e-6;
+                w->rlk.cpu_per_lock[r] = (server_cpu_s() - c0) * 1e6 / WD_LOCKS;
                 rn_add(&w->rlk, r, cs, cmdstats_all(info, cs, MAXCMD));
                 for (int i = 0; i < WD_LOCKS; i++)
                     if (rlk_lock_is_lost(locks[i]))
@@ -1328,9 +1342,11 @@ static void watchdog(wdstats *w)
                 w->rs[r] = (double)(now_ns() - a) * 1e-6;
             } else {
                 reset_stats(info);
+                double c0 = server_cpu_s();
                 int64_t a = now_ns();
                 renewal_round(&m);
                 w->rm[r] = (double)(now_ns() - a) * 1e-6;
+                w->min.cpu_per_lock[r] = (server_cpu_s() - c0) * 1e6 / WD_LOCKS;
                 rn_add(&w->min, r, cs, cmdstats_all(info, cs, MAXCMD));
             }
             static const char *const failed[3] = {
@@ -1384,6 +1400,10 @@ typedef struct srvcycle {
     double cycle[MAX_ROUNDS];          /* us of server time per cycle       */
     double call[ST_N][MAX_ROUNDS];     /* us per call of each command       */
     long long want[ST_N];              /* calls of each command per cycle   */
+    /* a script's own calls: calls per cycle, us per call */
+    int ninner;
+    char inner[8][32];
+    double inner_calls[8][MAX_ROUNDS], inner_usec[8][MAX_ROUNDS];
 } srvcycle;
 
 /* A minimal cycle, raw: the library's SET as captured, then the release
@@ -1457,7 +1477,15 @@ static void server_round(rlk_conn *admin, srvcycle *s, int r, minimal *m, rlk_cl
         if (k < ST_N) {
             calls[k] = all[i].calls;
             usec[k] = all[i].usec;
-        } else if (!scripted && all[i].calls) {
+        } else if (scripted && all[i].calls) {
+            int j = 0;
+            while (j < s->ninner && strcmp(s->inner[j], all[i].name) != 0) j++;
+            if (j == 8) continue;
+            if (j == s->ninner)
+                snprintf(s->inner[s->ninner++], sizeof s->inner[0], "%.31s", all[i].name);
+            s->inner_calls[j][r] = (double)all[i].calls / SRV_OPS;
+            s->inner_usec[j][r] = all[i].usec / (double)all[i].calls;
+        } else if (all[i].calls) {
             char msg[400];
             snprintf(msg, sizeof msg, "server time: %.63s: %lld calls of %.31s in %d cycles: the "
                      "cycle did not take the uncontended path", s->label, all[i].calls,
@@ -1708,6 +1736,14 @@ static void run_regime(regime *g)
             else if (s->want[k]) printf(" %8.2f", quantile(s->call[k], SRV_ROUNDS, 0.5));
             else printf(" %8s", "-");
         printf("\n");
+        if (s->ninner) {
+            printf("      %-44s", "inside the script, per cycle:");
+            for (int j = 0; j < s->ninner; j++)
+                printf(" %s %.2f x %.2f us", s->inner[j],
+                       quantile(s->inner_calls[j], SRV_ROUNDS, 0.5),
+                       quantile(s->inner_usec[j], SRV_ROUNDS, 0.5));
+            printf("\n");
+        }
     }
     /* Rounds of the cycles ran next to each other: the median of the
      * same-round ratios, as in 1. */
@@ -1744,6 +1780,9 @@ static void run_regime(regime *g)
             printf("      %-20s %-10s %9.4f calls/lock x %8.3f us\n", rs->name[k],
                    rs->inner[k] ? "(in scripts)" : "", quantile(rs->calls[k], WD_ROUNDS, 0.5),
                    quantile(rs->usec[k], WD_ROUNDS, 0.5));
+        printf("      %-31s %9.3f us/lock (%.3f..%.3f)\n", "(the server's CPU, all of it)",
+               quantile(rs->cpu_per_lock, WD_ROUNDS, 0.5), quantile(rs->cpu_per_lock, WD_ROUNDS, 0),
+               quantile(rs->cpu_per_lock, WD_ROUNDS, 1));
     }
     printf("    %-46s %9.2fx  (ratio of the medians %.2fx)\n\n",
            "resplock / minimal, same-round ratios", w->ratio,
@@ -1902,8 +1941,10 @@ int main(void)
            "   (INFO commandstats after CONFIG RESETSTAT) in resplock's batched round\n"
            "   and in the minimal renewal's, per lock; the ratio is the median of the\n"
            "   same-round ratios.  Top-level commands only: where a round called\n"
-           "   scripts, SET and the script calls; else every command.  The minimal\n"
-           "   renewal on this server: %s%s\n\n",
+           "   scripts, SET and the script calls; else every command.  Beside it, not\n"
+           "   in the ratio: the server process's CPU time per lock in the same round\n"
+           "   (reading, parsing and replying included; clock_getcpuclockid).  The\n"
+           "   minimal renewal on this server: %s%s\n\n",
            facts.set_ifeq ? "SET key token IFEQ token PX 30000."
                           : "by EVALSHA the compare-and-pexpire\n     ",
            facts.set_ifeq ? "" : cap_script);
