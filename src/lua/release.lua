@@ -23,8 +23,9 @@
 -- (reentrant, still held), 0 not held, -1 held by someone else, -3 a
 -- re-send too late to tell (nothing done).
 --
--- An uncontended simple lock costs GET, EXISTS and DEL here: nothing is
--- written, nothing published, nothing left behind.  (Where the server
+-- An uncontended simple lock costs GET and DEL here (GET, EXISTS and
+-- DEL for another's token form): nothing is written, nothing
+-- published, nothing left behind.  (Where the server
 -- has DELIFEQ or DELEX IFEQ, resplock releases an unmarked simple lock
 -- with that instead, and sends this script when it answers 0.)  With waiters in line
 -- the release hands the lock over: the lock gets the waiter's token for
@@ -60,6 +61,14 @@ if not tomb then
   -- pcall: a key of another type answers an error table.  The value is
   -- the token, or the token with the waiters' mark "+w" (acquire.lua).
   v = redis.pcall('get', lock)
+  -- Resplock's token unmarked: no waiter joined the line while it held
+  -- (each marks it), so none is handed it: GET and DEL alone, as
+  -- DELIFEQ does.  (One that joined before a holder took the lock
+  -- by SET NX marks it at its next look, within a slice.)
+  if v == token and string.sub(token, 1, 4) == 'rlk:' then
+    redis.call('del', lock)
+    return 1
+  end
   mine = v == token or v == token .. '+w'
   if mine and redis.call('exists', queue) == 0 then
     redis.call('del', lock)
