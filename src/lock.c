@@ -99,6 +99,7 @@ struct rlk_session_lock {
     char mode;            /* of the next try: 0 (SET+HGET+TIME), 'w', 'q' */
     int final;            /* the try in flight is the last */
     int cancel;           /* released while acquiring */
+    int waited;           /* it joined the line (a try of mode 'w' found it busy) */
     int resend;           /* a try's reply was lost: try again, in the form
                              that finds a lock that try took ('q') */
     int resent;           /* the next try sent is that re-send */
@@ -763,7 +764,7 @@ static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t 
     /* Taken after waiting in line: others likely wait behind it, whose
      * mark would answer a native release or renewal nil or 0, one round
      * trip more each; it goes by the scripts from the start. */
-    if (l->mode == 'w' || l->mode == 'q') l->lease.scripted = 1;
+    if (l->waited) l->lease.scripted = 1;
     rlk__lease_add(&s->leases, &l->lease);
     l->leased = 1;
     l->state = L_HELD;
@@ -784,6 +785,7 @@ static int not_acquired(rlk__locks *s, rlk_session_lock *l, int status)
 /* Busy: in line until the next look, or the end of the wait. */
 static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
 {
+    if (l->mode == 'w') l->waited = 1; /* that try joined the line */
     if (l->handed) {
         l->handed = 0;
         return send_confirm(s, l);
