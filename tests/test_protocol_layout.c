@@ -1064,6 +1064,10 @@ static void *loop_main(void *arg)
         rlk_lock_options_init(&o);
         o.ttl_ms = 5000;
         o.wait_ms = LONG_MS;
+        /* Held at its full TTL once handed over: the hold below (up to
+         * 2 s, no call into the client) must not outlast a handoff's
+         * claim (2 s) whose confirmation nobody reads meanwhile. */
+        o.full_ttl = 1;
         lp->rc = rlk_lock_acquire(lp->cl, lp->name, &o, &l);
         if (lp->rc != RLK_OK) {
             snprintf(lp->err, sizeof lp->err, "%s", rlk_client_errmsg(lp->cl));
