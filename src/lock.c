@@ -1901,10 +1901,9 @@ static int build_renew(rlk__core *c, rlk__req *q)
     lnode *n = q->ctx;
     const rlk_request *r = &n->round.reqs[q->arg];
     if (!r->script) {
-        /* A simple lease alone (rlk__round.native): key, kind, token, ttl. */
-        const char *argv[7] = {"SET", r->argv[0], r->argv[2], "IFEQ", r->argv[2], "PX", r->argv[3]};
-        size_t lens[7] = {3, r->argvlen[0], r->argvlen[2], 4, r->argvlen[2], 2, r->argvlen[3]};
-        return rlk__core_put(c, 7, argv, lens);
+        /* A simple lease alone (rlk__round.native): key, kind, token,
+         * ttl, each a string of the lease's. */
+        return put_set_ifeq(c, r->argv[0], r->argv[2], r->argv[3]);
     }
     return rlk__core_put_script(c, q, &n->s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
                                 r->argvlen);
