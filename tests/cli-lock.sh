@@ -101,8 +101,8 @@ expect_eq "release with another token: nothing deleted" "$(R GET held)" "$tok+w"
 check "release -E 5 with another token: 5" 5 '' 'held by someone else' -- -u "$url" release -E 5 held wrong
 check "release with the token: 0" 0 '' '' -- -u "$url" release held "$tok"
 expect_eq "release: the key is gone" "$(R EXISTS held)" 0
-check "release again with the same token: 1" 1 '' "release: lock 'held' was not held" -- -u "$url" release held "$tok"
-check "release of a lock never taken: 1" 1 '' "release: lock 'never-taken' was not held" -- -u "$url" release never-taken "$tok"
+check "release again with the same token: 1" 1 '' "release: lock 'held' is not held: released already, expired, or never taken" -- -u "$url" release held "$tok"
+check "release of a lock never taken: 1" 1 '' "release: lock 'never-taken' is not held" -- -u "$url" release never-taken "$tok"
 $RLK_WRAP "$bin" -u "$url" acquire full >/dev/full 2>"$work/err" </dev/null
 expect_eq "acquire >/dev/full: 70" "$?" 70
 expect_match "acquire >/dev/full: says so" "$(grep -v '^==' "$work/err")" 'cannot write the token'
@@ -111,7 +111,7 @@ R SET no-ttl someone >/dev/null
 check "status of a key without a TTL: 0, never expires" 0 '^ttl: +none' '' -- -u "$url" status no-ttl
 acq=$($RLK_WRAP "$bin" -u "$url" acquire short -t 100ms); read -r stok _ <<<"$acq"
 wait_until 5 key_gone short || bad "acquire -t 100ms: the key did not expire"
-check "release of an expired lock: 1" 1 '' "release: lock 'short' was not held \(expired\)" -- -u "$url" release short "$stok"
+check "release of an expired lock: 1" 1 '' "release: lock 'short' is not held" -- -u "$url" release short "$stok"
 check "acquire after it expired: 0" 0 '^rlk:[0-9a-f]{32} [0-9]+$' '' -- -u "$url" acquire short -t 100ms
 
 # ---------------------------------------------------------- usage errors: 64

@@ -176,10 +176,10 @@ expect_match "-v: connected, the protocol and TLS (INFO server: '$ident')" "$(er
   "connected to 127\.0\.0\.1:$port, $identre, RESP3, no TLS"
 check "ping -v names the server" 0 '' "connecting to 127\.0\.0\.1:$port\$" -- -v -p "$port" ping
 check "-v over a Unix socket" 0 '' "connecting to the Unix socket $work/redis\.sock" -- -v -u "unix://$work/redis.sock" run vv -- true
-REDIS_URL="127.0.0.1:$port" check "a bad \$REDIS_URL says so: 69" 69 '' '^resplock: \$REDIS_URL: missing scheme' -- run vv -- true
-REDIS_URL="redis://127.0.0.1:99999" check "a bad \$REDIS_URL from the library: named too" 69 '' '^resplock: \$REDIS_URL: bad port' -- run vv -- true
-REDIS_URL="ftp://x" check "\$REDIS_URL with -p: still named" 69 '' '^resplock: \$REDIS_URL: unknown scheme' -- -p "$port" run vv -- true
-check "a bad --url: as before" 69 '' '^resplock: (connect: )?URL: ' -- -u "ftp://x" run vv -- true
+REDIS_URL="127.0.0.1:$port" check "a bad \$REDIS_URL says so: 78" 78 '' '^resplock: \$REDIS_URL: missing scheme' -- run vv -- true
+REDIS_URL="redis://127.0.0.1:99999" check "a bad \$REDIS_URL from the library: named too" 78 '' '^resplock: \$REDIS_URL: bad port' -- run vv -- true
+REDIS_URL="ftp://x" check "\$REDIS_URL with -p: still named" 78 '' '^resplock: \$REDIS_URL: unknown scheme' -- -p "$port" run vv -- true
+check "a bad --url: a usage error" 64 '' '^resplock: (connect: )?URL: ' -- -u "ftp://x" run vv -- true
 
 # --------------------------------------------------------------- durations
 ttl_of() { $RLK_WRAP "$bin" -u "$url" run du -t "$1" -- sh -c 'echo "$RESPLOCK_TTL_MS"' </dev/null 2>"$work/err"; }
@@ -273,13 +273,14 @@ printf 'url = %s\n' "$down" >"$work/system.conf"
 RESPLOCK_CONFIG_SYSTEM="$work/system.conf" RESPLOCK_CONFIG=$conf check "RESPLOCK_CONFIG overrides the system file" 0 '' '' -- run cf -- true
 RESPLOCK_CONFIG_SYSTEM="$work/system.conf" check "the system file's url is used" 69 '' 'refused' -- run cf -- true
 printf 'url = %s\n' "$down" >"$work/down.conf"
-RESPLOCK_CONFIG="$work/down.conf" REDIS_URL=$url check "\$REDIS_URL overrides the file" 0 '' '' -- run cf -- true
+RESPLOCK_CONFIG="$work/down.conf" REDIS_URL=$url check "the file overrides \$REDIS_URL" 69 '' '' -- run cf -- true
 RESPLOCK_CONFIG="$work/down.conf" REDIS_URL=$down check "--url overrides both" 0 '' '' -- -u "$url" run cf -- true
 RESPLOCK_CONFIG="$work/down.conf" check "-p overrides the file's url" 0 '' '' -- -p "$port" run cf -- true
 printf 'host = 127.0.0.1\nport = %s\nprefix = app:\ntimeout = 1m30s\n' "$port" >"$work/hp.conf"
 RESPLOCK_CONFIG="$work/hp.conf" check "host, port and prefix in the file" 0 '^app:cf$' '' -- run cf -- sh -c 'echo "$RESPLOCK_NAME"'
 printf 'port = %s\n' "$closed_port" >"$work/port.conf"
-RESPLOCK_CONFIG="$work/port.conf" REDIS_URL=$url check "the file's port is for its own url, not \$REDIS_URL's" 0 '' '' -- run cf -- true
+RESPLOCK_CONFIG="$work/port.conf" REDIS_URL=$url check "the file's port is for its own url, not \$REDIS_URL's" 69 '' '' -- run cf -- true
+expect_match "the file's port: the file's server is used" "$(errs)" "127\.0\.0\.1:$closed_port: Connection refused"
 if [ -n "${ap-}" ]; then
   printf 'url = redis://127.0.0.1:%s\npassword-file = %s\n' "$ap" "$work/pw" >"$work/auth.conf"
   RESPLOCK_CONFIG="$work/auth.conf" check "password-file in the file" 0 '' '' -- run cf -- true
@@ -300,7 +301,7 @@ printf 'url = 127.0.0.1\n' >"$work/badurl.conf"
 RESPLOCK_CONFIG="$work/badurl.conf" check "config: a bad url names the file and line: 78" 78 '' "badurl\.conf, line 1: url: missing scheme" -- run cf -- true
 printf 'url = redis://127.0.0.1:0\n' >"$work/badurl.conf"
 RESPLOCK_CONFIG="$work/badurl.conf" check "config: a url the library refuses: 78" 78 '' "badurl\.conf, line 1: url: bad port" -- run cf -- true
-RESPLOCK_CONFIG="$work/nosuch.conf" check "RESPLOCK_CONFIG names a missing file: 78" 78 '' "nosuch\.conf: No such file" -- -u "$url" run cf -- true
+RESPLOCK_CONFIG="$work/nosuch.conf" check "RESPLOCK_CONFIG names a missing file: 78" 78 '' "nosuch\.conf \(named by \\\$RESPLOCK_CONFIG\): No such file" -- -u "$url" run cf -- true
 RESPLOCK_CONFIG="$work/bad.conf" check "usage errors come before the configuration" 64 '' 'bad --ttl' -- -u "$url" run cf -t soon -- true
 RESPLOCK_CONFIG="$work/bad.conf" check "--help with a bad file: 0" 0 '^usage' '' -- --help
 

@@ -43,11 +43,18 @@ typedef struct cli_opts {
     const char *prefix;
     int verbose;
     int quiet;
+    int no_auth_warning;    /* --no-auth-warning */
+    /* Set by cli_config: run's defaults from the configuration files
+     * (CLI_D_*), when set there, and where ("FILE, line N"). */
+    int loaded, load_code;
+    int64_t conf_ms[5];
+    int conf_set[5];
+    char conf_where[5][1040];
     /* Set by cli_resolve, with the configuration files and environment. */
     int resolved, resolve_code;
     const char *final_url;  /* what the library gets */
     const char *server;     /* "host:port with TLS", for messages */
-    const char *url_from;   /* "--url", "$REDIS_URL", or a file's name */
+    const char *url_from;   /* "--url", "$RESPLOCK_URL", "$REDIS_URL", a file's name */
     int url_conf_line;      /* the file's line, or 0 */
 } cli_opts;
 
@@ -90,6 +97,11 @@ int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
 
 /* ---- config.c: the settings from files, environment and options ---- */
 
+/* The run defaults a configuration file may set, as cli_opts.conf_ms. */
+enum { CLI_D_TTL, CLI_D_WAIT, CLI_D_HOLD_MIN, CLI_D_MAX_TIME, CLI_D_KILL_AFTER, CLI_D_COUNT };
+/* Reads and checks the configuration files (once; later calls return the
+ * first result): 0, or an exit code after a message. */
+int cli_config(cli_opts *o);
 /* Reads the configuration files, then merges them, the environment and
  * the options into o->final_url (once; later calls return the first
  * result).  0, or an exit code after a message. */

@@ -33,12 +33,14 @@ typedef struct conf_value {
 
 enum {
     K_URL, K_HOST, K_PORT, K_USER, K_PASSWORD_FILE, K_TLS, K_CACERT, K_CACERTDIR, K_CERT,
-    K_KEY, K_SNI, K_PREFIX, K_TIMEOUT, K_COUNT
+    K_KEY, K_SNI, K_PREFIX, K_TIMEOUT,
+    /* run's defaults, in the order of CLI_D_* */
+    K_TTL, K_WAIT, K_HOLD_MIN, K_MAX_TIME, K_KILL_AFTER, K_COUNT
 };
 
 static const char *const conf_keys[K_COUNT] = {
     "url", "host", "port", "user", "password-file", "tls", "cacert", "cacertdir", "cert",
-    "key", "sni", "prefix", "timeout"};
+    "key", "sni", "prefix", "timeout", "ttl", "wait", "hold-min", "max-time", "kill-after"};
 
 /* Both files are kept whole (the values point into them) until exit. */
 static char conf_text[2][CONF_MAX + 1];
@@ -62,14 +64,19 @@ static char *trim(char *s, char *end)
     return s;
 }
 
-/* Reads one file into slot; a missing file is skipped when optional. */
-static int conf_load(int slot, const char *path, int optional)
+/* Reads one file into slot; a missing file is skipped when optional.
+ * `var` names the variable that named the file, or is NULL. */
+static int conf_load(int slot, const char *path, int optional, const char *var)
 {
     snprintf(conf_path[slot], sizeof conf_path[slot], "%s", path);
     const char *file = conf_path[slot];
     FILE *f = fopen(path, "r");
     if (!f) {
         if (optional && errno == ENOENT) return 0;
+        if (var) {
+            cli_err("%s (named by $%s): %s", file, var, strerror(errno));
+            return CLI_EX_CONFIG;
+        }
         return conf_error(file, 0, "%s", strerror(errno));
     }
     char *text = conf_text[slot];
@@ -349,25 +356,80 @@ static int compose(char *out, size_t cap, const url_parts *u, const char *host, 
     return b.overflow ? -1 : 0;
 }
 
-/* A bad URL, named by where it came from. */
+/* A bad URL, named by where it came from: a usage error on the command
+ * line, a configuration error from a file or the environment; never
+ * "unreachable", which wrappers retry. */
 static int url_error(cli_opts *o, const char *msg)
 {
     if (o->url_conf_line > 0) {
         cli_err("%s, line %d: url: %s", o->url_from, o->url_conf_line, msg);
         return CLI_EX_CONFIG;
     }
-    if (strcmp(o->url_from, "--url") == 0) cli_err("URL: %s", msg);
-    else cli_err("%s: %s", o->url_from, msg);
-    return CLI_EX_UNAVAILABLE;
+    if (strcmp(o->url_from, "--url") == 0) {
+        cli_err("URL: %s", msg);
+        return CLI_EX_USAGE;
+    }
+    cli_err("%s: %s", o->url_from, msg);
+    return CLI_EX_CONFIG;
+}
+
+/* The run defaults of the files, checked as the options are. */
+static int conf_defaults(cli_opts *o)
+{
+    static const int64_t min_ms[CLI_D_COUNT] = {1, 0, 0, 1, 0};
+    for (int d = 0; d < CLI_D_COUNT; d++) {
+        const conf_value *v = &conf[K_TTL + d];
+        if (!v->value) continue;
+        int64_t ms;
+        if (cli_parse_duration(v->value, &ms) != 0 || ms < min_ms[d])
+            return conf_bad(K_TTL + d, min_ms[d] ? "a duration such as 500ms, 10s or 5m, not 0"
+                                                 : "a duration such as 500ms, 10s or 5m");
+        if (d == CLI_D_TTL && rlk_plan_valid_ms(NULL, ms) <= 0)
+            return conf_bad(K_TTL, "too short: the lock would be valid for no time");
+        o->conf_ms[d] = ms;
+        o->conf_set[d] = 1;
+        snprintf(o->conf_where[d], sizeof o->conf_where[d], "%s, line %d", v->file, v->line);
+    }
+    return 0;
+}
+
+static int load(cli_opts *o)
+{
+    int r;
+    const char *sys = getenv("RESPLOCK_CONFIG_SYSTEM");
+    int sys_env = sys && *sys;
+    if ((r = conf_load(0, sys_env ? sys : SYSTEM_CONFIG, 1, sys_env ? "RESPLOCK_CONFIG_SYSTEM" : NULL)))
+        return r;
+    const char *user_conf = getenv("RESPLOCK_CONFIG");
+    if (user_conf && *user_conf && (r = conf_load(1, user_conf, 0, "RESPLOCK_CONFIG")) != 0) return r;
+    return conf_defaults(o);
+}
+
+int cli_config(cli_opts *o)
+{
+    if (!o->loaded) {
+        o->loaded = 1;
+        o->load_code = load(o);
+    }
+    return o->load_code;
+}
+
+/* The password given on the command line, or in -u's URL, can be seen by
+ * other users (ps): said unless --no-auth-warning. */
+static void password_warning(const cli_opts *o, const url_parts *u)
+{
+    int in_url = o->url && *o->url && u->pass && u->pass_len;
+    int in_arg = o->password_from == CLI_PW_ARG && o->password && *o->password;
+    if ((in_url || in_arg) && !o->no_auth_warning)
+        cli_err("warning: a password on the command line can be seen by other users; "
+                "use --askpass, --pass-file or $REDISCLI_AUTH (--no-auth-warning: not this "
+                "warning)");
 }
 
 static int resolve(cli_opts *o)
 {
     int r;
-    const char *sys = getenv("RESPLOCK_CONFIG_SYSTEM");
-    if ((r = conf_load(0, sys && *sys ? sys : SYSTEM_CONFIG, 1)) != 0) return r;
-    const char *user_conf = getenv("RESPLOCK_CONFIG");
-    if (user_conf && *user_conf && (r = conf_load(1, user_conf, 0)) != 0) return r;
+    if ((r = cli_config(o)) != 0) return r;
 
     /* The settings that are not the server's address. */
     if (!o->timeout_set && conf[K_TIMEOUT].value &&
@@ -381,10 +443,15 @@ static int resolve(cli_opts *o)
     if (!o->tls.key_file) o->tls.key_file = conf[K_KEY].value;
     if (!o->tls.server_name) o->tls.server_name = conf[K_SNI].value;
 
-    /* The server: a URL, whole, from the options, the environment or the
-     * file, in that order; the file's separate settings belong to its
-     * own URL only. */
-    const char *env = getenv("REDIS_URL");
+    /* The server: --url, then $RESPLOCK_URL, each whole; then the file's
+     * server settings (url, host, port, user, password-file, tls: any of
+     * them makes it the file's server, on its url or the default); then
+     * $REDIS_URL, an application's variable, which never beats what an
+     * operator wrote in a file; then the default. */
+    const char *env = getenv("RESPLOCK_URL");
+    const char *redis_env = getenv("REDIS_URL");
+    int conf_server = 0;
+    for (int k = K_URL; k <= K_TLS; k++) conf_server = conf_server || conf[k].value;
     const char *base;
     int from_conf = 0;
     o->url_conf_line = 0;
@@ -393,18 +460,26 @@ static int resolve(cli_opts *o)
         o->url_from = "--url";
     } else if (env && *env) {
         base = env;
-        o->url_from = "$REDIS_URL";
-    } else {
+        o->url_from = "$RESPLOCK_URL";
+    } else if (conf_server || !redis_env || !*redis_env) {
         from_conf = 1;
         base = conf[K_URL].value ? conf[K_URL].value : DEFAULT_URL;
         o->url_from = conf[K_URL].value ? conf[K_URL].file : "the default URL";
         o->url_conf_line = conf[K_URL].value ? conf[K_URL].line : 0;
+    } else {
+        base = redis_env;
+        o->url_from = "$REDIS_URL";
+    }
+    int ck = K_URL; /* the file's first server setting */
+    while (ck < K_TLS && !conf[ck].value) ck++;
+    if (!from_conf && conf_server) {
+        int k = ck;
+        cli_verbose("%s, line %d: the file's server settings are not used: the server is %s's",
+                    conf[k].file, conf[k].line, o->url_from);
     }
     url_parts u;
     int split = split_url(base, &u);
-    if (o->url && *o->url && u.pass && u.pass_len)
-        cli_err("warning: a password on the command line can be seen by other users; "
-                "use --askpass, --pass-file or $REDISCLI_AUTH");
+    password_warning(o, &u);
 
     /* The file's values are checked even when something overrides
      * them: an error shows up on the day it is made. */
@@ -471,6 +546,19 @@ static int resolve(cli_opts *o)
     }
     describe(&u);
     o->server = server_buf;
+    if (from_conf && redis_env && *redis_env) {
+        /* The file wins; said once, when $REDIS_URL names another server. */
+        char mine[sizeof server_buf];
+        url_parts e;
+        snprintf(mine, sizeof mine, "%s", server_buf);
+        if (split_url(redis_env, &e) != 0) snprintf(server_buf, sizeof server_buf, "?");
+        else describe(&e);
+        if (strcmp(mine, server_buf) != 0)
+            cli_err("warning: $REDIS_URL (%s) is not used: the settings in %s name the server "
+                    "(%s); to use another, give -u or $RESPLOCK_URL",
+                    server_buf, conf[ck].file, mine);
+        snprintf(server_buf, sizeof server_buf, "%s", mine);
+    }
     if (u.tls && !rlk_tls_library())
         return cli_err("TLS support not compiled in (%s asks for TLS)", server_buf), CLI_EX_CONFIG;
     return 0;
@@ -505,11 +593,30 @@ const char *cli_key(const cli_opts *o, const char *name)
     return key_buf;
 }
 
+/* The server closed a plain connection, or answered it with what is not
+ * RESP: a TLS port's way of refusing it. */
+static int maybe_tls_port(int status, const char *msg)
+{
+    if (status == RLK_ERR_PROTO) return 1;
+    return (status == RLK_ERR_IO || status == RLK_ERR_CLOSED || status == RLK_ERR_CONNECT) &&
+           (strstr(msg, "reset by peer") || strstr(msg, "closed") || strstr(msg, "end of"));
+}
+
 int cli_connect_error(cli_opts *o, int status, const char *msg)
 {
     /* The library names a bad URL "URL: ..."; say which one. */
-    const char *u = status == RLK_ERR_URL ? strstr(msg, "URL: ") : NULL;
-    if (u && o->url_from && strcmp(o->url_from, "--url") != 0) return url_error(o, u + 5);
-    cli_err("%s", msg);
+    if (status == RLK_ERR_URL && o->url_from) {
+        const char *u = strstr(msg, "URL: ");
+        return url_error(o, u ? u + 5 : msg);
+    }
+    url_parts u;
+    int plain_tcp = o->final_url && split_url(o->final_url, &u) == 0 && !u.tls && !u.unix_socket;
+    if (status == RLK_ERR_AUTH)
+        cli_err("%s (the password: --askpass, --pass-file FILE, or password-file in the "
+                "configuration file)", msg);
+    else if (plain_tcp && maybe_tls_port(status, msg))
+        cli_err("%s (does the server want TLS? use rediss://)", msg);
+    else
+        cli_err("%s", msg);
     return cli_exit_for(status);
 }

@@ -44,7 +44,11 @@ typedef struct lock_args {
     int64_t max_time_ms;     /* run: 0 when none */
     const char *shell;       /* run -c */
     int add;                 /* extend: add instead of set */
+    unsigned from_conf;      /* bit CLI_D_*: the value is the config file's */
 } lock_args;
+
+/* A value no option gave (yet): the config file's, or the default. */
+#define UNSET INT64_MIN
 
 enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME };
 
@@ -217,10 +221,38 @@ static int lock_failure(cli_opts *o, rlk_client *cl, int status, const lock_args
 static void init_args(lock_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->ttl_ms = RLK_DEFAULT_TTL_MS;
-    a->wait_ms = RLK_WAIT_FOREVER;
+    a->ttl_ms = a->wait_ms = a->hold_min_ms = a->max_time_ms = a->kill_after_ms = UNSET;
     a->conflict_code = 1;
-    a->kill_after_ms = -1;
+}
+
+/* What no option gave: the configuration file's value (run's own ones
+ * for run only), else the default.  0, or an exit code. */
+static int fill_defaults(cli_opts *o, lock_args *a, int run)
+{
+    int r = cli_config(o);
+    if (r) return r;
+    int64_t *v[CLI_D_COUNT] = {&a->ttl_ms, &a->wait_ms, &a->hold_min_ms, &a->max_time_ms,
+                               &a->kill_after_ms};
+    const int64_t dflt[CLI_D_COUNT] = {RLK_DEFAULT_TTL_MS, RLK_WAIT_FOREVER, 0, 0, -1};
+    for (int d = 0; d < CLI_D_COUNT; d++) {
+        if (*v[d] != UNSET) continue;
+        int mine = d == CLI_D_TTL || d == CLI_D_WAIT || run;
+        *v[d] = mine && o->conf_set[d] ? o->conf_ms[d] : dflt[d];
+        if (mine && o->conf_set[d]) a->from_conf |= 1u << d;
+    }
+    return 0;
+}
+
+/* run's TTL and --kill-after do not fit together: a usage error, or a
+ * configuration error when the file gave one of them. */
+static int misfit(const cli_opts *o, const lock_args *a, const char *msg)
+{
+    int d = a->from_conf & (1u << CLI_D_KILL_AFTER) ? CLI_D_KILL_AFTER
+            : a->from_conf & (1u << CLI_D_TTL)      ? CLI_D_TTL
+                                                    : -1;
+    if (d < 0) return cli_usage_error("%s", msg);
+    cli_err("%s: %s", o->conf_where[d], msg);
+    return CLI_EX_CONFIG;
 }
 
 static int acquire(rlk_client *cl, const char *name, const lock_args *a, int watchdog,
@@ -236,8 +268,21 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
     /* acquire hands the token on and ends: no turn would read a
      * handoff's confirmation after it. */
     lo.full_ttl = !watchdog;
-    if (a->wait_ms != 0) cli_verbose("waiting for '%s'", name);
-    int r = rlk_lock_acquire(cl, name, &lo, l);
+    /* One try first: -v says it waits only when it does (the lock is
+     * held).  A server not reached yet is tried again within the wait. */
+    int64_t start = cli_mono_ms();
+    int r = RLK_LOCK_BUSY;
+    if (a->wait_ms != 0) {
+        rlk_lock_options once = lo;
+        once.wait_ms = 0;
+        r = rlk_lock_acquire(cl, name, &once, l);
+        if (r == RLK_LOCK_BUSY) cli_verbose("waiting for '%s'", name);
+    }
+    int again = r == RLK_LOCK_BUSY || r == RLK_ERR_CONNECT || r == RLK_ERR_TIMEOUT ||
+                r == RLK_ERR_IO || r == RLK_ERR_CLOSED;
+    if (a->wait_ms > 0) lo.wait_ms = a->wait_ms - (cli_mono_ms() - start);
+    if (again && (a->wait_ms == 0 || a->wait_ms == RLK_WAIT_FOREVER || lo.wait_ms > 0))
+        r = rlk_lock_acquire(cl, name, &lo, l);
     /* The server refused the wait's SUBSCRIBE (an ACL user without the
      * channels): waits re-check instead of waiting in line. */
     const char *note = rlk_client_wait_note(cl);
@@ -347,6 +392,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         cmd = shell_cmd;
     }
     if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
+    if ((r = fill_defaults(o, &a, 1)) != 0) return r;
 
     /* Between the first failed renewal and the end of the validity,
      * SIGTERM, the grace and a safety margin must fit (the library's
@@ -354,16 +400,20 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     int64_t safety = a.ttl_ms / 20 < 100 ? 100 : a.ttl_ms / 20;
     int64_t room = rlk_plan_valid_ms(NULL, a.ttl_ms) - rlk_plan_renew_period_ms(NULL, a.ttl_ms) -
                    safety;
-    if (room <= 0)
-        return cli_usage_error("--ttl %" PRId64 "ms is too short for run: the lock could run out "
-                               "before COMMAND is stopped", a.ttl_ms);
+    char msg[256];
+    if (room <= 0) {
+        snprintf(msg, sizeof msg, "--ttl %" PRId64 "ms is too short for run: the lock could run "
+                 "out before COMMAND is stopped", a.ttl_ms);
+        return misfit(o, &a, msg);
+    }
     if (a.kill_after_ms < 0) {
         a.kill_after_ms = DEFAULT_KILL_AFTER_MS;
         if (a.kill_after_ms > room / 2) a.kill_after_ms = room / 2 > 0 ? room / 2 : 0;
     } else if (a.kill_after_ms >= room) {
-        return cli_usage_error("--kill-after %" PRId64 "ms does not fit in --ttl %" PRId64
-                               "ms: it must be below %" PRId64 "ms (two thirds of the TTL "
-                               "less margins)", a.kill_after_ms, a.ttl_ms, room > 0 ? room : 0);
+        snprintf(msg, sizeof msg, "--kill-after %" PRId64 "ms does not fit in --ttl %" PRId64
+                 "ms: it must be below %" PRId64 "ms (two thirds of the TTL less margins)",
+                 a.kill_after_ms, a.ttl_ms, room > 0 ? room : 0);
+        return misfit(o, &a, msg);
     }
 
     /* The settings before the supervisor: a configuration error stops
@@ -638,7 +688,8 @@ static int lock_args_of(cli_opts *o, lock_args *a, int argc, char **argv, const 
     int r = parse_args(o, a, argc, argv, pos, npos, &extra);
     if (r > 0) return r;
     if (r < 0 || extra) return cli_usage_error("usage: resplock %s", usage);
-    if (a->shell || a->max_time_ms) return cli_usage_error("-c and --max-time are for run");
+    if (a->shell || a->max_time_ms != UNSET) return cli_usage_error("-c and --max-time are for run");
+    if ((r = fill_defaults(o, a, 0)) != 0) return r;
     /* A usage error, even when the server cannot be reached. */
     if (duration && duration_opt("DURATION", pos[npos - 1], duration, 0) < 0) return CLI_EX_USAGE;
     if ((r = cli_resolve(o)) != 0) return r;
@@ -699,7 +750,14 @@ int cmd_release(cli_opts *o, int argc, char **argv)
     int r = begin(o, &a, argc, argv, pos, 2, "release NAME TOKEN", NULL, &cl);
     if (r) return r;
     r = rlk_release_token(cl, pos[0], pos[1]);
-    int code = r == RLK_OK ? 0 : lock_failure(o, cl, r, &a);
+    int code;
+    if (r == RLK_LOCK_NOT_HELD) {
+        /* No key: the release cannot tell which. */
+        cli_err("release: lock '%s' is not held: released already, expired, or never taken", pos[0]);
+        code = a.conflict_code;
+    } else {
+        code = r == RLK_OK ? 0 : lock_failure(o, cl, r, &a);
+    }
     if (r == RLK_OK) cli_verbose("released '%s'", pos[0]);
     rlk_client_free(cl);
     return code;

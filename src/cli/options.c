@@ -126,6 +126,7 @@ enum {
     OPT_PASS_FILE,
     OPT_TLS,
     OPT_PREFIX,
+    OPT_NO_AUTH_WARNING,
     OPT_HELP
 };
 
@@ -151,6 +152,7 @@ static const struct option global_long[] = {
     {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
     {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
     {"prefix", required_argument, NULL, OPT_PREFIX},
+    {"no-auth-warning", no_argument, NULL, OPT_NO_AUTH_WARNING},
     {"timeout", required_argument, NULL, 'T'},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
@@ -186,10 +188,7 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
     }
     case 'a':
         o->password = arg;
-        o->password_from = CLI_PW_ARG;
-        if (*arg)
-            cli_err("warning: a password on the command line can be seen by other users; "
-                    "use --askpass, --pass-file or $REDISCLI_AUTH");
+        o->password_from = CLI_PW_ARG; /* warned of by cli_resolve */
         return 1;
     case OPT_USER: o->user = arg; return 1;
     case OPT_ASKPASS: o->password_from = CLI_PW_ASK; return 1;
@@ -199,6 +198,7 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
         return 1;
     case OPT_TLS: o->tls_on = 1; return 1;
     case OPT_PREFIX: o->prefix = arg; return 1;
+    case OPT_NO_AUTH_WARNING: o->no_auth_warning = 1; return 1;
     case 'T':
         if (cli_parse_duration(arg, &o->timeout_ms) != 0 || o->timeout_ms <= 0 ||
             o->timeout_ms > 86400000)

@@ -14,21 +14,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* ------------------------------------------------------------------ */
 /* Messages                                                            */
 
 static const cli_opts *msg_opts;
+/* 1 when stderr is the journal: systemd sets JOURNAL_STREAM to the
+ * "DEVICE:INODE" of the stream it connected, which a redirection
+ * elsewhere no longer matches. */
+static int journal;
 
-void cli_messages_for(const cli_opts *o) { msg_opts = o; }
+static int stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    char end;
+    struct stat st;
+    if (!js || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2 || fstat(2, &st) != 0) return 0;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+void cli_messages_for(const cli_opts *o)
+{
+    msg_opts = o;
+    journal = stderr_is_journal();
+}
+
+/* The journal keeps the time and the program's name itself; it reads
+ * sd-daemon(3)'s "<N>" prefix as the line's priority. */
+static void prefix(int priority)
+{
+    if (journal) fprintf(stderr, "<%d>", priority);
+    else fputs("resplock: ", stderr);
+}
 
 void cli_err(const char *fmt, ...)
 {
     if (msg_opts && msg_opts->quiet) return;
     va_list ap;
     va_start(ap, fmt);
-    fputs("resplock: ", stderr);
+    prefix(strncmp(fmt, "warning: ", 9) == 0 ? 4 : 3);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -37,13 +64,20 @@ void cli_err(const char *fmt, ...)
 void cli_verbose(const char *fmt, ...)
 {
     if (!msg_opts || !msg_opts->verbose || msg_opts->quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (journal) {
+        prefix(6);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        return;
+    }
     /* The time of day in UTC, worked out here: localtime and strftime
      * would bring the time zone code into a static build (5 KB). */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long day = (long)(ts.tv_sec % 86400);
-    va_list ap;
-    va_start(ap, fmt);
     fprintf(stderr, "resplock: %02ld:%02ld:%02ld.%03ldZ ", day / 3600, day / 60 % 60, day % 60,
             ts.tv_nsec / 1000000);
     vfprintf(stderr, fmt, ap);
@@ -55,7 +89,7 @@ int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("resplock: ", stderr);
+    prefix(3);
     vfprintf(stderr, fmt, ap);
     fputs("\nTry 'resplock --help'.\n", stderr);
     va_end(ap);
