@@ -542,7 +542,7 @@ expect_match "the man page's version is resplock's" "$(sed -n 's/^\.TH .*"resplo
   "^$("$bin" --version | sed 's/^resplock //')\$"
 expect_eq "the man page has no section twice" "$(grep '^\.SH' "$man" | sort | uniq -d)" ""
 if command -v groff >/dev/null; then
-  expect_eq "groff -ww finds nothing to warn about" "$(groff -man -ww -z "$man" 2>&1)" ""
+  expect_eq "groff -t -ww finds nothing to warn about" "$(groff -t -man -ww -z "$man" 2>&1)" ""
 else
   bad "groff -ww: groff is not installed (Debian: groff-base)"
 fi
