@@ -47,7 +47,7 @@ expect_eq "a file without server settings: no warning" "$(errs)" ""
 # server: an environment URL is whole and takes none of them.
 printf 'url = redis://127.0.0.1:%s\npassword-file = %s\n' "$pp" "$work/pw" >"$work/pw.conf"
 RESPLOCK_CONFIG="$work/pw.conf" REDIS_URL="redis://127.0.0.1:$pp" check "password-file: kept over \$REDIS_URL (the same server)" 0 '' '' -- run order -- true
-RESPLOCK_CONFIG="$work/pw.conf" RESPLOCK_URL="redis://127.0.0.1:$pp" check "password-file: not for \$RESPLOCK_URL" 69 '' 'NOAUTH' -- run order -- true
+RESPLOCK_CONFIG="$work/pw.conf" RESPLOCK_URL="redis://127.0.0.1:$pp" check "password-file: not for \$RESPLOCK_URL, and the hint says so" 69 '' "NOAUTH.*--askpass or --pass-file FILE; the password-file of .*pw\\.conf, line 2, is for the file's server, not \\\$RESPLOCK_URL's" -- run order -- true
 RESPLOCK_CONFIG="$work/pw.conf" RESPLOCK_URL="redis://:s3cret-pw@127.0.0.1:$pp" check "\$RESPLOCK_URL with its own password" 0 '' '' -- run order -- true
 printf 'password-file = %s\n' "$work/pw" >"$work/pwonly.conf"
 RESPLOCK_CONFIG="$work/pwonly.conf" REDIS_URL="redis://127.0.0.1:$pp" check "a file with only password-file: its server (the default), not \$REDIS_URL" 69 '' '' -- run order -- true
@@ -79,6 +79,11 @@ t0=$(now_ms)
 RESPLOCK_CONFIG="$work/max.conf" check "max-time from the file: 124" 124 '' 'ran past --max-time' -- run mt -- sleep 30
 expect_range "max-time 1s, kill-after 200ms: stopped in time" $(( $(now_ms) - t0 )) 1000 $((4000 * SLOW))
 RESPLOCK_CONFIG="$work/max.conf" check "max-time from the file is run's only" 0 '' '' -- acquire mt2
+# As resplock(1) says: --max-time releases, unless --hold-min still keeps the lock.
+check "--max-time with --hold-min: 124" 124 '' 'ran past --max-time' -- -u "$A" run mh --max-time 500ms --kill-after 100ms --hold-min 20s -- sleep 30
+expect_range "--max-time with --hold-min: the lock is kept for the rest of --hold-min" "$(redis-cli -p "$pa" PTTL mh)" 10000 20000
+check "--max-time without --hold-min: 124" 124 '' 'ran past --max-time' -- -u "$A" run mr --max-time 500ms --kill-after 100ms -- sleep 30
+expect_eq "--max-time without --hold-min: released" "$(redis-cli -p "$pa" EXISTS mr)" 0
 printf 'url = %s\nttl = 3s\nkill-after = 10s\n' "$A" >"$work/kill.conf"
 RESPLOCK_CONFIG="$work/kill.conf" check "kill-after from the file that does not fit the ttl: 78" 78 '' 'kill\.conf, line 3: .*does not fit' -- run ka -- true
 

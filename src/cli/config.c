@@ -611,7 +611,15 @@ int cli_connect_error(cli_opts *o, int status, const char *msg)
     }
     url_parts u;
     int plain_tcp = o->final_url && split_url(o->final_url, &u) == 0 && !u.tls && !u.unix_socket;
-    if (status == RLK_ERR_AUTH)
+    /* A URL from -u or $RESPLOCK_URL takes none of the file's server
+     * settings ($REDIS_URL is used only when the file has none). */
+    int file_pw_unused = conf[K_PASSWORD_FILE].value && o->url_from &&
+                         (!strcmp(o->url_from, "--url") || !strcmp(o->url_from, "$RESPLOCK_URL"));
+    if (status == RLK_ERR_AUTH && file_pw_unused)
+        cli_err("%s (the password: --askpass or --pass-file FILE; the password-file of %s, "
+                "line %d, is for the file's server, not %s's)", msg, conf[K_PASSWORD_FILE].file,
+                conf[K_PASSWORD_FILE].line, o->url_from);
+    else if (status == RLK_ERR_AUTH)
         cli_err("%s (the password: --askpass, --pass-file FILE, or password-file in the "
                 "configuration file)", msg);
     else if (plain_tcp && maybe_tls_port(status, msg))
