@@ -157,8 +157,16 @@ if grep -q 'waiting' "$work/err"; then bad "-v, a free lock: says it waits" "$(e
 check "-v acquire, a free lock" 0 '' '' -- -v -u "$A" acquire wt2 -w 5s
 if grep -q 'waiting' "$work/err"; then bad "-v acquire, a free lock: says it waits" "$(errs)"; else ok "-v acquire, a free lock: no 'waiting'"; fi
 redis-cli -p "$pa" SET wt someone PX 60000 >/dev/null
-check "-v, a held lock, -w 200ms" 1 '' '' -- -v -u "$A" run wt -w 200ms -- true
+check "-v, a held lock, -w 300ms -T 200ms" 1 '' '' -- -v -u "$A" -T 200ms run wt -w 300ms -- true
 expect_match "-v, a held lock: waiting for it" "$(errs)" "waiting for 'wt'"
+bg "$work/fw.out" "$work/fw.err" -v -u "$A" run wt -- true
+if wait_until $((10 * SLOW)) grep -qs "waiting for 'wt'" "$work/fw.err"; then ok "-v, a held lock, waiting for ever: says so"
+else bad "-v, a held lock, waiting for ever: says so" "$(cat "$work/fw.err")"; fi
+kill -s KILL -- "-$BGPID" 2>/dev/null; reap "$BGPID" 10
+# A wait shorter than --timeout is not preceded by a try of its own (which
+# --timeout, not the wait, would bound): it does not claim to wait.
+check "-v, a held lock, -w 200ms under -T 5s" 1 '' '' -- -v -u "$A" run wt -w 200ms -- true
+if grep -q 'waiting' "$work/err"; then bad "-v -w 200ms: says it waits" "$(errs)"; else ok "-v -w 200ms: says it tries within the wait"; fi
 check "-v -n, a held lock: no wait" 1 '' '' -- -v -u "$A" run wt -n -- true
 if grep -q 'waiting' "$work/err"; then bad "-v -n: says it waits" "$(errs)"; else ok "-v -n: no 'waiting'"; fi
 

@@ -255,7 +255,7 @@ static int misfit(const cli_opts *o, const lock_args *a, const char *msg)
     return CLI_EX_CONFIG;
 }
 
-static int acquire(rlk_client *cl, const char *name, const lock_args *a, int watchdog,
+static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lock_args *a, int watchdog,
                    void (*on_lost)(void *, rlk_lock *), int64_t margin, rlk_lock **l)
 {
     rlk_lock_options lo;
@@ -269,10 +269,15 @@ static int acquire(rlk_client *cl, const char *name, const lock_args *a, int wat
      * handoff's confirmation after it. */
     lo.full_ttl = !watchdog;
     /* One try first: -v says it waits only when it does (the lock is
-     * held).  A server not reached yet is tried again within the wait. */
+     * held).  A server not reached yet is tried again within the wait.
+     * The try is bounded by --timeout, not by the wait: with a shorter
+     * wait it is made only on a connection that is there already. */
     int64_t start = cli_mono_ms();
     int r = RLK_LOCK_BUSY;
-    if (a->wait_ms != 0) {
+    int try_first = a->wait_ms == RLK_WAIT_FOREVER || a->wait_ms >= o->timeout_ms ||
+                    rlk_client_fd(cl) >= 0;
+    if (a->wait_ms != 0 && !try_first) cli_verbose("trying '%s' within the wait", name);
+    if (a->wait_ms != 0 && try_first) {
         rlk_lock_options once = lo;
         once.wait_ms = 0;
         r = rlk_lock_acquire(cl, name, &once, l);
@@ -451,7 +456,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
-    r = acquire(cl, name, &a, 1, on_lost, a.kill_after_ms + safety, &l);
+    r = acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, &l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
@@ -716,7 +721,7 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
     int r = begin(o, &a, argc, argv, pos, 1, "acquire NAME [options]", NULL, &cl);
     if (r) return r;
     rlk_lock *l;
-    r = acquire(cl, pos[0], &a, 0, NULL, 0, &l);
+    r = acquire(o, cl, pos[0], &a, 0, NULL, 0, &l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
