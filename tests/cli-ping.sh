@@ -56,7 +56,7 @@ check "ACL user" 0 '^user: +alice' '' -- -u "redis://alice:s3cret@127.0.0.1:$p" 
 REDIS_URL="redis://alice:nope@127.0.0.1:$p" check "wrong password" 69 '' '^resplock: authentication failed: WRONGPASS' -- ping
 if grep -q nope "$work/err"; then echo "FAIL the password appears in the message"; fail=$((fail + 1)); fi
 check "connection refused" 69 '' 'Connection refused' -- -u "redis://127.0.0.1:1" ping
-check "bad URL" 69 '' '^resplock: URL' -- -u "http://127.0.0.1" ping
+check "bad URL: a usage error" 64 '' '^resplock: URL' -- -u "http://127.0.0.1" ping
 check "unknown option" 64 '' "unknown option" -- ping --nope
 check "bad timeout" 64 '' "bad --timeout" -- -T 5parsecs ping
 check "usage: extra argument" 64 '' "no arguments" -- ping extra

@@ -269,13 +269,14 @@ static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lo
      * handoff's confirmation after it. */
     lo.full_ttl = !watchdog;
     /* One try first: -v says it waits only when it does (the lock is
-     * held).  A server not reached yet is tried again within the wait.
-     * The try is bounded by --timeout, not by the wait: with a shorter
-     * wait it is made only on a connection that is there already. */
+     * held).  A server not reached yet, or loading, is tried again within
+     * the wait.  The try is bounded by --timeout, not by the wait: with a
+     * shorter wait it is made only on a connection that is there already;
+     * nor with several seeds, which only a wait checks to the end. */
     int64_t start = cli_mono_ms();
     int r = RLK_LOCK_BUSY;
-    int try_first = a->wait_ms == RLK_WAIT_FOREVER || a->wait_ms >= o->timeout_ms ||
-                    rlk_client_fd(cl) >= 0;
+    int try_first = a->wait_ms == RLK_WAIT_FOREVER || rlk_client_fd(cl) >= 0 ||
+                    (a->wait_ms >= o->timeout_ms && o->nseeds == 0);
     if (a->wait_ms != 0 && !try_first) cli_verbose("trying '%s' within the wait", name);
     if (a->wait_ms != 0 && try_first) {
         rlk_lock_options once = lo;
@@ -284,7 +285,7 @@ static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lo
         if (r == RLK_LOCK_BUSY) cli_verbose("waiting for '%s'", name);
     }
     int again = r == RLK_LOCK_BUSY || r == RLK_ERR_CONNECT || r == RLK_ERR_TIMEOUT ||
-                r == RLK_ERR_IO || r == RLK_ERR_CLOSED;
+                r == RLK_ERR_IO || r == RLK_ERR_CLOSED || r == RLK_ERR_SERVER;
     if (a->wait_ms > 0) lo.wait_ms = a->wait_ms - (cli_mono_ms() - start);
     if (again && (a->wait_ms == 0 || a->wait_ms == RLK_WAIT_FOREVER || lo.wait_ms > 0))
         r = rlk_lock_acquire(cl, name, &lo, l);
@@ -694,9 +695,9 @@ static int lock_args_of(cli_opts *o, lock_args *a, int argc, char **argv, const 
     if (r > 0) return r;
     if (r < 0 || extra) return cli_usage_error("usage: resplock %s", usage);
     if (a->shell || a->max_time_ms != UNSET) return cli_usage_error("-c and --max-time are for run");
-    if ((r = fill_defaults(o, a, 0)) != 0) return r;
     /* A usage error, even when the server cannot be reached. */
     if (duration && duration_opt("DURATION", pos[npos - 1], duration, 0) < 0) return CLI_EX_USAGE;
+    if ((r = fill_defaults(o, a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
     pos[0] = cli_key(o, pos[0]);
     if (!pos[0]) return cli_usage_error("--prefix and NAME are too long together");
