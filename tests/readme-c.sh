@@ -15,9 +15,11 @@ port=$RLK_REDIS_PORT
 R() { redis-cli -p "$port" "$@"; }
 
 # The headers as installed: <resplock/resplock.h>, <resplock/resp.h>,
+# <resplock/resplock_version.h> (made by configure),
 # <resplock/adapters/poll.h>.
 mkdir -p "$work/include/resplock"
 ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_srcdir/src/adapters" \
+  "$top_builddir/src/resplock_version.h" \
   "$work/include/resplock/"
 
 # The blocks, one file each: readme-1.c, readme-2.c...

@@ -26,7 +26,8 @@ count=$(printf '%s\n' "$names" | grep -c .)
 [ "$count" -ge 18 ] || fail "the headers' status codes: $count found, want at least 18" $names
 
 mkdir -p "$work/include/resplock"
-ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$work/include/resplock/"
+ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_builddir/src/resplock_version.h" \
+  "$work/include/resplock/"
 {
   cat <<'C'
 #include <resplock/resplock.h>
