@@ -11,19 +11,9 @@ pass=0 fail=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 
-# Declarations start a line with their type (comments and struct fields
-# are indented, function-pointer types begin "typedef"): the first
-# rlk_NAME( on such a line is the function's name.
-functions=$(grep -hE '^[a-z]' "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" \
-              "$top_srcdir/src/adapters/poll.h" | grep -v '^typedef' |
-            grep -oE '\brlk_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
-# The status codes: the members of the headers' unnamed enums.
-codes=$(awk '
-  /^enum[[:space:]]*\{/ { on = 1; next }
-  on && /^\}/ { on = 0; next }
-  on && match($0, /^[[:space:]]*RLK_[A-Z0-9_]+/) {
-    name = substr($0, RSTART, RLENGTH); gsub(/[[:space:]]/, "", name); print name
-  }' "$top_srcdir/resp/resp.h" "$top_srcdir/src/resplock.h")
+. "$top_srcdir/tests/api-lib.sh"
+functions=$(rlk_public_functions)
+codes=$(rlk_status_codes)
 nf=$(printf '%s\n' "$functions" | grep -c .)
 [ "$nf" -ge 100 ] && ok "the headers declare $nf functions" ||
   bad "the headers declare $nf functions, want at least 100 (is the parsing broken?)"

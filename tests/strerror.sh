@@ -15,13 +15,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL $1"; shift; printf '  %s\n' "$@"; echo "0 passed, 1 failed"; exit 1; }
 
-# The names of the unnamed enums' members, in the headers' order.
-names=$(awk '
-  /^enum[[:space:]]*\{/ { on = 1; next }
-  on && /^\}/ { on = 0; next }
-  on && match($0, /^[[:space:]]*RLK_[A-Z0-9_]+/) {
-    name = substr($0, RSTART, RLENGTH); gsub(/[[:space:]]/, "", name); print name
-  }' "$top_srcdir/resp/resp.h" "$top_srcdir/src/resplock.h")
+. "$top_srcdir/tests/api-lib.sh"
+names=$(rlk_status_codes)
 count=$(printf '%s\n' "$names" | grep -c .)
 [ "$count" -ge 18 ] || fail "the headers' status codes: $count found, want at least 18" $names
 
