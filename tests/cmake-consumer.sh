@@ -43,6 +43,9 @@ else
 fi
 mv "$work/stage$prefix" "$work/moved" || { bad "moving $prefix's install"; finish; }
 inst=$work/moved
+# A build configured --disable-shared installs the archive alone.
+shared=no
+[ -e "$inst/lib/libresplock.so" ] && shared=yes
 
 rlk_redis_start main "$work" || { bad "could not start redis-server"; finish; }
 url="redis://127.0.0.1:$RLK_REDIS_PORT"
@@ -110,10 +113,15 @@ CM
 if cmake -S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$inst" >"$work/cmake.log" 2>&1 &&
    cmake --build "$work/app/build" >>"$work/cmake.log" 2>&1; then
   ok "CMake: find_package(resplock 0.1 REQUIRED), resplock::resplock and resplock::resplock_static build"
-  run_app "CMake, shared" "$work/app/build/app"
+  run_app "CMake, resplock::resplock" "$work/app/build/app"
   libs=$(ldd "$work/app/build/app" 2>&1)
-  if grep -q "libresplock\.so.* => $inst/lib/" <<<"$libs"; then ok "CMake, shared: runs with the installed libresplock.so"
-  else bad "CMake, shared: runs with the installed libresplock.so" "$libs"; fi
+  if [ "$shared" = yes ]; then
+    if grep -q "libresplock\.so.* => $inst/lib/" <<<"$libs"; then ok "CMake, resplock::resplock: runs with the installed libresplock.so"
+    else bad "CMake, resplock::resplock: runs with the installed libresplock.so" "$libs"; fi
+  else
+    if ! grep -q libresplock <<<"$libs"; then ok "CMake, resplock::resplock: the static library (no shared one installed)"
+    else bad "CMake, resplock::resplock: the static library (no shared one installed)" "$libs"; fi
+  fi
   libs=$(ldd "$work/app/build/app_static" 2>&1)
   if ! grep -q libresplock <<<"$libs"; then ok "CMake, static: no libresplock.so"
   else bad "CMake, static: no libresplock.so" "$libs"; fi
@@ -159,7 +167,9 @@ else
     bad "resplock.pc: no Requires.private without TLS" "got: $requires"
 fi
 cc=${CC:-cc}
-if $cc -o "$work/app/pc" "$work/app/app.c" $(pc --cflags resplock) $(pc --libs resplock) \
+if [ "$shared" = no ]; then
+  : # -lresplock is the archive, and needs --static's libraries: below
+elif $cc -o "$work/app/pc" "$work/app/app.c" $(pc --cflags resplock) $(pc --libs resplock) \
      -Wl,-rpath,"$inst/lib" >"$work/pc.log" 2>&1; then
   ok "pkg-config: builds"
   run_app "pkg-config, shared" "$work/app/pc"
