@@ -49,7 +49,8 @@ extern "C" {
 const char *rlk_version(void);
 int rlk_version_number(void);
 
-/* Status codes beyond those of resp.h (RLK_OK, RLK_ERR_NOMEM, ...). */
+/* Status codes beyond those of resp.h (RLK_OK, RLK_ERR_NOMEM, ...);
+ * rlk_strerror() (resp.h) names every one of them. */
 enum {
     RLK_ERR_IO = -10,      /* read or write failed, or the peer closed      */
     RLK_ERR_TIMEOUT = -11, /* a deadline passed; the connection is closed   */
