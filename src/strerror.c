@@ -15,7 +15,7 @@ const char *rlk_strerror(int status)
     case RLK_ERR_SPACE: return "buffer too small";
     /* The connection's. */
     case RLK_ERR_IO: return "input/output error";
-    case RLK_ERR_TIMEOUT: return "timed out: no reply from the server in time";
+    case RLK_ERR_TIMEOUT: return "timed out: the server did not answer in time";
     case RLK_ERR_CONNECT: return "cannot connect";
     case RLK_ERR_TLS: return "TLS failed, or TLS support not compiled in";
     case RLK_ERR_AUTH: return "authentication refused";
