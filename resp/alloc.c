@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The one allocation hook of the library, and the status strings. */
+/* The one allocation hook of the library. */
 #include "resp.h"
 #include "internal.h"
 
@@ -28,16 +28,3 @@ void rlk_set_allocator(const rlk_allocator *a)
 void *rlk__malloc(size_t n) { return hook.malloc_fn(hook.ctx, n ? n : 1); }
 void *rlk__realloc(void *p, size_t n) { return hook.realloc_fn(hook.ctx, p, n ? n : 1); }
 void rlk__free(void *p) { if (p) hook.free_fn(hook.ctx, p); }
-
-const char *rlk_strerror(int status)
-{
-    switch (status) {
-    case RLK_OK: return "success";
-    case RLK_ERR_NOMEM: return "out of memory";
-    case RLK_ERR_PROTO: return "protocol error";
-    case RLK_ERR_LIMIT: return "limit exceeded";
-    case RLK_ERR_INVALID: return "invalid argument";
-    case RLK_ERR_SPACE: return "buffer too small";
-    default: return "unknown status";
-    }
-}

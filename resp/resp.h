@@ -49,8 +49,9 @@ enum {
     RLK_ERR_SPACE = -5      /* a caller-provided buffer is too small       */
 };
 
-/* Returns a short constant English description of a status code
- * ("unknown status" for others).  Cannot fail; any thread. */
+/* Returns a short constant English description of a status code: of
+ * every status of this header and of resplock.h ("unknown status" for a
+ * number that is none).  Cannot fail; any thread. */
 const char *rlk_strerror(int status);
 
 /* ------------------------------------------------------------------ */

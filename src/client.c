@@ -169,19 +169,6 @@ static int cl_fail(rlk_client *cl, int status, const char *fmt, ...)
     return status;
 }
 
-/* A connection status in words, for a failure with no message of its
- * own (rlk_strerror knows the codec's statuses only). */
-static const char *status_text(int r)
-{
-    switch (r) {
-    case RLK_ERR_TIMEOUT: return "timed out: no reply from the server in time";
-    case RLK_ERR_CONNECT: return "cannot connect";
-    case RLK_ERR_CLOSED: return "the connection closed";
-    case RLK_ERR_IO: return "input/output error";
-    default: return rlk_strerror(r);
-    }
-}
-
 /* The session's message for a failure it reported. */
 static int session_fail(rlk_client *cl, int status)
 {
@@ -193,7 +180,7 @@ static int driver_fail(rlk_client *cl, int status)
 {
     rlk__route_health h;
     rlk__route_health_of(&cl->route, 0, &h);
-    return cl_fail(cl, status, "%s", h.err[0] ? h.err : status_text(status));
+    return cl_fail(cl, status, "%s", h.err[0] ? h.err : rlk_strerror(status));
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
@@ -646,7 +633,7 @@ static int not_connected(rlk_client *cl, int r, const char *doing)
     rlk__route_health h;
     rlk__route_health_of(&cl->route, 0, &h);
     if (r == RLK_ERR_TIMEOUT && h.fails && h.last) r = h.last;
-    if (r == RLK_ERR_TIMEOUT || !h.err[0]) return cl_fail(cl, r, "%s: %s", doing, status_text(r));
+    if (r == RLK_ERR_TIMEOUT || !h.err[0]) return cl_fail(cl, r, "%s: %s", doing, rlk_strerror(r));
     return cl_fail(cl, r, "%s: %s", doing, h.err);
 }
 
@@ -1452,7 +1439,7 @@ static void call_back(rlk_client *cl, rlk_lock *l, int which)
     void *ctx = which == RES_EXT ? l->ext_ctx : l->op_ctx;
     int status = o->status;
     o->owed = 0;
-    if (status != RLK_OK) cl_fail(cl, status, "%s", o->msg ? o->msg : status_text(status));
+    if (status != RLK_OK) cl_fail(cl, status, "%s", o->msg ? o->msg : rlk_strerror(status));
     rlk__free(o->msg);
     o->msg = NULL;
     if (which == RES_EXT) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resplock: distributed locks for Redis-compatible servers.
- * Installed as <resplock/resplock.h>; includes <resplock/resp.h>.
+ * Installed as <resplock/resplock.h>; includes <resplock/resp.h> and
+ * <resplock/resplock_version.h>.
  *
  * This part: one connection to one server (TCP, Unix socket or TLS),
  * its handshake, commands, pipelines, push messages, reconnection, and
@@ -35,9 +36,21 @@
 extern "C" {
 #endif
 
-#define RLK_VERSION "0.1.0"
+/* The version this header belongs to: RLK_VERSION_MAJOR, _MINOR, _PATCH,
+ * RLK_VERSION_NUMBER (MAJOR * 10000 + MINOR * 100 + PATCH) and
+ * RLK_VERSION_STRING ("0.1.0"); RLK_VERSION is the same string. */
+#include "resplock_version.h"
+#define RLK_VERSION RLK_VERSION_STRING
 
-/* Status codes beyond those of resp.h (RLK_OK, RLK_ERR_NOMEM, ...). */
+/* The library's version, which may be newer than the header a program
+ * was built with: rlk_version() its string ("0.1.0"), rlk_version_number()
+ * its RLK_VERSION_NUMBER, to compare with the header's at run time.
+ * Cannot fail; any thread. */
+const char *rlk_version(void);
+int rlk_version_number(void);
+
+/* Status codes beyond those of resp.h (RLK_OK, RLK_ERR_NOMEM, ...);
+ * rlk_strerror() (resp.h) names every one of them. */
 enum {
     RLK_ERR_IO = -10,      /* read or write failed, or the peer closed      */
     RLK_ERR_TIMEOUT = -11, /* a deadline passed; the connection is closed   */

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Every ```c block of README.md is a whole program: each is compiled as it
 # stands against the built library (warnings are errors), run against a
-# throwaway redis-server (REDIS_URL, and HOST PORT as arguments), and
-# must exit 0 with the output its kind of example prints.  A block this
+# throwaway redis-server (REDIS_URL, and HOST PORT as arguments; the
+# five-minute example its URL as its argument), and must exit 0 with the
+# output its kind of example prints.  A block this
 # script does not know fails, so a new example comes with its check.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 readme="$top_srcdir/README.md"
@@ -15,9 +16,11 @@ port=$RLK_REDIS_PORT
 R() { redis-cli -p "$port" "$@"; }
 
 # The headers as installed: <resplock/resplock.h>, <resplock/resp.h>,
+# <resplock/resplock_version.h> (made by configure),
 # <resplock/adapters/poll.h>.
 mkdir -p "$work/include/resplock"
 ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_srcdir/src/adapters" \
+  "$top_builddir/src/resplock_version.h" \
   "$work/include/resplock/"
 
 # The blocks, one file each: readme-1.c, readme-2.c...
@@ -27,8 +30,8 @@ awk -v dir="$work" '
   on { print > file }
   END { if (on) exit 1 }' "$readme" || bad "README.md: a C block is not closed"
 blocks=$(ls "$work"/readme-*.c 2>/dev/null | wc -l)
-[ "$blocks" -ge 4 ] && ok "README.md has $blocks C blocks" ||
-  bad "README.md has $blocks C blocks, want at least 4 (client, event loop, session, codec)"
+[ "$blocks" -ge 5 ] && ok "README.md has $blocks C blocks" ||
+  bad "README.md has $blocks C blocks, want at least 5 (five minutes, client, event loop, session, codec)"
 
 # build NAME: compiles and links $work/NAME.c into $work/NAME.
 build() {
@@ -40,9 +43,10 @@ build() {
 
 for src in "$work"/readme-*.c; do
   name=$(basename "$src" .c)
-  first=$(grep -m1 -E 'adapters/poll\.h|rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
+  first=$(grep -m1 -E 'adapters/poll\.h|conn\.url = argc|rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
   case $first in
     *adapters/poll.h*) kind=loop ;;
+    *"conn.url = argc"*) kind=quick ;;
     *rlk_client_new*) kind=client ;;
     *rlk_session_new*) kind=session ;;
     *rlk_resp_parser_init*) kind=codec ;;
@@ -54,8 +58,12 @@ for src in "$work"/readme-*.c; do
     continue
   fi
   ok "$name ($kind): compiles and links"
-  R DEL orders >/dev/null
-  REDIS_URL="redis://127.0.0.1:$port" $RLK_WRAP "$work/$name" 127.0.0.1 "$port" \
+  # The five-minute example takes its URL as its argument, the others
+  # REDIS_URL or HOST PORT.
+  lock=orders args=(127.0.0.1 "$port")
+  [ "$kind" != quick ] || { lock=nightly-report args=("redis://127.0.0.1:$port"); }
+  R DEL "$lock" >/dev/null
+  REDIS_URL="redis://127.0.0.1:$port" $RLK_WRAP "$work/$name" "${args[@]}" \
     </dev/null >"$work/$name.out" 2>"$work/$name.err"
   code=$?
   show=("$(sed 's/^/out: /' "$work/$name.out")" "$(sed 's/^/err: /' "$work/$name.err")")
@@ -64,6 +72,9 @@ for src in "$work"/readme-*.c; do
   case $kind in
     client)
       want=$'writing with fence [0-9]+\nreleased' ;;
+    quick)
+      # Held past its TTL: only the watchdog's renewals keep it so.
+      want=$'fence [0-9]+\nheld after 3 s of work with a 2 s TTL: renewed\nreleased' ;;
     session|loop)
       want=$'acquired orders fence [0-9]+\nreleased' ;;
     codec)
@@ -72,7 +83,7 @@ for src in "$work"/readme-*.c; do
   if [[ "$out" =~ ^$want$ ]]; then ok "$name ($kind): its output"
   else bad "$name ($kind): its output" "want /$want/" "${show[@]}"; fi
   if [ "$kind" != codec ]; then
-    expect_eq "$name ($kind): the lock is released" "$(R EXISTS orders)" 0
+    expect_eq "$name ($kind): the lock is released" "$(R EXISTS "$lock")" 0
   fi
 done
 finish
