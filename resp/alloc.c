@@ -38,6 +38,8 @@ const char *rlk_strerror(int status)
     case RLK_ERR_LIMIT: return "limit exceeded";
     case RLK_ERR_INVALID: return "invalid argument";
     case RLK_ERR_SPACE: return "buffer too small";
+    case -24: /* RLK_LOCK_NOT_A_LOCK (resplock.h) */
+        return "not a lock: the name's key is another kind of key (an application's?)";
     default: return "unknown status";
     }
 }
