@@ -744,7 +744,11 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set; RLK_LOCK_BUSY (held by someone else for
- * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, a
+ * the whole wait); RLK_LOCK_NOT_A_LOCK (the name's key is no lock: a key
+ * of another type, a string or hash without a TTL, a hash whose values
+ * are not hold counts; said at once, whatever the wait: an application's
+ * key under the lock's name; a string with a TTL is someone's lock and
+ * stays busy); RLK_ERR_INVALID (an empty name, an unknown kind, a
  * TTL that leaves no validity: rlk_plan_valid_ms(cfg, ttl) <= 0, which
  * every try would take and give back at once, a watchdog lock that
  * nothing would renew: the watchdog thread not running, and neither
@@ -1054,8 +1058,10 @@ typedef struct rlk_lock_status {
     void *reserved_[8];  /* room for later fields (the library fills them) */
 } rlk_lock_status;
 
-/* What the server holds at NAME.  RLK_OK, RLK_ERR_NOMEM, RLK_ERR_SERVER,
- * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
+/* What the server holds at NAME, with its holder's facts and whether it
+ * is a lock at all (the whole struct is written).  RLK_OK, RLK_ERR_NOMEM,
+ * RLK_ERR_SERVER, RLK_ERR_PROTO, or a connection status.  The client's
+ * owner thread. */
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
 
 
