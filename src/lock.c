@@ -510,10 +510,13 @@ static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
         l->ext_how == RLK_EXTEND_SET)
         return put_set_ifeq(c, l->keys, l->token, ms);
     q->arg = 0;
-    const char *argv[5] = {l->keys, l->token, ms,
+    /* A reentrant lock's confirmation also writes its holder's facts
+     * (the handoff replaced the hash without them). */
+    int facts = confirm && l->kind == 'r' && l->facts;
+    const char *argv[6] = {l->keys, l->token, ms,
                            confirm || l->ext_how == RLK_EXTEND_SET ? "set" : "add",
-                           l->kind == 'r' ? "r" : "s"};
-    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, 5, argv, NULL);
+                           l->kind == 'r' ? "r" : "s", l->facts};
+    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, facts ? 6 : 5, argv, NULL);
 }
 
 static int build_confirm(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 1); }

@@ -1046,7 +1046,8 @@ typedef struct rlk_lock_status {
     /* The holder's facts, as resplock's acquire recorded them: in a
      * simple lock's value (its token), in a reentrant lock's hash field
      * "rlk:holder".  has_facts 0: none recorded (another client's lock,
-     * a reentrant lock handed over to a waiter, or no lock at all). */
+     * a reentrant lock handed over to a waiter that has not confirmed
+     * yet, or no lock at all). */
     int has_facts;
     int64_t pid;         /* the holder's process id                      */
     int64_t since_ms;    /* wall-clock ms since 1970 on the holder's host

@@ -522,6 +522,7 @@ while read -r o ph; do
     --askpass) check "the man page's $o is accepted (run)" 78 '' 'no password' -- -u "$down" run optl "$o" -- true ;;
     --version|-V) check "the man page's $o is accepted" 0 '^resplock [0-9]' '' -- "$o" ;;
     --add) check "the man page's $o is accepted (extend)" 69 '' '' -- -u "$down" extend optl tok 1s "$o" ;;
+    --json) check "the man page's $o is accepted (status)" 69 '' '' -- -u "$down" status optl "$o" ;;
     # Without TLS compiled in, asking for it is a configuration error.
     --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;

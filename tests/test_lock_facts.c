@@ -2,7 +2,8 @@
 /*
  * Who holds a lock, and names that are no lock, against a real
  * redis-server on a free loopback port: the holder's facts in a simple
- * lock's token and in a reentrant lock's rlk:holder field, as
+ * lock's token and in a reentrant lock's rlk:holder field (written by a
+ * handed-over waiter's confirmation too), as
  * rlk_lock_get_status reads them back; an application's key under the
  * lock's name (another type, no TTL, a hash of other values) refused at
  * once with RLK_LOCK_NOT_A_LOCK, with and without a wait, while others'
@@ -165,6 +166,45 @@ out:
     rlk_client_free(b);
 }
 
+/* A reentrant lock handed over to a waiter in line: the handoff's hash
+ * has no rlk:holder; the waiter's confirmation writes its facts. */
+static void test_reentrant_handoff_facts(void)
+{
+    rlk_client *a = CLIENT(), *b = CLIENT();
+    rlk_lock *l = NULL;
+    struct waiter w;
+    int started = 0;
+    rlk_lock_status st;
+    if (!a || !b) goto out;
+    l = acq_cmd(a, "facts-rh", RLK_LOCK_REENTRANT, "first");
+    if (!l || !waiter_start(&w, b, "facts-rh", 30000, 10000, RLK_LOCK_REENTRANT)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters("facts-rh", 1, 5000))) goto out;
+    CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    l = NULL;
+    pthread_join(w.th, NULL);
+    started = 0;
+    if (!CHECK_MSG(w.rc == RLK_OK && w.l, "waiter: %d %s", w.rc, w.err)) goto out;
+    /* Reported held at the handoff's message; its confirmation, sent
+     * then, writes the facts within a round trip. */
+    int64_t until = ts_now_ms() + MARGIN;
+    do CHECK_EQ_INT(rlk_lock_get_status(a, "facts-rh", &st), RLK_OK);
+    while (!st.has_facts && ts_now_ms() < until);
+    CHECK_EQ_INT(st.holds, 1);
+    CHECK_EQ_INT(st.has_facts, 1);
+    CHECK_EQ_INT(st.pid, (long long)getpid());
+    CHECK_EQ_STR(st.cmd, ""); /* the waiter's, which named none */
+    rlk_lock_release(w.l);
+out:
+    if (started) {
+        pthread_join(w.th, NULL);
+        if (w.l) rlk_lock_release(w.l);
+    }
+    if (l) rlk_lock_release(l);
+    rlk_client_free(a);
+    rlk_client_free(b);
+}
+
 /* An acquire of kind on name, waiting up to wait_ms: its status, and how
  * long it took. */
 static int try_for(rlk_client *cl, const char *name, rlk_lock_kind kind, int64_t wait_ms,
@@ -263,6 +303,7 @@ int main(int argc, char **argv)
 
     RUN(test_simple_facts);
     RUN(test_reentrant_facts);
+    RUN(test_reentrant_handoff_facts);
     RUN(test_not_a_lock);
 
     return locktest_finish(t0);

@@ -679,7 +679,9 @@ static void test_handoff_reentrant(void)
     CHECK_FENCE_AFTER(rlk_lock_fence(w.l), fence);
     CMD_STR(admin, got, "TYPE", name);
     CHECK_EQ_STR(got, "hash");
-    CHECK_EQ_INT(CMD_INT(admin, "HLEN", name), 1);
+    /* Its field, and the holder facts its confirmation wrote. */
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", name), 2);
+    CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", name, "rlk:holder"), 1);
     CHECK_EQ_INT(CMD_INT(admin, "HEXISTS", name, afield), 0);
     CMD_STR(admin, got, "HGET", name, tok[0]);
     CHECK_EQ_STR(got, "1");

@@ -698,7 +698,7 @@ static void mon_command(int argc, char **argv, const char *src)
         "time", "ping", "hello", "client", "info", "function", "script", "cluster", "echo",
         "select", "auth", "readonly", "asking", "command", "quit", "reset", NULL};
     static const char *const str_writes[] = {"set", "append", "delifeq", "delex", NULL};
-    static const char *const hash_writes[] = {"hset", "hdel", "hincrby", NULL};
+    static const char *const hash_writes[] = {"hset", "hsetnx", "hdel", "hincrby", NULL};
     static const char *const list_writes[] = {"rpush", "lpop", "lrem", NULL};
     static const char *const reads[] = {"get", "getrange", "hget", "hexists", "hvals", "hkeys", "hgetall",
                                         "hlen", "lindex", "llen", "lrange", "type", "pttl",
@@ -740,7 +740,7 @@ static void mon_command(int argc, char **argv, const char *src)
         int set = !strcasecmp(cmd, "set") && argc >= 3;
         observe(&t_keys, argv[1], "string", set ? "-" : NULL, set ? argv[2] : NULL, what);
     } else if (is(cmd, hash_writes)) {
-        if (!strcasecmp(cmd, "hset"))
+        if (!strcasecmp(cmd, "hset") || !strcasecmp(cmd, "hsetnx"))
             for (int i = 2; i + 1 < argc; i += 2)
                 observe(&t_keys, argv[1], "hash", argv[i], argv[i + 1], what);
         else

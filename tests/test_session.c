@@ -533,9 +533,11 @@ static void test_reentrant(void)
     if (ew) {
         CHECK(ew->fence > ea->fence);
         CHECK_EQ_INT(hget("sess:re", "app:2"), 1);
-        /* Handed over: one holder's field, no facts (the handoff does
-         * not carry rlk:holder). */
-        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+        /* Handed over, then confirmed: one holder's field, and the
+         * facts its confirmation wrote (the handoff has none). */
+        RUN_UNTIL(CMD_INT(adm, "HLEN", "sess:re") == 2, 5000, &d, &o);
+        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 2);
+        CHECK_EQ_INT(CMD_INT(adm, "HEXISTS", "sess:re", "rlk:holder"), 1);
         /* Confirmed in the background (the handoff was reported held
          * for the claim): the full TTL. */
         RUN_UNTIL(rlk_session_lock_remaining_ms(w, ts_now_ms()) > 4000, 5000, &o);

@@ -887,7 +887,7 @@ static void print_status(const char *name, const char *where, const char *kind,
             if (st->cmd[0]) printf("command: %s\n", st->cmd);
         } else if (!st->not_a_lock) {
             printf("holder: unknown (no facts recorded: another client's lock, an older "
-                   "resplock, or a reentrant lock handed over)\n");
+                   "resplock, or a reentrant lock handed over, not confirmed yet)\n");
         }
         if (!st->not_a_lock) printf("fence: not stored (the holder alone was told it)\n");
     }

@@ -150,7 +150,8 @@ else
     if n then
       -- Taken again by the same holder, or found after a handoff.  The
       -- expiry never shortens: other holds may rely on a longer one.
-      if mode == '0' then n = redis.call('hincrby', lock, token, 1) end
+      if mode == '0' then n = redis.call('hincrby', lock, token, 1)
+      elseif facts then redis.call('hsetnx', lock, 'rlk:holder', facts) end
       if redis.call('pttl', lock) < tonumber(ttl) then
         redis.call('pexpire', lock, ttl)
       end
