@@ -91,6 +91,12 @@ check "list --json: 0" 0 '' '' -- -u "$url" list --json
 if json_ok "$work/out"; then ok "list --json: JSON lines"; else bad "list --json: JSON lines" "$(cat "$work/out")"; fi
 expect_eq "list --json: two locks" "$(wc -l <"$work/out")" 2
 check "list of nothing: 1" 1 '' '' -- -u "$url" list 'no-such-*'
+# A node of a Redis Cluster: refused, not a partial answer.
+if rlk_redis_start cnode "$work" --cluster-enabled yes --cluster-config-file "$work/cnode.conf"; then
+  check "list on a cluster node: 64" 64 '' 'on a Redis Cluster, run it against each primary' -- -u "redis://127.0.0.1:$RLK_REDIS_PORT" list
+else
+  bad "could not start a cluster-enabled redis-server"
+fi
 check "--prefix: list shows names without it" 0 '^ightly  simple' '' -- -u "$url" --prefix n list
 
 t0=$(now_ms)

@@ -1000,13 +1000,18 @@ int cmd_list(cli_opts *o, int argc, char **argv)
     char *pattern = strdup(match);
     size_t pl = o->prefix ? strlen(o->prefix) : 0;
     rlk_conn *c = pattern ? cli_connect(o, &r) : NULL;
-    rlk_client *cl = c ? lock_client(o, NULL, a.wait_ms, &r) : NULL;
-    if (!pattern) cli_err("out of memory"), r = CLI_EX_SOFTWARE;
-    if (cl && cli_is_cluster(c)) {
+    rlk_client *cl = NULL;
+    if (!pattern) {
+        cli_err("out of memory");
+        r = CLI_EX_SOFTWARE;
+    } else if (c && cli_is_cluster(c)) {
         cli_err("list reads one server: on a Redis Cluster, run it against each primary "
                 "(status NAME finds a lock's node by itself)");
         r = CLI_EX_USAGE;
-    } else if (cl) {
+    } else if (c) {
+        cl = lock_client(o, NULL, a.wait_ms, &r);
+    }
+    if (cl) {
         /* SCAN, never KEYS: the server serves others between the pages. */
         char cursor[32] = "0";
         int found = 0;
