@@ -980,14 +980,21 @@ static size_t make_facts(char *out, const char *cmd)
     return n;
 }
 
-/* Decodes at most max bytes of [p, end) (%XX escapes) into out. */
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes at most max bytes of [p, end) (%XX escapes) into out (the
+ * value is not NUL-terminated: nothing past end is read). */
 static void get_enc(char *out, size_t max, const char *p, const char *end)
 {
     size_t n = 0;
-    unsigned x;
     for (; p < end && n < max; p++) {
-        if (*p == '%' && end - p >= 3 && sscanf(p + 1, "%2x", &x) == 1 && x) {
-            out[n++] = (char)x;
+        int hi = *p == '%' && end - p >= 3 ? hexval(p[1]) : -1, lo = hi >= 0 ? hexval(p[2]) : -1;
+        if (lo >= 0 && (hi || lo)) {
+            out[n++] = (char)(hi * 16 + lo);
             p += 2;
         } else {
             out[n++] = *p;
