@@ -347,7 +347,7 @@ static const char *const rel_names[REL_N] = {"EVALSHA", "FCALL", "DELIFEQ", "DEL
 typedef struct captured {
     rlk_buf acquire, release;        /* the two round trips' bytes, as sent */
     size_t set_len;                  /* acquire's first request: the SET    */
-    char token[64];                  /* the SET's token                     */
+    char token[256];                 /* the SET's token                     */
     char acq_desc[300], rel_desc[300];
     int rel_form;                    /* how the release went: REL_*         */
 } captured;

@@ -77,7 +77,7 @@ struct rlk_lock {
     rlk_lock *prev, *next;    /* the client's handles */
     rlk_session_lock *sl;     /* the session's handle; NULL once it ended */
     char *name;
-    char token[128];          /* simple: random hex; reentrant: the holder */
+    char token[RLK__TOKEN_MAX]; /* simple: rlk:, hex, facts; reentrant: the holder */
     rlk_lock_kind kind;
     uint64_t fence;
     int64_t holds;

@@ -29,7 +29,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
 
@@ -84,6 +87,7 @@ struct rlk_session_lock {
     size_t cap;
     char *token;          /* simple: random hex; reentrant: the holder */
     char *tomb;           /* reentrant: this handle's release's tombstone */
+    char *facts;          /* reentrant: its holder's facts (rlk:holder) */
     char kind;            /* the scripts' letter: 's' simple, 'r' reentrant */
     int64_t holds;
     void *user;
@@ -103,6 +107,8 @@ struct rlk_session_lock {
     int resend;           /* a try's reply was lost: try again, in the form
                              that finds a lock that try took ('q') */
     int resent;           /* the next try sent is that re-send */
+    int probed;           /* a first try's SET NX found it busy: the script
+                             in mode 'q' looked whether it is a lock */
     int rel_resend;       /* the release is (to be) sent a second time */
     int rel_started;      /* its first sending was set up */
     int64_t rel_until;    /* a release's re-send is not sent after (-1: no bound) */
@@ -461,9 +467,9 @@ static int build_acq(rlk__core *c, rlk__req *q)
     /* The channel the waiter is handed the lock on: the session's, or
      * on a cluster the lock's own (in its slot, where SPUBLISH reaches). */
     const char *hand = core_cluster(c) ? key(l, RLK__K_CHANNEL) : s->handoff;
-    const char *argv[10] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
-                            k, m, ls, hand, cs};
-    return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, 10, argv, NULL);
+    const char *argv[11] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
+                            k, m, ls, hand, cs, l->facts};
+    return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, l->facts ? 11 : 10, argv, NULL);
 }
 
 /* The native commands l may use on c: a simple lock's, until a native
@@ -504,10 +510,13 @@ static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
         l->ext_how == RLK_EXTEND_SET)
         return put_set_ifeq(c, l->keys, l->token, ms);
     q->arg = 0;
-    const char *argv[5] = {l->keys, l->token, ms,
+    /* A reentrant lock's confirmation also writes its holder's facts
+     * (the handoff replaced the hash without them). */
+    int facts = confirm && l->kind == 'r' && l->facts;
+    const char *argv[6] = {l->keys, l->token, ms,
                            confirm || l->ext_how == RLK_EXTEND_SET ? "set" : "add",
-                           l->kind == 'r' ? "r" : "s"};
-    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, 5, argv, NULL);
+                           l->kind == 'r' ? "r" : "s", l->facts};
+    return rlk__core_put_script(c, q, &l->s->scripts[SC_EXTEND], 1, facts ? 6 : 5, argv, NULL);
 }
 
 static int build_confirm(rlk__core *c, rlk__req *q) { return build_extend_script(c, q, 1); }
@@ -924,6 +933,97 @@ static int start(rlk__locks *s, rlk_session_lock *l)
     return send_try(s, l);
 }
 
+/* ------------------------------------------------------------------ */
+/* The holder's facts                                                   */
+
+/* src into out, every byte outside [A-Za-z0-9._/@:-] as %XX (so that a
+ * token holds no space, ';' or '+'), at most max bytes, an escape never
+ * cut; returns the length. */
+static size_t put_enc(char *out, const char *src, size_t max)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("._/@:-", *p);
+        if (n + (plain ? 1 : 3) > max) break;
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    return n;
+}
+
+/* "h=HOST;p=PID;t=MS" and ";c=CMD" when cmd is given, into out
+ * (RLK__FACTS_MAX bytes): MS is this host's wall clock now, the
+ * acquire's start.  Returns the length. */
+static size_t make_facts(char *out, const char *cmd)
+{
+    char host[256];
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    size_t n = 2 + put_enc(out + 2, host, RLK_HOLDER_HOST_MAX);
+    memcpy(out, "h=", 2);
+    n += (size_t)snprintf(out + n, RLK__FACTS_MAX - n, ";p=%ld;t=%lld", (long)getpid(),
+                          (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (cmd && *cmd) {
+        memcpy(out + n, ";c=", 3);
+        n += 3 + put_enc(out + n + 3, cmd, RLK_HOLDER_CMD_MAX);
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes at most max bytes of [p, end) (%XX escapes) into out (the
+ * value is not NUL-terminated: nothing past end is read). */
+static void get_enc(char *out, size_t max, const char *p, const char *end)
+{
+    size_t n = 0;
+    for (; p < end && n < max; p++) {
+        int hi = *p == '%' && end - p >= 3 ? hexval(p[1]) : -1, lo = hi >= 0 ? hexval(p[2]) : -1;
+        if (lo >= 0 && (hi || lo)) {
+            out[n++] = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+}
+
+void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len)
+{
+    const char *end = f + len;
+    if (len >= 2 && memcmp(end - 2, "+w", 2) == 0) end -= 2; /* the waiters' mark */
+    for (const char *p = f; p < end;) {
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        const char *e = semi ? semi : end;
+        char num[24];
+        if (e - p > 2 && p[1] == '=') {
+            if (p[0] == 'h') get_enc(st->host, RLK_HOLDER_HOST_MAX, p + 2, e);
+            else if (p[0] == 'c') get_enc(st->cmd, RLK_HOLDER_CMD_MAX, p + 2, e);
+            if (p[0] == 'p' || p[0] == 't') {
+                get_enc(num, sizeof num - 1, p + 2, e);
+                *(p[0] == 'p' ? &st->pid : &st->since_ms) = strtoll(num, NULL, 10);
+            }
+            st->has_facts = 1;
+        }
+        p = e + 1;
+    }
+}
+
 int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o)
 {
     if (!name || !*name) return fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
@@ -952,12 +1052,15 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     }
     if (rlk__locks_check_acquire(s, name, o) != RLK_OK) return NULL;
     int reentrant = o->kind == RLK_LOCK_REENTRANT;
-    /* The token's room: "rlk:" and 32 hex digits, a holder named, or the session's
-     * prefix and a counter's 20 digits.  A reentrant release's
-     * tombstone: its prefix, ':' and 32 hex digits. */
+    char facts[RLK__FACTS_MAX];
+    size_t fl = make_facts(facts, o->holder_cmd);
+    /* The token's room: "rlk:", 32 hex digits, ';' and the facts, a
+     * holder named, or the session's prefix and a counter's 20 digits.
+     * A reentrant release's tombstone: its prefix, ':' and 32 hex
+     * digits; then its facts. */
     size_t cap = rlk__key_cap(name);
-    size_t tl = !reentrant ? 4 + 32 : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
-    size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 : 0);
+    size_t tl = !reentrant ? 4 + 32 + 1 + fl : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 + fl + 1 : 0);
     rlk_session_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
     memset(l, 0, sizeof *l);
@@ -978,6 +1081,8 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
          * src/lua/acquire.lua); others' are never touched. */
         memcpy(l->token, "rlk:", 4);
         rlk__hex(rnd, sizeof rnd, l->token + 4);
+        l->token[36] = ';';
+        memcpy(l->token + 37, facts, fl + 1);
     } else {
         if (o->holder) memcpy(l->token, o->holder, tl + 1);
         else snprintf(l->token, tl + 1, "%s%llu", s->id, (unsigned long long)++s->holders);
@@ -987,6 +1092,8 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
         memcpy(l->tomb, key(l, RLK__K_TOMB), pl);
         l->tomb[pl] = ':';
         rlk__hex(rnd, sizeof rnd, l->tomb + pl + 1);
+        l->facts = l->tomb + pl + 1 + 32 + 1;
+        memcpy(l->facts, facts, fl + 1);
     }
     l->s = s;
     l->user = user;
@@ -1357,6 +1464,15 @@ static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         acquired(s, l, fence, 1, l->ttl);
     } else if (l->set_result < 0) {
         not_acquired(s, l, l->set_result);
+    } else if (!l->probed && !(l->wait_ms != 0 && (nresp3(l->node) || s->listener) &&
+                               !(l->node && l->node->nosub))) {
+        /* Busy at the acquire's first look, and no try of the script
+         * next (a wait in line's is one, and its busy reply tells): the
+         * script in mode 'q' (which also takes a lock freed since) tells
+         * a lock from an application's key, once, on this path only. */
+        l->probed = 1;
+        l->mode = 'q';
+        send_try(s, l);
     } else {
         busy(s, l, -1);
     }
@@ -1424,7 +1540,18 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
         return;
     }
+    if (ok < 0) {
+        static const char *const why[] = {"", "neither a string nor a hash",
+                                          "a key that never expires",
+                                          "a hash whose values are not hold counts"};
+        not_acquired(s, l, fail(s, RLK_LOCK_NOT_A_LOCK, "'%s' is not a lock: %s", l->keys,
+                                x >= 1 && x <= 3 ? why[x] : "an unknown layout"));
+        return;
+    }
     if (!ok) {
+        /* After the first look's SET NX and script, polls by SET NX. */
+        if (l->probed == 1 && l->mode == 'q' && !l->final) l->mode = 0;
+        l->probed = 2;
         busy(s, l, x);
         return;
     }
@@ -1630,15 +1757,20 @@ static void call_done(rlk__locks *s, scall *k, rlk__session_result *res)
     rlk__free(k);
 }
 
-/* The status script's reply: {held, type, pttl, holds, waiters}. */
+/* The status script's reply: {held, type, pttl, holds, waiters, facts,
+ * not a lock}. */
 static int read_status(rlk__locks *s, const rlk_resp_value *v, rlk_lock_status *st)
 {
-    int64_t held, ttl, holds, w;
-    const rlk_resp_value *t = rlk_resp_value_at(v, 1);
+    int64_t held, ttl, holds, w, bad;
+    const rlk_resp_value *t = rlk_resp_value_at(v, 1), *f = rlk_resp_value_at(v, 5);
     if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str);
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
-        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || !t)
+        rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || rlk__int_at(v, 6, &bad) || !t ||
+        !f || (f->type != RLK_RESP_BULK && f->type != RLK_RESP_SIMPLE))
         return fail(s, RLK_ERR_PROTO, "status: unexpected reply from the server");
+    memset(st, 0, sizeof *st);
+    st->not_a_lock = bad >= 1 && bad <= 3 ? (int)bad : 0;
+    rlk__facts_read(st, f->str, f->len);
     st->held = held != 0;
     st->kind = rlk__str_is(t, "hash", 4) ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
     st->ttl_ms = held ? ttl : 0;

@@ -488,8 +488,12 @@ enum {
                                  whole wait                               */
     RLK_LOCK_NOT_HELD = -21,  /* the lock is not held any more (expired)  */
     RLK_LOCK_NOT_OWNER = -22, /* the lock is held by someone else         */
-    RLK_LOCK_LOST = -23       /* the handle was lost earlier: reported lost,
+    RLK_LOCK_LOST = -23,      /* the handle was lost earlier: reported lost,
                                  or its validity over (rlk_lock_is_lost)  */
+    RLK_LOCK_NOT_A_LOCK = -24 /* not acquired: the name's key is no lock
+                                 (an application's key: another type, no
+                                 TTL, a hash of other than hold counts);
+                                 said at once, without a wait             */
 };
 
 typedef struct rlk_client rlk_client;
@@ -673,7 +677,13 @@ typedef struct rlk_lock_options {
      * the token on and stops turning the client (the resplock acquire
      * command does).  A watchdog lock is always confirmed first. */
     long full_ttl;
-    void *reserved_[6];   /* zero: room for later fields                  */
+    /* What the holder is doing, recorded with the lock for rlk_lock_get_status
+     * and `resplock status` (the resplock run command gives its command
+     * line); at most RLK_HOLDER_CMD_MAX bytes are kept, percent-encoded.
+     * NULL: none.  The host name, process id and wall-clock time of the
+     * acquire's start are always recorded. */
+    const char *holder_cmd;
+    void *reserved_[5];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).
@@ -747,7 +757,11 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * during a wait, and their on_lost may be called from inside this call
  * (it may release or forget locks there, not acquire).
  * Returns RLK_OK with *out set; RLK_LOCK_BUSY (held by someone else for
- * the whole wait); RLK_ERR_INVALID (an empty name, an unknown kind, a
+ * the whole wait); RLK_LOCK_NOT_A_LOCK (the name's key is no lock: a key
+ * of another type, a string or hash without a TTL, a hash whose values
+ * are not hold counts; said at once, whatever the wait: an application's
+ * key under the lock's name; a string with a TTL is someone's lock and
+ * stays busy); RLK_ERR_INVALID (an empty name, an unknown kind, a
  * TTL that leaves no validity: rlk_plan_valid_ms(cfg, ttl) <= 0, which
  * every try would take and give back at once, a watchdog lock that
  * nothing would renew: the watchdog thread not running, and neither
@@ -1021,17 +1035,47 @@ int rlk_release_token(rlk_client *cl, const char *name, const char *token);
 int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms,
                      int how, int64_t *ttl_ms_after);
 
+/* The longest host name and command a lock records (bytes, encoded). */
+#define RLK_HOLDER_HOST_MAX 64
+#define RLK_HOLDER_CMD_MAX 64
+
+/* Why a key is not a lock (rlk_lock_status.not_a_lock). */
+enum {
+    RLK_NOT_A_LOCK_TYPE = 1,   /* neither a string nor a hash              */
+    RLK_NOT_A_LOCK_NO_TTL = 2, /* a string or hash that never expires     */
+    RLK_NOT_A_LOCK_HASH = 3    /* a hash whose values are not hold counts */
+};
+
 typedef struct rlk_lock_status {
     int held;            /* 1 when the key exists                        */
     rlk_lock_kind kind;  /* simple (string) or reentrant (hash)          */
     int64_t ttl_ms;      /* -1: no TTL                                    */
     int64_t holds;       /* reentrant: the sum of the hold counts         */
-    uint64_t fence;      /* 0: fences are not stored (see above)          */
+    uint64_t fence;      /* always 0: a lock's fence is not stored (it is
+                            the server's clock at the acquisition, which
+                            only its holder was told)                     */
     int64_t waiters;     /* resplock waiters in line (places not lapsed)  */
+    int not_a_lock;      /* 0, or RLK_NOT_A_LOCK_*: the key is no lock   */
+    /* The holder's facts, as resplock's acquire recorded them: in a
+     * simple lock's value (its token), in a reentrant lock's hash field
+     * "rlk:holder".  has_facts 0: none recorded (another client's lock,
+     * a reentrant lock handed over to a waiter that has not confirmed
+     * yet, or no lock at all). */
+    int has_facts;
+    int64_t pid;         /* the holder's process id                      */
+    int64_t since_ms;    /* wall-clock ms since 1970 on the holder's host
+                            when its acquire began (a simple lock's; a
+                            reentrant lock's: the server's clock when its
+                            first hold was taken)                         */
+    char host[RLK_HOLDER_HOST_MAX + 1]; /* gethostname, decoded          */
+    char cmd[RLK_HOLDER_CMD_MAX + 1];   /* holder_cmd, decoded ("": none) */
+    void *reserved_[8];  /* room for later fields (the library fills them) */
 } rlk_lock_status;
 
-/* What the server holds at NAME.  RLK_OK, RLK_ERR_NOMEM, RLK_ERR_SERVER,
- * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
+/* What the server holds at NAME, with its holder's facts and whether it
+ * is a lock at all (the whole struct is written).  RLK_OK, RLK_ERR_NOMEM,
+ * RLK_ERR_SERVER, RLK_ERR_PROTO, or a connection status.  The client's
+ * owner thread. */
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st);
 
 

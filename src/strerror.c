@@ -27,6 +27,8 @@ const char *rlk_strerror(int status)
     case RLK_LOCK_NOT_HELD: return "the lock is not held any more";
     case RLK_LOCK_NOT_OWNER: return "the lock is held by someone else, not by this handle";
     case RLK_LOCK_LOST: return "the lock was lost earlier";
+    case RLK_LOCK_NOT_A_LOCK:
+        return "not a lock: the name's key is another kind of key (an application's?)";
     default: return "unknown status";
     }
 }

@@ -51,7 +51,7 @@ check "run over the Unix socket" 0 '^unix$' '' -- -u "unix://$work/redis.sock" r
 us0=$(server_us)
 acq=$($RLK_WRAP "$bin" -u "$url" acquire held -t 60s) || bad "acquire held: exit $?"
 us1=$(server_us)
-expect_match "acquire prints TOKEN FENCE" "$acq" '^rlk:[0-9a-f]{32} [0-9]+$'
+expect_match "acquire prints TOKEN FENCE" "$acq" '^rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? [0-9]+$'
 read -r tok fence <<<"$acq"
 expect_eq "acquire: the key holds the token" "$(R GET held)" "$tok"
 expect_range "acquire: the fence is the server's clock at the acquisition (us)" "$fence" "$us0" "$us1"
@@ -112,7 +112,7 @@ check "status of a key without a TTL: 0, never expires" 0 '^ttl: +none' '' -- -u
 acq=$($RLK_WRAP "$bin" -u "$url" acquire short -t 100ms); read -r stok _ <<<"$acq"
 wait_until 5 key_gone short || bad "acquire -t 100ms: the key did not expire"
 check "release of an expired lock: 1" 1 '' "release: lock 'short' is not held" -- -u "$url" release short "$stok"
-check "acquire after it expired: 0" 0 '^rlk:[0-9a-f]{32} [0-9]+$' '' -- -u "$url" acquire short -t 100ms
+check "acquire after it expired: 0" 0 '^rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? [0-9]+$' '' -- -u "$url" acquire short -t 100ms
 
 # ---------------------------------------------------------- usage errors: 64
 check "usage: unknown option" 64 '' "unknown option '--bogus'" -- -u "$url" run ul --bogus -- true
@@ -213,7 +213,7 @@ code=$?
 expect_eq "env: run exit" "$code" 0
 mapfile -t e <"$work/env"
 expect_eq "env: RESPLOCK_NAME" "${e[0]-}" envl
-expect_match "env: RESPLOCK_TOKEN is rlk: and 32 hex digits" "${e[1]-}" '^rlk:[0-9a-f]{32}$'
+expect_match "env: RESPLOCK_TOKEN is rlk:, 32 hex digits and the facts" "${e[1]-}" '^rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)?$'
 expect_eq "env: RESPLOCK_TOKEN is the value of the key" "${e[1]-}" "${e[4]-}"
 expect_match "env: RESPLOCK_FENCE is a number" "${e[2]-}" '^[1-9][0-9]*$'
 expect_range "env: RESPLOCK_FENCE is the server's clock at the acquisition (us)" "${e[2]-}" "$us1" "${e[5]-0}"
@@ -362,7 +362,7 @@ for user in lk-nochan lk-nosub; do
   expect_eq "$user: acquire -n on a held lock: nothing else written" "$(R KEYS '*acl-held*')" acl-held
   ucheck "$user: -v acquire -n on a held lock: 1" 1 '' '' -- -v -u "$url" --user "$user" acquire -n acl-held
   expect_match "$user: -v says the waits re-check" "$(cat "$work/err")" "SUBSCRIBE refused \\(NOPERM .*\\): waits re-check"
-  ucheck "$user: acquire -n on a free lock: 0" 0 '^rlk:[0-9a-f]{32} [0-9]+$' '' -- -u "$url" --user "$user" acquire -n acl-free
+  ucheck "$user: acquire -n on a free lock: 0" 0 '^rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? [0-9]+$' '' -- -u "$url" --user "$user" acquire -n acl-free
   read -r utok _ <"$work/out"
   expect_eq "$user: acquire -n on a free lock: held by its token" "$(R GET acl-free)" "$utok"
   ucheck "$user: release: 0" 0 '' '' -- -u "$url" --user "$user" release acl-free "$utok"
@@ -522,6 +522,7 @@ while read -r o ph; do
     --askpass) check "the man page's $o is accepted (run)" 78 '' 'no password' -- -u "$down" run optl "$o" -- true ;;
     --version|-V) check "the man page's $o is accepted" 0 '^resplock [0-9]' '' -- "$o" ;;
     --add) check "the man page's $o is accepted (extend)" 69 '' '' -- -u "$down" extend optl tok 1s "$o" ;;
+    --json) check "the man page's $o is accepted (status)" 69 '' '' -- -u "$down" status optl "$o" ;;
     # Without TLS compiled in, asking for it is a configuration error.
     --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;

@@ -73,8 +73,8 @@ for shell in sh bash; do
   out=$(PATH="$work/bin:$PATH" REDIS_URL=$url "$shell" "$work/snippet.sh" 2>&1 </dev/null)
   code=$?
   expect_eq "snippet under $shell, lock free: exit 0" "$code" 0
-  expect_match "snippet under $shell: TOKEN and FENCE" "$out" '^token=rlk:[0-9a-f]{32} fence=[0-9]+$'
-  expect_eq "snippet under $shell: the token holds the lock" "$(R GET batch)" "$(sed -n 's/^token=\(rlk:[0-9a-f]*\) .*/\1/p' <<<"$out")"
+  expect_match "snippet under $shell: TOKEN and FENCE" "$out" '^token=rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? fence=[0-9]+$'
+  expect_eq "snippet under $shell: the token holds the lock" "$(R GET batch)" "$(sed -n 's/^token=\(rlk:[^ ]*\) .*/\1/p' <<<"$out")"
   R DEL batch >/dev/null
 done
 
@@ -210,7 +210,7 @@ grep -Eq '^holds: +1$' "$work/out" && ok "status: the reentrant hold count" || b
 R HSET st6 "svc:0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:1" 1 >/dev/null; R PEXPIRE st6 60000 >/dev/null
 check "status: resplock's layout with a client_id" 0 "^kind: +reentrant: Redisson's RLock layout" '' -- -u "$url" status st6
 R HSET st4 some-field 1 >/dev/null
-check "status: another hash" 0 "^kind: +hash: not a lock layout resplock knows$" '' -- -u "$url" status st4
+check "status: a hash without a TTL" 0 "^kind: +not a lock: a hash that never expires$" '' -- -u "$url" status st4
 R RPUSH st5 a >/dev/null
 check "status: a list" 0 "^kind: +not a lock: a list$" '' -- -u "$url" status st5
 
@@ -306,11 +306,11 @@ RESPLOCK_CONFIG="$work/bad.conf" check "usage errors come before the configurati
 RESPLOCK_CONFIG="$work/bad.conf" check "--help with a bad file: 0" 0 '^usage' '' -- --help
 
 # ------------------------------------------------------------------ --prefix
-check "--prefix: run's key is STR then NAME" 0 "^app:nightly rlk:[0-9a-f]{32} 1$" '' -- -u "$url" --prefix app: run nightly -- \
+check "--prefix: run's key is STR then NAME" 0 "^app:nightly rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? 1$" '' -- -u "$url" --prefix app: run nightly -- \
   sh -c 'echo "$RESPLOCK_NAME $RESPLOCK_TOKEN $(redis-cli -p '"$port"' EXISTS app:nightly)"'
 expect_eq "--prefix: nothing at the bare NAME" "$(R EXISTS nightly)" 0
 acq=$($RLK_WRAP "$bin" -u "$url" --prefix a: acquire job -t 60s </dev/null); read -r ptok _ <<<"$acq"
-expect_match "--prefix: acquire" "$acq" '^rlk:[0-9a-f]{32} [0-9]+$'
+expect_match "--prefix: acquire" "$acq" '^rlk:[0-9a-f]{32};h=[^ ;+]+;p=[0-9]+;t=[0-9]+(;c=[^ ;+]+)? [0-9]+$'
 expect_eq "--prefix: acquire sets STR+NAME" "$(R GET a:job)" "$ptok"
 check "--prefix: another application's lock of the same NAME is free" 0 '' '' -- -u "$url" --prefix b: run job -n -- touch "$work/ran"
 expect_eq "... its command ran" "$(ran)" ran

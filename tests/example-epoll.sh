@@ -26,7 +26,7 @@ A=127.0.0.1:$pa B=127.0.0.1:$pb
 value() { redis-cli -p "$1" get "$NAME" 2>/dev/null; }
 exists() { redis-cli -p "$1" exists "$NAME" 2>/dev/null; }
 # The token the example printed for server $2 in its output $1.
-token_of() { sed -n "s/^acquired $2 $NAME token=\(rlk:[0-9a-f]*\) fence=[0-9]*\$/\1/p" "$1"; }
+token_of() { sed -n "s/^acquired $2 $NAME token=\(rlk:[^ ]*\) fence=[0-9]*\$/\1/p" "$1"; }
 both_acquired() { [ -n "$(token_of "$1" 0)" ] && [ -n "$(token_of "$1" 1)" ]; }
 has() { grep -Eq -- "$2" "$1"; }
 past() { [ "$(now_ms)" -ge "$1" ]; }

@@ -41,10 +41,18 @@ long gettid_(void)
 int is_token(const char *s)
 {
     size_t i;
-    if (!s || strlen(s) != 36 || strncmp(s, "rlk:", 4) != 0) return 0;
-    for (s += 4, i = 0; i < 32; i++)
+    if (!s || strlen(s) < 37 || strncmp(s, "rlk:", 4) != 0 || s[36] != ';') return 0;
+    for (i = 4; i < 36; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-    return 1;
+    /* The holder's facts, percent-encoded: no space, '+' or other byte
+     * a shell's read or the waiters' mark would trip on. */
+    for (; s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z') ||
+              (s[i] >= 'A' && s[i] <= 'Z') || strchr("._/@:%=;-", s[i])))
+            return 0;
+    char pid[40];
+    snprintf(pid, sizeof pid, ";p=%ld;t=", (long)getpid());
+    return strncmp(s + 36, ";h=", 3) == 0 && strstr(s, pid) != NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -733,7 +733,7 @@ static int sc_session_requests(const char **msg)
     if (r == RLK_OK)
         r = rlk__session_extend_token(s, "alloc:t", "tok", 100, RLK_EXTEND_ADD, sess_call_cb, NULL,
                                       1007);
-    if (r == RLK_OK) r = sess_feed(s, "*5\r\n:1\r\n+hash\r\n:4000\r\n:2\r\n:0\r\n", 1008);
+    if (r == RLK_OK) r = sess_feed(s, "*7\r\n:1\r\n+hash\r\n:4000\r\n:2\r\n:0\r\n$0\r\n\r\n:0\r\n", 1008);
     if (r == RLK_OK) r = sess_feed(s, "-NOSCRIPT No matching script.\r\n", 1008);
     if (r == RLK_OK) r = sess_feed(s, ":900\r\n:1\r\n", 1009); /* the EVAL comes last */
     if (r == RLK_OK && sess_calls != 3) r = RLK_ERR_PROTO;
@@ -821,7 +821,7 @@ static int sc_session_fcall(const char **msg)
     if (r == RLK_OK && sess_extended != 1) r = RLK_ERR_PROTO;
     if (r == RLK_OK) r = rlk__session_status(s, "alloc:f", sess_call_cb, NULL, 2006);
     if (r == RLK_OK && !memmem(out, rlk_session_output(s, &out), "EVALSHA", 7)) r = RLK_ERR_PROTO;
-    if (r == RLK_OK) r = sess_feed(s, "*5\r\n:1\r\n+hash\r\n:4000\r\n:1\r\n:0\r\n", 2007);
+    if (r == RLK_OK) r = sess_feed(s, "*7\r\n:1\r\n+hash\r\n:4000\r\n:1\r\n:0\r\n$0\r\n\r\n:0\r\n", 2007);
     if (r == RLK_OK && sess_calls != 1) r = RLK_ERR_PROTO;
     if (r == RLK_OK) r = rlk_session_release(a, 2008);
     if (r == RLK_OK) r = sess_feed(s, ":1\r\n", 2009);

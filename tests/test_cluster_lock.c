@@ -489,7 +489,7 @@ static void test_wait_woken(void)
 {
     enum { RECHECK = 15000 };
     int p[TC_NODES], np = primaries(p), owner = primary_not_seed(p, np), started = 0;
-    char name[64], val[64];
+    char name[64], val[256];
     struct waiter w;
     rlk_client *a = NULL, *b = NULL;
     rlk_lock *la = NULL;
@@ -615,7 +615,7 @@ static void scene_watch(struct scene *sc, int on, int line)
  * token already (a handoff, not a free lock). */
 static void scene_handover(struct scene *sc, int handed, int line)
 {
-    char val[64], after[64];
+    char val[256], after[256];
     int at = -1;
     tl_ok(rlk_lock_release(sc->h.l) == RLK_OK, __FILE__, line, "A's release: %s",
           rlk_client_errmsg(sc->a));
@@ -804,7 +804,7 @@ static void test_failover(void)
     int p[TC_NODES], np = primaries(p), victim = primary_not_seed(p, np), r = -1, vi = -1;
     int started = 0, c_started = 0, ms, rc, renewed[3] = {0, 0, 0}, resolved = 0;
     int64_t c0;
-    char cname[64], val[64];
+    char cname[64], val[256];
     struct held h[3];
     struct waiter w, wc;
     rlk_client *a = NULL, *b = NULL, *c = NULL;

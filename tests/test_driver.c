@@ -165,7 +165,7 @@ static rlk_session_lock *acq(dt *t, const char *name, int64_t ttl, int64_t wait,
 /* The token the server holds at key (rlk_conn adm), "" when none. */
 static const char *held_token(rlk_conn *c, const char *key)
 {
-    static char tok[64];
+    static char tok[256];
     if (CMD_STR(c, tok, "GET", key) < 0) tok[0] = '\0';
     return tok;
 }

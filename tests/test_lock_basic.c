@@ -36,7 +36,7 @@ static void test_basic_acquire_release(void)
 {
     rlk_client *a = CLIENT(), *b = CLIENT();
     rlk_lock *l, *l2;
-    char got[128], tok1[64];
+    char got[256], tok1[256];
     long long pttl;
     uint64_t f1;
     int rc;
@@ -45,7 +45,7 @@ static void test_basic_acquire_release(void)
 
     l = ACQ(a, "basic", 10000);
     if (!l) goto out;
-    CHECK_MSG(is_token(rlk_lock_token(l)), "token \"%s\" is not rlk: and 32 hex digits", rlk_lock_token(l));
+    CHECK_MSG(is_token(rlk_lock_token(l)), "token \"%s\" is not rlk:, 32 hex digits and the holder's facts", rlk_lock_token(l));
     CHECK_EQ_STR(rlk_lock_name(l), "basic");
     CHECK_EQ_INT(rlk_lock_ttl_ms(l), 10000);
     CHECK_EQ_INT(rlk_lock_holds(l), 1);
@@ -247,7 +247,7 @@ static void test_release_not_owner(void)
 {
     rlk_client *a = CLIENT();
     rlk_lock *l;
-    char got[64];
+    char got[256];
     if (!a) return;
     l = ACQ(a, "rel-other", 10000);
     if (l) {
@@ -274,7 +274,7 @@ static void test_release_twice_by_token(void)
 {
     rlk_client *a = CLIENT(), *b = CLIENT();
     rlk_lock *l, *lb;
-    char tok[64], got[64];
+    char tok[256], got[256];
     if (!a || !b) goto out;
     l = ACQ(a, "rel-twice", 10000);
     if (!l) goto out;
@@ -356,7 +356,7 @@ static void test_release_reply_lost(void)
     CHECK_EQ_U64(rlk_client_generation(a), gen + 1); /* sent again */
     us_after = ((uint64_t)server_time_ms() + 1) * 1000;
     if (l) {
-        char tok[96];
+        char tok[256];
         CHECK_MSG(rlk_lock_fence(l) >= us_before && rlk_lock_fence(l) <= us_after,
                   "fence %llu, not the server's clock during the call (%llu..%llu)",
                   (unsigned long long)rlk_lock_fence(l), (unsigned long long)us_before,
@@ -445,7 +445,7 @@ static void test_extend(void)
 {
     rlk_client *a = CLIENT();
     rlk_lock *l, *l2, *lr;
-    char tok[64], got[64];
+    char tok[256], got[256];
     long long pttl;
     int64_t rem0, rem, after = 0;
     if (!a) return;
@@ -632,7 +632,7 @@ struct busy_try {
     const char *name;
     int rc;
     long tid;
-    char token[96];
+    char token[256];
 };
 
 static void *busy_try_main(void *arg)
@@ -656,7 +656,7 @@ static void test_reentrant(void)
     struct pushes ps;
     rlk_conn *sub;
     rlk_lock *l1 = NULL, *l2 = NULL, *lb;
-    char want[64], got[64], field[96];
+    char want[256], got[256], field[96];
     const char *tok, *colon;
     struct busy_try bt;
     pthread_t th;
@@ -693,7 +693,8 @@ static void test_reentrant(void)
     CHECK_EQ_STR(rlk_lock_token(l2), field);
     CMD_STR(admin, got, "HGET", "re", field);
     CHECK_EQ_STR(got, "2");
-    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re"), 1);
+    /* The holder's field and its facts (rlk:holder). */
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re"), 2);
 
     /* Another client, simple or reentrant, and another thread of the
      * same client (while this one waits for it) are refused. */
@@ -748,7 +749,7 @@ static void test_reentrant_client_id(void)
     rlk_client_config cfg;
     rlk_client *a;
     rlk_lock *l;
-    char want[64];
+    char want[256];
     client_cfg(&cfg, srv_url);
     cfg.client_id = "my-service-7";
     a = CLIENT_WITH(&cfg);
@@ -792,7 +793,8 @@ static void test_reentrant_same_client_id(void)
     opts(&o, 10000, 0, RLK_LOCK_REENTRANT, 0, NULL);
     rc = rlk_lock_acquire(b, "re-same-id", &o, &lb);
     CHECK_EQ_INT(rc, RLK_LOCK_BUSY);
-    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-same-id"), 1);
+    /* The holder's field and its facts (rlk:holder). */
+    CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-same-id"), 2);
     CHECK(CMD_STR(admin, got, "HGET", "re-same-id", rlk_lock_token(la)) == 1);
     CHECK_EQ_STR(got, "1");
     /* The id still reads first, the thread last (Redisson's "ID:THREAD"). */
@@ -930,7 +932,8 @@ static void test_reentrant_client_id_pid_namespaces(void)
         CHECK_EQ_INT(c2.pid_inside, 1);
         CHECK_MSG(c2.rc == RLK_LOCK_BUSY, "second holder: status %d, holds %lld, field %s (first: %s)",
                   c2.rc, c2.holds, c2.field, c1.field);
-        CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-ns"), 1);
+        /* The holder's field and its facts (rlk:holder). */
+        CHECK_EQ_INT(CMD_INT(admin, "HLEN", "re-ns"), 2);
         CHECK(CMD_STR(admin, got, "HGET", "re-ns", c1.field) == 1);
         CHECK_EQ_STR(got, "1");
     }
@@ -1113,7 +1116,7 @@ static void test_stopped_holder(void)
 {
     rlk_client *a = CLIENT(), *b = CLIENT();
     rlk_lock *la, *lb;
-    char got[64];
+    char got[256];
     if (!a || !b) goto out;
     CMD(admin, "DEL", "stopped");
     la = ACQ(a, "stopped", 300);

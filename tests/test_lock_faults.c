@@ -58,7 +58,7 @@ struct child {
     int rc;
     long long remaining, fence, done_at;
     int holds;        /* the server held its token when it returned */
-    char token[96];
+    char token[256];
 };
 
 /* The child's side: acquire with these options, check the server with a
@@ -71,7 +71,7 @@ static int child_wait_main(char **argv)
     rlk_client *cl;
     rlk_conn *adm;
     rlk_lock *l = NULL;
-    char got[96] = "";
+    char got[256] = "";
     int rc, holds = 0;
     int64_t done_at;
     rlk_client_config_init(&cfg);
@@ -262,7 +262,7 @@ static void test_stale_handoff(void)
     rlk_lock *lh, *lt = NULL;
     struct child w;
     int64_t t_resume, t_release = 0, deadline;
-    char got[96];
+    char got[256];
     w.pid = -1;
     w.fd = -1;
     if (!h || !t) goto out;
@@ -324,7 +324,7 @@ static void test_lost_first_waiting_try(void)
     rlk_client *a = NULL, *other = NULL;
     rlk_lock *l = NULL, *lo;
     rlk_lock_options o;
-    char url[64], got[96];
+    char url[64], got[256];
     int rc;
     fs = proxy_start(&px, url, sizeof url);
     if (!fs) return;
@@ -478,7 +478,7 @@ static void test_foreign_waiter_not_starved(void)
     CHECK_MSG(got, "the foreign client got nothing in %lld ms (%d tries) while resplock "
               "clients cycled %d times", (long long)waited, tries, cy[0].cycles + cy[1].cycles);
     if (got) {
-        char v[96];
+        char v[256];
         CHECK(held_by(admin, name, v, sizeof v) == 1);
         CHECK_EQ_STR(v, "foreign");
     }
@@ -568,7 +568,7 @@ static void test_cluster_renewal(void)
     struct lost_rec lr;
     struct ticker t;
     rlk_resp_value *v;
-    char url[64], got[96];
+    char url[64], got[256];
     int i;
     memset(&to, 0, sizeof to);
     memset(&lr, 0, sizeof lr);
@@ -623,7 +623,7 @@ static void *sampler_main(void *arg)
     int64_t t0 = ts_now_ms();
     s->first_missing = -1;
     while (c && !__atomic_load_n(s->stop, __ATOMIC_SEQ_CST)) {
-        char got[96];
+        char got[256];
         s->samples++;
         if (held_by(c, s->key, got, sizeof got) != 1 || strcmp(got, s->token) != 0) {
             if (s->missing++ == 0) s->first_missing = ts_now_ms() - t0;
@@ -756,7 +756,7 @@ static void test_release_at_maxmemory(void)
     struct waiter w;
     int started = 0, rc;
     int64_t t_rel;
-    char url[64], got[96];
+    char url[64], got[256];
     if (!(s = own_server(extra, url, sizeof url))) return;
     adm = CONNECT(url);
     a = CLIENT_EX(url, 0, 0, NULL);
@@ -877,7 +877,7 @@ static void oom_holds(const char *url, rlk_conn *adm, int fcall)
     rlk_client *cl = CLIENT_EX(url, 0, 0, NULL);
     rlk_lock *r1 = NULL, *r2 = NULL, *e = NULL, *w = NULL;
     struct lost_rec lost;
-    char got[96];
+    char got[256];
     int rc;
     long long n, sets;
     /* The server has SET IFEQ (Valkey 8.1+): the SET in INFO's list. */
@@ -986,7 +986,7 @@ out:
 static void test_release_without_publish(void)
 {
     const char *name = "f-nopub", *rname = "f-nopub-r";
-    char url[128], got[96];
+    char url[128], got[256];
     rlk_client *a = NULL, *b = CLIENT();
     rlk_lock *l = NULL;
     struct waiter w;
@@ -1612,7 +1612,7 @@ static void refused_reconnect(int thread)
     rlk_conn *adm = NULL, *fill[2] = {NULL, NULL};
     rlk_client *cl = NULL;
     rlk_lock *l = NULL;
-    char url[64], purl[64], tok[96];
+    char url[64], purl[64], tok[256];
     long long refused0;
     int64_t ttl = SLOWX(4000), end0;
     ts_server *s = small_server("3", url, sizeof url);

@@ -156,7 +156,7 @@ static void test_interop_string_layout(void)
     rlk_client *a = CLIENT();
     rlk_lock *l;
     rlk_resp_value *v;
-    char got[64];
+    char got[256];
     if (!a) return;
     CMD(admin, "DEL", "interop");
     v = CMD(admin, "SET", "interop", "othertoken", "NX", "PX", "10000");

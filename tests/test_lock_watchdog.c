@@ -59,7 +59,7 @@ static void test_watchdog_tick(void)
     struct lost_rec lr;
     struct ticker t;
     rlk_lock *l;
-    char got[64];
+    char got[256];
     int64_t t0;
     memset(&lr, 0, sizeof lr);
     if (!a) return;
@@ -561,7 +561,7 @@ static void test_watchdog_thread(void)
     rlk_lock *l;
     long long min_pttl = LLONG_MAX, v;
     int64_t t0, est = 0, t_del, deadline;
-    char got[64];
+    char got[256];
     int i, errors = 0;
     memset(&lr, 0, sizeof lr);
     if (!a) return;

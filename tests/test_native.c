@@ -242,7 +242,7 @@ static int wait_pttl_above(rlk_conn *c, const char *key, long long ms, int64_t w
 static int wait_confirmed(const char *key, const char *want, long long ms)
 {
     int64_t deadline = ts_now_ms() + LONG_MS;
-    char got[128];
+    char got[256];
     for (;;) {
         long long p = CMD_INT(admin, "PTTL", key);
         if (!get_value(key, got, sizeof got) || strcmp(got, want) != 0) return 0;
@@ -418,7 +418,7 @@ static void test_extend_set_form(void)
     const char *name = "nat-extend";
     rlk_client *cl = CLIENT();
     rlk_lock *l = NULL;
-    char got[128], others[512];
+    char got[256], others[512];
     long long pttl;
     int rc;
     if (!cl) return;
@@ -469,7 +469,7 @@ static void test_watchdog_renewal(void)
     rlk_client *cl = CLIENT();
     struct lost_rec lost;
     rlk_lock *l = NULL;
-    char got[128];
+    char got[256];
     long long p1;
     int started = 0, rc;
     memset(&lost, 0, sizeof lost);
@@ -522,7 +522,7 @@ static void test_contended_handoff(void)
     struct waiter w;
     int joined = 0, started = 0;
     rlk_lock *la = NULL;
-    char waiters[64], queue[64], got[128], want[128];
+    char waiters[64], queue[64], got[256], want[256];
     uint64_t fence_a;
     int64_t t_rel, limit = slow ? 2000 : 500;
     long long pttl;
@@ -595,7 +595,7 @@ static void test_marked_extend(void)
     struct waiter w;
     int joined = 0, started = 0;
     rlk_lock *la = NULL;
-    char waiters[64], queue[64], got[128], want[128];
+    char waiters[64], queue[64], got[256], want[256];
     long long pttl;
     HO_KEY(waiters, name, "waiters");
     HO_KEY(queue, name, "queue");
@@ -635,7 +635,7 @@ out:
 }
 
 /* Whether name's queue is exactly toks[0..n-1], in this order. */
-static int queue_is(const char *name, char toks[][96], int n, int line)
+static int queue_is(const char *name, char toks[][256], int n, int line)
 {
     char key[128];
     rlk_resp_value *v;
@@ -651,7 +651,7 @@ static int queue_is(const char *name, char toks[][96], int n, int line)
 }
 
 /* The field of name's waiters hash not among known[0..k-1]. */
-static int newest_waiter(const char *name, char known[][96], int k, char *out, size_t n)
+static int newest_waiter(const char *name, char known[][256], int k, char *out, size_t n)
 {
     char key[128];
     rlk_resp_value *v;
@@ -682,7 +682,7 @@ static void test_fifo_three_waiters(void)
     rlk_client *a = CLIENT(), *c[3];
     struct waiter w[3];
     int joined[3] = {0, 0, 0}, started = 0, i, j;
-    char tok[3][96], waiters[64], queue[64], got[128], want[128];
+    char tok[3][256], waiters[64], queue[64], got[256], want[256];
     rlk_lock *la = NULL;
     uint64_t fence;
     for (i = 0; i < 3; i++) c[i] = CLIENT();
@@ -762,7 +762,7 @@ static void test_marked_lock_renewed(void)
     struct waiter w;
     int joined = 0, started = 0, wd = 0, rounds = 0, bad = 0;
     rlk_lock *la = NULL;
-    char waiters[64], queue[64], got[128], want[128];
+    char waiters[64], queue[64], got[256], want[256];
     uint64_t fence_a;
     memset(&lost, 0, sizeof lost);
     HO_KEY(waiters, name, "waiters");
@@ -1125,7 +1125,7 @@ static rlk_client *fk_client(fake_server *fs)
 /* The token of l into buf (64 bytes): it stays after the handle. */
 static const char *copy_token(char *buf, const rlk_lock *l)
 {
-    snprintf(buf, 64, "%s", rlk_lock_token(l));
+    snprintf(buf, 256, "%s", rlk_lock_token(l));
     return buf;
 }
 
@@ -1143,9 +1143,9 @@ static void test_fake_redis84_native(void)
     fake_server *fs;
     rlk_client *cl = NULL;
     rlk_lock *l = NULL;
-    char c1[256], c2[256], c3[256], c4[256], c5[256], c6[256];
+    char c1[640], c2[640], c3[640], c4[640], c5[640], c6[640];
     const char *t;
-    char tok[64];
+    char tok[256];
     int from;
     fk_init(&f, "redis", "8.4.0");
     fs = fake_start(fk_conn, &f);
@@ -1204,7 +1204,7 @@ static void test_fake_redis84_delex_zero(void)
     fake_server *fs;
     rlk_client *cl = NULL;
     rlk_lock *l;
-    char c1[256], c2[256], c3[256], fc[96];
+    char c1[640], c2[640], c3[640], fc[256];
     int from, i;
     fk_init(&f, "redis", "8.4.0");
     f.delex = 1;
@@ -1214,7 +1214,7 @@ static void test_fake_redis84_delex_zero(void)
     cl = fk_client(fs);
     for (i = 0; cl && i < 2; i++) {
         const char *t;
-        char tok[64];
+        char tok[256];
         from = fk_count(&f);
         l = ACQ(cl, "fk", 10000);
         if (!l) break;
@@ -1241,9 +1241,9 @@ static void test_fake_redis84_delex_unknown(void)
     fake_server *fs;
     rlk_client *cl = NULL;
     rlk_lock *l;
-    char c1[256], c2[256], c3[256], c4[256], fc[96];
+    char c1[640], c2[640], c3[640], c4[640], fc[256];
     const char *t;
-    char tok[64];
+    char tok[256];
     int from;
     fk_init(&f, "redis", "8.4.0");
     f.delex = 2;
@@ -1286,9 +1286,9 @@ static void test_fake_redis84_set_ifeq_refused(void)
     fake_server *fs;
     rlk_client *cl = NULL;
     rlk_lock *l = NULL;
-    char c1[256], c2[256], c3[256], c4[256], c5[256], fc[96];
+    char c1[640], c2[640], c3[640], c4[640], c5[640], fc[256];
     const char *t;
-    char tok[64];
+    char tok[256];
     fk_init(&f, "redis", "8.4.0");
     f.setifeq = 1;
     fcall_of(fc, sizeof fc, "extend");
@@ -1325,9 +1325,9 @@ static void test_fake_valkey92_prefers_delifeq(void)
     fake_server *fs;
     rlk_client *cl = NULL;
     rlk_lock *l;
-    char c1[256], c2[256], c3[256];
+    char c1[640], c2[640], c3[640];
     const char *t;
-    char tok[64];
+    char tok[256];
     fk_init(&f, "valkey", "9.2.0");
     fs = fake_start(fk_conn, &f);
     if (!CHECK(fs != NULL)) return;
@@ -1358,9 +1358,9 @@ static void test_fake_noevict_refused(void)
     rlk_client *cl = NULL;
     rlk_lock *l;
     rlk_script rel;
-    char c1[256], c2[256];
+    char c1[640], c2[640];
     const char *t;
-    char tok[64];
+    char tok[256];
     fk_init(&f, "redis", "6.2.14");
     f.noevict = 1;
     rlk_script_init(&rel, rlk__lua_release, 0);
@@ -1548,7 +1548,7 @@ static void test_noevict_under_pressure(void)
     rlk_client *h = NULL;
     rlk_lock *l = NULL;
     struct lost_rec lost;
-    char url[64], line[256], flags[128], got[128];
+    char url[64], line[256], flags[128], got[256];
     int plain = -1, late = -1, press = -1, wd = 0;
     long long hid, evicted0, renewals;
     char *big = NULL;

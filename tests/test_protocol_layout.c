@@ -235,6 +235,9 @@ static const struct {
     const char *word, *re;
 } fixed[] = {
     {"HEX32", "[0-9a-f]{32}"},
+    /* The holder's facts: host, pid, wall-clock ms, and a command
+     * (percent-encoded: no space, ';' or '+'). */
+    {"FACTS", "h=[A-Za-z0-9._/@:%-]*;p=[0-9]+;t=[0-9]+(;c=[A-Za-z0-9._/@:%-]+)?"},
     {"HEX24", "[0-9a-f]{24}"},
     /* resplock's clients' holders: [CLIENT-ID:]UUID:THREAD. */
     {"HOLDER", "([^ ]+:)?[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+"},
@@ -695,9 +698,9 @@ static void mon_command(int argc, char **argv, const char *src)
         "time", "ping", "hello", "client", "info", "function", "script", "cluster", "echo",
         "select", "auth", "readonly", "asking", "command", "quit", "reset", NULL};
     static const char *const str_writes[] = {"set", "append", "delifeq", "delex", NULL};
-    static const char *const hash_writes[] = {"hset", "hdel", "hincrby", NULL};
+    static const char *const hash_writes[] = {"hset", "hsetnx", "hdel", "hincrby", NULL};
     static const char *const list_writes[] = {"rpush", "lpop", "lrem", NULL};
-    static const char *const reads[] = {"get", "hget", "hexists", "hvals", "hkeys", "hgetall",
+    static const char *const reads[] = {"get", "getrange", "hget", "hexists", "hvals", "hkeys", "hgetall",
                                         "hlen", "lindex", "llen", "lrange", "type", "pttl",
                                         "pexpire", NULL};
     static const char *const all_keys[] = {"exists", "del", "unlink", "mget", NULL};
@@ -737,7 +740,7 @@ static void mon_command(int argc, char **argv, const char *src)
         int set = !strcasecmp(cmd, "set") && argc >= 3;
         observe(&t_keys, argv[1], "string", set ? "-" : NULL, set ? argv[2] : NULL, what);
     } else if (is(cmd, hash_writes)) {
-        if (!strcasecmp(cmd, "hset"))
+        if (!strcasecmp(cmd, "hset") || !strcasecmp(cmd, "hsetnx"))
             for (int i = 2; i + 1 < argc; i += 2)
                 observe(&t_keys, argv[1], "hash", argv[i], argv[i + 1], what);
         else

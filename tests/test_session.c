@@ -44,7 +44,7 @@ typedef struct ev {
     int status;
     int64_t remaining;   /* rlk_session_lock_remaining_ms at the event */
     uint64_t fence;
-    char token[40];
+    char token[256];
 } ev;
 
 typedef struct drv {
@@ -215,7 +215,7 @@ static void test_acquire_release(void)
     const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
     CHECK(a != NULL);
     if (!a) goto out;
-    char v[64];
+    char v[256];
     CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:a"), 1);
     CHECK_EQ_STR(v, a->token);
     /* The fence is the server's clock just after the SET. */
@@ -277,7 +277,7 @@ static void test_handoff(void)
     CHECK_MSG(ts_now_ms() - t0 < 5000, "handed over after %lld ms", (long long)(ts_now_ms() - t0));
     if (e) {
         CHECK(e->fence > find(&h, RLK_SEV_ACQUIRED, hl)->fence);
-        char v[64];
+        char v[256];
         CMD_STR(adm, v, "GET", "sess:h");
         CHECK_EQ_STR(v, e->token);
         /* Held at the message (RESP3, no watchdog) for the claim only:
@@ -330,7 +330,7 @@ static void test_watchdog_and_noscript(void)
     CMD(adm, "SCRIPT", "FLUSH");
     RUN_UNTIL(0, 1500, &d);
     CHECK_EQ_INT(count(&d, RLK_SEV_LOST), 0);
-    char v[64];
+    char v[256];
     CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:w"), 1);
     CHECK_EQ_STR(v, rlk_session_lock_token(l));
     CHECK(rlk_session_lock_remaining_ms(l, ts_now_ms()) > 0);
@@ -417,7 +417,7 @@ static void test_extend(void)
           d.evs[d.nev - 2].status == RLK_LOCK_NOT_OWNER);
     CHECK_EQ_INT(rlk_session_lock_remaining_ms(l, ts_now_ms()), 0);
     CHECK_EQ_INT(rlk_session_extend(l, 1000, RLK_EXTEND_SET, ts_now_ms()), RLK_LOCK_LOST);
-    char v[64];
+    char v[256];
     CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:x"), 1);
     CHECK_EQ_STR(v, "someone");
     rlk_session_release(l, ts_now_ms());
@@ -499,7 +499,9 @@ static void test_reentrant(void)
     CHECK_EQ_U64(eb->fence, ea->fence);
     CHECK_EQ_INT(rlk_session_lock_holds(b), 2);
     CHECK_EQ_INT(hget("sess:re", "app:1"), 2);
-    CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+    /* One holder's field, and its facts (rlk:holder). */
+    CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 2);
+    CHECK_EQ_INT(CMD_INT(adm, "HEXISTS", "sess:re", "rlk:holder"), 1);
     CHECK_MSG(CMD_INT(adm, "PTTL", "sess:re") > 25000, "the second hold shortened the expiry");
     /* Another holder: busy at once, and in line with a wait. */
     n = o.nev;
@@ -531,7 +533,11 @@ static void test_reentrant(void)
     if (ew) {
         CHECK(ew->fence > ea->fence);
         CHECK_EQ_INT(hget("sess:re", "app:2"), 1);
-        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 1);
+        /* Handed over, then confirmed: one holder's field, and the
+         * facts its confirmation wrote (the handoff has none). */
+        RUN_UNTIL(CMD_INT(adm, "HLEN", "sess:re") == 2, 5000, &d, &o);
+        CHECK_EQ_INT(CMD_INT(adm, "HLEN", "sess:re"), 2);
+        CHECK_EQ_INT(CMD_INT(adm, "HEXISTS", "sess:re", "rlk:holder"), 1);
         /* Confirmed in the background (the handoff was reported held
          * for the claim): the full TTL. */
         RUN_UNTIL(rlk_session_lock_remaining_ms(w, ts_now_ms()) > 4000, 5000, &o);
@@ -1410,6 +1416,10 @@ static void test_subscribe_refused_bytes(void)
     feed_str(&d, NOPERM_CHANNELS, 1001);
     CHECK_EQ_INT(d.nev, 1); /* READY */
     feed_str(&d, "$-1\r\n" TIME_REPLY, 1002);
+    /* Busy, and polling next: one look by the acquire script (is it a
+     * lock?), busy too. */
+    CHECK(out_has(&d, "EVALSHA") && !out_has(&d, "SUBSCRIBE"));
+    feed_str(&d, "*2\r\n:0\r\n:9000\r\n", 1002);
     CHECK_EQ_INT(d.nev, 1); /* busy, waiting */
     const char *out;
     CHECK_EQ_INT(rlk_session_output(d.s, &out), 0);
@@ -1575,11 +1585,11 @@ static void test_fcall_bytes(void)
 
     manual_ready_as(&d, HELLO_AS("6\r\n7.0.15"));
     rlk_session_lock *l = acq_bytes(&d, "f70", 1100);
-    CHECK(out_has(&d, "*13\r\n$5\r\nFCALL\r\n") && out_has(&d, fn) && !out_has(&d, "EVAL"));
+    CHECK(out_has(&d, "*14\r\n$5\r\nFCALL\r\n") && out_has(&d, fn) && !out_has(&d, "EVAL"));
     rlk_session_consume(d.s, 1 << 20);
     feed_str(&d, NOT_FOUND, 1101);
     CHECK(out_has(&d, "*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n"));
-    CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n"));
+    CHECK(out_has(&d, "*14\r\n$4\r\nEVAL\r\n"));
     rlk_session_consume(d.s, 1 << 20);
     feed_str(&d, "$21\r\nresplock_0123456789ab\r\n" ACQ_REPLY, 1102);
     if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
@@ -1616,7 +1626,7 @@ static void test_fcall_bytes(void)
         CHECK(out_has(&d, "FCALL"));
         rlk_session_consume(d.s, 1 << 20);
         feed_str(&d, refusals[i], 1101);
-        CHECK(out_has(&d, "*13\r\n$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
+        CHECK(out_has(&d, "*14\r\n$4\r\nEVAL\r\n") && !out_has(&d, "FUNCTION"));
         rlk_session_consume(d.s, 1 << 20);
         feed_str(&d, ACQ_REPLY, 1102);
         if (!CHECK(find(&d, RLK_SEV_ACQUIRED, l) != NULL)) goto out;
@@ -1870,7 +1880,7 @@ static void test_resend_acquire(void)
     RUN_UNTIL(count(&d, RLK_SEV_ACQUIRED) + count(&d, RLK_SEV_NOT_ACQUIRED) > 0, 5000, &d);
     const ev *a = find(&d, RLK_SEV_ACQUIRED, l);
     if (CHECK(a != NULL)) {
-        char v[64];
+        char v[256];
         CHECK_EQ_INT(CMD_STR(adm, v, "GET", "sess:resend"), 1);
         CHECK_EQ_STR(v, a->token);
         CHECK(a->remaining > 25000);
@@ -1932,7 +1942,7 @@ static void test_resend_rules(void)
     rlk_lock_options_init(&o);
     o.ttl_ms = 10000;
     rlk_session_lock *l = rlk_session_acquire(d.s, "rs", &o, NULL, 1000);
-    char tok[40];
+    char tok[256];
     snprintf(tok, sizeof tok, "%s", rlk_session_lock_token(l));
     rlk_session_consume(d.s, 1 << 20);
     rlk_session_closed(d.s, 1100);

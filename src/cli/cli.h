@@ -12,6 +12,7 @@
 
 /* Exit codes (sysexits.h values), documented in resplock(1). */
 #define CLI_EX_USAGE 64
+#define CLI_EX_DATAERR 65 /* the lock's name is an application's key */
 #define CLI_EX_UNAVAILABLE 69
 #define CLI_EX_SOFTWARE 70
 #define CLI_EX_TEMPFAIL 75
@@ -194,5 +195,7 @@ int cmd_acquire(cli_opts *o, int argc, char **argv);
 int cmd_release(cli_opts *o, int argc, char **argv);
 int cmd_extend(cli_opts *o, int argc, char **argv);
 int cmd_status(cli_opts *o, int argc, char **argv);
+int cmd_list(cli_opts *o, int argc, char **argv);
+int cmd_break(cli_opts *o, int argc, char **argv);
 
 #endif

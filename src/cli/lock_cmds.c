@@ -16,6 +16,8 @@
 
 #include "cli.h"
 #include "keys.h"
+#include "lua.h"
+#include "random.h"
 #include "slots.h"
 #include "url.h"
 
@@ -31,6 +33,7 @@
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_KILL_AFTER_MS 5000
@@ -45,12 +48,13 @@ typedef struct lock_args {
     const char *shell;       /* run -c */
     int add;                 /* extend: add instead of set */
     unsigned from_conf;      /* bit CLI_D_*: the value is the config file's */
+    int json;                /* status, list: one JSON object per lock */
 } lock_args;
 
 /* A value no option gave (yet): the config file's, or the default. */
 #define UNSET INT64_MIN
 
-enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME };
+enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON };
 
 static const struct option lock_long[] = {
     {"ttl", required_argument, NULL, 't'},
@@ -62,6 +66,7 @@ static const struct option lock_long[] = {
     {"add", no_argument, NULL, OPT_ADD},
     {"command", required_argument, NULL, 'c'},
     {"max-time", required_argument, NULL, OPT_MAX_TIME},
+    {"json", no_argument, NULL, OPT_JSON},
     {NULL, 0, NULL, 0}};
 
 static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
@@ -99,6 +104,7 @@ static int lock_opt(void *ctx, int c, const char *arg)
     case OPT_ADD: a->add = 1; return 1;
     case 'c': a->shell = arg; return 1;
     case OPT_MAX_TIME: return duration_opt("--max-time", arg, &a->max_time_ms, 0);
+    case OPT_JSON: a->json = 1; return 1;
     default: return 0;
     }
 }
@@ -213,6 +219,11 @@ static int lock_failure(cli_opts *o, rlk_client *cl, int status, const lock_args
     case RLK_LOCK_NOT_HELD: case RLK_LOCK_NOT_OWNER:
         cli_err("%s", rlk_client_errmsg(cl));
         return a->conflict_code;
+    case RLK_LOCK_NOT_A_LOCK:
+        /* Never silent, and not a conflict: it would be skipped for ever. */
+        cli_err("%s (an application's key? use a --prefix, or prefix in the config file)",
+                rlk_client_errmsg(cl));
+        return CLI_EX_DATAERR;
     default:
         return cli_connect_error(o, status, rlk_client_errmsg(cl));
     }
@@ -256,10 +267,16 @@ static int misfit(const cli_opts *o, const lock_args *a, const char *msg)
 }
 
 static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lock_args *a, int watchdog,
-                   void (*on_lost)(void *, rlk_lock *), int64_t margin, rlk_lock **l)
+                   void (*on_lost)(void *, rlk_lock *), int64_t margin, char **cmd, rlk_lock **l)
 {
     rlk_lock_options lo;
     rlk_lock_options_init(&lo);
+    /* run's command line, recorded with the lock (the library keeps
+     * RLK_HOLDER_CMD_MAX bytes of it, encoded). */
+    char line[RLK_HOLDER_CMD_MAX + 1] = "";
+    for (size_t n = 0; cmd && *cmd && n < sizeof line - 1; cmd++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", n ? " " : "", *cmd);
+    lo.holder_cmd = line;
     lo.ttl_ms = a->ttl_ms;
     lo.wait_ms = a->wait_ms;
     lo.watchdog = watchdog;
@@ -398,6 +415,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         cmd = shell_cmd;
     }
     if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
+    if (a.json) return cli_usage_error("--json is for status and list");
     if ((r = fill_defaults(o, &a, 1)) != 0) return r;
 
     /* Between the first failed renewal and the end of the validity,
@@ -457,7 +475,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
-    r = acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, &l);
+    r = acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, cmd, &l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
@@ -710,6 +728,7 @@ static int begin(cli_opts *o, lock_args *a, int argc, char **argv, const char **
 {
     int code = lock_args_of(o, a, argc, argv, pos, npos, usage, duration);
     if (code) return code;
+    if (a->json) return cli_usage_error("--json is for status and list");
     *cl = lock_client(o, NULL, a->wait_ms, &code);
     return *cl ? 0 : code;
 }
@@ -722,7 +741,7 @@ int cmd_acquire(cli_opts *o, int argc, char **argv)
     int r = begin(o, &a, argc, argv, pos, 1, "acquire NAME [options]", NULL, &cl);
     if (r) return r;
     rlk_lock *l;
-    r = acquire(o, cl, pos[0], &a, 0, NULL, 0, &l);
+    r = acquire(o, cl, pos[0], &a, 0, NULL, 0, NULL, &l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
@@ -814,9 +833,13 @@ static int is_rlock_field(const rlk_resp_value *v)
     return all_of(colon + 1, v->len - (size_t)(colon + 1 - v->str), "0123456789");
 }
 
+static const char *const not_lock_why[] = {"", "", "that never expires",
+                                           "whose values are not hold counts"};
+
 /* The kind of holder, from the key's type and value: the status alone
  * tells a string from a hash. */
-static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
+static void holder_kind(rlk_client *cl, const char *name, const rlk_lock_status *st, char *out,
+                        size_t n)
 {
     rlk_conn *c = rlk_client_conn(cl);
     if (!c) return;
@@ -824,17 +847,20 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
     const char *type[] = {"TYPE", name};
     snprintf(out, n, "unknown (the server did not say)");
     if (rlk_conn_command(c, &v, 2, type, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
-    if (is_bulk(v, "string")) {
-        const char *get[] = {"GET", name};
-        if (rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
-        /* "rlk:" and 32 hex digits, "+w" when waiters marked it. */
-        size_t hl = v->len == 38 && memcmp(v->str + 36, "+w", 2) == 0 ? 36 : v->len;
-        if (hl == 36 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef"))
+    if (st->not_a_lock) {
+        const char *why = not_lock_why[st->not_a_lock];
+        snprintf(out, n, "not a lock: a %.*s%s%s", (int)(v->len > 32 ? 32 : v->len), v->str,
+                 *why ? " " : "", why);
+    } else if (is_bulk(v, "string")) {
+        const char *get[] = {"GETRANGE", name, "0", "39"};
+        if (rlk_conn_command(c, &v, 4, get, NULL) != RLK_OK || !is_bulk(v, NULL)) return;
+        /* "rlk:" and 32 hex digits, then ';' and the holder's facts (or
+         * nothing: an older resplock), "+w" when waiters marked it. */
+        if (v->len >= 36 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef"))
             snprintf(out, n, "simple: resplock's layout (an rlk: token%s)",
-                     hl < v->len ? ", marked: waiters in line" : "");
+                     v->len > 36 && v->str[36] == '+' ? ", marked: waiters in line" : "");
         else if (v->len == 32 && all_of(v->str, v->len, "0123456789abcdef"))
-            snprintf(out, n, "simple: a 32-hex-digit token (redis-py, node-redlock, an older "
-                             "resplock)");
+            snprintf(out, n, "simple: a 32-hex-digit token (redis-py, node-redlock)");
         else
             snprintf(out, n, "simple: another client's string value");
     } else if (is_bulk(v, "hash")) {
@@ -842,16 +868,94 @@ static void holder_kind(rlk_client *cl, const char *name, char *out, size_t n)
         if (rlk_conn_command(c, &v, 2, keys, NULL) != RLK_OK ||
             (v->type != RLK_RESP_ARRAY && v->type != RLK_RESP_SET))
             return;
-        int rlock = v->len > 0;
-        for (const rlk_resp_value *f = v->child; f; f = f->next) rlock = rlock && is_rlock_field(f);
-        if (rlock)
+        int rlock = 0, other = 0;
+        for (const rlk_resp_value *f = v->child; f; f = f->next) {
+            if (is_bulk(f, "rlk:holder")) continue; /* resplock's holder facts */
+            if (is_rlock_field(f)) rlock++;
+            else other++;
+        }
+        if (rlock && !other)
             snprintf(out, n, "reentrant: Redisson's RLock layout ([ID:]UUID:thread fields), "
                              "from resplock or Redisson");
         else
             snprintf(out, n, "hash: not a lock layout resplock knows");
-    } else {
-        snprintf(out, n, "not a lock: a %.*s", (int)(v->len > 32 ? 32 : v->len), v->str);
     }
+}
+
+/* JSON's string: s in quotes, escaped. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f) printf("\\u%04x", *p); /* bytes, not UTF-8 */
+        else putchar(*p);
+    }
+    putchar('"');
+}
+
+/* The holder's facts: "host H, pid P, since ISO (AGE ago)" into out. */
+static void facts_line(const rlk_lock_status *st, char *out, size_t n, char *iso, size_t isn)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    time_t t = (time_t)(st->since_ms / 1000);
+    struct tm tm;
+    iso[0] = '\0';
+    if (gmtime_r(&t, &tm))
+        snprintf(iso, isn, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(st->since_ms % 1000));
+    int64_t age = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - st->since_ms;
+    snprintf(out, n, "host %s, pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->host,
+             st->pid, iso, age / 1000, (int)(age < 0 ? 0 : age % 1000 / 100));
+}
+
+/* A lock's status on stdout, as text or one JSON object. */
+static void print_status(const char *name, const char *where, const char *kind,
+                         const rlk_lock_status *st, int json)
+{
+    char facts[512], iso[80];
+    if (st->has_facts) facts_line(st, facts, sizeof facts, iso, sizeof iso);
+    if (json) {
+        printf("{\"name\":");
+        json_str(name);
+        if (where[0]) printf(",\"node\":"), json_str(where);
+        printf(",\"held\":%s", st->held ? "true" : "false");
+        if (st->held) {
+            printf(",\"kind\":"), json_str(kind);
+            printf(",\"lock\":%s,\"ttl_ms\":%" PRId64, st->not_a_lock ? "false" : "true", st->ttl_ms);
+            if (st->kind == RLK_LOCK_REENTRANT) printf(",\"holds\":%" PRId64, st->holds);
+        }
+        if (st->has_facts) {
+            printf(",\"holder\":{\"host\":"), json_str(st->host);
+            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":", st->pid, st->since_ms);
+            json_str(iso);
+            printf(",\"cmd\":"), json_str(st->cmd);
+            putchar('}');
+        } else if (st->held) {
+            printf(",\"holder\":null");
+        }
+        printf(",\"fence\":null,\"waiting\":%" PRId64 "}\n", st->waiters);
+        return;
+    }
+    printf("name:  %s\n", name);
+    if (where[0]) printf("node:  %s\n", where);
+    printf("held:  %s\n", st->held ? "yes" : "no");
+    if (st->held) {
+        printf("kind:  %s\n", kind);
+        if (st->ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st->ttl_ms);
+        else printf("ttl:   none (the key never expires)\n");
+        if (st->kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st->holds);
+        if (st->has_facts) {
+            printf("holder: %s\n", facts);
+            if (st->cmd[0]) printf("command: %s\n", st->cmd);
+        } else if (!st->not_a_lock) {
+            printf("holder: unknown (no facts recorded: another client's lock, an older "
+                   "resplock, or a reentrant lock handed over, not confirmed yet)\n");
+        }
+        if (!st->not_a_lock) printf("fence: not stored (the holder alone was told it)\n");
+    }
+    printf("waiting: %" PRId64 "\n", st->waiters);
 }
 
 /* The server of key: on a Redis Cluster the node serving its slot, named
@@ -894,37 +998,232 @@ static const char *locate(cli_opts *o, const char *key, char *where, size_t n, i
     return url;
 }
 
+/* The status of pos[0] (where the lock lives on a cluster), and its
+ * client; 0, or an exit code after a message. */
+static int status_of(cli_opts *o, lock_args *a, const char *name, char *where, size_t wn,
+                     rlk_client **cl, rlk_lock_status *st, char *kind, size_t kn)
+{
+    int r;
+    /* On a cluster the lock is read where it lives. */
+    const char *url = locate(o, name, where, wn, &r);
+    if (!url) return r;
+    *cl = lock_client(o, url, a->wait_ms, &r);
+    if (!*cl) return r;
+    r = rlk_lock_get_status(*cl, name, st);
+    if (r != RLK_OK) {
+        int code = lock_failure(o, *cl, r, a);
+        rlk_client_free(*cl);
+        return code;
+    }
+    kind[0] = '\0';
+    if (st->held) holder_kind(*cl, name, st, kind, kn);
+    return 0;
+}
+
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    char where[RLK__SLOTS_HOST_MAX + 64];
-    int r = lock_args_of(o, &a, argc, argv, pos, 1, "status NAME", NULL);
-    if (r) return r;
-    /* On a cluster the lock is read where it lives. */
-    const char *url = locate(o, pos[0], where, sizeof where, &r);
-    if (!url) return r;
-    rlk_client *cl = lock_client(o, url, a.wait_ms, &r);
-    if (!cl) return r;
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128];
+    rlk_client *cl;
     rlk_lock_status st;
-    r = rlk_lock_get_status(cl, pos[0], &st);
-    if (r != RLK_OK) {
-        int code = lock_failure(o, cl, r, &a);
-        rlk_client_free(cl);
-        return code;
-    }
-    printf("name:  %s\n", pos[0]);
-    if (where[0]) printf("node:  %s\n", where);
-    printf("held:  %s\n", st.held ? "yes" : "no");
-    if (st.held) {
-        char kind[128];
-        holder_kind(cl, pos[0], kind, sizeof kind);
-        printf("kind:  %s\n", kind);
-        if (st.ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st.ttl_ms);
-        else printf("ttl:   none (the key never expires)\n");
-        if (st.kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st.holds);
-    }
-    printf("waiting: %" PRId64 "\n", st.waiters);
+    int r = lock_args_of(o, &a, argc, argv, pos, 1, "status NAME [--json]", NULL);
+    if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
+        return r;
+    print_status(pos[0], where, kind, &st, a.json);
     rlk_client_free(cl);
     return st.held ? 0 : 1;
+}
+
+/* A key of resplock's own beside a lock: a line, its waiters, a
+ * reentrant release's tombstone (see keys.c). */
+static int side_key(const char *k, size_t n)
+{
+    static const char *const ends[] = {":queue", ":waiters"};
+    for (int i = 0; i < 2; i++) {
+        size_t e = strlen(ends[i]);
+        if (n > e && memcmp(k + n - e, ends[i], e) == 0) return 1;
+    }
+    const char *r = n > 42 ? k + n - 42 : NULL; /* ":released:" and 32 hex digits */
+    return (r && memcmp(r, ":released:", 10) == 0 && all_of(r + 10, 32, "0123456789abcdef")) ||
+           (n > 9 && memcmp(k, "resplock:", 9) == 0);
+}
+
+int cmd_list(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    char **extra;
+    const char *pos[1] = {"*"};
+    init_args(&a);
+    int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
+    if (r > 0) return r;
+    if (extra || a.shell || a.max_time_ms) return cli_usage_error("usage: resplock list [PATTERN] [--json]");
+    if ((r = cli_resolve(o)) != 0) return r;
+    const char *match = cli_key(o, pos[0]);
+    if (!match) return cli_usage_error("--prefix and PATTERN are too long together");
+    char *pattern = strdup(match);
+    size_t pl = o->prefix ? strlen(o->prefix) : 0;
+    rlk_conn *c = pattern ? cli_connect(o, &r) : NULL;
+    rlk_client *cl = NULL;
+    if (!pattern) {
+        cli_err("out of memory");
+        r = CLI_EX_SOFTWARE;
+    } else if (c && cli_is_cluster(c)) {
+        cli_err("list reads one server: on a Redis Cluster, run it against each primary "
+                "(status NAME finds a lock's node by itself)");
+        r = CLI_EX_USAGE;
+    } else if (c) {
+        cl = lock_client(o, NULL, a.wait_ms, &r);
+    }
+    if (cl) {
+        /* SCAN, never KEYS: the server serves others between the pages. */
+        char cursor[32] = "0";
+        int found = 0;
+        do {
+            rlk_resp_value *v;
+            const char *scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+            int s = rlk_conn_command(c, &v, 6, scan, NULL);
+            const rlk_resp_value *cur = s == RLK_OK ? rlk_resp_value_at(v, 0) : NULL;
+            const rlk_resp_value *keys = s == RLK_OK ? rlk_resp_value_at(v, 1) : NULL;
+            if (!cur || !keys || !is_bulk(cur, NULL) || cur->len >= sizeof cursor ||
+                keys->type != RLK_RESP_ARRAY) {
+                cli_err("SCAN: %s", s != RLK_OK ? rlk_conn_errmsg(c) : "unexpected reply");
+                r = s != RLK_OK ? cli_exit_for(s) : CLI_EX_SOFTWARE;
+                break;
+            }
+            memcpy(cursor, cur->str, cur->len);
+            cursor[cur->len] = '\0';
+            /* The page's names, copied: the connection's next reply
+             * replaces v. */
+            size_t nk = 0, total = 0;
+            for (const rlk_resp_value *k = keys->child; k; k = k->next) nk++, total += k->len + 1;
+            char *names = malloc(total + 1), *p = names;
+            for (const rlk_resp_value *k = keys->child; names && k; k = k->next) {
+                /* A name with a NUL byte is no name resplock could lock. */
+                size_t kl = memchr(k->str, '\0', k->len) ? 0 : k->len;
+                memcpy(p, k->str, kl);
+                p[kl] = '\0';
+                p += kl + 1;
+            }
+            for (p = names; names && nk--; p += strlen(p) + 1) {
+                rlk_lock_status st;
+                char kind[128];
+                if (!*p || side_key(p, strlen(p))) continue;
+                if (rlk_lock_get_status(cl, p, &st) != RLK_OK || !st.held || st.not_a_lock) continue;
+                holder_kind(cl, p, &st, kind, sizeof kind);
+                found++;
+                if (a.json) {
+                    print_status(p + pl, "", kind, &st, 1);
+                    continue;
+                }
+                char facts[512], iso[80];
+                if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
+                printf("%s  %s  ttl %" PRId64 " ms  %s%s%s  waiting %" PRId64 "\n", p + pl,
+                       st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple", st.ttl_ms,
+                       st.has_facts ? facts : "holder unknown", st.cmd[0] ? ", command " : "",
+                       st.cmd, st.waiters);
+            }
+            free(names);
+        } while (strcmp(cursor, "0") != 0);
+        if (!r && !found) cli_verbose("no lock matches '%s'", pattern);
+        if (!r) r = found ? 0 : 1;
+    }
+    if (cl) rlk_client_free(cl);
+    if (c) rlk_conn_free(c);
+    free(pattern);
+    return r;
+}
+
+/* A reentrant lock's holds all released, one by one, through the
+ * release script (its tombstones and handoff), as the holder would. */
+static int break_reentrant(rlk_client *cl, const char *name)
+{
+    rlk_conn *c = rlk_client_conn(cl);
+    rlk_resp_value *v;
+    const char *hk[] = {"HKEYS", name};
+    if (!c || rlk_conn_command(c, &v, 2, hk, NULL) != RLK_OK || v->type != RLK_RESP_ARRAY) return -1;
+    char field[256] = "";
+    for (const rlk_resp_value *f = v->child; f; f = f->next)
+        if (!is_bulk(f, "rlk:holder") && f->len < sizeof field) {
+            memcpy(field, f->str, f->len);
+            field[f->len] = '\0';
+        }
+    size_t cap = rlk__key_cap(name);
+    char *keys = malloc(RLK__NKEYS * cap);
+    if (!keys || !field[0]) return free(keys), -1;
+    rlk__make_keys(name, keys, cap);
+    int64_t got = 2;
+    for (int i = 0; i < 100000 && got == 2; i++) {
+        unsigned char rnd[16];
+        if (rlk__random_bytes(rnd, sizeof rnd) != 0) break;
+        size_t tl = strlen(keys + RLK__K_TOMB * cap);
+        char *t = malloc(tl + 34);
+        if (!t) break;
+        memcpy(t, keys + RLK__K_TOMB * cap, tl);
+        t[tl] = ':';
+        rlk__hex(rnd, sizeof rnd, t + tl + 1);
+        const char *ev[] = {"EVAL", rlk__lua_release, "4", keys, keys + RLK__K_QUEUE * cap,
+                            keys + RLK__K_WAITERS * cap, t, field, "0", "60000", "0"};
+        got = rlk_conn_command(c, &v, 11, ev, NULL) == RLK_OK && v->type == RLK_RESP_INTEGER
+                  ? v->integer : -9;
+        free(t);
+    }
+    free(keys);
+    return got == 1 ? 0 : -1;
+}
+
+int cmd_break(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    const char *pos[1];
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128], facts[512], iso[80];
+    rlk_client *cl;
+    rlk_lock_status st;
+    int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
+    if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
+        return r;
+    if (a.json) r = cli_usage_error("--json is for status and list");
+    else if (!st.held) printf("'%s' is not held\n", pos[0]), r = 1;
+    else if (st.not_a_lock)
+        cli_err("'%s' is not a lock: %s; left as it is", pos[0], kind), r = CLI_EX_DATAERR;
+    if (r || !st.held) {
+        rlk_client_free(cl);
+        return r;
+    }
+    if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
+    else snprintf(facts, sizeof facts, "a holder of unknown facts (%s)", kind);
+    /* A simple lock: released by the token read just before, as its
+     * holder would (waiters are handed it); tried again if it changed
+     * hands in between. */
+    r = -1;
+    for (int i = 0; i < 3 && r != RLK_OK; i++) {
+        if (st.kind == RLK_LOCK_REENTRANT) {
+            r = break_reentrant(cl, pos[0]) == 0 ? RLK_OK : -1;
+            break;
+        }
+        rlk_conn *c = rlk_client_conn(cl);
+        rlk_resp_value *v;
+        const char *get[] = {"GET", pos[0]};
+        if (!c || rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK) break;
+        if (v->type == RLK_RESP_NULL) {
+            r = RLK_LOCK_NOT_HELD;
+            break;
+        }
+        if (!is_bulk(v, NULL) || memchr(v->str, '\0', v->len)) break;
+        size_t n = v->len >= 2 && memcmp(v->str + v->len - 2, "+w", 2) == 0 ? v->len - 2 : v->len;
+        char *tok = strndup(v->str, n);
+        r = tok ? rlk_release_token(cl, pos[0], tok) : RLK_ERR_NOMEM;
+        free(tok);
+    }
+    if (r == RLK_OK) {
+        printf("broke '%s', held by %s%s%s\n", pos[0], facts, st.cmd[0] ? ", command " : "", st.cmd);
+    } else if (r == RLK_LOCK_NOT_HELD) {
+        printf("'%s' is not held (it was released or expired meanwhile)\n", pos[0]);
+        r = 1;
+    } else {
+        cli_err("break: cannot release '%s': %s", pos[0], r < -1 ? rlk_client_errmsg(cl) : "it changed hands");
+        r = CLI_EX_TEMPFAIL;
+    }
+    rlk_client_free(cl);
+    return r == RLK_OK ? 0 : r;
 }

@@ -27,6 +27,8 @@ static const struct {
     {"release", cmd_release},
     {"extend", cmd_extend},
     {"status", cmd_status},
+    {"list", cmd_list},
+    {"break", cmd_break},
     {"ping", cmd_ping},
 };
 

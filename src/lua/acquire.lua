@@ -12,11 +12,18 @@
 --       lease (ms the place in line lasts unless renewed),
 --       channel (the waiter's handoff channel),
 --       claim (ms a handoff holds the lock for the waiter until it
---       confirms).
+--       confirms),
+--       facts (a reentrant lock's holder facts, "h=HOST;p=PID;t=MS;c=CMD",
+--       kept in its hash's field rlk:holder; a simple lock's are in its
+--       token, after "rlk:", 32 hex digits and ';').
 -- Returns {1, fence, holds, found} when the lock is this holder's: taken
 -- now (found 0), or found holding this token (found 1: handed over since
 -- the last try, or taken by a try whose reply was lost), and then
--- extended to the full ttl.  {0, ms} when someone else holds it: its
+-- extended to the full ttl.  {-1, why} when the key is not a lock (an
+-- application's key: 1 neither a string nor a hash, 2 a string or hash
+-- without a TTL, 3 a hash whose values are not hold counts, rlk:holder
+-- aside); looked at only when the lock is not taken, and no place in
+-- line is kept for it.  {0, ms} when someone else holds it: its
 -- PTTL, or while resplock's clients keep away from a lock a release
 -- freed (see release.lua) the time until they may come back.  They keep
 -- away in every mode but a reentrant lock's '0' on a lock held by its
@@ -35,7 +42,7 @@
 --            tok1 30000 s w 2200 resplock:handoff:x 2000
 local lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, kind, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local lease, channel, claim = tonumber(ARGV[5] or '0'), ARGV[6], ARGV[7]
+local lease, channel, claim, facts = tonumber(ARGV[5] or '0'), ARGV[6], ARGV[7], ARGV[8]
 
 local tm = redis.call('time')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
@@ -133,6 +140,7 @@ else
   if left then return not_now(left) end
   if t == 'none' then
     redis.call('hincrby', lock, token, 1)
+    if facts then redis.call('hset', lock, 'rlk:holder', facts) end
     redis.call('pexpire', lock, ttl)
     if mode ~= '0' then leave() end
     return {1, fence, 1, 0}
@@ -142,7 +150,8 @@ else
     if n then
       -- Taken again by the same holder, or found after a handoff.  The
       -- expiry never shortens: other holds may rely on a longer one.
-      if mode == '0' then n = redis.call('hincrby', lock, token, 1) end
+      if mode == '0' then n = redis.call('hincrby', lock, token, 1)
+      elseif facts then redis.call('hsetnx', lock, 'rlk:holder', facts) end
       if redis.call('pttl', lock) < tonumber(ttl) then
         redis.call('pexpire', lock, ttl)
       end
@@ -150,4 +159,23 @@ else
     end
   end
 end
-return not_now(redis.call('pttl', lock))
+local pt = redis.call('pttl', lock)
+local t = redis.call('type', lock)['ok']
+local why = 0
+if t == 'hash' then
+  -- A lock's hash holds one holder's count (and rlk:holder).
+  if redis.call('hlen', lock) > 16 then why = 3 else
+    local kv = redis.call('hgetall', lock)
+    for i = 2, #kv, 2 do
+      if kv[i - 1] ~= 'rlk:holder' and not string.match(kv[i], '^%d+$') then why = 3 end
+    end
+  end
+elseif t ~= 'string' and t ~= 'none' then
+  why = 1
+end
+if why == 0 and pt == -1 then why = 2 end
+if why > 0 then
+  if mode == 'q' then leave() end
+  return {-1, why}
+end
+return not_now(pt)

@@ -3,7 +3,10 @@
 --
 -- KEYS: lock.
 -- ARGV: token (or a reentrant lock's hash field), ms, how ('set': the
---       TTL becomes ms; 'add': ms more than is left), kind ('s' or 'r').
+--       TTL becomes ms; 'add': ms more than is left), kind ('s' or 'r'),
+--       and in a reentrant lock's handoff confirmation its holder facts,
+--       written to the field rlk:holder (the handoff could not carry
+--       them) when it has none.
 -- Returns the new TTL, or -1 not held, -2 held by someone else.  A
 -- reentrant lock's expiry never shortens: other holds may rely on it.
 --
@@ -13,7 +16,7 @@
 --
 -- Try it:  redis-cli --eval extend.lua job , tok1 30000 set s
 local lock = KEYS[1]
-local token, ms, how, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local token, ms, how, kind, facts = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 
 local t = redis.call('type', lock)['ok']
 if t == 'none' then return -1 end
@@ -26,6 +29,7 @@ else
   mine = t == 'hash' and redis.call('hexists', lock, token) == 1
 end
 if not mine then return -2 end
+if facts and kind == 'r' then redis.call('hsetnx', lock, 'rlk:holder', facts) end
 local left = redis.call('pttl', lock)
 if how == 'add' then
   if left > 0 then ms = ms + left end

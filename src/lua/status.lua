@@ -2,7 +2,10 @@
 -- What a lock looks like now.
 --
 -- KEYS: lock, queue, waiters.
--- Returns {held, type, pttl, holds, waiters in line (places not lapsed)}.
+-- Returns {held, type, pttl, holds, waiters in line (places not lapsed),
+-- the holder's facts ('' when none: see acquire.lua), not a lock (0, or
+-- 1 neither a string nor a hash, 2 no TTL, 3 a hash of other than hold
+-- counts, as acquire.lua tells)}.
 --
 -- Function flags: no-writes
 -- (It writes nothing: it runs at maxmemory and on a read-only replica
@@ -21,9 +24,25 @@ if redis.call('exists', waiters) == 1 then
     if exp and exp > now then w = w + 1 end
   end
 end
-if t == 'none' then return {0, t, -2, 0, w} end
-local holds = 0
+if t == 'none' then return {0, t, -2, 0, w, '', 0} end
+local pt = redis.call('pttl', lock)
+local holds, facts, bad = 0, '', 0
 if t == 'hash' then
-  for _, v in ipairs(redis.call('hvals', lock)) do holds = holds + (tonumber(v) or 0) end
+  -- A lock's hash holds one holder's count (and its facts): more
+  -- fields are another layout, not read.
+  if redis.call('hlen', lock) > 16 then bad = 3 else
+    local kv = redis.call('hgetall', lock)
+    for i = 1, #kv, 2 do
+      if kv[i] == 'rlk:holder' then facts = kv[i + 1]
+      elseif string.match(kv[i + 1], '^%d+$') then holds = holds + tonumber(kv[i + 1])
+      else bad = 3 end
+    end
+  end
+elseif t == 'string' then
+  -- The facts after resplock's token: "rlk:", 32 hex digits, ';'.
+  facts = string.match(redis.call('getrange', lock, 0, 299), '^rlk:%x+;(.*)$') or ''
+else
+  bad = 1
 end
-return {1, t, redis.call('pttl', lock), holds, w}
+if bad == 0 and pt == -1 then bad = 2 end
+return {1, t, pt, holds, w, facts, bad}

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Locks you can see and clear, and names that are no lock, against a real
+# server: status with the holder's facts (text and --json), list (SCAN,
+# side keys and application keys skipped), break of a running `run` (its
+# job stopped, exit 75, a waiter handed the lock), and run/acquire on an
+# application's key (exit 65 at once, one line on stderr, -E ignored).
+. "$top_srcdir/tests/cli-lock-lib.sh"
+py=/usr/bin/python3
+[ -x "$py" ] || die "$py is missing: the JSON output cannot be checked"
+
+rlk_redis_start main "$work" || die "could not start redis-server"
+port=$RLK_REDIS_PORT
+url="redis://127.0.0.1:$port"
+R() { redis-cli -p "$port" "$@"; }
+host=$(uname -n)
+json_ok() { "$py" -c 'import json,sys; [json.loads(l) for l in sys.stdin if l.strip()]' <"$1"; }
+
+# ------------------------------------------------ names that are no lock
+R SET nal-str "an application's value" >/dev/null
+R HSET nal-hash f 1 >/dev/null
+R RPUSH nal-list a >/dev/null
+R HSET nal-hvals f "not a count" >/dev/null; R PEXPIRE nal-hvals 60000 >/dev/null
+fast=$(bound 1000 8000)
+for k in nal-str nal-hash nal-list nal-hvals; do
+  case $k in
+    nal-str|nal-hash) why='a key that never expires' ;;
+    nal-list) why='neither a string nor a hash' ;;
+    nal-hvals) why='a hash whose values are not hold counts' ;;
+  esac
+  re="'$k' is not a lock: $why \\(an application's key\\? use a --prefix"
+  check "run -n on $k: 65" 65 '' "$re" -- -u "$url" run -n "$k" -- touch "$work/ran"
+  t0=$(now_ms)
+  check "run -w 20s on $k: 65 at once" 65 '' "$re" -- -u "$url" run -w 20s "$k" -- touch "$work/ran"
+  expect_range "run -w 20s on $k: ms before it gave up" $(( $(now_ms) - t0 )) 0 "$fast"
+  check "acquire -n on $k: 65" 65 '' "$re" -- -u "$url" acquire -n "$k"
+  t0=$(now_ms)
+  check "acquire -w 20s -E 3 on $k: 65, not -E's code" 65 '' "$re" -- -u "$url" acquire -w 20s -E 3 "$k"
+  expect_range "acquire -w 20s on $k: ms before it gave up" $(( $(now_ms) - t0 )) 0 "$fast"
+  check "status $k: not a lock" 0 "^kind: +not a lock: a [a-z]+" '' -- -u "$url" status "$k"
+  check "break $k: 65, left as it is" 65 '' "'$k' is not a lock" -- -u "$url" break "$k"
+done
+expect_eq "the commands did not run" "$(test -e "$work/ran" && echo ran)" ""
+expect_eq "the application's string is intact" "$(R GET nal-str)" "an application's value"
+expect_eq "... and still has no TTL" "$(R PTTL nal-str)" -1
+expect_eq "nobody was put in line" "$(R KEYS '*nal-*:*')" ""
+# Someone's lock (redis-py's 32 hex digits, with a TTL): busy, silent.
+R SET pyl 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+check "run -n on another client's lock: 1, silent" 1 '' '' -- -u "$url" run -n pyl -- true
+expect_eq "... nothing on stderr" "$(grep -v '^==' "$work/err")" ""
+
+# ------------------------------------------- a running holder, seen and broken
+mkfifo "$work/go"
+# The job waits on its fifo (never written): only a signal ends it.
+job='echo $$ >"$0"; read -r x <"$1"'
+t0=$(now_ms)
+bg "$work/run.out" "$work/run.err" -u "$url" run -t 3s nightly -- sh -c "$job" "$work/job.pid" "$work/go"
+runpid=$BGPID
+wait_until "$(bound 5 30)" test -s "$work/job.pid" || die "the job did not start" "$(cat "$work/run.err")"
+t1=$(now_ms)
+jobpid=$(cat "$work/job.pid")
+check "status of the running lock: 0" 0 '^held: +yes$' '' -- -u "$url" status nightly
+expect_match "status: the holder's host and pid" "$(cat "$work/out")" "^holder: host $host, pid $runpid, since [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z \\([0-9.]+ s ago\\)$"
+# The command line, kept to 64 bytes once encoded (a space takes 3).
+expect_match "status: the holder's command" "$(cat "$work/out")" '^command: sh -c echo \$\$ >"\$0"; read -r x <$'
+expect_match "status: the fence is said not to be stored" "$(cat "$work/out")" '^fence: not stored'
+check "status --json: 0" 0 '' '' -- -u "$url" status nightly --json
+if json_ok "$work/out"; then ok "status --json is JSON"; else bad "status --json is JSON" "$(cat "$work/out")"; fi
+facts=$("$py" -c '
+import json, sys
+d = json.load(sys.stdin)
+h = d["holder"]
+print(d["name"], d["held"], h["host"], h["pid"], h["since_ms"], h["cmd"][:5], d["waiting"])' <"$work/out")
+expect_eq "status --json: name, held, host, pid" "$(cut -d' ' -f1-4 <<<"$facts")" "nightly True $host $runpid"
+expect_range "status --json: since_ms is when run began to acquire" "$(cut -d' ' -f5 <<<"$facts")" "$t0" "$t1"
+expect_eq "status --json: the command" "$(cut -d' ' -f6- <<<"$facts")" "sh -c 0"
+
+# A waiter in line: its side keys are not listed, and it is counted.
+bg "$work/w.out" "$work/w.err" -u "$url" acquire -w 30s nightly
+waitpid=$BGPID
+wait_until "$(bound 5 30)" eval '"$bin" -u "$url" status nightly 2>/dev/null | grep -q "^waiting: 1$"' ||
+  bad "the waiter is in line" "$(cat "$work/w.err")"
+R SET app-key value >/dev/null
+check "list: 0" 0 '' '' -- -u "$url" list
+expect_match "list: the running lock, with its holder" "$(cat "$work/out")" "^nightly  simple  ttl [0-9]+ ms  host $host, pid $runpid, since .*, command sh -c .*  waiting 1$"
+expect_match "list: another client's lock" "$(cat "$work/out")" '^pyl  simple  ttl [0-9]+ ms  holder unknown  waiting 0$'
+expect_eq "list: only locks (no side keys, no application keys)" "$(cut -d' ' -f1 "$work/out" | sort | tr '\n' ' ')" "nightly pyl "
+check "list PATTERN: 0" 0 '^nightly ' '' -- -u "$url" list 'night*'
+expect_eq "list PATTERN: that lock alone" "$(wc -l <"$work/out")" 1
+check "list --json: 0" 0 '' '' -- -u "$url" list --json
+if json_ok "$work/out"; then ok "list --json: JSON lines"; else bad "list --json: JSON lines" "$(cat "$work/out")"; fi
+expect_eq "list --json: two locks" "$(wc -l <"$work/out")" 2
+check "list of nothing: 1" 1 '' '' -- -u "$url" list 'no-such-*'
+# A node of a Redis Cluster: refused, not a partial answer.
+if rlk_redis_start cnode "$work" --cluster-enabled yes --cluster-config-file "$work/cnode.conf"; then
+  check "list on a cluster node: 64" 64 '' 'on a Redis Cluster, run it against each primary' -- -u "redis://127.0.0.1:$RLK_REDIS_PORT" list
+else
+  bad "could not start a cluster-enabled redis-server"
+fi
+check "--prefix: list shows names without it" 0 '^ightly  simple' '' -- -u "$url" --prefix n list
+
+t0=$(now_ms)
+check "break the running lock: 0" 0 "^broke 'nightly', held by host $host, pid $runpid, since .*, command sh -c " '' -- -u "$url" break nightly
+# The holder learns at its next renewal (a third of the 3 s TTL), stops
+# its job (SIGTERM) and exits 75.
+if reap "$runpid" "$(bound 10 40)"; then
+  expect_eq "run after break: exit 75" "$CODE" 75
+  expect_range "run after break: ms until it exited" $(( $(now_ms) - t0 )) 0 "$(bound 4000 20000)"
+else
+  bad "run after break: still running"
+fi
+expect_match "run after break: it said the lock was lost" "$(cat "$work/run.err")" "lock 'nightly' lost"
+if kill -0 "$jobpid" 2>/dev/null; then bad "the job was stopped"; else ok "the job was stopped"; fi
+if reap "$waitpid" "$(bound 10 40)"; then
+  expect_eq "the waiter got the lock: exit 0" "$CODE" 0
+  read -r wtok _ <"$work/w.out"
+  expect_eq "the waiter's token holds the lock" "$(R GET nightly)" "$wtok"
+  expect_match "the waiter's token names its own pid" "$wtok" ";p=$waitpid;"
+else
+  bad "the waiter got the lock" "$(cat "$work/w.err")"
+fi
+check "break the waiter's lock: 0" 0 "^broke 'nightly', held by host $host, pid $waitpid" '' -- -u "$url" break nightly
+check "break a free lock: 1" 1 "^'nightly' is not held$" '' -- -u "$url" break nightly
+
+# A reentrant lock (Redisson's layout, with and without resplock's facts):
+# all its holds go.
+R HSET rl "0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:57" 3 >/dev/null; R PEXPIRE rl 60000 >/dev/null
+check "status of a Redisson lock: holds 3, holder unknown" 0 '^holder: unknown' '' -- -u "$url" status rl
+check "break a reentrant lock of 3 holds: 0" 0 "^broke 'rl', held by a holder of unknown facts" '' -- -u "$url" break rl
+expect_eq "break a reentrant lock: the key is gone" "$(R EXISTS rl)" 0
+
+# JSON escapes: a command with quotes and a backslash (after the read,
+# which never ends), short enough to be kept whole.
+bg "$work/j.out" "$work/j.err" -u "$url" run -t 10s quoted -- sh -c 'echo $$>$0;read x<$1;"\\"' "$work/j.pid" "$work/go"
+wait_until "$(bound 5 30)" test -s "$work/j.pid" || bad "the quoted job started" "$(cat "$work/j.err")"
+check "status --json with quotes in the command: 0" 0 '' '' -- -u "$url" status --json quoted
+cmd=$("$py" -c 'import json,sys; print(json.load(sys.stdin)["holder"]["cmd"])' <"$work/out")
+expect_eq "status --json: the command, decoded and escaped" "$cmd" 'sh -c echo $$>$0;read x<$1;"\\"'
+check "break the quoted job: 0" 0 "^broke 'quoted'" '' -- -u "$url" break quoted
+reap "$BGPID" "$(bound 20 60)"
+expect_eq "the quoted job's run: exit 75" "$CODE" 75
+
+finish
