@@ -1039,8 +1039,8 @@ int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_
 #define RLK_HOLDER_HOST_MAX 64
 #define RLK_HOLDER_CMD_MAX 64
 
-/* Why a key is not a lock (rlk_lock_status.not_a_lock). */
-enum {
+/* Why a key is not a lock (rlk_lock_status.not_a_lock; not a status). */
+enum rlk_not_a_lock_why {
     RLK_NOT_A_LOCK_TYPE = 1,   /* neither a string nor a hash              */
     RLK_NOT_A_LOCK_NO_TTL = 2, /* a string or hash that never expires     */
     RLK_NOT_A_LOCK_HASH = 3    /* a hash whose values are not hold counts */

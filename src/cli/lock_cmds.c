@@ -1057,7 +1057,9 @@ int cmd_list(cli_opts *o, int argc, char **argv)
     init_args(&a);
     int r = parse_args(o, &a, argc, argv, pos, 1, &extra);
     if (r > 0) return r;
-    if (extra || a.shell || a.max_time_ms) return cli_usage_error("usage: resplock list [PATTERN] [--json]");
+    if (extra || a.shell || a.max_time_ms != UNSET)
+        return cli_usage_error("usage: resplock list [PATTERN] [--json]");
+    if ((r = fill_defaults(o, &a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
     const char *match = cli_key(o, pos[0]);
     if (!match) return cli_usage_error("--prefix and PATTERN are too long together");
