@@ -15,7 +15,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -256,40 +255,167 @@ static const double pow10_exact[] = {
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /*
- * strtod for text already validated by parse_double, followed in the
- * caller's buffer by the line's CR, which ends strtod's scan.  When the C
- * library's decimal point is not '.' (a caller's setlocale), a copy with
- * the local point is converted instead, so the locale cannot change what
- * the wire means; only that case may allocate.
+ * Decimal text to the nearest double (ties to even), as strtod converts
+ * it, but for the plain grammar only and whatever the locale.  The digits
+ * are held in decimal (the first RLK_DEC_DIGITS of them; past those only
+ * whether any was not zero, which is all that can still decide a tie)
+ * and shifted by powers of two until the 53 bits of the mantissa stand
+ * before the decimal point; the digits after it round.  The shifts are
+ * exact, so the result is.  No allocation, and no general scanner (C
+ * libraries' strtod also reads hex, "infinity" and the locale's point:
+ * most of the float code of a static program).
  */
-static int slow_strtod(const char *s, size_t n, double *out)
+#define RLK_DEC_DIGITS 800
+#define RLK_DEC_SHIFT 60 /* a digit times 2^60, plus a carry, fits 64 bits */
+
+typedef struct {
+    unsigned char d[RLK_DEC_DIGITS]; /* digits, none after the last nonzero one */
+    int nd;                          /* digits held; 0 is zero */
+    long dp;                         /* value = 0.d[0]d[1]... * 10^dp */
+    int trunc;                       /* a nonzero digit was dropped */
+} rlk_dec;
+
+static void dec_store(rlk_dec *a, const unsigned char *d, int n)
 {
-    const char *dp = localeconv()->decimal_point;
-    const char *dot = memchr(s, '.', n);
-    if (!dot || !dp || (dp[0] == '.' && dp[1] == '\0')) {
-        *out = strtod(s, NULL);
-        return 0;
+    int i = n;
+    while (i > RLK_DEC_DIGITS) a->trunc |= d[--i] != 0;
+    while (i > 0 && d[i - 1] == 0) i--;
+    memmove(a->d, d, (size_t)i);
+    a->nd = i;
+}
+
+/* a *= 2^k (k <= RLK_DEC_SHIFT), from the last digit up. */
+static void dec_lshift(rlk_dec *a, unsigned k)
+{
+    unsigned char t[RLK_DEC_DIGITS + 20]; /* 2^60 < 10^19 */
+    int r = a->nd, w = (int)sizeof t;
+    uint64_t n = 0;
+    while (r > 0 || n > 0) {
+        if (r > 0) n += (uint64_t)a->d[--r] << k;
+        t[--w] = (unsigned char)(n % 10);
+        n /= 10;
     }
-    /* The grammar allows one '.' at most. */
-    size_t k = strlen(dp), at = (size_t)(dot - s), size = n - 1 + k + 1;
-    char small[128];
-    char *tmp = size <= sizeof small ? small : rlk__malloc(size);
-    if (!tmp) return -1;
-    memcpy(tmp, s, at);
-    memcpy(tmp + at, dp, k);
-    memcpy(tmp + at + k, dot + 1, n - at - 1);
-    tmp[size - 1] = '\0';
-    *out = strtod(tmp, NULL);
-    if (tmp != small) rlk__free(tmp);
-    return 0;
+    a->dp += (int)sizeof t - w - a->nd;
+    dec_store(a, t + w, (int)sizeof t - w);
+}
+
+/* a /= 2^k (k <= RLK_DEC_SHIFT), from the first digit down. */
+static void dec_rshift(rlk_dec *a, unsigned k)
+{
+    uint64_t n = 0, mask = ((uint64_t)1 << k) - 1;
+    int r = 0, w = 0;
+    while (n >> k == 0) { /* the first quotient digit */
+        n = n * 10 + (r < a->nd ? a->d[r] : 0);
+        r++;
+    }
+    a->dp -= r - 1;
+    for (;;) {
+        unsigned char q = (unsigned char)(n >> k);
+        n &= mask;
+        if (w < RLK_DEC_DIGITS) a->d[w++] = q;
+        else a->trunc |= q != 0;
+        if (r >= a->nd && n == 0) break;
+        n = n * 10 + (r < a->nd ? a->d[r] : 0);
+        r++;
+    }
+    while (w > 0 && a->d[w - 1] == 0) w--;
+    a->nd = w;
+}
+
+static void dec_shift(rlk_dec *a, long k)
+{
+    for (; k > RLK_DEC_SHIFT; k -= RLK_DEC_SHIFT) dec_lshift(a, RLK_DEC_SHIFT);
+    for (; k < -RLK_DEC_SHIFT; k += RLK_DEC_SHIFT) dec_rshift(a, RLK_DEC_SHIFT);
+    if (k > 0) dec_lshift(a, (unsigned)k);
+    else if (k < 0) dec_rshift(a, (unsigned)-k);
+}
+
+double rlk__decimal_double(const char *s, size_t n)
+{
+    /* Shifts that bring 10^dp near 1 (2^shift[i] < 10^i). */
+    static const unsigned char shift[] = {1, 3, 6, 9, 13, 16, 19, 23, 26};
+    rlk_dec a;
+    size_t i = 0;
+    int neg = 0, dot = 0;
+    long bexp = 0; /* value = a * 2^bexp */
+    uint64_t bits;
+    double out;
+
+    a.nd = 0, a.dp = 0, a.trunc = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        unsigned c = (unsigned)(s[i] - '0');
+        if (s[i] == '.') {
+            dot = 1;
+        } else if (c == 0 && a.nd == 0) {
+            a.dp -= dot; /* a leading zero */
+        } else {
+            a.dp += !dot;
+            if (a.nd < RLK_DEC_DIGITS) a.d[a.nd++] = (unsigned char)c;
+            else a.trunc |= c != 0;
+        }
+    }
+    if (i < n) { /* the exponent */
+        long e = 0;
+        int eneg = 0;
+        if (++i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+        for (; i < n; i++)
+            if (e < 100000000) e = e * 10 + (s[i] - '0');
+        a.dp += eneg ? -e : e;
+    }
+    while (a.nd > 0 && a.d[a.nd - 1] == 0) a.nd--;
+
+    if (a.nd == 0 || a.dp < -330) {
+        bits = 0;
+    } else if (a.dp > 310) {
+        bits = (uint64_t)0x7ff << 52;
+    } else {
+        /* To [0.5, 1): 0.d * 2^bexp. */
+        while (a.dp > 0) {
+            long k = a.dp < (long)sizeof shift ? shift[a.dp] : 27;
+            dec_shift(&a, -k);
+            bexp += k;
+        }
+        while (a.dp < 0 || (a.dp == 0 && a.d[0] < 5)) {
+            long k = -a.dp < (long)sizeof shift ? shift[-a.dp] : 27;
+            dec_shift(&a, k);
+            bexp -= k;
+        }
+        bexp--; /* [1, 2) * 2^bexp; below 2^-1022, subnormal */
+        if (bexp < -1022) {
+            dec_shift(&a, -(-1022 - bexp));
+            bexp = -1022;
+        }
+        uint64_t mant = 0;
+        dec_shift(&a, 53);
+        /* The integer part, rounded by the digits after it (none when
+         * the value is below 1/10: zero). */
+        long j;
+        for (j = 0; j < a.dp; j++) mant = mant * 10 + (j < a.nd ? a.d[j] : 0);
+        if (a.dp >= 0 && j < a.nd && (a.d[j] > 5 || (a.d[j] == 5 && (j + 1 < a.nd || a.trunc || (mant & 1)))))
+            mant++;
+        if (mant == (uint64_t)2 << 52) {
+            mant >>= 1;
+            bexp++;
+        }
+        if (bexp > 1023)
+            bits = (uint64_t)0x7ff << 52;
+        else if (!(mant >> 52)) /* subnormal */
+            bits = mant;
+        else
+            bits = (uint64_t)(bexp + 1023) << 52 | (mant & (((uint64_t)1 << 52) - 1));
+    }
+    bits |= (uint64_t)neg << 63;
+    memcpy(&out, &bits, sizeof out);
+    return out;
 }
 
 /*
  * Validates a RESP3 double: [+-]inf | [+-]nan | [+-]digits[.digits][e[+-]digits]
  * (at least one digit before the exponent; "inf" and "nan" in lowercase,
  * as servers write them).  Converts exactly: short mantissas with small
- * exponents by one exact IEEE operation, the rest by strtod.  Returns 0,
- * 1 for bad syntax, RLK_ERR_NOMEM.
+ * exponents by one exact IEEE operation, the rest by rlk__decimal_double.
+ * Returns 0, or 1 for bad syntax.
  */
 static int parse_double(const char *s, size_t n, double *out)
 {
@@ -338,8 +464,8 @@ static int parse_double(const char *s, size_t n, double *out)
         double m = (double)mant;
         double v = exp10 >= 0 ? m * pow10_exact[exp10] : m / pow10_exact[-exp10];
         *out = neg ? -v : v;
-    } else if (slow_strtod(s, n, out) != 0) {
-        return RLK_ERR_NOMEM;
+    } else {
+        *out = rlk__decimal_double(s, n);
     }
     return 0;
 }
@@ -673,13 +799,10 @@ static int read_value(rlk_resp_parser *p, const char *buf, size_t len,
         ev->str = line;
         ev->len = n;
         switch (type) {
-        case RLK_RESP_DOUBLE: {
-            int r = parse_double(line, n, &ev->dbl);
-            if (r == RLK_ERR_NOMEM)
-                return fail(p, RLK_ERR_NOMEM, 1, "out of memory converting a double");
-            if (r != 0) return fail(p, RLK_ERR_PROTO, 1, "bad double value");
+        case RLK_RESP_DOUBLE:
+            if (parse_double(line, n, &ev->dbl) != 0)
+                return fail(p, RLK_ERR_PROTO, 1, "bad double value");
             break;
-        }
         case RLK_RESP_BIGNUM: {
             size_t i = (n && (line[0] == '-' || line[0] == '+')) ? 1 : 0;
             if (i == n) return fail(p, RLK_ERR_PROTO, 1, "bad big number");

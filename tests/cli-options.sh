@@ -183,10 +183,11 @@ check "a bad --url: a usage error" 64 '' '^resplock: (connect: )?URL: ' -- -u "f
 
 # --------------------------------------------------------------- durations
 ttl_of() { $RLK_WRAP "$bin" -u "$url" run du -t "$1" -- sh -c 'echo "$RESPLOCK_TTL_MS"' </dev/null 2>"$work/err"; }
-for d in 1m30s:90000 1h:3600000 2h30m:9000000 1m30.5s:90500 1h0m5s:3605000 500ms:500 10s:10000 2.5s:2500 5m:300000 7:7000 1s250ms:1250; do
+for d in 1m30s:90000 1h:3600000 2h30m:9000000 1m30.5s:90500 1h0m5s:3605000 500ms:500 10s:10000 2.5s:2500 5m:300000 7:7000 1s250ms:1250 \
+         0.5m:30000 0.25h:900000 1.:1000 .5s:500 90.5:90500 1.0005s:1001 1.0015s:1002 00012.250s:12250; do
   expect_eq "duration ${d%%:*}" "$(ttl_of "${d%%:*}")" "${d#*:}"
 done
-for d in 1s1m 1m1m 30s5 '1m 30s' m 1x 1m30 .s 1e3s; do
+for d in 1s1m 1m1m 30s5 '1m 30s' m 1x 1m30 .s 1e3s . 1.2.3s ..5s 1.5.s 0x10s infs; do
   check "bad duration '$d': 64" 64 '' "bad --ttl" -- -u "$url" run du -t "$d" -- true
 done
 check "compound --wait" 0 '' '' -- -u "$url" run du -w 1m30s -- true

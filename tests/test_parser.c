@@ -1677,6 +1677,95 @@ static void test_long_double(void)
     counting_off();
 }
 
+/* The double a RESP3 double's text stands for, bit for bit as strtod
+ * reads it in the C locale: mantissas too long or exponents too large
+ * for one exact IEEE operation, ties between two doubles (decided by a
+ * digit past the 17th, or the 780th), subnormals, the limits of the
+ * range and past them. */
+static int dbl_mismatches;
+
+static void dbl_same(const char *text)
+{
+    char in[2100];
+    rlk_resp_parser p;
+    rlk_resp_event ev;
+    size_t c = 0, n = (size_t)snprintf(in, sizeof in, ",%s\r\n", text);
+    double want = strtod(text, NULL);
+
+    rlk_resp_parser_init(&p, NULL);
+    int ret = rlk_resp_next(&p, in, n, &c, &ev);
+    if (ret != 1 || ev.type != RLK_RESP_DOUBLE || memcmp(&ev.dbl, &want, sizeof want) != 0) {
+        if (dbl_mismatches++ < 10)
+            CHECK_MSG(0, "%.60s: status %d, %.17g (want %.17g)", text, ret,
+                      ret == 1 ? ev.dbl : 0.0, want);
+    }
+    rlk_resp_parser_free(&p);
+}
+
+static uint64_t dbl_rand(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+static void test_double_exact(void)
+{
+    static const char *const fixed[] = {
+        "9007199254740993", "9007199254740993.0000000001", "9007199254740992.9999999",
+        "1.00000000000000011102230246251565404236316680908203125",
+        "1.00000000000000011102230246251565404236316680908203124",
+        "1.00000000000000011102230246251565404236316680908203126",
+        "123456789012345678901234567890", "1e23", "8.9255e-308", "1e-320",
+        "2.2250738585072011e-308", "2.2250738585072012e-308", "4.9406564584124654e-324",
+        "2.4703282292062327e-324", "2.4703282292062328e-324", "5e-324", "3e-324", "7e-324",
+        "1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308",
+        "1e400", "-1e400", "1e-400", "1e99999999999", "0.000000000000000000000000000001e30",
+        "00012.5000e+3", "-12.5E-3", ".5", "1.", "1.0005", "0.0015",
+    };
+    char t[2000];
+    uint64_t x = 88172645463325252u;
+
+    dbl_mismatches = 0;
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) dbl_same(fixed[i]);
+    for (int it = 0; it < 20000; it++) {
+        uint64_t r = dbl_rand(&x), bits = dbl_rand(&x) & 0x7fefffffffffffffu;
+        double d, e;
+        int len = 0;
+        if (r % 4 == 0) bits &= 0x000fffffffffffffu; /* subnormal */
+        memcpy(&d, &bits, sizeof d);
+        switch (r / 4 % 4) {
+        case 0: /* digits, a point, an exponent */
+            for (int k = 0, nd = 1 + (int)(r / 16 % 30); k < nd; k++) {
+                if (k == (int)(r / 512 % 31)) t[len++] = '.';
+                t[len++] = (char)('0' + dbl_rand(&x) % 10);
+            }
+            snprintf(t + len, sizeof t - (size_t)len, "e%d", (int)(dbl_rand(&x) % 700) - 350);
+            break;
+        case 1: /* a double's decimal forms, short and long */
+            snprintf(t, sizeof t, "%.*e", (int)(r / 16 % 25), d);
+            break;
+        case 2: /* the tie between two doubles, exactly and nearly */
+            bits++;
+            memcpy(&e, &bits, sizeof e);
+            len = snprintf(t, sizeof t, "%.*Le", r / 16 % 2 ? 780 : 17 + (int)(r / 32 % 10),
+                           ((long double)d + (long double)e) / 2);
+            if (r / 64 % 3) { /* a digit past the tie's last one */
+                char *ep = strchr(t, 'e'), ex[16];
+                snprintf(ex, sizeof ex, "%s", ep);
+                snprintf(ep, sizeof t - (size_t)(ep - t), "%s%s",
+                         r / 64 % 3 == 1 ? "000001" : "9", ex);
+            }
+            break;
+        default: /* many digits, mostly zeros, far exponents */
+            for (int k = 0, nd = 1 + (int)(r / 16 % 1500); k < nd; k++)
+                t[len++] = (char)('0' + (k < 3 || dbl_rand(&x) % 7 == 0 ? dbl_rand(&x) % 10 : 0));
+            snprintf(t + len, sizeof t - (size_t)len, "e%d", (int)(dbl_rand(&x) % 1400) - 1100);
+        }
+        dbl_same(t);
+    }
+    CHECK_MSG(dbl_mismatches == 0, "%d of 20000 doubles differ from strtod's", dbl_mismatches);
+}
+
 /* ------------------------------------------------------------------ */
 /* Parser state queries                                                 */
 
@@ -2200,6 +2289,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_event_api_allocates_nothing);
     RUN_TEST(test_extreme_limits);
     RUN_TEST(test_long_double);
+    RUN_TEST(test_double_exact);
     RUN_TEST(test_stack_growth_and_free);
     RUN_TEST(test_want);
     RUN_TEST(test_idle);

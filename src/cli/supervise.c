@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,8 +77,11 @@ static int close_others(int keep)
         if (null > 2 && null != keep) close(null);
     }
     if (close_range(3, (unsigned)keep - 1, 0) != 0 || close_range((unsigned)keep + 1, ~0U, 0) != 0) {
-        int max = (int)sysconf(_SC_OPEN_MAX);
-        if (max < 0 || max > 65536) max = 65536;
+        /* The descriptor limit, as sysconf(_SC_OPEN_MAX) gives it (which
+         * drags a table of every sysconf name into the static command). */
+        struct rlimit lim;
+        int max = getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur > 65536
+                      ? 65536 : (int)lim.rlim_cur;
         for (int fd = 3; fd < max; fd++)
             if (fd != keep) close(fd);
     }

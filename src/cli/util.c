@@ -8,6 +8,7 @@
 #endif
 
 #include "cli.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -104,18 +105,14 @@ int cli_usage_error(const char *fmt, ...)
 static int duration_part(const char **s, double *ms)
 {
     const char *p = *s;
-    while ((*p >= '0' && *p <= '9') || *p == '.') p++;
-    if (p == *s) return -1;
-    /* strtod would take hex, exponents and inf; durations are plain
-     * decimals, checked above. */
-    char num[64];
-    if ((size_t)(p - *s) >= sizeof num) return -1;
-    memcpy(num, *s, (size_t)(p - *s));
-    num[p - *s] = '\0';
-    errno = 0;
-    char *end;
-    double v = strtod(num, &end);
-    if (errno || *end) return -1;
+    int digits = 0, dots = 0;
+    for (; (*p >= '0' && *p <= '9') || *p == '.'; p++) {
+        if (*p == '.') dots++;
+        else digits++;
+    }
+    /* A plain decimal (no hex, exponent or inf), of 63 characters at most. */
+    if (!digits || dots > 1 || p - *s >= 64) return -1;
+    double v = rlk__decimal_double(*s, (size_t)(p - *s));
     int rank;
     double mult;
     if (p[0] == 'm' && p[1] == 's') rank = 1, mult = 1, p += 2;
