@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,10 +31,16 @@ static int journal;
 static int stderr_is_journal(void)
 {
     const char *js = getenv("JOURNAL_STREAM");
-    unsigned long long dev, ino;
-    char end;
+    char *end;
     struct stat st;
-    if (!js || sscanf(js, "%llu:%llu%c", &dev, &ino, &end) != 2 || fstat(2, &st) != 0) return 0;
+    /* Digits ':' digits, nothing else (no scanf: the static command
+     * would carry the whole of it). */
+    if (!js || !isdigit((unsigned char)js[0])) return 0;
+    errno = 0;
+    unsigned long long dev = strtoull(js, &end, 10);
+    if (errno || *end != ':' || !isdigit((unsigned char)end[1])) return 0;
+    unsigned long long ino = strtoull(end + 1, &end, 10);
+    if (errno || *end || fstat(2, &st) != 0) return 0;
     return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
