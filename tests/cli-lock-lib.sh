@@ -6,6 +6,7 @@
 set -u
 RLK_WRAP=${RLK_WRAP:-}
 . "$top_srcdir/tests/redis-lib.sh"
+rlk_redis_need_server   # or the suite skips (exit 77), or fails
 bin="$top_builddir/src/resplock"
 work=$(mktemp -d)
 pass=0 fail=0

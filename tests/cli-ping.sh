@@ -6,6 +6,7 @@
 set -u
 RLK_WRAP=${RLK_WRAP:-}
 . "$top_srcdir/tests/redis-lib.sh"
+rlk_redis_need_server
 bin="$top_builddir/src/resplock"
 work=$(mktemp -d)
 trap 'rlk_redis_stop_all; rm -rf "$work"' EXIT

@@ -27,6 +27,11 @@
 #   rlk_cluster_wait_primary NODE [SECONDS]
 #       until NODE is a primary serving slots and the cluster is ready.
 #   rlk_cluster_stop              kills every node (their data is throwaway)
+#
+# A script that sources it needs a server: without one it skips (exit
+# 77), or fails with RLK_REQUIRE_SERVER set (rlk_redis_need_server).
+
+rlk_redis_need_server
 
 RLK_CLUSTER_PORTS=() RLK_CLUSTER_PIDS=() RLK_CLUSTER_STATE=() RLK_CLUSTER_WHY=
 

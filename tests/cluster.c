@@ -553,8 +553,10 @@ static int start_node(tc_cluster *c, int i)
 
 tc_cluster *tc_start(int node_timeout_ms)
 {
-    tc_cluster *c = calloc(1, sizeof *c);
+    tc_cluster *c;
     int i;
+    if (ts_need_server() != 0) return NULL; /* or skipped, before anything is made */
+    c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
     c->mig_slot = c->mig_from = c->mig_to = -1;

@@ -11,6 +11,11 @@
 #       what the server on PORT says it is (INFO server), as "NAME
 #       VERSION": "valkey" with valkey_version where it has server_name
 #       valkey or a valkey_version line, else "redis" with redis_version.
+#   rlk_redis_need_server
+#       for a test that needs a server: returns when the server program is
+#       there; else the script ends, as automake reads it: exit 77 (SKIP)
+#       with why on stdout, or, when RLK_REQUIRE_SERVER is set (not empty,
+#       not 0), exit 99 (ERROR).
 #
 # The server is the one the test programs start (tests/server.h):
 # $RLK_REDIS_SERVER when it names one by its path, whose directory then
@@ -23,6 +28,21 @@ case ${RLK_REDIS_SERVER:-} in
 esac
 
 RLK_REDIS_PIDS=()
+
+rlk_redis_need_server() {
+  local prog=${RLK_REDIS_SERVER:-redis-server} what
+  if [[ $prog == */* ]]; then [ -f "$prog" ] && [ -x "$prog" ] && return 0
+  else command -v "$prog" >/dev/null 2>&1 && return 0; fi
+  if [ -n "${RLK_REDIS_SERVER:-}" ]; then what="RLK_REDIS_SERVER=$RLK_REDIS_SERVER"
+  else what="RLK_REDIS_SERVER unset, none on PATH"; fi
+  case ${RLK_REQUIRE_SERVER:-0} in
+    0) echo "SKIP: redis-server not found ($what); install it: scripts/install-deps, or set RLK_REQUIRE_SERVER=1 to make this a failure"
+       exit 77 ;;
+  esac
+  echo "ERROR: redis-server not found ($what), and RLK_REQUIRE_SERVER is set: a failure; install it: scripts/install-deps"
+  echo "0 passed, 1 failed"
+  exit 99
+}
 
 # A port nobody listens on now.  A server may still take it before us;
 # rlk_redis_start tries again with another port when binding fails.

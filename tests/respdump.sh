@@ -16,7 +16,11 @@
 # and one split run: they reach every code path the others do.
 #
 # Also: --help, a missing file, a missing option value, too many files,
-# '-' and '--'.
+# '-' and '--'; and the man page's examples, run as the page writes them
+# (so the tools they call must be there: nc and jq, from
+# scripts/install-deps), the first against a server of its own.  Without a
+# redis-server the script skips (exit 77), or fails with
+# RLK_REQUIRE_SERVER set.
 #
 # Environment: top_srcdir, top_builddir (from make check), RLK_WRAP (a
 # command such as valgrind put in front of every run of respdump).
@@ -33,8 +37,10 @@ if [ ! -x "$bin" ]; then
     exit 99
 fi
 
+. "$top_srcdir/tests/redis-lib.sh"
+rlk_redis_need_server
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/respdump-test.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+trap 'rlk_redis_stop_all; rm -rf "$tmp"' EXIT
 
 passed=0
 failed=0
@@ -308,6 +314,45 @@ for pair in "options:$help_opts:$man_opts" "exit statuses:$help_codes:$man_codes
         failed=$((failed + 1))
     fi
 done
+
+# ------------------------------------------------------------ the man page's examples
+# Each line between .EX and .EE under EXAMPLES, groff's escapes undone,
+# run by bash with this build's respdump first on PATH: the first on a
+# server started here (its port for the page's 6379), the second in a
+# directory holding the replies.resp it reads.
+mapfile -t examples < <(awk '/^\.SH/ { on = $0 == ".SH EXAMPLES"; next }
+    on && /^\.EX/ { ex = 1; next } /^\.EE/ { ex = 0 } on && ex' "$man" |
+    sed -e "s/\\\\(aq/'/g" -e 's/\\-/-/g' -e 's/\\e/\\/g')
+mkdir -p "$tmp/bin" "$tmp/ex"
+printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$wrap" "$bin" > "$tmp/bin/respdump"
+chmod 755 "$tmp/bin/respdump"
+printf '+PONG\r\n:1\r\n' > "$tmp/ex/replies.resp"
+# example N WANT-OUT: runs example N; a failure shows what it said.
+example() {
+    local cmd=${examples[$1]} want=$2 code
+    (cd "$tmp/ex" && PATH="$tmp/bin:$PATH" timeout 20 bash -c "$cmd") < /dev/null > "$tmp/out" 2> "$tmp/err"
+    code=$?
+    if [ "$code" = 0 ] && [ "$(cat "$tmp/out")" = "$want" ]; then
+        passed=$((passed + 1))
+    else
+        echo "FAIL the man page's example '$cmd': exit $code, want '$want' out"
+        sed 's/^/    out: /' "$tmp/out" | head -n 5
+        sed 's/^/    err: /' "$tmp/err" | head -n 5
+        failed=$((failed + 1))
+    fi
+}
+if [ "${#examples[@]}" != 2 ] || [[ ${examples[0]} != *" 6379 "* ]]; then
+    echo "FAIL the man page's examples are not the two this test knows (nc to port 6379, jq):"
+    printf '    %s\n' "${examples[@]}"
+    failed=$((failed + 1))
+elif ! rlk_redis_start respdump "$tmp"; then
+    echo "FAIL redis-server did not start"
+    failed=$((failed + 1))
+else
+    examples[0]=${examples[0]/ 6379 / $RLK_REDIS_PORT }
+    example 0 PONG
+    example 1 $'{"simple":"PONG"}\n1'
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -5,6 +5,7 @@
 #endif
 
 #include "server.h"
+#include "testlib.h"
 #include "transport.h"
 #include "clock.h"
 
@@ -300,10 +301,53 @@ pid_t ts_spawn(const char *prog, char *const argv[], const char *outpath)
     return pid;
 }
 
-static pid_t spawn(char *const argv[], const char *outpath)
+/* $RLK_REDIS_SERVER, else redis-server (looked up in $PATH). */
+static const char *server_prog(void)
 {
     const char *prog = getenv("RLK_REDIS_SERVER");
-    return ts_spawn(prog && *prog ? prog : "redis-server", argv, outpath);
+    return prog && *prog ? prog : "redis-server";
+}
+
+static pid_t spawn(char *const argv[], const char *outpath)
+{
+    return ts_spawn(server_prog(), argv, outpath);
+}
+
+/* 1 when prog (a path, or a name looked up in $PATH as execvp does) is an
+ * executable file. */
+static int executable(const char *prog)
+{
+    const char *path = getenv("PATH"), *p, *end;
+    char buf[PATH_MAX];
+    struct stat st;
+    if (strchr(prog, '/')) return stat(prog, &st) == 0 && S_ISREG(st.st_mode) && access(prog, X_OK) == 0;
+    for (p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; ; p = end + 1) {
+        end = strchr(p, ':');
+        if (!end) end = p + strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", end > p ? (int)(end - p) : 1, end > p ? p : ".", prog);
+        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) return 1;
+        if (!*end) return 0;
+    }
+}
+
+int ts_need_server(void)
+{
+    static int said;
+    const char *env = getenv("RLK_REDIS_SERVER"), *req = getenv("RLK_REQUIRE_SERVER");
+    char why[PATH_MAX + 200], what[PATH_MAX + 40];
+    if (executable(server_prog())) return 0;
+    if (env && *env) snprintf(what, sizeof what, "RLK_REDIS_SERVER=%s", env);
+    else snprintf(what, sizeof what, "RLK_REDIS_SERVER unset, none on PATH");
+    if (!req || !*req || !strcmp(req, "0")) {
+        snprintf(why, sizeof why, "redis-server not found (%s); install it: scripts/install-deps, "
+                 "or set RLK_REQUIRE_SERVER=1 to make this a failure", what);
+        tl_skip(why);
+    }
+    if (!said)
+        fprintf(stderr, "test server: redis-server not found (%s), and RLK_REQUIRE_SERVER is set: "
+                "a failure; install it: scripts/install-deps\n", what);
+    said = 1;
+    return -1;
 }
 
 /* Connects, sends (AUTH and) PING, expects +PONG.  0 yes, -1 not yet. */
@@ -451,6 +495,7 @@ ts_server *ts_start(const ts_options *opt)
     int attempt, r, slot;
 
     if (!opt) opt = &defaults;
+    if (ts_need_server() != 0) return NULL;
 #ifndef RLK_HAVE_OPENSSL
     if (opt->tls_cert) {
         fprintf(stderr, "test server: TLS needs a build with OpenSSL\n");

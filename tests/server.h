@@ -48,8 +48,16 @@ typedef struct ts_server {
     ts_options opt;              /* a copy: the strings must outlive it    */
 } ts_server;
 
+/* Whether the server program is there ($RLK_REDIS_SERVER as a path: an
+ * executable file; else looked up in $PATH): 0 yes.  When it is not, the
+ * program ends skipped (exit 77, tl_skip, why on stdout), unless
+ * $RLK_REQUIRE_SERVER is set (not empty, not "0"): then it says why on
+ * stderr (once) and returns -1, a failure.  ts_start calls it first. */
+int ts_need_server(void);
+
 /* Starts a server (opt NULL: plain TCP on 127.0.0.1) and waits until it
- * answers.  Retries with another port when the chosen one was taken. */
+ * answers.  Retries with another port when the chosen one was taken.
+ * Without a server program, see ts_need_server. */
 ts_server *ts_start(const ts_options *opt);
 
 /* Stops the server and starts it again on the same port (a fresh empty

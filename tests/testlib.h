@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct tl_state {
@@ -189,6 +190,19 @@ struct tl_program {
     static const tl_test tl_tests_[] = {__VA_ARGS__};                                   \
     const struct tl_program tl_program = {setup_, teardown_, tl_tests_,                 \
                                    sizeof tl_tests_ / sizeof tl_tests_[0]}
+
+/* The exit status of a program that cannot run here (automake's SKIP):
+ * only when what it needs is missing and nothing requires it (a server:
+ * tests/server.h, ts_need_server). */
+#define TL_SKIP 77
+
+/* Ends the program as skipped, with why on stdout. */
+static inline void tl_skip(const char *why)
+{
+    printf("SKIP: %s\n", why);
+    fflush(stdout);
+    exit(TL_SKIP);
+}
 
 /* The program's, for tests/testmain.c. */
 extern const struct tl_program tl_program;
