@@ -125,8 +125,10 @@ check "-nt without its value" 64 '' "option '-nt' needs a value" -- -u "$url" ru
 check "-nz: the unknown one named" 64 '' "unknown option '-z'" -- -u "$url" run os -nz -- true
 check "--bogus=1: usage error" 64 '' "unknown option '--bogus=1'" -- -u "$url" run os --bogus=1 -- true
 check "--verbose=1: a flag takes no value" 64 '' "option '--?v" -- -u "$url" run os --verbose=1 -- true
+check "--c: the candidates named" 64 '' "ambiguous option '--c' \\(--cacert, --cacertdir, --cert, --conflict-exit-code, --command\\)" -- -u "$url" run os --c x -- true
+check "--tls=1: a flag given a value, named" 64 '' "option '--tls' takes no value" -- -u "$url" run os --tls=1 -- true
 check "--ttl before the command: not a global option" 64 '' "unknown option '--ttl'" -- -u "$url" --ttl 10s run os -- true
-check "-t after -- is COMMAND's" 127 '' '' -- -u "$url" run os -- -t 10s
+RLK_WRAP= check "-t after -- is COMMAND's: the command to run" 127 '' "cannot run '-t'" -- -u "$url" run os -- -t 10s
 check "run NAME --help: the usage" 0 '^usage: resplock' '' -- run os --help
 check "-v?: the usage after a flag" 0 '^usage: resplock' '' -- '-v?'
 
