@@ -96,6 +96,42 @@ check "-h '': usage error" 64 '' "bad --host" -- -h '' run hp -- true
 check "-p 0: usage error" 64 '' "bad --port '0'" -- -p 0 run hp -- true
 check "-p x: usage error" 64 '' "bad --port 'x'" -- -p x run hp -- true
 
+# ------------------------------------------------------- the option syntax
+check "-t10s: the value in the word" 0 '^10000$' '' -- -u "$url" run os -t10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "-t 10s: the value in the next word" 0 '^10000$' '' -- -u "$url" run os -t 10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "--ttl=10s" 0 '^10000$' '' -- -u "$url" run os --ttl=10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "--ttl 10s" 0 '^10000$' '' -- -u "$url" run os --ttl 10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "--tt 10s: a long option shortened to a unique prefix" 0 '^10000$' '' -- -u "$url" run os --tt 10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "-nt10s: a flag and an option with its value in one word" 0 '^10000$' '' -- -u "$url" run os -nt10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "options before NAME" 0 '^10000$' '' -- -u "$url" run -t 10s os -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "global options after the command, before and after NAME" 0 '^10000$' '' -- run -u "$url" os -T 2s -t 10s -- sh -c 'echo $RESPLOCK_TTL_MS'
+check "-- before the command" 0 '' '' -- -u "$url" -- run os -- true
+check "COMMAND's own options after --: its own" 0 '^-n\|-t\|5s\|--ttl\|--\|$' '' -- -u "$url" run os -- printf '%s|' -n -t 5s --ttl --
+check "COMMAND's own options without --: its own" 0 '^-n\|-t\|5s\|--ttl\|$' '' -- -u "$url" run os printf '%s|' -n -t 5s --ttl
+check "options after NAME, then COMMAND's own" 0 '^10000 -n -x$' '' -- -u "$url" run os -t 10s sh -c 'echo $RESPLOCK_TTL_MS "$@"' sh -n -x
+check "'-' is a NAME, not an option" 0 '^-$' '' -- -u "$url" run - -- sh -c 'echo "$RESPLOCK_NAME"'
+acq=$($RLK_WRAP "$bin" -u "$url" acquire oheld -t 60s </dev/null) || bad "acquire oheld: exit $?"
+check "-nv: bundled flags (-n and -v)" 1 '' '' -- -u "$url" run oheld -nv -- true
+expect_match "-nv: -v took, it says why" "$(errs)" "lock 'oheld' is held by someone else"
+check "--nonb: -n shortened" 1 '' '' -- -u "$url" run oheld --nonb -- true
+expect_eq "--nonb: silent" "$(errs)" ""
+check "--verb before the command: -v shortened" 0 '' 'connecting to' -- --verb -u "$url" ping
+check "--c: an ambiguous prefix is a usage error" 64 '' "option '--c'" -- -u "$url" run os --c x -- true
+check "--pas: ambiguous (--pass, --pass-file)" 64 '' "option '--pas'" -- --pas x -u "$url" run os -- true
+check "--ttl= (empty): usage error" 64 '' "bad --ttl ''" -- -u "$url" run os --ttl= -- true
+check "--ttl without its value" 64 '' "option '--ttl' needs a value" -- -u "$url" run os --ttl
+check "--tt without its value" 64 '' "option '--tt' needs a value" -- -u "$url" run os --tt
+check "-nt without its value" 64 '' "option '-nt' needs a value" -- -u "$url" run os -nt
+check "-nz: the unknown one named" 64 '' "unknown option '-z'" -- -u "$url" run os -nz -- true
+check "--bogus=1: usage error" 64 '' "unknown option '--bogus=1'" -- -u "$url" run os --bogus=1 -- true
+check "--verbose=1: a flag takes no value" 64 '' "option '--?v" -- -u "$url" run os --verbose=1 -- true
+check "--c: the candidates named" 64 '' "ambiguous option '--c' \\(--cacert, --cacertdir, --cert, --conflict-exit-code, --command\\)" -- -u "$url" run os --c x -- true
+check "--tls=1: a flag given a value, named" 64 '' "option '--tls' takes no value" -- -u "$url" run os --tls=1 -- true
+check "--ttl before the command: not a global option" 64 '' "unknown option '--ttl'" -- -u "$url" --ttl 10s run os -- true
+RLK_WRAP= check "-t after -- is COMMAND's: the command to run" 127 '' "cannot run '-t'" -- -u "$url" run os -- -t 10s
+check "run NAME --help: the usage" 0 '^usage: resplock' '' -- run os --help
+check "-v?: the usage after a flag" 0 '^usage: resplock' '' -- '-v?'
+
 if REDISCLI_AUTH=s3cret-pw rlk_redis_start auth "$work" --requirepass s3cret-pw; then
   ap=$RLK_REDIS_PORT
   redis-cli -p "$ap" -a s3cret-pw --no-auth-warning ACL SETUSER alice on '>al1ce pw' '~*' '+@all' >/dev/null

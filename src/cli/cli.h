@@ -3,7 +3,6 @@
 #ifndef RESPLOCK_CLI_H
 #define RESPLOCK_CLI_H
 
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -88,13 +87,24 @@ void cli_info_field(const rlk_resp_value *v, const char *key, char *out, size_t 
 /* The usage text (--help's). */
 void cli_print_usage(FILE *to);
 
-/* getopt_long over the global options plus a subcommand's own; `own`
- * returns 1 when it took the option, -1 after a usage error, 0 when it
- * does not know it.  Stops at the first non-option.  Returns 0, or an
- * exit code. */
-int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
-               const struct option *longopts, int (*own)(void *ctx, int c, const char *arg),
-               void *ctx);
+/* An option: its long name, whether it takes a value, and the code its
+ * handler gets (a code below 128 is also its short form, -c). */
+typedef struct cli_option {
+    const char *name;
+    int takes_value;
+    int val;
+} cli_option;
+
+/* Parses the options at argv[1..argc): the global ones and `own_options`
+ * (NULL: none), handled by `own`, which returns 1 when it took the
+ * option, -1 after a usage error, 0 when it does not know it.  POSIX
+ * order: stops at the first operand ("-" is one) or after "--"; long
+ * options may be shortened to a prefix of one name; -xy bundles flags;
+ * values as -t10s, -t 10s, --ttl=10s, --ttl 10s.  Sets *next to the index
+ * of the first word not parsed and returns 0, or returns an exit code
+ * (CLI_DONE after --help, --version). */
+int cli_getopt(cli_opts *o, int argc, char **argv, const cli_option *own_options,
+               int (*own)(void *ctx, int c, const char *arg), void *ctx, int *next);
 
 /* ---- config.c: the settings from files, environment and options ---- */
 

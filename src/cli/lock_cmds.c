@@ -56,18 +56,18 @@ typedef struct lock_args {
 
 enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON };
 
-static const struct option lock_long[] = {
-    {"ttl", required_argument, NULL, 't'},
-    {"wait", required_argument, NULL, 'w'},
-    {"nonblock", no_argument, NULL, 'n'},
-    {"conflict-exit-code", required_argument, NULL, 'E'},
-    {"hold-min", required_argument, NULL, OPT_HOLD_MIN},
-    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-    {"add", no_argument, NULL, OPT_ADD},
-    {"command", required_argument, NULL, 'c'},
-    {"max-time", required_argument, NULL, OPT_MAX_TIME},
-    {"json", no_argument, NULL, OPT_JSON},
-    {NULL, 0, NULL, 0}};
+static const cli_option lock_long[] = {
+    {"ttl", 1, 't'},
+    {"wait", 1, 'w'},
+    {"nonblock", 0, 'n'},
+    {"conflict-exit-code", 1, 'E'},
+    {"hold-min", 1, OPT_HOLD_MIN},
+    {"kill-after", 1, OPT_KILL_AFTER},
+    {"add", 0, OPT_ADD},
+    {"command", 1, 'c'},
+    {"max-time", 1, OPT_MAX_TIME},
+    {"json", 0, OPT_JSON},
+    {NULL, 0, 0}};
 
 static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
 {
@@ -121,21 +121,21 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     int got = 0;
     *rest = NULL;
     for (;;) {
-        optind = 0; /* glibc: start afresh on this argv */
-        int r = cli_getopt(o, argc, argv, "t:w:nE:c:", lock_long, lock_opt, a);
+        int next;
+        int r = cli_getopt(o, argc, argv, lock_long, lock_opt, a, &next);
         if (r) return r;
-        if (optind >= argc) break;
-        int dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+        if (next >= argc) break;
+        int dashdash = next > 1 && strcmp(argv[next - 1], "--") == 0;
         if (dashdash || got == npos) {
-            int i = optind;
+            int i = next;
             while (got < npos && i < argc) pos[got++] = argv[i++];
             if (i < argc) *rest = argv + i;
             break;
         }
-        pos[got++] = argv[optind];
+        pos[got++] = argv[next];
         /* Go on after the word; it stands in for the program name. */
-        argv += optind;
-        argc -= optind;
+        argv += next;
+        argc -= next;
     }
     if (got > 0 && !*pos[0]) return cli_usage_error("the lock NAME is empty");
     return got == npos ? 0 : -1;

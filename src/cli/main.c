@@ -14,7 +14,6 @@
 #include "cli.h"
 #include "defaults.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,20 +38,20 @@ int main(int argc, char **argv)
     o.timeout_ms = RLK__DEFAULT_TIMEOUT_MS;
     cli_messages_for(&o);
 
-    int r = cli_getopt(&o, argc, argv, NULL, NULL, NULL, NULL);
+    int next;
+    int r = cli_getopt(&o, argc, argv, NULL, NULL, NULL, &next);
     if (r) return r == CLI_DONE ? 0 : r;
-    if (optind >= argc) {
+    if (next >= argc) {
         cli_print_usage(stderr);
         return CLI_EX_USAGE;
     }
-    const char *name = argv[optind];
+    const char *name = argv[next];
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(name, commands[i].name) == 0) {
             /* The subcommand parses its own options (and the global ones
              * again) from its own argv. */
-            int sub_argc = argc - optind;
-            char **sub_argv = argv + optind;
-            optind = 0;
+            int sub_argc = argc - next;
+            char **sub_argv = argv + next;
             r = commands[i].fn(&o, sub_argc, sub_argv);
             return r == CLI_DONE ? 0 : r;
         }

@@ -9,7 +9,6 @@
 
 #include "cli.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,37 +148,35 @@ enum {
     OPT_HELP
 };
 
-static const struct option global_long[] = {
-    {"url", required_argument, NULL, 'u'},
-    {"host", required_argument, NULL, 'h'},
-    {"port", required_argument, NULL, 'p'},
-    {"pass", required_argument, NULL, 'a'},
-    {"user", required_argument, NULL, OPT_USER},
-    {"askpass", no_argument, NULL, OPT_ASKPASS},
-    {"pass-file", required_argument, NULL, OPT_PASS_FILE},
-    {"tls", no_argument, NULL, OPT_TLS},
-    {"cacert", required_argument, NULL, OPT_TLS_CA},
-    {"cacertdir", required_argument, NULL, OPT_TLS_CA_DIR},
-    {"cert", required_argument, NULL, OPT_TLS_CERT},
-    {"key", required_argument, NULL, OPT_TLS_KEY},
-    {"sni", required_argument, NULL, OPT_TLS_SERVER_NAME},
-    {"insecure", no_argument, NULL, OPT_TLS_INSECURE},
-    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
-    {"tls-ca-dir", required_argument, NULL, OPT_TLS_CA_DIR},
-    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
-    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
-    {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
-    {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
-    {"prefix", required_argument, NULL, OPT_PREFIX},
-    {"no-auth-warning", no_argument, NULL, OPT_NO_AUTH_WARNING},
-    {"timeout", required_argument, NULL, 'T'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0}};
-
-#define GLOBAL_SHORT "u:h:p:a:T:vqV"
+static const cli_option global_long[] = {
+    {"url", 1, 'u'},
+    {"host", 1, 'h'},
+    {"port", 1, 'p'},
+    {"pass", 1, 'a'},
+    {"user", 1, OPT_USER},
+    {"askpass", 0, OPT_ASKPASS},
+    {"pass-file", 1, OPT_PASS_FILE},
+    {"tls", 0, OPT_TLS},
+    {"cacert", 1, OPT_TLS_CA},
+    {"cacertdir", 1, OPT_TLS_CA_DIR},
+    {"cert", 1, OPT_TLS_CERT},
+    {"key", 1, OPT_TLS_KEY},
+    {"sni", 1, OPT_TLS_SERVER_NAME},
+    {"insecure", 0, OPT_TLS_INSECURE},
+    {"tls-ca", 1, OPT_TLS_CA},
+    {"tls-ca-dir", 1, OPT_TLS_CA_DIR},
+    {"tls-cert", 1, OPT_TLS_CERT},
+    {"tls-key", 1, OPT_TLS_KEY},
+    {"tls-server-name", 1, OPT_TLS_SERVER_NAME},
+    {"tls-insecure", 0, OPT_TLS_INSECURE},
+    {"prefix", 1, OPT_PREFIX},
+    {"no-auth-warning", 0, OPT_NO_AUTH_WARNING},
+    {"timeout", 1, 'T'},
+    {"verbose", 0, 'v'},
+    {"quiet", 0, 'q'},
+    {"help", 0, OPT_HELP},
+    {"version", 0, 'V'},
+    {NULL, 0, 0}};
 
 static int cli_global_option(cli_opts *o, int c, const char *arg)
 {
@@ -241,33 +238,103 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
     }
 }
 
-int cli_getopt(cli_opts *o, int argc, char **argv, const char *shortopts,
-               const struct option *longopts, int (*own)(void *ctx, int c, const char *arg),
-               void *ctx)
+/* The option of global_long or own (in that order) named by the len
+ * bytes at name: its whole name, or else the beginning of one option's
+ * name only (of several with the same code: the first).  NULL when none;
+ * *ambiguous is set when several differ. */
+static const cli_option *long_option(const cli_option *own, const char *name, size_t len,
+                                     int *ambiguous)
 {
-    char shortbuf[128];
-    struct option all[64];
-    size_t n = 0;
-    snprintf(shortbuf, sizeof shortbuf, "+:%s%s", GLOBAL_SHORT, shortopts ? shortopts : "");
-    for (const struct option *p = global_long; p->name; p++) all[n++] = *p;
-    for (const struct option *p = longopts; p && p->name && n < 63; p++) all[n++] = *p;
-    memset(&all[n], 0, sizeof all[n]);
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, shortbuf, all, NULL)) != -1) {
-        /* -? is an unknown option to getopt, as any other. */
-        if (c == '?' && optopt == '?') c = OPT_HELP;
-        if (c == '?')
-            return optopt ? cli_usage_error("unknown option '-%c'", optopt)
-                          : cli_usage_error("unknown option '%s'", argv[optind - 1]);
-        if (c == ':') return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
-        int r = cli_global_option(o, c, optarg);
-        if (r < 0) return CLI_EX_USAGE;
-        if (r == 2) return CLI_DONE;
-        if (r > 0) continue;
-        r = own ? own(ctx, c, optarg) : 0;
-        if (r < 0) return CLI_EX_USAGE;
-        if (r == 0) return cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    const cli_option *found = NULL;
+    *ambiguous = 0;
+    if (!len) return NULL;
+    for (int t = 0; t < 2; t++)
+        for (const cli_option *p = t ? own : global_long; p && p->name; p++) {
+            if (strncmp(p->name, name, len) != 0) continue;
+            if (!p->name[len]) return p;
+            if (!found) found = p;
+            else if (found->val != p->val) *ambiguous = 1;
+        }
+    return *ambiguous ? NULL : found;
+}
+
+/* The usage error for word, whose name (len bytes at name) begins
+ * several options' names: it names them. */
+static int ambiguous_error(const cli_option *own, const char *word, const char *name, size_t len)
+{
+    char list[512] = "";
+    for (int t = 0; t < 2; t++)
+        for (const cli_option *p = t ? own : global_long; p && p->name; p++) {
+            if (strncmp(p->name, name, len) != 0) continue;
+            size_t n = strlen(list);
+            if (n + strlen(p->name) + 5 >= sizeof list) break;
+            strcat(strcat(strcat(list, n ? ", " : ""), "--"), p->name);
+        }
+    return cli_usage_error("ambiguous option '%s' (%s)", word, list);
+}
+
+/* The option whose short form is c (its code, below 128), or NULL. */
+static const cli_option *short_option(const cli_option *own, int c)
+{
+    static const cli_option help = {"help", 0, OPT_HELP};
+    if (c == '?') return &help;
+    for (int t = 0; t < 2; t++)
+        for (const cli_option *p = t ? own : global_long; p && p->name; p++)
+            if (p->val < 128 && p->val == c) return p;
+    return NULL;
+}
+
+/* Option p of argv word `word` with its value arg (NULL: none): 0 when
+ * taken, or an exit code (CLI_DONE after --help, --version). */
+static int take_option(cli_opts *o, const cli_option *p, const char *arg, const char *word,
+                       int (*own)(void *ctx, int c, const char *arg), void *ctx)
+{
+    int r = cli_global_option(o, p->val, arg);
+    if (r == 0 && own) r = own(ctx, p->val, arg);
+    if (r < 0) return CLI_EX_USAGE;
+    if (r == 2) return CLI_DONE;
+    return r ? 0 : cli_usage_error("unknown option '%s'", word);
+}
+
+int cli_getopt(cli_opts *o, int argc, char **argv, const cli_option *own_options,
+               int (*own)(void *ctx, int c, const char *arg), void *ctx, int *next)
+{
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *w = argv[i], *arg = NULL;
+        const cli_option *p = NULL;
+        int r = 0;
+        if (w[0] != '-' || !w[1]) break; /* the first operand ends the options */
+        if (strcmp(w, "--") == 0) {
+            i++;
+            break;
+        }
+        if (w[1] == '-') {
+            /* --name, --name=VALUE, --name VALUE; name may be shortened. */
+            const char *name = w + 2, *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            int ambiguous;
+            p = long_option(own_options, name, len, &ambiguous);
+            if (ambiguous) return ambiguous_error(own_options, w, name, len);
+            if (!p) return cli_usage_error("unknown option '%s'", w);
+            if (eq && !p->takes_value)
+                return cli_usage_error("option '--%s' takes no value", p->name);
+            if (eq) arg = eq + 1;
+            else if (p->takes_value && !(arg = ++i < argc ? argv[i] : NULL))
+                return cli_usage_error("option '%s' needs a value", w);
+            r = take_option(o, p, arg, w, own, ctx);
+        } else {
+            /* -x, bundled flags -xy, a value in the word (-t10s) or the next. */
+            for (const char *s = w + 1; *s && !r && !arg; s++) {
+                if (!(p = short_option(own_options, (unsigned char)*s)))
+                    return cli_usage_error("unknown option '-%c'", *s);
+                if (p->takes_value && !(arg = s[1] ? s + 1 : ++i < argc ? argv[i] : NULL))
+                    return cli_usage_error("option '%s' needs a value", w);
+                r = take_option(o, p, arg, w, own, ctx);
+            }
+        }
+        if (r) return r;
     }
+    *next = i;
     return 0;
 }

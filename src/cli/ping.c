@@ -175,10 +175,10 @@ static int show_cluster(const cli_opts *o, rlk_conn *c)
 
 int cmd_ping(cli_opts *o, int argc, char **argv)
 {
-    optind = 0;
-    int r = cli_getopt(o, argc, argv, NULL, NULL, NULL, NULL);
+    int next;
+    int r = cli_getopt(o, argc, argv, NULL, NULL, NULL, &next);
     if (r) return r;
-    if (optind < argc) return cli_usage_error("ping takes no arguments");
+    if (next < argc) return cli_usage_error("ping takes no arguments");
 
     int status;
     rlk_conn *c = cli_connect(o, &status);
