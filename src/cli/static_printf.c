@@ -15,7 +15,8 @@
  * Anything else (%n, %a, wide characters) is written as it stands.
  *
  * The output is formatted into a local buffer and written in chunks with
- * fwrite, which serves the C library's string FILEs (vsnprintf) too.  The
+ * fwrite, which serves the C library's string FILEs (vsnprintf) too,
+ * with the FILE locked for the whole call as the C library's does.  The
  * result is the number of bytes written, or -1 when a write failed (fwrite
  * wrote less, or set the FILE's error flag) or the count exceeds INT_MAX.
  * Nothing is allocated.
@@ -248,7 +249,9 @@ int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap)
 {
     struct out o;
     va_list a;
-    int olderr = ferror(f);
+    int olderr;
+    flockfile(f); /* one call's chunks are not interleaved with another thread's */
+    olderr = ferror(f);
     o.f = f, o.n = 0, o.total = 0, o.err = 0;
     va_copy(a, ap);
     while (*fmt) {
@@ -372,7 +375,9 @@ int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap)
     }
     va_end(a);
     flush(&o);
-    if (o.err || (!olderr && ferror(f))) return -1;
+    if (!olderr && ferror(f)) o.err = 1;
+    funlockfile(f);
+    if (o.err) return -1;
     if (o.total > INT_MAX) { errno = EOVERFLOW; return -1; }
     return (int)o.total;
 }
