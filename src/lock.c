@@ -178,6 +178,8 @@ struct rlk__locks {
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
     uint64_t handoff_hash; /* its rlk__fnv1a */
     char id[40];          /* "HEX:", the default reentrant holders' prefix */
+    char host[RLK_HOLDER_HOST_MAX + 1]; /* this host's name, %XX-encoded, for
+                                           the holder's facts (read once) */
     uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
     int64_t now;
@@ -959,17 +961,16 @@ static size_t put_enc(char *out, const char *src, size_t max)
 }
 
 /* "h=HOST;p=PID;t=MS" and ";c=CMD" when cmd is given, into out
- * (RLK__FACTS_MAX bytes): MS is this host's wall clock now, the
- * acquire's start.  Returns the length. */
-static size_t make_facts(char *out, const char *cmd)
+ * (RLK__FACTS_MAX bytes): HOST is the name read when s was made, MS
+ * this host's wall clock now, the acquire's start.  Returns the length. */
+static size_t make_facts(const rlk__locks *s, char *out, const char *cmd)
 {
-    char host[256];
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    host[sizeof host - 1] = '\0';
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    size_t n = 2 + put_enc(out + 2, host, RLK_HOLDER_HOST_MAX);
+    size_t n = strlen(s->host);
     memcpy(out, "h=", 2);
+    memcpy(out + 2, s->host, n);
+    n += 2;
     n += (size_t)snprintf(out + n, RLK__FACTS_MAX - n, ";p=%ld;t=%lld", (long)getpid(),
                           (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     if (cmd && *cmd) {
@@ -1053,7 +1054,7 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     if (rlk__locks_check_acquire(s, name, o) != RLK_OK) return NULL;
     int reentrant = o->kind == RLK_LOCK_REENTRANT;
     char facts[RLK__FACTS_MAX];
-    size_t fl = make_facts(facts, o->holder_cmd);
+    size_t fl = make_facts(s, facts, o->holder_cmd);
     /* The token's room: "rlk:", 32 hex digits, ';' and the facts, a
      * holder named, or the session's prefix and a counter's 20 digits.
      * A reentrant release's tombstone: its prefix, ':' and 32 hex
@@ -2371,6 +2372,11 @@ rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *
     rlk__hex(rnd + 12, 16, s->id);
     s->id[32] = ':';
     s->id[33] = 0;
+    /* The host's name, once: an acquire makes no system call for it. */
+    char host[256];
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    s->host[put_enc(s->host, host, RLK_HOLDER_HOST_MAX)] = '\0';
     s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
                                    rlk__lua_renew, rlk__lua_status};
