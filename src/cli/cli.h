@@ -74,6 +74,16 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * 0 and *ms set, or -1. */
 int cli_parse_duration(const char *s, int64_t *ms);
 
+/* A date and time in UTC (proleptic Gregorian): month 1-12, day 1-31. */
+typedef struct cli_date {
+    int64_t year;
+    int mon, mday, hour, min, sec;
+} cli_date;
+
+/* The UTC date and time t seconds after 1970-01-01T00:00:00Z (before it
+ * when negative), for any t (src/cli/utc.c). */
+void cli_utc(int64_t t, cli_date *out);
+
 /* The exit code for a library status: 69 for the server's side
  * (unreachable, TLS, auth, protocol), 70 for ours. */
 int cli_exit_for(int status);

@@ -899,12 +899,11 @@ static void facts_line(const rlk_lock_status *st, char *out, size_t n, char *iso
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    time_t t = (time_t)(st->since_ms / 1000);
-    struct tm tm;
-    iso[0] = '\0';
-    if (gmtime_r(&t, &tm))
-        snprintf(iso, isn, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(st->since_ms % 1000));
+    cli_date u;
+    int64_t ms = st->since_ms % 1000;
+    cli_utc(st->since_ms / 1000 - (ms < 0), &u);
+    snprintf(iso, isn, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%03dZ", u.year, u.mon, u.mday,
+             u.hour, u.min, u.sec, (int)(ms < 0 ? ms + 1000 : ms));
     int64_t age = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - st->since_ms;
     snprintf(out, n, "host %s, pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->host,
              st->pid, iso, age / 1000, (int)(age < 0 ? 0 : age % 1000 / 100));

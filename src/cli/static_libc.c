@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The static command's strstr and strtol family (--enable-static-binary):
+ * linked before the C library, they replace the library's, for the
+ * command and for the C library's own calls (its resolver's), as small
+ * code where the library's is general: its strstr is a two-way search of
+ * over a kilobyte, its strtol a scanner shared with scanf.  The default
+ * build keeps the C library's.
+ *
+ * strstr compares at each place in turn: the strings searched are short
+ * (URLs, host names, messages).  strtol, strtoll, strtoul and strtoull
+ * are the C standard's: leading white space, a sign, base 0 (0x: 16, 0:
+ * 8, else 10) or 2 to 36 (16 takes 0x), the value clamped with ERANGE
+ * when it does not fit (an unsigned one negated when it has a '-'), and
+ * *end at the first byte not used, or at the start when no digit was.
+ * Another base sets EINVAL.
+ *
+ * The unit test compiles this file with RLK_LIBC_NAME(f) naming the
+ * functions otherwise and compares them with the C library's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#ifndef RLK_LIBC_NAME
+#define RLK_LIBC_NAME(f) f
+#endif
+
+char *RLK_LIBC_NAME(strstr)(const char *h, const char *n);
+long RLK_LIBC_NAME(strtol)(const char *restrict s, char **restrict end, int base);
+long long RLK_LIBC_NAME(strtoll)(const char *restrict s, char **restrict end, int base);
+unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end, int base);
+unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base);
+
+char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
+{
+    size_t k = strlen(n);
+    for (;; h++) {
+        if (!strncmp(h, n, k)) return (char *)h;
+        if (!*h) return NULL;
+    }
+}
+
+/* A digit's value in any base up to 36; 36 or more for anything else. */
+static unsigned digit(char c)
+{
+    if (c >= '0' && c <= '9') return (unsigned)(c - '0');
+    c = (char)(c | 32);
+    if (c >= 'a' && c <= 'z') return (unsigned)(c - 'a' + 10);
+    return 36;
+}
+
+/* The magnitude of the number at s; *neg when it has a '-'; *over when
+ * it does not fit in an unsigned long long. */
+static unsigned long long scan(const char *s, char **end, int base, int *neg, int *over)
+{
+    const char *p = s;
+    while (*p == ' ' || (unsigned)(*p - '\t') < 5) p++;
+    *neg = *p == '-';
+    if (*p == '+' || *p == '-') p++;
+    if ((base == 0 || base == 16) && p[0] == '0' && (p[1] | 32) == 'x' && digit(p[2]) < 16) {
+        p += 2;
+        base = 16;
+    } else if (base == 0) {
+        base = *p == '0' ? 8 : 10;
+    } else if (base < 2 || base > 36) {
+        errno = EINVAL;
+        base = 0; /* no digit is one */
+    }
+    unsigned long long v = 0;
+    const char *digits = p;
+    *over = 0;
+    for (unsigned d; (d = digit(*p)) < (unsigned)base; p++) {
+        if (v > (ULLONG_MAX - d) / (unsigned)base) *over = 1;
+        else v = v * (unsigned)base + d;
+    }
+    if (end) *end = (char *)(p > digits ? p : s);
+    return v;
+}
+
+static unsigned long long to_unsigned(const char *s, char **end, int base, unsigned long long max)
+{
+    int neg, over;
+    unsigned long long v = scan(s, end, base, &neg, &over);
+    if (over || v > max) {
+        errno = ERANGE;
+        return max;
+    }
+    return neg ? (0 - v) & max : v;
+}
+
+static long long to_signed(const char *s, char **end, int base, unsigned long long max)
+{
+    int neg, over;
+    unsigned long long v = scan(s, end, base, &neg, &over);
+    if (over || v > max + (unsigned)neg) {
+        errno = ERANGE;
+        return neg ? -(long long)max - 1 : (long long)max;
+    }
+    return neg ? (long long)(0 - v) : (long long)v;
+}
+
+long RLK_LIBC_NAME(strtol)(const char *restrict s, char **restrict end, int base)
+{
+    return (long)to_signed(s, end, base, LONG_MAX);
+}
+
+long long RLK_LIBC_NAME(strtoll)(const char *restrict s, char **restrict end, int base)
+{
+    return to_signed(s, end, base, LLONG_MAX);
+}
+
+unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end, int base)
+{
+    return (unsigned long)to_unsigned(s, end, base, ULONG_MAX);
+}
+
+unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base)
+{
+    return to_unsigned(s, end, base, ULLONG_MAX);
+}

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the static command brings of its own in place of the C library's
+ * (compiled here under other names, beside the C library's):
+ * - its allocator (src/cli/static_malloc.c, as rlk__t_malloc...): sizes,
+ *   alignment, contents kept through realloc, calloc's zeros and
+ *   overflow, requests too big, freed blocks reused (the bytes mapped
+ *   stop growing), big blocks given back, threads at once, and fork
+ *   while another thread allocates (the child can still allocate);
+ * - its strstr and strtol family (src/cli/static_libc.c, as rlk__t_...)
+ *   against the C library's: value, errno and end, on edge cases and on
+ *   generated strings;
+ * - the command's UTC date (src/cli/utc.c) against gmtime_r.
+ */
+#define _GNU_SOURCE 1
+#include "config.h"
+#include "testlib.h"
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void *rlk__t_malloc(size_t n);
+void *rlk__t_calloc(size_t k, size_t n);
+void *rlk__t_realloc(void *p, size_t n);
+void rlk__t_free(void *p);
+extern size_t rlk__t_mapped_bytes;
+
+char *rlk__t_strstr(const char *h, const char *n);
+long rlk__t_strtol(const char *restrict s, char **restrict end, int base);
+long long rlk__t_strtoll(const char *restrict s, char **restrict end, int base);
+unsigned long rlk__t_strtoul(const char *restrict s, char **restrict end, int base);
+unsigned long long rlk__t_strtoull(const char *restrict s, char **restrict end, int base);
+
+/* A small generator of its own, so that threads do not share one. */
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* ------------------------------------------------------------------ */
+/* The allocator                                                        */
+
+/* A block's pattern: its first and last 64 bytes whole (where blocks
+ * meet), every 61st byte between (so that the test stays quick under
+ * valgrind). */
+static size_t next_at(size_t i, size_t n)
+{
+    return i < 64 || i + 65 >= n ? i + 1 : (i + 61 < n - 64 ? i + 61 : n - 64);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i = next_at(i, n)) p[i] = (unsigned char)(seed + i * 7);
+}
+
+/* Whether the first `keep` bytes of a block filled at size n are still
+ * its pattern. */
+static int kept(const unsigned char *p, size_t n, size_t keep, unsigned seed)
+{
+    for (size_t i = 0; i < n && i < keep; i = next_at(i, n))
+        if (p[i] != (unsigned char)(seed + i * 7)) return 0;
+    return 1;
+}
+
+static int intact(const unsigned char *p, size_t n, unsigned seed)
+{
+    return kept(p, n, n, seed);
+}
+
+static void test_malloc_sizes(void)
+{
+    void *a = rlk__t_malloc(0), *b = rlk__t_malloc(0);
+    CHECK(a != NULL && b != NULL && a != b);
+    rlk__t_free(a);
+    rlk__t_free(b);
+    rlk__t_free(NULL);
+    /* Every size to past the biggest small block, and some far beyond:
+     * aligned to 16, writable to its end, and apart from the others. */
+    static size_t sizes[] = {1, 15, 16, 17, 31, 32, 33, 100, 4080, 4096, 65520, 65536,
+                             131056, 131057, 131072, 200000, 1 << 20, 3 << 20};
+    void *p[sizeof sizes / sizeof sizes[0]];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        p[i] = rlk__t_malloc(sizes[i]);
+        if (!CHECK_MSG(p[i] != NULL, "malloc(%zu)", sizes[i])) return;
+        CHECK_MSG(((uintptr_t)p[i] & 15) == 0, "malloc(%zu) = %p: not aligned to 16", sizes[i], p[i]);
+        fill(p[i], sizes[i], (unsigned)i);
+    }
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        CHECK_MSG(intact(p[i], sizes[i], (unsigned)i), "malloc(%zu): overwritten", sizes[i]);
+        rlk__t_free(p[i]);
+    }
+    for (size_t n = 0; n < 600; n++) {
+        void *q = rlk__t_malloc(n);
+        if (!CHECK_MSG(q && ((uintptr_t)q & 15) == 0, "malloc(%zu) = %p", n, q)) return;
+        rlk__t_free(q);
+    }
+}
+
+static void test_malloc_too_big(void)
+{
+    errno = 0;
+    CHECK(rlk__t_malloc(SIZE_MAX) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(rlk__t_malloc(SIZE_MAX / 2 + 1) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(rlk__t_calloc(SIZE_MAX / 8, 16) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(rlk__t_calloc((size_t)1 << 33, (size_t)1 << 33) == NULL && errno == ENOMEM);
+    void *p = rlk__t_malloc(10);
+    errno = 0;
+    CHECK(rlk__t_realloc(p, SIZE_MAX) == NULL && errno == ENOMEM);
+    CHECK(p != NULL);
+    rlk__t_free(p); /* still the caller's after a failed realloc */
+    CHECK(rlk__t_calloc(0, 5) != NULL);
+}
+
+static void test_calloc_zeros(void)
+{
+    for (size_t n = 1; n < 70000; n = n * 3 + 1) {
+        unsigned char *p = rlk__t_malloc(n);
+        if (!CHECK(p != NULL)) return;
+        memset(p, 0xA5, n);
+        rlk__t_free(p);
+        unsigned char *q = rlk__t_calloc(n, 1);
+        if (!CHECK(q != NULL)) return;
+        CHECK_MSG(q == p, "calloc(%zu, 1) did not reuse the block just freed", n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += q[i] != 0;
+        CHECK_MSG(bad == 0, "calloc(%zu, 1): %zu bytes not zero", n, bad);
+        rlk__t_free(q);
+    }
+}
+
+static void test_realloc_keeps(void)
+{
+    unsigned char *p = rlk__t_realloc(NULL, 5);
+    if (!CHECK(p != NULL)) return;
+    fill(p, 5, 1);
+    size_t n = 5;
+    /* Growing through every kind of block, then shrinking. */
+    for (size_t to = 7; to < (2u << 20); to = to * 2 + 3) {
+        p = rlk__t_realloc(p, to);
+        if (!CHECK_MSG(p != NULL, "realloc to %zu", to)) return;
+        CHECK_MSG(intact(p, n, 1), "realloc from %zu to %zu: contents lost", n, to);
+        fill(p, to, 1);
+        n = to;
+    }
+    p = rlk__t_realloc(p, 3);
+    CHECK(p != NULL && kept(p, n, 3, 1));
+    unsigned char *q = rlk__t_realloc(p, 0);
+    CHECK(q != NULL);
+    rlk__t_free(q);
+}
+
+/* Random work on up to `slots` blocks, each filled and checked when it
+ * is freed or resized; 1 when nothing was found overwritten. */
+static int churn(uint64_t seed, int ops, int slots, size_t big_every)
+{
+    enum { MAXSLOTS = 256 };
+    unsigned char *p[MAXSLOTS] = {0};
+    size_t len[MAXSLOTS] = {0};
+    int ok = 1;
+    for (int i = 0; i < ops && ok; i++) {
+        int k = (int)(next_rand(&seed) % (unsigned)slots);
+        uint64_t r = next_rand(&seed);
+        size_t n = big_every && r % big_every == 0 ? 131000 + r % 400000 : r % 2048;
+        if (p[k] && !intact(p[k], len[k], (unsigned)k)) ok = 0;
+        if (p[k] && r % 3 == 0) {
+            unsigned char *q = rlk__t_realloc(p[k], n);
+            if (!q) ok = 0;
+            else if (!kept(q, len[k], n, (unsigned)k)) ok = 0;
+            p[k] = q;
+        } else {
+            rlk__t_free(p[k]);
+            p[k] = rlk__t_malloc(n);
+            if (!p[k]) ok = 0;
+        }
+        if (p[k]) fill(p[k], n, (unsigned)k);
+        len[k] = n;
+    }
+    for (int k = 0; k < slots; k++) {
+        if (p[k] && !intact(p[k], len[k], (unsigned)k)) ok = 0;
+        rlk__t_free(p[k]);
+    }
+    return ok;
+}
+
+static void test_churn(void)
+{
+    CHECK_MSG(churn(0x1234567, 60000, 256, 97), "a block was overwritten");
+}
+
+/* A program whose needs do not grow does not grow: after one round of
+ * work, the same work again maps nothing more; and big blocks are given
+ * back when freed. */
+static void test_reuse(void)
+{
+    CHECK(churn(99, 50000, 64, 0));
+    size_t after_one = rlk__t_mapped_bytes;
+    for (int round = 0; round < 5; round++) CHECK(churn(99, 50000, 64, 0));
+    CHECK_MSG(rlk__t_mapped_bytes == after_one, "mapped %zu bytes after one round, %zu after six",
+              after_one, rlk__t_mapped_bytes);
+    size_t before = rlk__t_mapped_bytes;
+    void *big = rlk__t_malloc(5u << 20);
+    CHECK(big != NULL && rlk__t_mapped_bytes >= before + (5u << 20));
+    rlk__t_free(big);
+    CHECK_MSG(rlk__t_mapped_bytes == before, "a freed 5 MiB block is still mapped (%zu, was %zu)",
+              rlk__t_mapped_bytes, before);
+}
+
+static void *churn_thread(void *arg)
+{
+    return (void *)(intptr_t)churn((uint64_t)(intptr_t)arg, 40000, 128, 211);
+}
+
+static void test_threads(void)
+{
+    pthread_t t[4];
+    for (intptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, churn_thread, (void *)(i * 7919 + 1));
+    for (int i = 0; i < 4; i++) {
+        void *ok = NULL;
+        pthread_join(t[i], &ok);
+        CHECK_MSG(ok != NULL, "thread %d: a block was overwritten", i);
+    }
+}
+
+static volatile int stop_hammer;
+
+/* Allocates all the time; now and then it yields, so that the thread
+ * that forks runs under valgrind too (whose scheduler would let this one
+ * run alone, as it never waits). */
+static void *hammer(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; !stop_hammer; i++) {
+        rlk__t_free(rlk__t_malloc(48));
+        if (i % 64 == 0) sched_yield();
+    }
+    return NULL;
+}
+
+/* fork while another thread allocates all the time: without the lock
+ * taken around fork, a child often inherits it held, by a thread it does
+ * not have, and waits for ever (here: until its alarm). */
+static void test_fork(void)
+{
+    pthread_t t;
+    stop_hammer = 0;
+    pthread_create(&t, NULL, hammer, NULL);
+    int stuck = 0, forks = 300;
+    for (int i = 0; i < forks; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(5);
+            void *p = rlk__t_malloc(48);
+            rlk__t_free(p);
+            _exit(p ? 0 : 1);
+        }
+        int st = 0;
+        if (!CHECK(pid > 0) || !CHECK(waitpid(pid, &st, 0) == pid)) break;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            stuck = i + 1;
+            break;
+        }
+    }
+    stop_hammer = 1;
+    pthread_join(t, NULL);
+    CHECK_MSG(stuck == 0, "child %d of %d could not allocate", stuck, forks);
+}
+
+/* ------------------------------------------------------------------ */
+/* strstr and the strtol family                                         */
+
+static void test_strstr(void)
+{
+    const char *h[] = {"", "a", "redis://host:1", "aaab", "abcabcabd", "rediss://x", "reset by peer"};
+    const char *n[] = {"", "a", "://", "aab", "abd", "abcabd", "b", "peer", "x", "reset by peer!"};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        for (size_t j = 0; j < sizeof n / sizeof n[0]; j++)
+            CHECK_MSG(rlk__t_strstr(h[i], n[j]) == strstr(h[i], n[j]), "strstr(\"%s\", \"%s\")", h[i],
+                      n[j]);
+    uint64_t seed = 42;
+    for (int i = 0; i < 20000; i++) {
+        char a[24], b[5];
+        size_t la = next_rand(&seed) % sizeof a, lb = next_rand(&seed) % sizeof b;
+        for (size_t k = 0; k < la; k++) a[k] = (char)('a' + next_rand(&seed) % 3);
+        for (size_t k = 0; k < lb; k++) b[k] = (char)('a' + next_rand(&seed) % 3);
+        a[la] = b[lb] = '\0';
+        if (!CHECK_MSG(rlk__t_strstr(a, b) == strstr(a, b), "strstr(\"%s\", \"%s\")", a, b)) break;
+    }
+}
+
+/* The four functions on s in base, mine against the C library's: value,
+ * errno and end (the end not when the base is bad: the C library leaves
+ * it as it was). */
+static int same_strto(const char *s, int base)
+{
+    char *e1, *e2;
+    int ok = 1, bad_base = base == 1 || base < 0 || base > 36;
+#define SAME(mine, theirs, fmt)                                                             \
+    do {                                                                                    \
+        errno = 0;                                                                          \
+        e1 = NULL;                                                                          \
+        __typeof__(theirs(s, &e2, base)) v1 = mine(s, &e1, base);                           \
+        int r1 = errno;                                                                     \
+        errno = 0;                                                                          \
+        e2 = NULL;                                                                          \
+        __typeof__(theirs(s, &e2, base)) v2 = theirs(s, &e2, base);                         \
+        int r2 = errno;                                                                     \
+        if (v1 != v2 || r1 != r2 || (!bad_base && e1 != e2)) {                              \
+            ok = CHECK_MSG(0, #theirs "(\"%s\", %d): " fmt " errno %d end +%td, libc " fmt  \
+                           " errno %d end +%td", s, base, v1, r1, e1 ? e1 - s : -1, v2, r2, \
+                           e2 ? e2 - s : -1);                                               \
+        }                                                                                   \
+    } while (0)
+    SAME(rlk__t_strtol, strtol, "%ld");
+    SAME(rlk__t_strtoll, strtoll, "%lld");
+    SAME(rlk__t_strtoul, strtoul, "%lu");
+    SAME(rlk__t_strtoull, strtoull, "%llu");
+#undef SAME
+    return ok;
+}
+
+static void test_strtol(void)
+{
+    static const char *cases[] = {
+        "", " ", "0", "-0", "+0", "00", "0x", "0X", "0x1f", "0X1F", "0xg", "0x1g", "-0x10", "+0x",
+        "077", "08", "09", "z", "Zz", "zz", "\t\n\v\f\r 12", " \t-12abc", "+-1", "-+1", "- 1",
+        "1e5", "12 34", "0b101", "2147483647", "2147483648", "-2147483648", "-2147483649",
+        "4294967295", "4294967296", "-4294967295", "9223372036854775807", "9223372036854775808",
+        "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
+        "18446744073709551616", "-18446744073709551615", "-18446744073709551616",
+        "99999999999999999999999999", "-99999999999999999999999999", "0xffffffffffffffff",
+        "0x10000000000000000", "-0x8000000000000000", "0x8000000000000000", "1777777777777777777777",
+        "2000000000000000000000", "11111111111111111111111111111111111111111111111111111111111111111",
+        "3w5e11264sgsf", "3w5e11264sgsg", "-3w5e11264sgsg", "6379", "  6379/x", "65536"};
+    static const int bases[] = {0, 2, 8, 10, 16, 36, 1, 37, -1};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t j = 0; j < sizeof bases / sizeof bases[0]; j++) same_strto(cases[i], bases[j]);
+    static const char alphabet[] = "0123456789abcdefxXzZ +-\t9f7";
+    uint64_t seed = 7;
+    for (int i = 0; i < 30000; i++) {
+        char s[28];
+        size_t n = next_rand(&seed) % sizeof s;
+        for (size_t k = 0; k < n; k++) s[k] = alphabet[next_rand(&seed) % (sizeof alphabet - 1)];
+        s[n] = '\0';
+        if (!same_strto(s, bases[next_rand(&seed) % 6])) break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The UTC date                                                         */
+
+static int same_utc(int64_t t)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    cli_date d;
+    cli_utc(t, &d);
+    if (!gmtime_r(&tt, &tm)) return CHECK_MSG(0, "gmtime_r(%lld) failed", (long long)t);
+    return CHECK_MSG(d.year == (int64_t)tm.tm_year + 1900 && d.mon == tm.tm_mon + 1 &&
+                         d.mday == tm.tm_mday && d.hour == tm.tm_hour && d.min == tm.tm_min &&
+                         d.sec == tm.tm_sec,
+                     "%lld: %lld-%02d-%02d %02d:%02d:%02d, gmtime_r %d-%02d-%02d %02d:%02d:%02d",
+                     (long long)t, (long long)d.year, d.mon, d.mday, d.hour, d.min, d.sec,
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void test_utc(void)
+{
+    static const int64_t edges[] = {0, -1, 1, 59, 60, 86399, 86400, -86400, -86401,
+                                    951782400,             /* 2000-02-29 */
+                                    951868800,             /* 2000-03-01 */
+                                    4107456000,            /* 2100-02-28 */
+                                    4107542400,            /* 2100-03-01 */
+                                    -2203891200,           /* 1900-02-28 */
+                                    -62135596800,          /* 0001-01-01 */
+                                    -62135596801,          /* 0000-12-31T23:59:59 */
+                                    -62162035200,          /* 0000-02-29 */
+                                    253402300799,          /* 9999-12-31T23:59:59 */
+                                    INT64_C(1) << 40, -(INT64_C(1) << 40),
+                                    INT64_C(67767976233532799)}; /* the last second gmtime_r holds */
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) same_utc(edges[i]);
+    uint64_t seed = 3;
+    for (int i = 0; i < 200000; i++) {
+        int64_t t = (int64_t)(next_rand(&seed) % 40000000000ULL) - 20000000000LL;
+        if (!same_utc(t)) break;
+    }
+    for (int64_t day = -800000; day < 800000; day += 7) /* every weekday's midnight, -2190 to 4160 */
+        if (!same_utc(day * 86400)) break;
+}
+
+TL_PROGRAM(NULL, NULL,
+           TL_TEST(test_malloc_sizes),
+           TL_TEST(test_malloc_too_big),
+           TL_TEST(test_calloc_zeros),
+           TL_TEST(test_realloc_keeps),
+           TL_TEST(test_churn),
+           TL_TEST(test_reuse),
+           TL_TEST(test_threads),
+           TL_TEST(test_fork),
+           TL_TEST(test_strstr),
+           TL_TEST(test_strtol),
+           TL_TEST(test_utc));
