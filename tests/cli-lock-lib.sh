@@ -144,5 +144,7 @@ reap() {
   CODE=$?
 }
 
-# A free loopback port nobody listens on, for "server unreachable".
-closed_port=$(rlk_free_port)
+# A loopback port that refuses connections, for "server unreachable"
+# (held for the script: no server of this or another test can take it).
+rlk_closed_port || { echo "FAIL cannot hold a closed port"; exit 99; }
+closed_port=$RLK_CLOSED_PORT

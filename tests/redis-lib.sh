@@ -57,6 +57,35 @@ rlk_free_port() {
   return 1
 }
 
+# rlk_closed_port
+#     sets RLK_CLOSED_PORT to a loopback port that refuses connections for
+#     as long as this shell lives: a process keeps a socket bound to it
+#     without listening (connecting gets "refused"), and without
+#     SO_REUSEADDR, so no server (redis-server sets it) can bind the port
+#     meanwhile.  A port that is merely free now may be taken by a server
+#     of this or another test, and then a "server unreachable" check
+#     reaches it.  The holder ends with rlk_redis_stop_all, or by itself
+#     once this shell is gone (it looks twice a second).
+rlk_closed_port() {
+  local fifo line
+  fifo=$(mktemp -u) && mkfifo "$fifo" || return 1
+  /usr/bin/python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.bind(("127.0.0.1", 0))
+parent = os.getppid()
+with open(sys.argv[1], "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+while os.getppid() == parent:
+    time.sleep(0.5)
+' "$fifo" &
+  RLK_REDIS_PIDS+=("$!")
+  read -r line <"$fifo"
+  rm -f "$fifo"
+  RLK_CLOSED_PORT=$line
+  [ -n "$RLK_CLOSED_PORT" ]
+}
+
 rlk_redis_start() {
   local name=$1 dir=$2; shift 2
   local attempt port pid deadline
