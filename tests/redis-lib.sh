@@ -67,8 +67,11 @@ rlk_free_port() {
 #     reaches it.  The holder ends with rlk_redis_stop_all, or by itself
 #     once this shell is gone (it looks twice a second).
 rlk_closed_port() {
-  local fifo line
+  local fifo line fd
   fifo=$(mktemp -u) && mkfifo "$fifo" || return 1
+  # Opened read-write, which does not wait for a writer: a holder that
+  # fails to start is a failure within 10 s, not a hang.
+  exec {fd}<>"$fifo"
   /usr/bin/python3 -c '
 import os, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -80,7 +83,8 @@ while os.getppid() == parent:
     time.sleep(0.5)
 ' "$fifo" &
   RLK_REDIS_PIDS+=("$!")
-  read -r line <"$fifo"
+  read -r -t 10 -u "$fd" line
+  exec {fd}<&-
   rm -f "$fifo"
   RLK_CLOSED_PORT=$line
   [ -n "$RLK_CLOSED_PORT" ]
