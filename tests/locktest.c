@@ -410,7 +410,6 @@ void proxy_conn(fake_conn *fc, void *arg)
     struct sockaddr_in a;
     char buf[65536];
     int up, lag = __atomic_load_n(&px->lag_ms, __ATOMIC_SEQ_CST), chunks = 0, client_gone = 0;
-    int asked = 0; /* a request went up after PROXY_RESET_AT_REPLY was set */
     struct lagged *held = NULL;
     while (__atomic_load_n(&px->hold, __ATOMIC_SEQ_CST))
         if (fake_pause(fc, 5) < 0) return;
@@ -459,11 +458,10 @@ void proxy_conn(fake_conn *fc, void *arg)
                 continue;
             }
             if (send_all(up, buf, (size_t)n) != 0) break;
-            if (__atomic_load_n(&px->reset, __ATOMIC_SEQ_CST) == PROXY_RESET_AT_REPLY) asked = 1;
         }
         if (p[1].revents) {
             n = recv(up, buf, sizeof buf, 0);
-            if (n <= 0 || (asked && proxy_reset(px, fc, PROXY_RESET_AT_REPLY))) break;
+            if (n <= 0 || proxy_reset(px, fc, PROXY_RESET_AT_REPLY)) break;
             if (__atomic_exchange_n(&px->cut, 0, __ATOMIC_SEQ_CST)) {
                 __atomic_add_fetch(&px->cuts, 1, __ATOMIC_SEQ_CST);
                 break;

@@ -169,9 +169,9 @@ void find_derived(const char *name, const char *what, char *out, size_t n);
  * reset, once: one connection's client side is reset (closed with
  * SO_LINGER 0, as a server that crashed or a middlebox that dropped it):
  * PROXY_RESET_NOW at once (within 20 ms), PROXY_RESET_AT_REPLY when the
- * next reply comes after a request the client sent once it was set; that
- * reply is dropped (the client waits for it).  A reply to what the client
- * sent before (its connection set-up, not waited for) passes on. */
+ * next reply comes, which is dropped (the client waits for it): any
+ * reply, so a test arms it after a round trip of the client's, as the
+ * client's connection set-up is not waited for. */
 enum { PROXY_RESET_NOW = 1, PROXY_RESET_AT_REPLY = 2 };
 struct proxy {
     int upstream_port;
