@@ -684,9 +684,25 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         else cli_err("--hold-min: %s", rlk_client_errmsg(cl));
         rlk_lock_forget(l);
     } else {
+        /* The key's expiry at the latest, should the release fail: the
+         * TTL from the last renewal's sending, which the validity left
+         * and the drift allowance add up to. */
+        int64_t rel_at = cli_mono_ms();
+        int64_t expiry = rel_at + rlk_lock_remaining_ms(l) + rlk_plan_drift_ms(NULL, rlk_lock_ttl_ms(l));
         r = rlk_lock_release(l);
-        if (r == RLK_OK) cli_verbose("released '%s'", name);
-        else cli_err("%s", rlk_client_errmsg(cl));
+        if (r == RLK_OK) {
+            cli_verbose("released '%s'", name);
+        } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST) {
+            cli_err("%s", rlk_client_errmsg(cl));
+        } else {
+            /* The job ran holding the lock to its end: its exit code
+             * stands (as flock's would), and the name is taken until
+             * the key expires, as with --hold-min. */
+            int64_t left = expiry - cli_mono_ms();
+            if (left < 0) left = 0;
+            cli_err("%s; '%s' stays locked until its TTL runs out, %" PRId64 ".%03" PRId64
+                    " s at most", rlk_client_errmsg(cl), name, left / 1000, left % 1000);
+        }
     }
     rlk_client_free(cl);
     /* Not held to the end (it expired or was taken while resplock could
