@@ -684,11 +684,11 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         else cli_err("--hold-min: %s", rlk_client_errmsg(cl));
         rlk_lock_forget(l);
     } else {
-        /* The key's expiry at the latest, should the release fail: the
-         * TTL from the last renewal's sending, which the validity left
-         * and the drift allowance add up to. */
-        int64_t rel_at = cli_mono_ms();
-        int64_t expiry = rel_at + rlk_lock_remaining_ms(l) + rlk_plan_drift_ms(NULL, rlk_lock_ttl_ms(l));
+        /* The key's expiry, should the release fail: the TTL from the
+         * last renewal's sending (the validity left and the drift
+         * allowance add up to it), short by that renewal's round trip. */
+        int64_t expiry = cli_mono_ms() + rlk_lock_remaining_ms(l) +
+                         rlk_plan_drift_ms(NULL, rlk_lock_ttl_ms(l));
         r = rlk_lock_release(l);
         if (r == RLK_OK) {
             cli_verbose("released '%s'", name);
@@ -700,8 +700,8 @@ int cmd_run(cli_opts *o, int argc, char **argv)
              * the key expires, as with --hold-min. */
             int64_t left = expiry - cli_mono_ms();
             if (left < 0) left = 0;
-            cli_err("%s; '%s' stays locked until its TTL runs out, %" PRId64 ".%03" PRId64
-                    " s at most", rlk_client_errmsg(cl), name, left / 1000, left % 1000);
+            cli_err("%s; '%s' stays locked until its TTL runs out, in about %" PRId64
+                    ".%03" PRId64 " s", rlk_client_errmsg(cl), name, left / 1000, left % 1000);
         }
     }
     rlk_client_free(cl);
