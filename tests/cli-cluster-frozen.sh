@@ -13,10 +13,11 @@
 #     from a node of the last table opened for it).
 #   - A shard's primary and its replica both frozen while the job runs:
 #     the release cannot be made; run says so on stderr with how long the
-#     name stays locked (its TTL from the last renewal, at most), exits
-#     with the job's code (0), and the key is still there once the nodes
-#     are resumed, its PTTL no longer than said (and the renewal's round
-#     trip).
+#     name may stay locked (its TTL from the last renewal) and exits with
+#     the job's code (0); once the nodes are resumed the key is either
+#     there with a PTTL no longer than said (and the renewal's round
+#     trip), or gone: the resumed primary ran the release it was sent
+#     (Valkey does), and then no other holder has it.
 # Every node is resumed at the end, whatever happened.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
@@ -111,7 +112,7 @@ rlk_cluster_pause "$p2" || die "SIGSTOP of node $p2"
 touch "$work/go"
 reap "$run2" 60
 expect_eq "the shard frozen: run exits with the job's code, 0" "$CODE" 0
-said=$(sed -nE "s/.*'$name' stays locked until its TTL runs out, in about ([0-9]+)\.([0-9]{3}) s$/\1\2/p" "$work/err2")
+said=$(sed -nE "s/.*'$name' may stay locked until its TTL runs out, in about ([0-9]+)\.([0-9]{3}) s$/\1\2/p" "$work/err2")
 if [ -n "$said" ]; then ok "stderr says how long '$name' stays locked: $((10#$said)) ms"
 else bad "stderr says how long '$name' stays locked" "$(sed 's/^/err: /' "$work/err2")"; said=0; fi
 expect_range "that is within the TTL" "$((10#$said))" 1 20000
@@ -119,6 +120,10 @@ rlk_cluster_resume "$p2" || bad "SIGCONT of node $p2"
 rlk_cluster_resume "$r2" || bad "SIGCONT of node $r2"
 rlk_cluster_wait_ready 60 || bad "the cluster not ready again: $RLK_CLUSTER_WHY"
 pttl=$(redis-cli -c -p "${P[0]}" pttl "$name" | tr -d '\r')
-# Said from the last renewal's sending: its round trip may add to it.
-expect_range "the key still there, its PTTL no longer than said" "$pttl" 1 "$((10#$said + 1000))"
+if [ "$pttl" = -2 ]; then
+  ok "the key gone once resumed: the release sent to the frozen primary ran"
+else
+  # Said from the last renewal's sending: its round trip may add to it.
+  expect_range "the key still there, its PTTL no longer than said" "$pttl" 1 "$((10#$said + 1000))"
+fi
 finish

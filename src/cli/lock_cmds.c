@@ -697,10 +697,11 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         } else {
             /* The job ran holding the lock to its end: its exit code
              * stands (as flock's would), and the name is taken until
-             * the key expires, as with --hold-min. */
+             * the key expires, as with --hold-min.  "May": a frozen
+             * node that wakes up still runs the release it was sent. */
             int64_t left = expiry - cli_mono_ms();
             if (left < 0) left = 0;
-            cli_err("%s; '%s' stays locked until its TTL runs out, in about %" PRId64
+            cli_err("%s; '%s' may stay locked until its TTL runs out, in about %" PRId64
                     ".%03" PRId64 " s", rlk_client_errmsg(cl), name, left / 1000, left % 1000);
         }
     }
