@@ -126,6 +126,11 @@ static int drop(rlk__driver *d, int status)
 {
     int served = rlk__core_ready(d->core);
     d->last = status;
+    /* A node paused (SIGSTOP, a VM frozen) keeps its TCP connection up
+     * and the kernel still accepts new ones: a timeout is the only sign,
+     * and the reconnect that follows looks connected.  The route reads
+     * its table again meanwhile. */
+    if (status == RLK_ERR_TIMEOUT) d->silent = 1;
     rlk__transport_close(&d->t);
     int64_t now = rlk__now_ms();
     if (d->up) {
@@ -232,8 +237,9 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
     }
     int r = rlk__core_feed(d->core, buf, (size_t)n, rlk__now_ms());
     if (r != RLK_OK) return core_failed(d, r);
-    if (d->fails && rlk__core_ready(d->core)) { /* the handshake is done */
+    if ((d->fails || d->silent) && rlk__core_ready(d->core)) { /* the handshake is done */
         d->fails = 0;
+        d->silent = 0;
         rlk__backoff_reset(&d->backoff);
     }
     return RLK_OK;

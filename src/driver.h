@@ -56,6 +56,9 @@ typedef struct rlk__driver {
                               until rlk__driver_reconnect) */
     uint64_t connects;     /* connections made so far */
     int fails;             /* connect tries failed in a row */
+    int silent;            /* a request or connect timed out, and no
+                              handshake has been answered since: the node
+                              may be frozen behind a connection that is up */
     int last;              /* the status of the last failure (0: none) */
     int allow_once;        /* rlk__driver_reconnect: connect though off */
     int64_t retry_at;      /* no connect try before (monotonic ms) */

@@ -658,6 +658,10 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
              * it.  Nothing bounds when bytes on the way arrive, so the
              * re-send carries that bound, and does nothing after it. */
             l->rel_not_after = server_now_min(s, l) + life_ms;
+            /* On a cluster the first sending has half of it: a node that
+             * does not answer may be frozen while its replica takes
+             * over, and the re-send goes to the slot's owner then. */
+            if (t > 0 && l->node && ncluster(l->node)) dl = s->now + t / 2;
         } else if (l->rel_resend) {
             if (l->rel_valid >= 0 && s->now < l->rel_valid) l->rel_flag = '1';
             if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
@@ -2139,6 +2143,11 @@ static int send_round(rlk__locks *s, lnode *n)
     size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot || ncluster(n));
     int64_t dl = reply_deadline(s);
     if (dl < 0 || rd->end < dl) dl = rd->end;
+    /* A cluster's node that does not answer in time may be frozen while
+     * its replica takes over: half the time left is kept to find the new
+     * primary and renew there before the leases are reported lost. */
+    if (ncluster(n) && rd->end > s->now && s->now + (rd->end - s->now) / 2 < dl)
+        dl = s->now + (rd->end - s->now) / 2;
     int eval = n->renew_eval;
     n->renew_eval = 0;
     n->round_on = 1;

@@ -565,7 +565,13 @@ void rlk_client_config_init(rlk_client_config *cfg);
  * at its usual time when the failover takes longer.  Without WAIT a
  * second holder is possible meanwhile (the old primary acknowledged a
  * SET that never reached the replica).  Locks on other shards are
- * untouched; a migrating slot's locks follow it.
+ * untouched; a migrating slot's locks follow it.  A primary frozen with
+ * its connection up (SIGSTOP, a paused VM) is known by its silence: a
+ * renewal there is waited for half the time left before its leases
+ * would be reported lost, a release's first sending half the command
+ * timeout; past that the node counts as down and the table is read
+ * again from another node every 250 ms until a new primary serves the
+ * slot, where the locks are re-checked and the release sent again.
  * Limits today: with one seed URL its node must answer when the client
  * starts (cfg.seeds gives more); tick mode's fd is the seed's
  * connection, the others are read by the ticks (see rlk_client_fd);
@@ -792,7 +798,8 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
  * for a reentrant lock (tombstones), and for a simple lock when its
  * validity is not over at the re-send, even after later holders came and
  * went (see "Releases" above).  The call and its
- * re-send share one command timeout.  Also
+ * re-send share one command timeout (on a cluster the first sending has
+ * half of it, so that a re-send can reach a failed node's successor).  Also
  * RLK_ERR_NOMEM, RLK_ERR_INVALID (no random bytes for a reentrant
  * release's id), RLK_ERR_SERVER, RLK_ERR_PROTO.  The client's owner
  * thread.

@@ -314,24 +314,30 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     r->tables++;
     check_seeds(r);
     if (r->refused) return;
-    park_idle(r);
     table_due(r, now + TABLE_EVERY_MS);
+    /* The owner follows the table first: a request waiting for a node
+     * the table dropped (a release whose frozen primary was replaced)
+     * goes to the new one, and is not ended by that node's closing. */
     if (r->hooks.changed) r->hooks.changed(r->hooks.ctx);
+    park_idle(r);
 }
 
 static const rlk__req_ops table_ops = {build_table, on_table, NULL, RLK__T_ARRAY};
 
 /* Before a turn: a cluster found, the table read when due (over the
  * seed's connection when it is up, else another's), and read again
- * soon while a connection that serves slots is down (a failover names
- * a new primary).  The time the turn must wake for it, or -1. */
+ * soon while a connection that serves slots is down or silent (a
+ * request timed out there and no handshake was answered since: a
+ * frozen primary, whose failover names a new one).  The time the turn
+ * must wake for it, or -1. */
 static int64_t upkeep(rlk__route *r, int64_t now)
 {
     notice_cluster(r);
     if (!r->cluster || r->refused) return -1;
     for (size_t i = 0; i < r->n; i++) {
         const rlk__driver *d = r->drivers[i];
-        if (!r->parked[i] && !d->up && d->fails > 0 && r->have_table && serves(r, d))
+        if (!r->parked[i] && ((!d->up && d->fails > 0) || d->silent) && r->have_table &&
+            serves(r, d))
             table_due(r, now);
     }
     if (r->refreshing || r->refresh_at < 0) return -1;

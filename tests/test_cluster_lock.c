@@ -18,7 +18,10 @@
  *      primary, and no call outlives its deadline;
  *   e. Redisson 3.22+ waiters on a cluster (SSUBSCRIBE to the slot's
  *      owner) hear a release's "0", and no cluster-wide PUBLISH is sent;
- *   f. names of one hash tag land on one node.
+ *   f. names of one hash tag land on one node;
+ *   g. SIGSTOP of a primary (its connection up and silent): a lock of
+ *      its shard is kept and renewed on the promoted replica, and a
+ *      release reaches the new primary.
  *
  * The tests run in order on one cluster.  The state of the servers is
  * read with rlk_conn on the node that owns a key, following MOVED and
@@ -998,6 +1001,110 @@ out:
 }
 
 /*
+ * SIGSTOP of a primary (not the seed) while A holds two watchdog locks
+ * on its shard, each replicated first: a VM paused, a process swapped
+ * out.  Its TCP connection stays up and says nothing, and no reset tells
+ * the client; its replica is promoted by the cluster.
+ *   - A release sent once the promotion is done, to the node the client
+ *     still takes for the primary, must reach the new primary within
+ *     its command timeout (plus SLACK): RLK_OK, the key gone there.
+ *   - The other lock must be kept: never reported lost, seen renewed
+ *     with its token on the new primary within its validity, and
+ *     released there.
+ * Full coverage stays required, as by default: while the shard has no
+ * primary every node answers CLUSTERDOWN.  The frozen node is resumed
+ * at the end whatever happened (it rejoins as a replica).
+ */
+static void test_frozen_primary(void)
+{
+    enum { CMD_MS = 6000 };
+    int64_t ttl = 15000, t_stop = 0, t_up, t0, end;
+    int p[TC_NODES], np = primaries(p), victim = primary_not_seed(p, np), r = -1, rc;
+    int paused = 0, renewed_there = 0;
+    struct held h[2];
+    rlk_client *a = NULL;
+    memset(h, 0, sizeof h);
+    if (!CHECK_MSG(np == 3 && victim > 0, "%d primaries", np)) return;
+    r = tc_replica_of(cl, victim);
+    if (!CHECK(r >= 0)) return;
+    for (int i = 0; i < 2; i++) {
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "fz%d", i);
+        if (!PICK(h[i].name, prefix, victim)) return;
+        h[i].kind = RLK_LOCK_SIMPLE;
+        h[i].ttl = ttl;
+    }
+    a = NEW_CLIENT(1, 0, CMD_MS);
+    if (!a) goto out;
+    for (int i = 0; i < 2; i++) {
+        char sync[96];
+        rlk_conn *k = NODE(victim);
+        if (!HOLD(a, &h[i], 1) || !k) goto out;
+        h[i].node = victim;
+        snprintf(sync, sizeof sync, "{%.63s}:sync", h[i].name);
+        CMD(k, "SET", sync, "1", "PX", "60000");
+        CHECK_EQ_INT(CMD_INT(k, "WAIT", "1", "5000"), 1);
+        LOOK(&h[i]);
+    }
+    node_forget(victim);
+    t_stop = ts_now_ms();
+    if (!CHECK(tc_pause(cl, victim) == 0)) goto out;
+    paused = 1;
+    while (tc_is_primary(cl, r) != 1 && ts_now_ms() < t_stop + TC_READY_MS) ts_pause_ms(20);
+    t_up = ts_now_ms();
+    if (!CHECK_MSG(tc_is_primary(cl, r) == 1, "node %d not promoted", r)) goto out;
+    printf("# SIGSTOP of node %d: node %d primary after %lld ms\n", victim, r,
+           (long long)(t_up - t_stop));
+
+    /* The release, most likely sent to the frozen node first. */
+    t0 = ts_now_ms();
+    rc = rlk_lock_release(h[1].l);
+    h[1].l = NULL;
+    printf("# a release after the promotion: %d (%s) in %lld ms\n", rc,
+           rc == RLK_OK ? "" : rlk_client_errmsg(a), (long long)(ts_now_ms() - t0));
+    IN_TIME(t0, CMD_MS, "a release after the freeze");
+    CHECK_MSG(rc == RLK_OK, "release of %s: %d %s", h[1].name, rc, rlk_client_errmsg(a));
+    CHECK_EQ_INT(exists_on(r, h[1].name, __LINE__), 0);
+
+    /* The lock kept: renewed on the new primary, within its validity. */
+    h[0].last_pttl = LLONG_MAX;
+    end = t_stop + ttl;
+    while (still_held(&h[0]) && !renewed_there && ts_now_ms() < end) {
+        long long pttl = LLONG_MIN;
+        int at = r;
+        int has = holds_at(r, h[0].name, rlk_lock_token(h[0].l), h[0].kind, &pttl, &at,
+                           __LINE__);
+        if (has == 1 && at == r) {
+            if (pttl > h[0].last_pttl) renewed_there = 1;
+            h[0].last_pttl = pttl;
+        }
+        if (!renewed_there) ts_pause_ms(20);
+    }
+    CHECK_MSG(still_held(&h[0]), "%s reported lost %lld ms after the SIGSTOP of its primary",
+              h[0].name, (long long)(ts_now_ms() - t_stop));
+    CHECK_MSG(renewed_there, "%s: not seen renewed on node %d (the new primary) %lld ms after "
+              "the SIGSTOP", h[0].name, r, (long long)(ts_now_ms() - t_stop));
+    if (renewed_there)
+        printf("# %s renewed on node %d %lld ms after the SIGSTOP\n", h[0].name, r,
+               (long long)(ts_now_ms() - t_stop));
+    t0 = ts_now_ms();
+    rc = rlk_lock_release(h[0].l);
+    h[0].l = NULL;
+    IN_TIME(t0, CMD_MS, "the kept lock's release");
+    CHECK_MSG(rc == RLK_OK, "release of %s: %d %s", h[0].name, rc, rlk_client_errmsg(a));
+    CHECK_EQ_INT(exists_on(r, h[0].name, __LINE__), 0);
+out:
+    for (int i = 0; i < 2; i++)
+        if (h[i].l) rlk_lock_release(h[i].l);
+    rlk_client_free(a);
+    if (paused) {
+        CHECK(tc_resume(cl, victim) == 0);
+        node_forget(victim);
+        CHECK(tc_wait_ready(cl, TC_READY_MS) == 0);
+    }
+}
+
+/*
  * Redisson 3.22+ on a cluster waits for a lock's release with SSUBSCRIBE
  * redisson_lock__channel:{NAME} on the node owning the channel's slot
  * (NAME's).  A reentrant lock (Redisson's layout) released must reach it
@@ -1137,6 +1244,7 @@ int main(int argc, char **argv)
     RUN(test_migration);
     RUN(test_ask_window);
     RUN(test_failover);
+    RUN(test_frozen_primary);
     RUN(test_redisson_channel);
     RUN(test_hash_tag);
     RUN(test_no_key_without_ttl);

@@ -684,9 +684,26 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         else cli_err("--hold-min: %s", rlk_client_errmsg(cl));
         rlk_lock_forget(l);
     } else {
+        /* The key's expiry, should the release fail: the TTL from the
+         * last renewal's sending (the validity left and the drift
+         * allowance add up to it), short by that renewal's round trip. */
+        int64_t expiry = cli_mono_ms() + rlk_lock_remaining_ms(l) +
+                         rlk_plan_drift_ms(NULL, rlk_lock_ttl_ms(l));
         r = rlk_lock_release(l);
-        if (r == RLK_OK) cli_verbose("released '%s'", name);
-        else cli_err("%s", rlk_client_errmsg(cl));
+        if (r == RLK_OK) {
+            cli_verbose("released '%s'", name);
+        } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST) {
+            cli_err("%s", rlk_client_errmsg(cl));
+        } else {
+            /* The job ran holding the lock to its end: its exit code
+             * stands (as flock's would), and the name is taken until
+             * the key expires, as with --hold-min.  "May": a frozen
+             * node that wakes up still runs the release it was sent. */
+            int64_t left = expiry - cli_mono_ms();
+            if (left < 0) left = 0;
+            cli_err("%s; '%s' may stay locked until its TTL runs out, in about %" PRId64
+                    ".%03" PRId64 " s", rlk_client_errmsg(cl), name, left / 1000, left % 1000);
+        }
     }
     rlk_client_free(cl);
     /* Not held to the end (it expired or was taken while resplock could
