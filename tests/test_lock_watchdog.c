@@ -701,6 +701,139 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* A listener whose server does not answer                              */
+
+/* The client's first connection goes to the shared server through a
+ * proxy; every one after it is accepted and then neither read nor
+ * answered, until the test lets it go (it is closed then). */
+struct stall_after_first {
+    struct proxy px;
+    int accepted; /* atomic */
+    int stalled;  /* atomic: connections held now */
+    int let_go;   /* atomic: set by the test */
+};
+
+static void stall_after_first(fake_conn *fc, void *arg)
+{
+    struct stall_after_first *s = arg;
+    if (__atomic_fetch_add(&s->accepted, 1, __ATOMIC_SEQ_CST) == 0) {
+        proxy_conn(fc, &s->px);
+        return;
+    }
+    __atomic_add_fetch(&s->stalled, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&s->let_go, __ATOMIC_SEQ_CST))
+        if (fake_pause(fc, 5) < 0) break;
+    __atomic_sub_fetch(&s->stalled, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A RESP2 wait that finds the lock busy opens a listener of its own (a
+ * connection subscribed to the lock's channels).  One whose server
+ * accepts and never answers must not hold back the renewal of the locks
+ * the client holds, in thread mode (the wait's caller and the thread
+ * share the client's mutex) as in tick mode (the wait's own turns renew
+ * them): while it hangs, each held lock's PTTL is seen going up again,
+ * three times, and never runs out, and none is reported lost.  Once the
+ * listener's connection closes, the wait goes on by re-checks and gets
+ * the lock when it is freed. */
+static void listener_stalls(int thread)
+{
+    const int64_t ttl = 1500; /* renewed every 500 ms */
+    const char *held[2] = {"wd-lst-1", "wd-lst-2"}, *busy = "wd-lst-busy";
+    struct stall_after_first st;
+    struct lost_rec lr[2];
+    struct waiter w;
+    fake_server *fs;
+    char url[64];
+    rlk_client *a = NULL, *b = NULL;
+    rlk_lock *l[2] = {NULL, NULL}, *lb = NULL;
+    long long prev[2], min_pttl[2] = {LLONG_MAX, LLONG_MAX};
+    int rises[2] = {0, 0}, started = 0, joined = 0, i;
+    int64_t t0, deadline;
+    memset(&st, 0, sizeof st);
+    memset(lr, 0, sizeof lr);
+    st.px.upstream_port = srv->port;
+    fs = fake_start(stall_after_first, &st);
+    if (!CHECK(fs != NULL)) return;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    CMD(admin, "DEL", held[0], held[1], busy);
+    a = CLIENT_EX(url, 2, 100, NULL);
+    b = CLIENT();
+    if (!a || !b) goto out;
+    if (thread && !CHECK(rlk_client_watchdog_start(a) == RLK_OK)) goto out;
+    for (i = 0; i < 2; i++)
+        if (!(l[i] = ACQ_WD(a, held[i], ttl, &lr[i]))) goto out;
+    if (!(lb = ACQ(b, busy, 60000))) goto out;
+    if (!waiter_start(&w, a, busy, 10000, 20000, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    deadline = ts_now_ms() + LONG_MS;
+    while (!__atomic_load_n(&st.stalled, __ATOMIC_SEQ_CST) && !waiter_done(&w) &&
+           ts_now_ms() < deadline)
+        ts_pause_ms(2);
+    if (!CHECK_MSG(__atomic_load_n(&st.stalled, __ATOMIC_SEQ_CST) == 1,
+                   "the wait's listener did not connect (waiter done: %d)", waiter_done(&w)))
+        goto out;
+    for (i = 0; i < 2; i++) prev[i] = CMD_INT(admin, "PTTL", held[i]);
+    t0 = ts_now_ms();
+    deadline = t0 + 4 * ttl + MARGIN;
+    while ((rises[0] < 3 || rises[1] < 3) && ts_now_ms() < deadline) {
+        for (i = 0; i < 2; i++) {
+            long long v = CMD_INT(admin, "PTTL", held[i]);
+            if (v < min_pttl[i]) min_pttl[i] = v;
+            if (v > prev[i]) rises[i]++;
+            prev[i] = v;
+        }
+        if (min_pttl[0] <= 0 || min_pttl[1] <= 0 || lost_calls(&lr[0]) || lost_calls(&lr[1]))
+            break;
+        ts_pause_ms(20); /* sampling interval */
+    }
+    printf("    %s mode, listener hung for %lld ms: renewals %d and %d, min PTTL %lld and %lld\n",
+           thread ? "thread" : "tick", (long long)(ts_now_ms() - t0), rises[0], rises[1],
+           min_pttl[0], min_pttl[1]);
+    /* All that while the wait was still waiting for its listener. */
+    CHECK(!waiter_done(&w));
+    CHECK_EQ_INT(__atomic_load_n(&st.stalled, __ATOMIC_SEQ_CST), 1);
+    for (i = 0; i < 2; i++) {
+        CHECK_MSG(rises[i] >= 3, "%s renewed %d times while the listener hung (TTL %lld)",
+                  held[i], rises[i], (long long)ttl);
+        CHECK_MSG(min_pttl[i] > 0, "%s ran out (PTTL %lld) while the listener hung", held[i],
+                  min_pttl[i]);
+        CHECK_EQ_INT(lost_calls(&lr[i]), 0);
+    }
+
+    /* Let go: the listener's connection closes; the wait re-checks. */
+    __atomic_store_n(&st.let_go, 1, __ATOMIC_SEQ_CST);
+    CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+    lb = NULL;
+    deadline = ts_now_ms() + LONG_MS;
+    while (!waiter_done(&w) && ts_now_ms() < deadline) ts_pause_ms(5);
+    CHECK(waiter_done(&w));
+    pthread_join(w.th, NULL);
+    joined = 1;
+    CHECK_MSG(w.rc == RLK_OK, "the wait ended with %d: %s", w.rc, w.err);
+    if (w.l) CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    for (i = 0; i < 2; i++) {
+        CHECK_EQ_INT(rlk_lock_is_lost(l[i]), 0);
+        CHECK_EQ_INT(rlk_lock_release(l[i]), RLK_OK);
+        l[i] = NULL;
+        CHECK_EQ_INT(lost_calls(&lr[i]), 0);
+    }
+out:
+    __atomic_store_n(&st.let_go, 1, __ATOMIC_SEQ_CST);
+    if (lb) rlk_lock_release(lb);
+    if (started && !joined) {
+        pthread_join(w.th, NULL);
+        if (w.l) rlk_lock_release(w.l);
+    }
+    for (i = 0; i < 2; i++)
+        if (l[i]) rlk_lock_release(l[i]);
+    if (thread && a) rlk_client_watchdog_stop(a);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+}
+
+static void test_listener_stalls_thread(void) { listener_stalls(1); }
+static void test_listener_stalls_tick(void) { listener_stalls(0); }
 
 /* ------------------------------------------------------------------ */
 /* A lock nobody renews                                                 */
@@ -860,6 +993,8 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread);
     RUN(test_watchdog_thread_extend_shorter);
     RUN(test_watchdog_thread_server_killed);
+    RUN(test_listener_stalls_thread);
+    RUN(test_listener_stalls_tick);
     RUN(test_unrenewed_watchdog_lock_lost);
     RUN(test_unrenewed_lock_lost);
     RUN(test_unrenewed_lock_lost_thread);
