@@ -43,6 +43,7 @@
 #include "route.h"
 #include "lock.h"
 #include "lua.h"
+#include "reply.h"
 #include "transport.h"
 #include "waiter.h"
 
@@ -53,6 +54,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -137,9 +139,15 @@ struct rlk_client {
     rlk_conn *own;            /* rlk_client_conn's */
     /* A RESP2 wait's listener: a connection of its own subscribed to the
      * session's handoff channel and to side_channel (the release channel
-     * of the lock waited for), its messages relayed to the session.
-     * side_channel set: wanted (opened again after a failure). */
-    rlk_conn *side;
+     * of the lock waited for), its messages relayed to the session: the
+     * route's side connection, polled in the same turns as the route's
+     * (its connect and its SUBSCRIBEs go in steps, so that a server slow
+     * to answer them holds back no renewal of the locks held), which
+     * connects again by itself after a loss, and subscribes again then.
+     * side_channel set: wanted. */
+    int side_on;              /* the route's side connection is this */
+    int side_state;           /* SIDE_* */
+    int side_heard;           /* confirmations on its connection */
     char *side_channel;
     /* Why a RESP2 wait re-checks instead: its listener's SUBSCRIBE was
      * refused (rlk_client_wait_note; "": it was not). */
@@ -416,60 +424,103 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
 /* ------------------------------------------------------------------ */
 /* The RESP2 listener                                                   */
 
-static void side_push(void *ctx, rlk_conn *c, const rlk_resp_value *msg)
+/* Where the listener is: connecting and subscribing; heard by both
+ * channels (at least once: after a loss it subscribes again); failed
+ * before it was; a SUBSCRIBE refused. */
+enum { SIDE_DIALING = 1, SIDE_LISTENING, SIDE_FAILED, SIDE_REFUSED };
+
+static int side_confirmation(const rlk_resp_value *v)
+{
+    const rlk_resp_value *k = rlk_resp_value_at(v, 0);
+    static const char *const kinds[] = {"subscribe", "unsubscribe"};
+    for (size_t i = 0; k && k->str && i < 2; i++)
+        if (k->len == strlen(kinds[i]) && strncasecmp(k->str, kinds[i], k->len) == 0) return 1;
+    return 0;
+}
+
+/* Its messages go to the session; a confirmation that answers no
+ * SUBSCRIBE of ours (the server's own) is nothing to it. */
+static void side_push(void *ctx, rlk__core *c, const rlk_resp_value *msg)
 {
     (void)c;
     rlk_client *cl = ctx;
+    if (side_confirmation(msg)) return;
     /* A failure broke the session: the driver's next turn closes it. */
     rlk__locks_message(cl->lk, msg, rlk__now_ms());
 }
 
-static void side_drop(rlk_client *cl)
+/* A SUBSCRIBE's answer.  NULL: the connection went (the driver says
+ * why, and connects again). */
+static void side_subscribed(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    rlk_conn_free(cl->side);
-    cl->side = NULL;
+    (void)c;
+    rlk_client *cl = q->ctx;
+    if (!v) return;
+    if (rlk__is_error(v)) {
+        /* An ACL without the channels: waits re-check instead. */
+        snprintf(cl->side_note, sizeof cl->side_note,
+                 "SUBSCRIBE refused (%.*s): waits re-check the lock, not in line",
+                 (int)(v->len > 200 ? 200 : v->len), v->str ? v->str : "");
+        cl->side_state = SIDE_REFUSED;
+        return;
+    }
+    if (++cl->side_heard == 2) {
+        cl->side_state = SIDE_LISTENING;
+        cl->side_note[0] = '\0';
+    }
 }
 
-/* Connects the listener and subscribes it (blocking, within the
- * connect timeout): RLK_OK or the failure (no listener then).  A
- * SUBSCRIBE refused (RLK_ERR_SERVER: an ACL without the channels) is
- * said in side_note. */
+static const rlk__req_ops side_sub_ops = {NULL, side_subscribed, NULL, 0};
+
+/* Connected (its handshake done): both channels asked for.  One that
+ * cannot be queued breaks the core, whose connection the driver's next
+ * turn closes. */
+static void side_ready(void *ctx, rlk__core *c)
+{
+    rlk_client *cl = ctx;
+    const char *h = rlk__locks_handoff_channel(cl->lk);
+    cl->side_heard = 0;
+    if (rlk__core_subscribe(c, 1, 0, h, &side_sub_ops, cl, 0) == RLK_OK)
+        rlk__core_subscribe(c, 1, 0, cl->side_channel, &side_sub_ops, cl, 0);
+}
+
+static void side_drop(rlk_client *cl)
+{
+    if (cl->side_on) rlk__route_side_close(&cl->route);
+    cl->side_on = 0;
+    cl->side_state = 0;
+}
+
+/* Sets the listener up for side_channel: the turns connect it and
+ * subscribe it.  RLK_OK, or the failure (no listener then). */
 static int side_open(rlk_client *cl)
 {
     rlk_conn_config cc = cl->cfg.conn;
     cc.protocol = 2;
-    cc.on_push = side_push;
+    cc.on_push = NULL;
     cc.on_connect = NULL;
-    cc.ctx = cl;
-    cc.reconnect_attempts = 1;
-    cl->side = rlk_conn_new(&cc);
-    if (!cl->side) return cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
-    const char *h = rlk__locks_handoff_channel(cl->lk);
-    int r = rlk_conn_connect(cl->side);
-    if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, h, strlen(h));
-    if (r == RLK_OK) r = rlk_conn_subscribe(cl->side, cl->side_channel, strlen(cl->side_channel));
-    if (r == RLK_OK) cl->side_note[0] = '\0';
-    if (r != RLK_OK) {
-        cl_fail(cl, r, "wait: subscribe: %s", rlk_conn_errmsg(cl->side));
-        if (r == RLK_ERR_SERVER) {
-            const char *why = rlk_conn_errmsg(cl->side);
-            if (strncmp(why, "SUBSCRIBE: ", 11) == 0) why += 11;
-            snprintf(cl->side_note, sizeof cl->side_note,
-                     "SUBSCRIBE refused (%.200s): waits re-check the lock, not in line", why);
-        }
-        side_drop(cl);
-    }
+    cc.ctx = NULL;
+    cc.reconnect_attempts = 1; /* connects again after a loss whatever the client's say */
+    rlk__core_config kc;
+    memset(&kc, 0, sizeof kc);
+    kc.max_input = cl->cfg.conn.max_reply_bytes;
+    kc.stray_confirmations = 1;
+    kc.hooks.ready = side_ready;
+    kc.hooks.push = side_push;
+    kc.hooks.ctx = cl;
+    int r = rlk__route_side_open(&cl->route, &cc, &kc);
+    if (r != RLK_OK) return cl_fail(cl, r, "wait: listener: %s", cl->route.err);
+    cl->side_on = 1;
+    cl->side_state = SIDE_DIALING;
+    cl->side_heard = 0;
     return r;
 }
 
-/* Reads what came on the listener; a failure drops it (opened again by
- * the next turn). */
-static void side_read(rlk_client *cl)
+/* A turn's status of the listener's driver: a failure before it
+ * listened ends its first try, as a failed one (the wait polls). */
+static void side_status(rlk_client *cl, int r)
 {
-    int r;
-    while (cl->side && (r = rlk_conn_wait_push(cl->side, 0)) == 1) {
-    }
-    if (cl->side && r < 0) side_drop(cl);
+    if (r != RLK_OK && cl->side_state == SIDE_DIALING) cl->side_state = SIDE_FAILED;
 }
 
 static void side_end(rlk_client *cl)
@@ -478,6 +529,23 @@ static void side_end(rlk_client *cl)
     rlk__free(cl->side_channel);
     cl->side_channel = NULL;
     rlk__locks_set_listener(cl->lk, 0);
+}
+
+/* After a turn: a listener refused, failed before it listened, or that
+ * no turn can connect any more, goes; the wait goes on without it, its
+ * waiters re-checking. */
+static void side_after(rlk_client *cl)
+{
+    if (!cl->side_on) return;
+    if (cl->side_state == SIDE_REFUSED || cl->side_state == SIDE_FAILED ||
+        !rlk__route_side_can_go_on(&cl->route))
+        side_end(cl);
+}
+
+static int side_settled(void *ctx)
+{
+    rlk_client *cl = ctx;
+    return !cl->side_on || cl->side_state != SIDE_DIALING;
 }
 
 /*
@@ -489,17 +557,17 @@ static void side_end(rlk_client *cl)
 static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
 {
     cl->watch_ok = 0; /* a watch's entries are of the turn before */
-    /* Opened again after a failure; refused (the user lost the
-     * channels), the wait goes on without it: its waiters re-check. */
-    if (cl->side_channel && !cl->side && side_open(cl) == RLK_ERR_SERVER) side_end(cl);
-    if (wake_fd < 0 && !cl->side) return rlk__route_turn_alone(&cl->route, until);
+    if (wake_fd < 0 && !cl->side_on) return rlk__route_turn_alone(&cl->route, until);
     struct pollfd p[RLK__ROUTE_MAX + 2];
-    int64_t wake;
+    int64_t wake, side_wake = -1;
     int r = rlk__route_prepare(&cl->route, p, until, &wake);
     size_t rn = cl->route.polled, n = rn + 1;
-    p[rn].fd = cl->side ? rlk_conn_fd(cl->side) : -1;
-    p[rn].events = POLLIN;
-    p[rn].revents = 0;
+    p[rn].fd = -1;
+    p[rn].events = p[rn].revents = 0;
+    if (cl->side_on) {
+        side_status(cl, rlk__route_side_prepare(&cl->route, &p[rn], until, &side_wake));
+        wake = sooner(wake, side_wake);
+    }
     if (wake_fd >= 0) {
         p[rn + 1].fd = wake_fd;
         p[rn + 1].events = POLLIN;
@@ -519,8 +587,11 @@ static int turn(rlk_client *cl, int64_t until, int wake_fd, int unlock)
         }
     }
     if (unlock) pthread_mutex_lock(&cl->mu);
-    if (p[rn].revents && cl->side) side_read(cl);
+    /* Of the listener prepared above alone: the owner's call may have
+     * ended it, or opened another, while the thread polled. */
+    if (cl->side_on) side_status(cl, rlk__route_side_after(&cl->route, &p[rn]));
     int r2 = rlk__route_after(&cl->route, p);
+    side_after(cl);
     return r != RLK_OK ? r : r2;
 }
 
@@ -654,6 +725,24 @@ static int64_t after_ms(const rlk_client *cl, int64_t from, int64_t ms)
     return ms < 0 ? -1 : from + ms;
 }
 
+/* A RESP2 wait's listener for side_channel, waited for by turns that
+ * renew the locks held meanwhile, until it listens, fails or is
+ * refused, or until (and one connect and one reply's time at most):
+ * listening, the waits go in line; else they poll. */
+static void side_listen(rlk_client *cl, int64_t until)
+{
+    if (side_open(cl) == RLK_OK) {
+        int64_t c = cl->cfg.conn.connect_timeout_ms, t = cl->timeout;
+        int64_t by = rlk__now_ms() + c + (t >= 0 ? t : c);
+        char err[sizeof cl->err];
+        memcpy(err, cl->err, sizeof err);
+        drive_for(cl, side_settled, cl, sooner(until, by), 0);
+        memcpy(cl->err, err, sizeof err); /* the wait's own, not the listener's */
+    }
+    if (cl->side_on && cl->side_state == SIDE_LISTENING) rlk__locks_set_listener(cl->lk, 1);
+    else side_end(cl);
+}
+
 /* ------------------------------------------------------------------ */
 /* The client                                                           */
 
@@ -785,11 +874,11 @@ void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
+    side_drop(cl);
     rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
     rlk__route_destroy(&cl->route);
     while (cl->locks) free_handle(cl->locks);
     rlk_conn_free(cl->own);
-    rlk_conn_free(cl->side);
     rlk__free(cl->side_channel);
     rlk__free(cl->wp);
     pthread_cond_destroy(&cl->cv);
@@ -989,8 +1078,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             rlk__make_keys(name, keys, cap);
             cl->side_channel = keys;
             memmove(keys, keys + RLK__K_CHANNEL * cap, strlen(keys + RLK__K_CHANNEL * cap) + 1);
-            if (side_open(cl) == RLK_OK) rlk__locks_set_listener(cl->lk, 1);
-            else side_end(cl); /* polls instead */
+            side_listen(cl, o->wait_ms < 0 ? -1 : start + o->wait_ms);
             continue;
         }
         /* A try whose reply came too late (the server was paused), or

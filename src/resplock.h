@@ -739,7 +739,11 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * the queue in the first try, without subscribing again; their messages
  * outside a wait are dropped.  Under RESP2, when the first try finds
  * the lock busy, a second connection is opened for the wait (subscribed
- * to both channels) and closed after it.  Where the server refuses the
+ * to both channels) and closed after it; it connects and subscribes in
+ * steps, in the same turns that renew the locks held (a server slow to
+ * answer it holds back no renewal); one that fails, or is not
+ * subscribed within a connect and a command timeout, leaves the wait
+ * re-checking, not in line.  Where the server refuses the
  * SUBSCRIBE (an ACL user without the channels, which is Redis 7's
  * default for new users), the wait is not in line and tries again at
  * each re-check instead (rlk_client_wait_note says so).  A reentrant lock acquired again by the same

@@ -67,6 +67,7 @@ int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *co
 
 void rlk__route_destroy(rlk__route *r)
 {
+    rlk__route_side_close(r);
     for (size_t i = 0; i < r->n; i++) {
         rlk__driver_destroy(r->drivers[i]);
         rlk__free(r->drivers[i]);
@@ -561,4 +562,60 @@ void rlk__route_close(rlk__route *r, size_t i) { rlk__driver_close(r->drivers[i]
 int rlk__route_connect_through(rlk__route *r, size_t i)
 {
     return rlk__driver_connect_through(r->drivers[i]);
+}
+
+/* ------------------------------------------------------------------ */
+/* The owner's side connection                                          */
+
+int rlk__route_side_open(rlk__route *r, const rlk_conn_config *conn, const rlk__core_config *cc)
+{
+    rlk__route_side_close(r);
+    rlk__driver *d = rlk__malloc(sizeof *d);
+    if (!d) {
+        snprintf(r->err, sizeof r->err, "out of memory");
+        return RLK_ERR_NOMEM;
+    }
+    int st = rlk__driver_init(d, conn, cc);
+    if (st != RLK_OK) {
+        snprintf(r->err, sizeof r->err, "%s", d->err);
+        rlk__driver_destroy(d);
+        rlk__free(d);
+        return st;
+    }
+    r->side = d;
+    if (++r->side_gen == 0) r->side_gen = 1; /* 0: none seen */
+    return RLK_OK;
+}
+
+void rlk__route_side_close(rlk__route *r)
+{
+    if (!r->side) return;
+    rlk__driver_destroy(r->side);
+    rlk__free(r->side);
+    r->side = NULL;
+}
+
+int rlk__route_side_prepare(rlk__route *r, struct pollfd *pfd, int64_t until, int64_t *wake)
+{
+    if (!r->side) {
+        pfd->fd = -1;
+        pfd->events = pfd->revents = 0;
+        *wake = until;
+        r->side_seen = 0;
+        return RLK_OK;
+    }
+    r->side_seen = r->side_gen;
+    return rlk__driver_prepare(r->side, pfd, until, wake);
+}
+
+int rlk__route_side_after(rlk__route *r, const struct pollfd *pfd)
+{
+    if (!r->side || r->side_seen != r->side_gen) return RLK_OK;
+    r->side_seen = 0;
+    return rlk__driver_after(r->side, pfd);
+}
+
+int rlk__route_side_can_go_on(const rlk__route *r)
+{
+    return r->side && rlk__driver_can_go_on(r->side);
 }

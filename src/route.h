@@ -84,6 +84,11 @@ typedef struct rlk__route {
     rlk__core_config cc;      /* for the nodes' cores */
     rlk_conn_config conn;     /* the seed's; its strings are drivers[0]'s */
     rlk__route_hooks hooks;
+    /* The owner's side connection (rlk__route_side_open), or NULL, and
+     * how many were opened: the one a prepare saw (side_seen) is the
+     * one its after turns. */
+    rlk__driver *side;
+    unsigned side_gen, side_seen;
     char err[600];
 } rlk__route;
 
@@ -166,6 +171,28 @@ typedef struct rlk__route_health {
     int parked;            /* a cluster node's, closed and left so */
 } rlk__route_health;
 void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h);
+
+/* A connection of the owner's own beside the route's servers, to the
+ * server conn names, under a core of cc (its hooks the owner's): a RESP2
+ * connection that subscribes can send no other command, so such an
+ * owner listens on one of these.  It is no server of the route (no
+ * slot, no health, not in rlk__route_prepare's entries nor in
+ * can_go_on), but a driver like theirs, connecting in steps and again
+ * after a loss, that the owner turns in the same poll by the two halves
+ * below.  One at a time: opening closes the one before.  RLK_OK,
+ * RLK_ERR_NOMEM or RLK_ERR_URL (the reason in r->err; none open then). */
+int rlk__route_side_open(rlk__route *r, const rlk_conn_config *conn, const rlk__core_config *cc);
+void rlk__route_side_close(rlk__route *r);
+/* Its turn in two halves, as rlk__driver_prepare and _after (the fd -1
+ * and RLK_OK with none open).  after turns nothing when the connection
+ * open is not the one prepare saw (closed, or another opened, while the
+ * owner polled without holding the route), nor when prepare was not
+ * called since. */
+int rlk__route_side_prepare(rlk__route *r, struct pollfd *pfd, int64_t until, int64_t *wake);
+int rlk__route_side_after(rlk__route *r, const struct pollfd *pfd);
+/* 0 when none is open, or no turn can do anything with it any more (a
+ * failure no retry mends). */
+int rlk__route_side_can_go_on(const rlk__route *r);
 
 /* Server i's socket (-1: not connected), its connection's facts (peer,
  * TLS) into info's fields of them, and its connection closed (the next

@@ -20,12 +20,17 @@
 #include "resplock.h"
 #include "server.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* Watchdog, tick mode                                                 */
@@ -701,6 +706,284 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* A listener whose server does not answer                              */
+
+/* The client's first connection goes to the shared server through a
+ * proxy; every one after it is accepted and then neither read nor
+ * answered, until the test lets it go (it is closed then). */
+struct stall_after_first {
+    struct proxy px;
+    int accepted; /* atomic */
+    int stalled;  /* atomic: connections held now */
+    int let_go;   /* atomic: set by the test */
+};
+
+static void stall_after_first(fake_conn *fc, void *arg)
+{
+    struct stall_after_first *s = arg;
+    if (__atomic_fetch_add(&s->accepted, 1, __ATOMIC_SEQ_CST) == 0) {
+        proxy_conn(fc, &s->px);
+        return;
+    }
+    __atomic_add_fetch(&s->stalled, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&s->let_go, __ATOMIC_SEQ_CST))
+        if (fake_pause(fc, 5) < 0) break;
+    __atomic_sub_fetch(&s->stalled, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A listener whose queue holds one connection: a thread accepts the
+ * client's first and passes it on to the shared server, accepting no
+ * other; the test then fills the queue, so that a connect after that
+ * is left with its SYN unanswered. */
+struct one_proxy {
+    int lfd, port;
+    int stop; /* atomic */
+    int fillers[8], nfill;
+    pthread_t th;
+};
+
+static void *one_proxy_main(void *arg)
+{
+    struct one_proxy *op = arg;
+    struct sockaddr_in a;
+    char buf[65536];
+    int cfd = -1, up, lfd = op->lfd; /* closed by the test once it is let go */
+    while (cfd < 0 && !__atomic_load_n(&op->stop, __ATOMIC_SEQ_CST)) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        if (poll(&p, 1, 20) > 0 && (p.revents & POLLIN)) cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    }
+    if (cfd < 0) return NULL;
+    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)srv->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (up >= 0 && connect(up, (struct sockaddr *)&a, sizeof a) == 0) {
+        while (!__atomic_load_n(&op->stop, __ATOMIC_SEQ_CST)) {
+            struct pollfd p[2] = {{cfd, POLLIN, 0}, {up, POLLIN, 0}};
+            ssize_t n;
+            if (poll(p, 2, 20) <= 0) continue;
+            if (p[0].revents) {
+                if ((n = recv(cfd, buf, sizeof buf, 0)) <= 0) break;
+                if (send(up, buf, (size_t)n, MSG_NOSIGNAL) != n) break;
+            }
+            if (p[1].revents) {
+                if ((n = recv(up, buf, sizeof buf, 0)) <= 0) break;
+                if (send(cfd, buf, (size_t)n, MSG_NOSIGNAL) != n) break;
+            }
+        }
+    }
+    if (up >= 0) close(up);
+    close(cfd);
+    return NULL;
+}
+
+static int one_proxy_start(struct one_proxy *op)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    memset(op, 0, sizeof *op);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    op->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (op->lfd < 0 || bind(op->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(op->lfd, 0) != 0 || getsockname(op->lfd, (struct sockaddr *)&sa, &len) != 0 ||
+        pthread_create(&op->th, NULL, one_proxy_main, op) != 0) {
+        if (op->lfd >= 0) close(op->lfd);
+        op->lfd = -1;
+        return 0;
+    }
+    op->port = ntohs(sa.sin_port);
+    return 1;
+}
+
+/* Connects to the listener until a connect stays pending: 1 then. */
+static int one_proxy_fill(struct one_proxy *op)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)op->port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    while (op->nfill < 8) {
+        struct pollfd p;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) return 0;
+        op->fillers[op->nfill++] = fd;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) continue;
+        p.fd = fd;
+        p.events = POLLOUT;
+        if (poll(&p, 1, 300) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The listener goes: a connect pending on it is refused at its next
+ * SYN. */
+static void one_proxy_close_listener(struct one_proxy *op)
+{
+    for (int i = 0; i < op->nfill; i++) close(op->fillers[i]);
+    op->nfill = 0;
+    if (op->lfd >= 0) close(op->lfd);
+    op->lfd = -1;
+}
+
+static void one_proxy_stop(struct one_proxy *op)
+{
+    __atomic_store_n(&op->stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(op->th, NULL);
+    one_proxy_close_listener(op);
+}
+
+/* This host's sockets whose connect to 127.0.0.1:port is pending (SYN
+ * sent, state 02 in /proc/net/tcp); -1 when that cannot be read. */
+static int syn_sent_to(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512], rem[16];
+    unsigned rport, st;
+    int n = 0;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%*x %15[0-9A-Fa-f]:%x %x", rem, &rport, &st) == 3 &&
+            strcmp(rem, "0100007F") == 0 && (int)rport == port && st == 2)
+            n++;
+    fclose(f);
+    return n;
+}
+
+enum { LISTENER_SILENT, LISTENER_QUEUE_FULL };
+
+/* A RESP2 wait that finds the lock busy opens a listener of its own (a
+ * connection subscribed to the lock's channels).  One whose server
+ * accepts and never answers, or whose connect is never answered (a full
+ * queue), must not hold back the renewal of the locks the client holds,
+ * in thread mode (the wait's caller and the thread share the client's
+ * mutex) as in tick mode (the wait's own turns renew them): while it
+ * hangs, each held lock's PTTL is seen going up again, three times, and
+ * never runs out, and none is reported lost.  Once the listener's
+ * connection fails, the wait goes on by re-checks and gets the lock
+ * when it is freed. */
+static void listener_stalls(int thread, int how)
+{
+    const int64_t ttl = 1500; /* renewed every 500 ms */
+    const char *held[2] = {"wd-lst-1", "wd-lst-2"}, *busy = "wd-lst-busy";
+    struct stall_after_first st;
+    struct one_proxy op;
+    struct lost_rec lr[2];
+    struct waiter w;
+    fake_server *fs = NULL;
+    char url[64];
+    rlk_client *a = NULL, *b = NULL;
+    rlk_lock *l[2] = {NULL, NULL}, *lb = NULL;
+    long long prev[2], min_pttl[2] = {LLONG_MAX, LLONG_MAX};
+    int rises[2] = {0, 0}, started = 0, joined = 0, proxied = 0, pending = 0, hung = 0, i;
+    int64_t t0, deadline;
+    memset(&st, 0, sizeof st);
+    memset(lr, 0, sizeof lr);
+    if (how == LISTENER_SILENT) {
+        st.px.upstream_port = srv->port;
+        fs = fake_start(stall_after_first, &st);
+        if (!CHECK(fs != NULL)) return;
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    } else {
+        if (!CHECK(one_proxy_start(&op))) return;
+        proxied = 1;
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", op.port);
+    }
+    CMD(admin, "DEL", held[0], held[1], busy);
+    a = CLIENT_EX(url, 2, 100, NULL);
+    b = CLIENT();
+    if (!a || !b) goto out;
+    if (thread && !CHECK(rlk_client_watchdog_start(a) == RLK_OK)) goto out;
+    for (i = 0; i < 2; i++)
+        if (!(l[i] = ACQ_WD(a, held[i], ttl, &lr[i]))) goto out;
+    if (!(lb = ACQ(b, busy, 60000))) goto out;
+    if (how == LISTENER_QUEUE_FULL) {
+        if (!CHECK_MSG(one_proxy_fill(&op), "the listen queue never filled")) goto out;
+        pending = syn_sent_to(op.port);
+        if (!CHECK(pending >= 1)) goto out;
+    }
+    if (!waiter_start(&w, a, busy, 10000, 20000, RLK_LOCK_SIMPLE)) goto out;
+    started = 1;
+    deadline = ts_now_ms() + LONG_MS;
+    for (;;) {
+        hung = how == LISTENER_SILENT ? __atomic_load_n(&st.stalled, __ATOMIC_SEQ_CST) == 1
+                                      : syn_sent_to(op.port) == pending + 1;
+        if (hung || waiter_done(&w) || ts_now_ms() >= deadline) break;
+        ts_pause_ms(2);
+    }
+    if (!CHECK_MSG(hung, "the wait's listener did not connect (waiter done: %d)", waiter_done(&w)))
+        goto out;
+    for (i = 0; i < 2; i++) prev[i] = CMD_INT(admin, "PTTL", held[i]);
+    t0 = ts_now_ms();
+    deadline = t0 + 4 * ttl + MARGIN;
+    while ((rises[0] < 3 || rises[1] < 3) && ts_now_ms() < deadline) {
+        for (i = 0; i < 2; i++) {
+            long long v = CMD_INT(admin, "PTTL", held[i]);
+            if (v < min_pttl[i]) min_pttl[i] = v;
+            if (v > prev[i]) rises[i]++;
+            prev[i] = v;
+        }
+        if (min_pttl[0] <= 0 || min_pttl[1] <= 0 || lost_calls(&lr[0]) || lost_calls(&lr[1]))
+            break;
+        ts_pause_ms(20); /* sampling interval */
+    }
+    printf("    %s mode, listener %s for %lld ms: renewals %d and %d, min PTTL %lld and %lld\n",
+           thread ? "thread" : "tick", how == LISTENER_SILENT ? "unanswered" : "not let in",
+           (long long)(ts_now_ms() - t0), rises[0], rises[1], min_pttl[0], min_pttl[1]);
+    /* All that while the wait was still waiting for its listener. */
+    CHECK(!waiter_done(&w));
+    if (how == LISTENER_SILENT) CHECK_EQ_INT(__atomic_load_n(&st.stalled, __ATOMIC_SEQ_CST), 1);
+    else CHECK_EQ_INT(syn_sent_to(op.port), pending + 1);
+    for (i = 0; i < 2; i++) {
+        CHECK_MSG(rises[i] >= 3, "%s renewed %d times while the listener hung (TTL %lld)",
+                  held[i], rises[i], (long long)ttl);
+        CHECK_MSG(min_pttl[i] > 0, "%s ran out (PTTL %lld) while the listener hung", held[i],
+                  min_pttl[i]);
+        CHECK_EQ_INT(lost_calls(&lr[i]), 0);
+    }
+
+    /* Let go: the listener's connection fails; the wait re-checks. */
+    if (how == LISTENER_SILENT) __atomic_store_n(&st.let_go, 1, __ATOMIC_SEQ_CST);
+    else one_proxy_close_listener(&op);
+    CHECK_EQ_INT(rlk_lock_release(lb), RLK_OK);
+    lb = NULL;
+    deadline = ts_now_ms() + LONG_MS;
+    while (!waiter_done(&w) && ts_now_ms() < deadline) ts_pause_ms(5);
+    CHECK(waiter_done(&w));
+    pthread_join(w.th, NULL);
+    joined = 1;
+    CHECK_MSG(w.rc == RLK_OK, "the wait ended with %d: %s", w.rc, w.err);
+    if (w.l) CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    for (i = 0; i < 2; i++) {
+        CHECK_EQ_INT(rlk_lock_is_lost(l[i]), 0);
+        CHECK_EQ_INT(rlk_lock_release(l[i]), RLK_OK);
+        l[i] = NULL;
+        CHECK_EQ_INT(lost_calls(&lr[i]), 0);
+    }
+out:
+    __atomic_store_n(&st.let_go, 1, __ATOMIC_SEQ_CST);
+    if (proxied) one_proxy_close_listener(&op);
+    if (lb) rlk_lock_release(lb);
+    if (started && !joined) {
+        pthread_join(w.th, NULL);
+        if (w.l) rlk_lock_release(w.l);
+    }
+    for (i = 0; i < 2; i++)
+        if (l[i]) rlk_lock_release(l[i]);
+    if (thread && a) rlk_client_watchdog_stop(a);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+    if (proxied) one_proxy_stop(&op);
+}
+
+static void test_listener_unanswered_thread(void) { listener_stalls(1, LISTENER_SILENT); }
+static void test_listener_unanswered_tick(void) { listener_stalls(0, LISTENER_SILENT); }
+static void test_listener_not_let_in_thread(void) { listener_stalls(1, LISTENER_QUEUE_FULL); }
+static void test_listener_not_let_in_tick(void) { listener_stalls(0, LISTENER_QUEUE_FULL); }
 
 /* ------------------------------------------------------------------ */
 /* A lock nobody renews                                                 */
@@ -860,6 +1143,10 @@ int main(int argc, char **argv)
     RUN(test_watchdog_thread);
     RUN(test_watchdog_thread_extend_shorter);
     RUN(test_watchdog_thread_server_killed);
+    RUN(test_listener_unanswered_thread);
+    RUN(test_listener_unanswered_tick);
+    RUN(test_listener_not_let_in_thread);
+    RUN(test_listener_not_let_in_tick);
     RUN(test_unrenewed_watchdog_lock_lost);
     RUN(test_unrenewed_lock_lost);
     RUN(test_unrenewed_lock_lost_thread);
