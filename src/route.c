@@ -317,8 +317,8 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     if (r->refused) return;
     table_due(r, now + TABLE_EVERY_MS);
     /* The owner follows the table first: a request waiting for a node
-     * the table dropped (a release whose frozen primary was replaced)
-     * goes to the new one, and is not ended by that node's closing. */
+     * the table dropped (a frozen primary, replaced) goes to the new
+     * one, and is not ended by that node's closing. */
     if (r->hooks.changed) r->hooks.changed(r->hooks.ctx);
     park_idle(r);
 }
