@@ -140,4 +140,47 @@ check "break the quoted job: 0" 0 "^broke 'quoted'" '' -- -u "$url" break quoted
 reap "$BGPID" "$(bound 20 60)"
 expect_eq "the quoted job's run: exit 75" "$CODE" 75
 
+
+# ------------------------------------------- what a job's argv can print
+# Its command line with a newline, a control byte and a byte that is not
+# UTF-8 (the job's path short enough for the 64 bytes kept).
+printf '#!/bin/sh\necho $$ >"%s"\nread x <"%s"\n' "$work/odd.pid" "$work/go" >"$work/oj"
+chmod +x "$work/oj"
+odd=$'a\nb\x01\xff'
+bg "$work/o.out" "$work/o.err" -u "$url" run -t 30s odd -- "$work/oj" "$odd"
+opid=$BGPID
+wait_until "$(bound 5 30)" test -s "$work/odd.pid" || bad "the odd job started" "$(cat "$work/o.err")"
+ctl() { LC_ALL=C grep -c $'[\x01-\x09\x0b-\x1f\x7f-\xff]' "$1"; }
+check "status with odd bytes in the command: 0" 0 '' '' -- -u "$url" status odd
+expect_eq "status: 8 lines, none forged" "$(wc -l <"$work/out")" 8
+expect_eq "status: the command, escaped" "$(grep '^command: ' "$work/out")" "command: $work/oj a\\nb\\x01\\xff"
+expect_eq "status: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+R SET $'nl\nkey\e[2J' 'a value' PX 60000 >/dev/null
+check "list with odd bytes in a command and a name: 0" 0 '' '' -- -u "$url" list '[on][dl]*'
+expect_eq "list: one line a lock" "$(wc -l <"$work/out")" 2
+expect_match "list: the command, escaped" "$(cat "$work/out")" "^odd  simple  ttl [0-9]+ ms  host $host, pid $opid, since .*, command $work/oj a\\\\nb\\\\x01\\\\xff  waiting 0$"
+expect_match "list: the name, escaped" "$(cat "$work/out")" '^nl\\nkey\\x1b\[2J  simple  ttl [0-9]+ ms  holder unknown  waiting 0$'
+expect_eq "list: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+# JSON: valid UTF-8, U+FFFD for the byte that was not, the exact bytes
+# in cmd_raw (percent-encoded).
+jcheck='
+import json, sys, urllib.parse
+want = sys.argv[1].encode("utf-8", "surrogateescape")
+for l in sys.stdin.buffer:
+    d = json.loads(l.decode("utf-8"))
+    if d["name"] == "odd":
+        h = d["holder"]
+        print(h["cmd"] == want.decode("utf-8", "replace"), urllib.parse.unquote_to_bytes(h.get("cmd_raw", "")) == want, "host_raw" in h)
+    else:
+        print(d["name"] == "nl\nkey\x1b[2J", "name_raw" in d)'
+check "status --json: 0" 0 '' '' -- -u "$url" status --json odd
+expect_eq "status --json: UTF-8, cmd with U+FFFD, cmd_raw the bytes" "$("$py" -c "$jcheck" "$work/oj $odd" <"$work/out" 2>&1)" "True True False"
+check "list --json: 0" 0 '' '' -- -u "$url" list --json '[on][dl]*'
+expect_eq "list --json: the same, and the name as it is" "$("$py" -c "$jcheck" "$work/oj $odd" <"$work/out" 2>&1 | sort)" "True False
+True True False"
+check "break the odd job: 0" 0 "^broke 'odd', held by host $host, pid $opid, .*, command $work/oj a\\\\nb\\\\x01\\\\xff$" '' -- -u "$url" break odd
+expect_eq "break: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+reap "$opid" "$(bound 20 60)"
+expect_eq "the odd job's run: exit 75" "$CODE" 75
+
 finish

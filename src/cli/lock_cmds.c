@@ -882,42 +882,120 @@ static void holder_kind(rlk_client *cl, const char *name, const rlk_lock_status 
     }
 }
 
-/* JSON's string: s in quotes, escaped. */
-static void json_str(const char *s)
+/* The length of the valid UTF-8 sequence at p (at most n bytes), or 0:
+ * a stray or overlong byte, a surrogate, beyond U+10FFFF. */
+static size_t utf8_at(const unsigned char *p, size_t n)
 {
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f) printf("\\u%04x", *p); /* bytes, not UTF-8 */
-        else putchar(*p);
+    size_t len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : p[0] >= 0xe0 && p[0] < 0xf0 ? 3
+               : p[0] >= 0xf0 && p[0] < 0xf5 ? 4 : 0;
+    if (!len || len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+/* s for a terminal and for one line of output: what a job's argv or a
+ * key's name holds may be anything, and a newline or an escape sequence
+ * there would forge a line or drive the operator's terminal.  Control
+ * bytes (C0, DEL, C1), a backslash and bytes that are not UTF-8 are
+ * written as C's escapes \n, \t, \\ and \xNN, as systemd's tools show
+ * them: visible, and the bytes can be told back. */
+static void put_text(const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    while (p < end) {
+        size_t n = utf8_at(p, (size_t)(end - p));
+        int c1 = n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+        if (n && !c1 && *p >= 0x20 && *p != 0x7f && *p != '\\') {
+            fwrite(p, 1, n, stdout);
+            p += n;
+            continue;
+        }
+        for (size_t i = 0; i < (n ? n : 1); i++, p++) {
+            const char *e = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\\' ? "\\\\" : NULL;
+            if (e) fputs(e, stdout);
+            else putchar('\\'), putchar('x'), putchar(hex[*p >> 4]), putchar(hex[*p & 15]);
+        }
     }
+}
+
+/* JSON's string: s in quotes, valid UTF-8 whatever s holds (a byte that
+ * is not UTF-8 becomes U+FFFD); 1 when one was replaced. */
+static int json_str(const char *s)
+{
+    int lossy = 0;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    putchar('"');
+    while (p < end) {
+        size_t n = utf8_at(p, (size_t)(end - p));
+        if (!n) {
+            fputs("\\ufffd", stdout), p++, lossy = 1;
+        } else if (*p == '"' || *p == '\\') {
+            putchar('\\'), putchar(*p++);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            printf("\\u%04x", *p++);
+        } else {
+            fwrite(p, 1, n, stdout);
+            p += n;
+        }
+    }
+    putchar('"');
+    return lossy;
+}
+
+/* "KEY":"S", and when S is not UTF-8 ,"KEY_raw":"..." too: its exact
+ * bytes, those outside printable ASCII (and '%', '"', '\') as %XX, so
+ * that a reader can tell what each U+FFFD stood for. */
+static void json_field(const char *key, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    printf("\"%s\":", key);
+    if (!json_str(s)) return;
+    printf(",\"%s_raw\":\"", key);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p > 0x20 && *p < 0x7f && !strchr("%\"\\", *p)) putchar(*p);
+        else putchar('%'), putchar(hex[*p >> 4]), putchar(hex[*p & 15]);
     putchar('"');
 }
 
-/* The holder's facts: "host H, pid P, since ISO (AGE ago)" into out. */
-static void facts_line(const rlk_lock_status *st, char *out, size_t n, char *iso, size_t isn)
+/* The holder's start as ISO 8601 UTC into iso. */
+static void facts_iso(const rlk_lock_status *st, char *iso, size_t isn)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     cli_date u;
     int64_t ms = st->since_ms % 1000;
     cli_utc(st->since_ms / 1000 - (ms < 0), &u);
     snprintf(iso, isn, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%03dZ", u.year, u.mon, u.mday,
              u.hour, u.min, u.sec, (int)(ms < 0 ? ms + 1000 : ms));
+}
+
+/* The holder's facts on stdout: "host H, pid P, since ISO (AGE ago)",
+ * and with cmd ", command C" when one was recorded. */
+static void put_facts(const rlk_lock_status *st, int cmd)
+{
+    struct timespec now;
+    char iso[80];
+    clock_gettime(CLOCK_REALTIME, &now);
+    facts_iso(st, iso, sizeof iso);
     int64_t age = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - st->since_ms;
-    snprintf(out, n, "host %s, pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->host,
-             st->pid, iso, age / 1000, (int)(age < 0 ? 0 : age % 1000 / 100));
+    fputs("host ", stdout);
+    put_text(st->host);
+    printf(", pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->pid, iso, age / 1000,
+           (int)(age < 0 ? 0 : age % 1000 / 100));
+    if (cmd && st->cmd[0]) fputs(", command ", stdout), put_text(st->cmd);
 }
 
 /* A lock's status on stdout, as text or one JSON object. */
 static void print_status(const char *name, const char *where, const char *kind,
                          const rlk_lock_status *st, int json)
 {
-    char facts[512], iso[80];
-    if (st->has_facts) facts_line(st, facts, sizeof facts, iso, sizeof iso);
+    char iso[80];
     if (json) {
-        printf("{\"name\":");
-        json_str(name);
+        putchar('{');
+        json_field("name", name);
         if (where[0]) printf(",\"node\":"), json_str(where);
         printf(",\"held\":%s", st->held ? "true" : "false");
         if (st->held) {
@@ -926,10 +1004,11 @@ static void print_status(const char *name, const char *where, const char *kind,
             if (st->kind == RLK_LOCK_REENTRANT) printf(",\"holds\":%" PRId64, st->holds);
         }
         if (st->has_facts) {
-            printf(",\"holder\":{\"host\":"), json_str(st->host);
-            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":", st->pid, st->since_ms);
-            json_str(iso);
-            printf(",\"cmd\":"), json_str(st->cmd);
+            facts_iso(st, iso, sizeof iso);
+            printf(",\"holder\":{"), json_field("host", st->host);
+            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":\"%s\",", st->pid,
+                   st->since_ms, iso);
+            json_field("cmd", st->cmd);
             putchar('}');
         } else if (st->held) {
             printf(",\"holder\":null");
@@ -937,17 +1016,17 @@ static void print_status(const char *name, const char *where, const char *kind,
         printf(",\"fence\":null,\"waiting\":%" PRId64 "}\n", st->waiters);
         return;
     }
-    printf("name:  %s\n", name);
-    if (where[0]) printf("node:  %s\n", where);
+    fputs("name:  ", stdout), put_text(name), putchar('\n');
+    if (where[0]) fputs("node:  ", stdout), put_text(where), putchar('\n');
     printf("held:  %s\n", st->held ? "yes" : "no");
     if (st->held) {
-        printf("kind:  %s\n", kind);
+        fputs("kind:  ", stdout), put_text(kind), putchar('\n');
         if (st->ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st->ttl_ms);
         else printf("ttl:   none (the key never expires)\n");
         if (st->kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st->holds);
         if (st->has_facts) {
-            printf("holder: %s\n", facts);
-            if (st->cmd[0]) printf("command: %s\n", st->cmd);
+            fputs("holder: ", stdout), put_facts(st, 0), putchar('\n');
+            if (st->cmd[0]) fputs("command: ", stdout), put_text(st->cmd), putchar('\n');
         } else if (!st->not_a_lock) {
             printf("holder: unknown (no facts recorded: another client's lock, an older "
                    "resplock, or a reentrant lock handed over, not confirmed yet)\n");
@@ -1117,12 +1196,12 @@ int cmd_list(cli_opts *o, int argc, char **argv)
                     print_status(p + pl, "", kind, &st, 1);
                     continue;
                 }
-                char facts[512], iso[80];
-                if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
-                printf("%s  %s  ttl %" PRId64 " ms  %s%s%s  waiting %" PRId64 "\n", p + pl,
-                       st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple", st.ttl_ms,
-                       st.has_facts ? facts : "holder unknown", st.cmd[0] ? ", command " : "",
-                       st.cmd, st.waiters);
+                put_text(p + pl);
+                printf("  %s  ttl %" PRId64 " ms  ", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple",
+                       st.ttl_ms);
+                if (st.has_facts) put_facts(&st, 1);
+                else fputs("holder unknown", stdout);
+                printf("  waiting %" PRId64 "\n", st.waiters);
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
@@ -1177,7 +1256,7 @@ int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    char where[RLK__SLOTS_HOST_MAX + 64], kind[128], facts[512], iso[80];
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128];
     rlk_client *cl;
     rlk_lock_status st;
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
@@ -1191,8 +1270,6 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         rlk_client_free(cl);
         return r;
     }
-    if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
-    else snprintf(facts, sizeof facts, "a holder of unknown facts (%s)", kind);
     /* A simple lock: released by the token read just before, as its
      * holder would (waiters are handed it); tried again if it changed
      * hands in between. */
@@ -1217,7 +1294,10 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         free(tok);
     }
     if (r == RLK_OK) {
-        printf("broke '%s', held by %s%s%s\n", pos[0], facts, st.cmd[0] ? ", command " : "", st.cmd);
+        printf("broke '%s', held by ", pos[0]);
+        if (st.has_facts) put_facts(&st, 1);
+        else fputs("a holder of unknown facts (", stdout), put_text(kind), putchar(')');
+        putchar('\n');
     } else if (r == RLK_LOCK_NOT_HELD) {
         printf("'%s' is not held (it was released or expired meanwhile)\n", pos[0]);
         r = 1;
