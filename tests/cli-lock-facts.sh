@@ -141,6 +141,23 @@ reap "$BGPID" "$(bound 20 60)"
 expect_eq "the quoted job's run: exit 75" "$CODE" 75
 
 
+# ------------------------------------------------ --prefix is no glob
+for k in 'a[1]:q' a1:q abc:zz; do
+  check "acquire $k" 0 '' '' -- -u "$url" acquire -t 60s "$k"
+done
+check "--prefix 'a[1]:' list: 0" 0 '' '' -- -u "$url" --prefix 'a[1]:' list
+expect_eq "... the one lock under it, named without the prefix" "$(cut -d' ' -f1 "$work/out")" q
+check "--prefix 'a1:' list: 0" 0 '' '' -- -u "$url" --prefix a1: list --json
+expect_eq "... the one lock under it" "$("$py" -c 'import json,sys; print(*[json.loads(l)["name"] for l in sys.stdin])' <"$work/out")" q
+check "--prefix 'a*:' list: 1, no key starts with it" 1 '' '' -- -u "$url" --prefix 'a*:' list
+expect_eq "... nothing listed" "$(cat "$work/out")" ""
+check "--prefix 'a?' list: 1" 1 '' '' -- -u "$url" --prefix 'a?' list
+check "--prefix 'a' list 'b*': 0" 0 '' '' -- -u "$url" --prefix a list 'b*'
+expect_eq "... PATTERN alone is a glob" "$(cut -d' ' -f1 "$work/out")" bc:zz
+check "--prefix 'a' list: 0" 0 '' '' -- -u "$url" --prefix a list
+expect_eq "... every lock under it, named without it" "$(cut -d' ' -f1 "$work/out" | sort | tr '\n' ' ')" "1:q [1]:q bc:zz "
+R DEL 'a[1]:q' a1:q abc:zz >/dev/null
+
 # ------------------------------------------- what a job's argv can print
 # Its command line with a newline, a control byte and a byte that is not
 # UTF-8 (the job's path short enough for the 64 bytes kept).

@@ -1139,10 +1139,16 @@ int cmd_list(cli_opts *o, int argc, char **argv)
         return cli_usage_error("usage: resplock list [PATTERN] [--json]");
     if ((r = fill_defaults(o, &a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
-    const char *match = cli_key(o, pos[0]);
-    if (!match) return cli_usage_error("--prefix and PATTERN are too long together");
-    char *pattern = strdup(match);
+    if (!cli_key(o, pos[0])) return cli_usage_error("--prefix and PATTERN are too long together");
+    /* The prefix is a string, PATTERN alone a glob: the prefix's glob
+     * characters are escaped for SCAN MATCH. */
     size_t pl = o->prefix ? strlen(o->prefix) : 0;
+    char *pattern = malloc(2 * pl + strlen(pos[0]) + 1), *e = pattern;
+    for (size_t i = 0; pattern && i < pl; i++) {
+        if (strchr("*?[]\\", o->prefix[i])) *e++ = '\\';
+        *e++ = o->prefix[i];
+    }
+    if (pattern) strcpy(e, pos[0]);
     rlk_conn *c = pattern ? cli_connect(o, &r) : NULL;
     rlk_client *cl = NULL;
     if (!pattern) {
@@ -1188,7 +1194,12 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             for (p = names; names && nk--; p += strlen(p) + 1) {
                 rlk_lock_status st;
                 char kind[128];
-                if (!*p || side_key(p, strlen(p))) continue;
+                /* What the prefix's escape let through, and what no
+                 * name under it could be (the prefix itself), are not
+                 * listed: a cut name would be another key's. */
+                if (strncmp(p, o->prefix ? o->prefix : "", pl) != 0 || !p[pl] ||
+                    side_key(p, strlen(p)))
+                    continue;
                 if (rlk_lock_get_status(cl, p, &st) != RLK_OK || !st.held || st.not_a_lock) continue;
                 holder_kind(cl, p, &st, kind, sizeof kind);
                 found++;
