@@ -141,6 +141,86 @@ reap "$BGPID" "$(bound 20 60)"
 expect_eq "the quoted job's run: exit 75" "$CODE" 75
 
 
+# ------------------------------------ break releases the holder it names
+# A proxy holds one of break's commands back while the lock changes
+# hands; the facts printed and the token released must be one holder's.
+proxy() {
+  rm -rf "$work/px"; mkdir "$work/px"
+  "$py" "$top_srcdir/tests/hold-proxy.py" "$work/px" "$port" "$1" &
+  BG_PIDS+=("$!")
+  wait_until "$(bound 10 30)" test -s "$work/px/port" || die "the proxy did not start"
+  purl="redis://127.0.0.1:$(cat "$work/px/port")"
+}
+# holder1: a lock taken by acquire (its pid in h1pid, its token in tok1).
+holder1() {
+  bg "$work/h1.out" "$work/h1.err" -u "$url" acquire -t 30s "$1"
+  h1pid=$BGPID
+  reap "$h1pid" "$(bound 10 40)"; expect_eq "holder 1 acquired '$1'" "$CODE" 0
+  read -r tok1 _ <"$work/h1.out"
+}
+# swap NAME: while break's command is held, holder 1 releases and a run
+# (holder 2, its pid in h2pid) takes the lock; then the command goes on.
+swap() {
+  wait_until "$(bound 10 40)" test -e "$work/px/held" || bad "break reached the held command" "$(cat "$work/b.err")"
+  check "holder 1 releases '$1'" 0 '' '' -- -u "$url" release "$1" "$tok1"
+  rm -f "$work/h2.pid"
+  bg "$work/h2.out" "$work/h2.err" -u "$url" run -t 30s "$1" -- sh -c "$job" "$work/h2.pid" "$work/go"
+  h2pid=$BGPID
+  wait_until "$(bound 10 40)" test -s "$work/h2.pid" || bad "holder 2 started" "$(cat "$work/h2.err")"
+  touch "$work/px/go"
+}
+
+# The GET held: break reads the token after holder 2 took the lock, and
+# must name holder 2, the one it releases.
+holder1 brk
+proxy GET
+bg "$work/b.out" "$work/b.err" -u "$purl" break brk
+bpid=$BGPID
+swap brk
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break with its GET held: exit 0" "$CODE" 0
+expect_match "... it names the holder it released (holder 2, pid $h2pid)" "$(cat "$work/b.out")" "^broke 'brk', held by host $host, pid $h2pid, since "
+if reap "$h2pid" "$(bound 10 40)"; then expect_eq "... holder 2's run: exit 75" "$CODE" 75
+else bad "... holder 2's run ended: it was broken"; fi
+
+# The release held: the lock changes hands between break's GET and its
+# release, which must leave holder 2 alone and say so.
+holder1 brk
+proxy after:GET
+bg "$work/b.out" "$work/b.err" -u "$purl" break brk
+bpid=$BGPID
+swap brk
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break with its release held: exit 1" "$CODE" 1
+expect_match "... it says the lock changed hands" "$(cat "$work/b.err")" "'brk' changed hands meanwhile; its new holder is left as it is"
+expect_eq "... and broke nothing" "$(cat "$work/b.out")" ""
+check "... holder 2 still holds it" 0 "^holder: host $host, pid $h2pid, " '' -- -u "$url" status brk
+if running "$h2pid"; then ok "... holder 2's run goes on"; else bad "... holder 2's run goes on" "$(cat "$work/h2.err")"; fi
+check "break holder 2 itself: 0" 0 "^broke 'brk', held by host $host, pid $h2pid, " '' -- -u "$url" break brk
+reap "$h2pid" "$(bound 10 40)"; expect_eq "... its run: exit 75" "$CODE" 75
+
+# A reentrant lock: its facts are its own holder field's, read with it;
+# another holder's field is never released.
+R HSET rf 0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:7 2 rlk:holder 'h=hostx;p=4242;t=1700000000000;c=job%0Aline' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+check "break a reentrant lock with facts: 0" 0 "^broke 'rf', held by host hostx, pid 4242, since 2023-11-14T22:13:20.000Z \\([0-9.]+ s ago\\), command job\\\\nline$" '' -- -u "$url" break rf
+expect_eq "... the key is gone" "$(R EXISTS rf)" 0
+R HSET rf 0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:7 2 rlk:holder 'h=hostx;p=4242;t=1700000000000' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+proxy EVAL
+bg "$work/b.out" "$work/b.err" -u "$purl" break rf
+bpid=$BGPID
+wait_until "$(bound 10 40)" test -e "$work/px/held" || bad "break reached its release" "$(cat "$work/b.err")"
+R DEL rf >/dev/null
+R HSET rf 11111111-2222-4333-8444-555555555555:9 1 rlk:holder 'h=hosty;p=4343;t=1700000000000' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+touch "$work/px/go"
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break of a reentrant lock that changed hands: exit 1" "$CODE" 1
+expect_match "... it says so" "$(cat "$work/b.err")" "'rf' changed hands meanwhile"
+expect_eq "... the new holder's hold is intact" "$(R HGET rf 11111111-2222-4333-8444-555555555555:9)" 1
+R DEL rf >/dev/null
+
 # ------------------------------------------------ --prefix is no glob
 for k in 'a[1]:q' a1:q abc:zz; do
   check "acquire $k" 0 '' '' -- -u "$url" acquire -t 60s "$k"

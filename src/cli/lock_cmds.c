@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "keys.h"
+#include "lock.h"
 #include "lua.h"
 #include "random.h"
 #include "slots.h"
@@ -1225,51 +1226,94 @@ int cmd_list(cli_opts *o, int argc, char **argv)
     return r;
 }
 
-/* A reentrant lock's holds all released, one by one, through the
- * release script (its tombstones and handoff), as the holder would. */
-static int break_reentrant(rlk_client *cl, const char *name)
+/* The holder of NAME now, read once: its token into *tok (a simple
+ * lock's value, the waiters' mark cut; a reentrant lock's hold count's
+ * field; malloc'd) and the facts recorded with it into f.  RLK_OK,
+ * RLK_LOCK_NOT_HELD (gone), RLK_LOCK_NOT_OWNER (the key is no longer a
+ * lock of that kind: not the holder status saw), RLK_ERR_NOMEM, or a
+ * connection status. */
+static int holder_now(rlk_client *cl, const char *name, int reentrant, char **tok,
+                      rlk_lock_status *f)
 {
     rlk_conn *c = rlk_client_conn(cl);
     rlk_resp_value *v;
-    const char *hk[] = {"HKEYS", name};
-    if (!c || rlk_conn_command(c, &v, 2, hk, NULL) != RLK_OK || v->type != RLK_RESP_ARRAY) return -1;
-    char field[256] = "";
-    for (const rlk_resp_value *f = v->child; f; f = f->next)
-        if (!is_bulk(f, "rlk:holder") && f->len < sizeof field) {
-            memcpy(field, f->str, f->len);
-            field[f->len] = '\0';
+    const char *get[] = {reentrant ? "HGETALL" : "GET", name};
+    memset(f, 0, sizeof *f);
+    *tok = NULL;
+    int r = c ? rlk_conn_command(c, &v, 2, get, NULL) : RLK_ERR_CLOSED;
+    if (r != RLK_OK) return r;
+    if (v->type == RLK_RESP_NULL) return RLK_LOCK_NOT_HELD;
+    if (!reentrant) {
+        if (!is_bulk(v, NULL) || !v->len || memchr(v->str, '\0', v->len)) return RLK_LOCK_NOT_OWNER;
+        size_t n = v->len;
+        /* "rlk:", 32 hex digits, ';' and the facts; "+w" when marked. */
+        if (n >= 37 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef") &&
+            v->str[36] == ';') {
+            if (memcmp(v->str + n - 2, "+w", 2) == 0) n -= 2;
+            rlk__facts_read(f, v->str + 37, n - 37);
         }
+        return (*tok = strndup(v->str, n)) ? RLK_OK : RLK_ERR_NOMEM;
+    }
+    if (v->type != RLK_RESP_ARRAY && v->type != RLK_RESP_MAP) return RLK_LOCK_NOT_OWNER;
+    if (!v->child) return RLK_LOCK_NOT_HELD;
+    for (const rlk_resp_value *k = v->child; k && k->next; k = k->next->next) {
+        if (!is_bulk(k, NULL) || !is_bulk(k->next, NULL) || memchr(k->str, '\0', k->len)) continue;
+        if (is_bulk(k, "rlk:holder")) rlk__facts_read(f, k->next->str, k->next->len);
+        else if (!*tok && !(*tok = strndup(k->str, k->len))) return RLK_ERR_NOMEM;
+    }
+    return *tok ? RLK_OK : RLK_LOCK_NOT_OWNER;
+}
+
+/* A reentrant lock's holds, all of field's, released one by one through
+ * the release script (its tombstones and handoff), as the holder would;
+ * the script compares the field, so another holder is never touched.
+ * RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER (at the first release:
+ * another holds it), or a failure's status. */
+static int break_reentrant(rlk_client *cl, const char *name, const char *field, char *err,
+                           size_t en)
+{
+    rlk_conn *c = rlk_client_conn(cl);
+    rlk_resp_value *v;
     size_t cap = rlk__key_cap(name);
     char *keys = malloc(RLK__NKEYS * cap);
-    if (!keys || !field[0]) return free(keys), -1;
+    if (!keys) return RLK_ERR_NOMEM;
     rlk__make_keys(name, keys, cap);
     int64_t got = 2;
-    for (int i = 0; i < 100000 && got == 2; i++) {
+    int i, r = RLK_OK;
+    for (i = 0; i < 100000 && got == 2 && r == RLK_OK; i++) {
         unsigned char rnd[16];
-        if (rlk__random_bytes(rnd, sizeof rnd) != 0) break;
         size_t tl = strlen(keys + RLK__K_TOMB * cap);
-        char *t = malloc(tl + 34);
-        if (!t) break;
+        char *t = rlk__random_bytes(rnd, sizeof rnd) == 0 ? malloc(tl + 34) : NULL;
+        if (!t) {
+            r = RLK_ERR_NOMEM;
+            break;
+        }
         memcpy(t, keys + RLK__K_TOMB * cap, tl);
         t[tl] = ':';
         rlk__hex(rnd, sizeof rnd, t + tl + 1);
         const char *ev[] = {"EVAL", rlk__lua_release, "4", keys, keys + RLK__K_QUEUE * cap,
                             keys + RLK__K_WAITERS * cap, t, field, "0", "60000", "0"};
-        got = rlk_conn_command(c, &v, 11, ev, NULL) == RLK_OK && v->type == RLK_RESP_INTEGER
-                  ? v->integer : -9;
+        r = rlk_conn_command(c, &v, 11, ev, NULL);
+        if (r != RLK_OK) snprintf(err, en, "%s", rlk_conn_errmsg(c));
+        else if (v->type != RLK_RESP_INTEGER && (r = RLK_ERR_SERVER))
+            snprintf(err, en, "%.*s", is_bulk(v, NULL) || v->type == RLK_RESP_ERROR ? (int)v->len : 0, v->str);
+        got = r == RLK_OK ? v->integer : 0;
         free(t);
     }
     free(keys);
-    return got == 1 ? 0 : -1;
+    /* Holds taken away, then none left to the holder: it let go of the
+     * rest itself meanwhile; broken all the same. */
+    if (r != RLK_OK || got == 1 || (i > 1 && (got == 0 || got == -1))) return r;
+    return got == 0 ? RLK_LOCK_NOT_HELD : got == -1 ? RLK_LOCK_NOT_OWNER : RLK_ERR_SERVER;
 }
 
 int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    char where[RLK__SLOTS_HOST_MAX + 64], kind[128];
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128], err[256] = "";
     rlk_client *cl;
-    rlk_lock_status st;
+    rlk_lock_status st, f;
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
     if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
         return r;
@@ -1281,41 +1325,35 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         rlk_client_free(cl);
         return r;
     }
-    /* A simple lock: released by the token read just before, as its
-     * holder would (waiters are handed it); tried again if it changed
-     * hands in between. */
-    r = -1;
-    for (int i = 0; i < 3 && r != RLK_OK; i++) {
-        if (st.kind == RLK_LOCK_REENTRANT) {
-            r = break_reentrant(cl, pos[0]) == 0 ? RLK_OK : -1;
-            break;
-        }
-        rlk_conn *c = rlk_client_conn(cl);
-        rlk_resp_value *v;
-        const char *get[] = {"GET", pos[0]};
-        if (!c || rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK) break;
-        if (v->type == RLK_RESP_NULL) {
-            r = RLK_LOCK_NOT_HELD;
-            break;
-        }
-        if (!is_bulk(v, NULL) || memchr(v->str, '\0', v->len)) break;
-        size_t n = v->len >= 2 && memcmp(v->str + v->len - 2, "+w", 2) == 0 ? v->len - 2 : v->len;
-        char *tok = strndup(v->str, n);
-        r = tok ? rlk_release_token(cl, pos[0], tok) : RLK_ERR_NOMEM;
-        free(tok);
-    }
+    /* The holder is read once, and its very token released: the facts
+     * printed are that token's, and if the lock changed hands since,
+     * the release's comparison leaves the new holder alone (waiters in
+     * line are handed the lock, as at its holder's release). */
+    char *tok;
+    r = holder_now(cl, pos[0], st.kind == RLK_LOCK_REENTRANT, &tok, &f);
+    if (r != RLK_OK && rlk_client_conn(cl))
+        snprintf(err, sizeof err, "%s", rlk_conn_errmsg(rlk_client_conn(cl)));
+    else if (r == RLK_OK && st.kind == RLK_LOCK_REENTRANT)
+        r = break_reentrant(cl, pos[0], tok, err, sizeof err);
+    else if (r == RLK_OK && (r = rlk_release_token(cl, pos[0], tok)) != RLK_OK)
+        snprintf(err, sizeof err, "%s", rlk_client_errmsg(cl));
+    free(tok);
     if (r == RLK_OK) {
         printf("broke '%s', held by ", pos[0]);
-        if (st.has_facts) put_facts(&st, 1);
+        if (f.has_facts) put_facts(&f, 1);
         else fputs("a holder of unknown facts (", stdout), put_text(kind), putchar(')');
         putchar('\n');
     } else if (r == RLK_LOCK_NOT_HELD) {
         printf("'%s' is not held (it was released or expired meanwhile)\n", pos[0]);
         r = 1;
+    } else if (r == RLK_LOCK_NOT_OWNER) {
+        cli_err("break: '%s' changed hands meanwhile; its new holder is left as it is "
+                "(status shows it)", pos[0]);
+        r = 1;
     } else {
-        cli_err("break: cannot release '%s': %s", pos[0], r < -1 ? rlk_client_errmsg(cl) : "it changed hands");
-        r = CLI_EX_TEMPFAIL;
+        cli_err("break: cannot release '%s': %s", pos[0], err[0] ? err : rlk_strerror(r));
+        r = cli_exit_for(r);
     }
     rlk_client_free(cl);
-    return r == RLK_OK ? 0 : r;
+    return r;
 }
