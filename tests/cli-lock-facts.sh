@@ -192,7 +192,7 @@ bpid=$BGPID
 swap brk
 reap "$bpid" "$(bound 10 40)"
 expect_eq "break with its release held: exit 1" "$CODE" 1
-expect_match "... it says the lock changed hands" "$(cat "$work/b.err")" "'brk' changed hands meanwhile; its new holder is left as it is"
+expect_match "... it says the lock changed hands" "$(cat "$work/b.err")" "'brk' changed hands meanwhile: its new holder is left alone"
 expect_eq "... and broke nothing" "$(cat "$work/b.out")" ""
 check "... holder 2 still holds it" 0 "^holder: host $host, pid $h2pid, " '' -- -u "$url" status brk
 if running "$h2pid"; then ok "... holder 2's run goes on"; else bad "... holder 2's run goes on" "$(cat "$work/h2.err")"; fi

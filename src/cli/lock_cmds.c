@@ -883,67 +883,79 @@ static void holder_kind(rlk_client *cl, const char *name, const rlk_lock_status 
     }
 }
 
-/* The length of the valid UTF-8 sequence at p (at most n bytes), or 0:
- * a stray or overlong byte, a surrogate, beyond U+10FFFF. */
-static size_t utf8_at(const unsigned char *p, size_t n)
+/* The length of the valid UTF-8 sequence at p (at most n bytes), its
+ * code point in *cp; or 0: a stray or overlong byte, a surrogate, beyond
+ * U+10FFFF. */
+static size_t utf8_at(const unsigned char *p, size_t n, uint32_t *cp)
 {
-    size_t len = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : p[0] >= 0xe0 && p[0] < 0xf0 ? 3
-               : p[0] >= 0xf0 && p[0] < 0xf5 ? 4 : 0;
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t len = p[0] < 0x80 ? 1 : p[0] < 0xc0 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3
+               : p[0] < 0xf8 ? 4 : 0;
     if (!len || len > n) return 0;
-    for (size_t i = 1; i < len; i++)
+    uint32_t c = p[0] & (0xffu >> (len + (len > 1)));
+    for (size_t i = 1; i < len; i++) {
         if ((p[i] & 0xc0) != 0x80) return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return len;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    *cp = c;
+    return c < least[len] || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff ? 0 : len;
 }
 
-/* s for a terminal and for one line of output: what a job's argv or a
- * key's name holds may be anything, and a newline or an escape sequence
- * there would forge a line or drive the operator's terminal.  Control
- * bytes (C0, DEL, C1), a backslash and bytes that are not UTF-8 are
- * written as C's escapes \n, \t, \\ and \xNN, as systemd's tools show
- * them: visible, and the bytes can be told back. */
-static void put_text(const char *s)
+static void put_byte(const char *pre, unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
-    while (p < end) {
-        size_t n = utf8_at(p, (size_t)(end - p));
-        int c1 = n == 2 && p[0] == 0xc2 && p[1] < 0xa0;
-        if (n && !c1 && *p >= 0x20 && *p != 0x7f && *p != '\\') {
-            fwrite(p, 1, n, stdout);
-            p += n;
-            continue;
-        }
-        for (size_t i = 0; i < (n ? n : 1); i++, p++) {
-            const char *e = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\\' ? "\\\\" : NULL;
-            if (e) fputs(e, stdout);
-            else putchar('\\'), putchar('x'), putchar(hex[*p >> 4]), putchar(hex[*p & 15]);
-        }
-    }
+    fputs(pre, stdout);
+    putchar(hex[c >> 4]);
+    putchar(hex[c & 15]);
 }
 
-/* JSON's string: s in quotes, valid UTF-8 whatever s holds (a byte that
- * is not UTF-8 becomes U+FFFD); 1 when one was replaced. */
-static int json_str(const char *s)
+/* s on stdout, for one line of a terminal (json 0) or in a JSON string
+ * (json 1, its quotes the caller's).  What a job's argv or a key's name
+ * holds may be anything, and a newline or an escape sequence there would
+ * forge a line or drive the operator's terminal: control characters
+ * (C0, DEL, C1), a backslash and bytes that are not UTF-8 are written as
+ * C's escapes \n, \t, \\ and \xNN, as systemd's tools show them (visible,
+ * and the bytes can be told back).  JSON is kept valid UTF-8: a byte that
+ * is not becomes U+FFFD, and 1 is returned. */
+static int put_str(const char *s, int json)
 {
     int lossy = 0;
     const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
-    putchar('"');
     while (p < end) {
-        size_t n = utf8_at(p, (size_t)(end - p));
-        if (!n) {
-            fputs("\\ufffd", stdout), p++, lossy = 1;
-        } else if (*p == '"' || *p == '\\') {
-            putchar('\\'), putchar(*p++);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            printf("\\u%04x", *p++);
-        } else {
+        uint32_t cp = 0;
+        size_t n = utf8_at(p, (size_t)(end - p), &cp);
+        if (n && cp >= 0x20 && (cp < 0x7f || cp >= 0xa0) && cp != '\\' && (!json || cp != '"')) {
             fwrite(p, 1, n, stdout);
             p += n;
+        } else if (json) {
+            if (!n) fputs("\\ufffd", stdout), lossy = 1;
+            else put_byte("\\u00", (unsigned char)cp);
+            p += n ? n : 1;
+        } else {
+            for (size_t i = 0; i < (n ? n : 1); i++, p++) {
+                const char *e = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\\' ? "\\\\" : NULL;
+                if (e) fputs(e, stdout);
+                else put_byte("\\x", *p);
+            }
         }
     }
+    return lossy;
+}
+
+static void put_text(const char *s) { put_str(s, 0); }
+
+static void put_line(const char *label, const char *s)
+{
+    fputs(label, stdout);
+    put_text(s);
+    putchar('\n');
+}
+
+/* JSON's string: s in quotes; 1 when a byte was not UTF-8. */
+static int json_str(const char *s)
+{
+    putchar('"');
+    int lossy = put_str(s, 1);
     putchar('"');
     return lossy;
 }
@@ -953,13 +965,12 @@ static int json_str(const char *s)
  * that a reader can tell what each U+FFFD stood for. */
 static void json_field(const char *key, const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
     printf("\"%s\":", key);
     if (!json_str(s)) return;
     printf(",\"%s_raw\":\"", key);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p > 0x20 && *p < 0x7f && !strchr("%\"\\", *p)) putchar(*p);
-        else putchar('%'), putchar(hex[*p >> 4]), putchar(hex[*p & 15]);
+        else put_byte("%", *p);
     putchar('"');
 }
 
@@ -1017,17 +1028,17 @@ static void print_status(const char *name, const char *where, const char *kind,
         printf(",\"fence\":null,\"waiting\":%" PRId64 "}\n", st->waiters);
         return;
     }
-    fputs("name:  ", stdout), put_text(name), putchar('\n');
-    if (where[0]) fputs("node:  ", stdout), put_text(where), putchar('\n');
+    put_line("name:  ", name);
+    if (where[0]) put_line("node:  ", where);
     printf("held:  %s\n", st->held ? "yes" : "no");
     if (st->held) {
-        fputs("kind:  ", stdout), put_text(kind), putchar('\n');
+        put_line("kind:  ", kind);
         if (st->ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st->ttl_ms);
         else printf("ttl:   none (the key never expires)\n");
         if (st->kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st->holds);
         if (st->has_facts) {
             fputs("holder: ", stdout), put_facts(st, 0), putchar('\n');
-            if (st->cmd[0]) fputs("command: ", stdout), put_text(st->cmd), putchar('\n');
+            if (st->cmd[0]) put_line("command: ", st->cmd);
         } else if (!st->not_a_lock) {
             printf("holder: unknown (no facts recorded: another client's lock, an older "
                    "resplock, or a reentrant lock handed over, not confirmed yet)\n");
@@ -1232,47 +1243,42 @@ int cmd_list(cli_opts *o, int argc, char **argv)
  * RLK_LOCK_NOT_HELD (gone), RLK_LOCK_NOT_OWNER (the key is no longer a
  * lock of that kind: not the holder status saw), RLK_ERR_NOMEM, or a
  * connection status. */
-static int holder_now(rlk_client *cl, const char *name, int reentrant, char **tok,
-                      rlk_lock_status *f)
+static int holder_now(rlk_conn *c, const char *name, int reentrant, char **tok, rlk_lock_status *f)
 {
-    rlk_conn *c = rlk_client_conn(cl);
     rlk_resp_value *v;
+    const rlk_resp_value *t = NULL;
     const char *get[] = {reentrant ? "HGETALL" : "GET", name};
+    size_t n = 0;
     memset(f, 0, sizeof *f);
     *tok = NULL;
-    int r = c ? rlk_conn_command(c, &v, 2, get, NULL) : RLK_ERR_CLOSED;
+    int r = rlk_conn_command(c, &v, 2, get, NULL);
     if (r != RLK_OK) return r;
-    if (v->type == RLK_RESP_NULL) return RLK_LOCK_NOT_HELD;
-    if (!reentrant) {
-        if (!is_bulk(v, NULL) || !v->len || memchr(v->str, '\0', v->len)) return RLK_LOCK_NOT_OWNER;
-        size_t n = v->len;
+    if (v->type == RLK_RESP_NULL || ((v->type == RLK_RESP_ARRAY || v->type == RLK_RESP_MAP) && !v->child))
+        return RLK_LOCK_NOT_HELD;
+    if (!reentrant && is_bulk(v, NULL) && (n = v->len) > 4 && memcmp(v->str, "rlk:", 4) == 0) {
         /* "rlk:", 32 hex digits, ';' and the facts; "+w" when marked. */
-        if (n >= 37 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef") &&
-            v->str[36] == ';') {
-            if (memcmp(v->str + n - 2, "+w", 2) == 0) n -= 2;
-            rlk__facts_read(f, v->str + 37, n - 37);
-        }
-        return (*tok = strndup(v->str, n)) ? RLK_OK : RLK_ERR_NOMEM;
+        const char *semi = memchr(v->str, ';', n);
+        if (semi) rlk__facts_read(f, semi + 1, n - (size_t)(semi + 1 - v->str));
+        if (memcmp(v->str + n - 2, "+w", 2) == 0) n -= 2;
     }
-    if (v->type != RLK_RESP_ARRAY && v->type != RLK_RESP_MAP) return RLK_LOCK_NOT_OWNER;
-    if (!v->child) return RLK_LOCK_NOT_HELD;
-    for (const rlk_resp_value *k = v->child; k && k->next; k = k->next->next) {
-        if (!is_bulk(k, NULL) || !is_bulk(k->next, NULL) || memchr(k->str, '\0', k->len)) continue;
+    if (!reentrant && is_bulk(v, NULL)) t = v;
+    for (const rlk_resp_value *k = reentrant ? v->child : NULL; k && k->next; k = k->next->next) {
         if (is_bulk(k, "rlk:holder")) rlk__facts_read(f, k->next->str, k->next->len);
-        else if (!*tok && !(*tok = strndup(k->str, k->len))) return RLK_ERR_NOMEM;
+        else if (!t && is_bulk(k, NULL)) t = k, n = k->len;
     }
-    return *tok ? RLK_OK : RLK_LOCK_NOT_OWNER;
+    /* (A value with a NUL byte is cut there: that token holds nothing.) */
+    if (!t || !n) return RLK_LOCK_NOT_OWNER;
+    return (*tok = strndup(t->str, n)) ? RLK_OK : RLK_ERR_NOMEM;
 }
 
 /* A reentrant lock's holds, all of field's, released one by one through
  * the release script (its tombstones and handoff), as the holder would;
  * the script compares the field, so another holder is never touched.
  * RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER (at the first release:
- * another holds it), or a failure's status. */
-static int break_reentrant(rlk_client *cl, const char *name, const char *field, char *err,
-                           size_t en)
+ * another holds it), RLK_ERR_SERVER (the script failed), or a
+ * connection status. */
+static int break_reentrant(rlk_conn *c, const char *name, const char *field)
 {
-    rlk_conn *c = rlk_client_conn(cl);
     rlk_resp_value *v;
     size_t cap = rlk__key_cap(name);
     char *keys = malloc(RLK__NKEYS * cap);
@@ -1294,9 +1300,7 @@ static int break_reentrant(rlk_client *cl, const char *name, const char *field, 
         const char *ev[] = {"EVAL", rlk__lua_release, "4", keys, keys + RLK__K_QUEUE * cap,
                             keys + RLK__K_WAITERS * cap, t, field, "0", "60000", "0"};
         r = rlk_conn_command(c, &v, 11, ev, NULL);
-        if (r != RLK_OK) snprintf(err, en, "%s", rlk_conn_errmsg(c));
-        else if (v->type != RLK_RESP_INTEGER && (r = RLK_ERR_SERVER))
-            snprintf(err, en, "%.*s", is_bulk(v, NULL) || v->type == RLK_RESP_ERROR ? (int)v->len : 0, v->str);
+        if (r == RLK_OK && v->type != RLK_RESP_INTEGER) r = RLK_ERR_SERVER;
         got = r == RLK_OK ? v->integer : 0;
         free(t);
     }
@@ -1311,7 +1315,7 @@ int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    char where[RLK__SLOTS_HOST_MAX + 64], kind[128], err[256] = "";
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128];
     rlk_client *cl;
     rlk_lock_status st, f;
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
@@ -1329,14 +1333,12 @@ int cmd_break(cli_opts *o, int argc, char **argv)
      * printed are that token's, and if the lock changed hands since,
      * the release's comparison leaves the new holder alone (waiters in
      * line are handed the lock, as at its holder's release). */
-    char *tok;
-    r = holder_now(cl, pos[0], st.kind == RLK_LOCK_REENTRANT, &tok, &f);
-    if (r != RLK_OK && rlk_client_conn(cl))
-        snprintf(err, sizeof err, "%s", rlk_conn_errmsg(rlk_client_conn(cl)));
-    else if (r == RLK_OK && st.kind == RLK_LOCK_REENTRANT)
-        r = break_reentrant(cl, pos[0], tok, err, sizeof err);
-    else if (r == RLK_OK && (r = rlk_release_token(cl, pos[0], tok)) != RLK_OK)
-        snprintf(err, sizeof err, "%s", rlk_client_errmsg(cl));
+    char *tok = NULL;
+    rlk_conn *c = rlk_client_conn(cl);
+    int reentrant = st.kind == RLK_LOCK_REENTRANT, lib = !c;
+    r = c ? holder_now(c, pos[0], reentrant, &tok, &f) : RLK_ERR_NOMEM;
+    if (r == RLK_OK && reentrant) r = break_reentrant(c, pos[0], tok);
+    else if (r == RLK_OK) r = rlk_release_token(cl, pos[0], tok), lib = 1;
     free(tok);
     if (r == RLK_OK) {
         printf("broke '%s', held by ", pos[0]);
@@ -1347,11 +1349,11 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         printf("'%s' is not held (it was released or expired meanwhile)\n", pos[0]);
         r = 1;
     } else if (r == RLK_LOCK_NOT_OWNER) {
-        cli_err("break: '%s' changed hands meanwhile; its new holder is left as it is "
-                "(status shows it)", pos[0]);
+        cli_err("break: '%s' changed hands meanwhile: its new holder is left alone", pos[0]);
         r = 1;
     } else {
-        cli_err("break: cannot release '%s': %s", pos[0], err[0] ? err : rlk_strerror(r));
+        cli_err("break: cannot release '%s': %s", pos[0],
+                lib ? rlk_client_errmsg(cl) : r == RLK_ERR_SERVER ? rlk_strerror(r) : rlk_conn_errmsg(c));
         r = cli_exit_for(r);
     }
     rlk_client_free(cl);
