@@ -159,12 +159,13 @@ holder1() {
   read -r tok1 _ <"$work/h1.out"
 }
 # swap NAME: while break's command is held, holder 1 releases and a run
-# (holder 2, its pid in h2pid) takes the lock; then the command goes on.
+# (holder 2, its pid in h2pid; renewed every 2 s, so that a break is
+# learnt soon) takes the lock; then the command goes on.
 swap() {
   wait_until "$(bound 10 40)" test -e "$work/px/held" || bad "break reached the held command" "$(cat "$work/b.err")"
   check "holder 1 releases '$1'" 0 '' '' -- -u "$url" release "$1" "$tok1"
   rm -f "$work/h2.pid"
-  bg "$work/h2.out" "$work/h2.err" -u "$url" run -t 30s "$1" -- sh -c "$job" "$work/h2.pid" "$work/go"
+  bg "$work/h2.out" "$work/h2.err" -u "$url" run -t 6s "$1" -- sh -c "$job" "$work/h2.pid" "$work/go"
   h2pid=$BGPID
   wait_until "$(bound 10 40)" test -s "$work/h2.pid" || bad "holder 2 started" "$(cat "$work/h2.err")"
   touch "$work/px/go"
@@ -180,7 +181,7 @@ swap brk
 reap "$bpid" "$(bound 10 40)"
 expect_eq "break with its GET held: exit 0" "$CODE" 0
 expect_match "... it names the holder it released (holder 2, pid $h2pid)" "$(cat "$work/b.out")" "^broke 'brk', held by host $host, pid $h2pid, since "
-if reap "$h2pid" "$(bound 10 40)"; then expect_eq "... holder 2's run: exit 75" "$CODE" 75
+if reap "$h2pid" "$(bound 20 60)"; then expect_eq "... holder 2's run: exit 75" "$CODE" 75
 else bad "... holder 2's run ended: it was broken"; fi
 
 # The release held: the lock changes hands between break's GET and its
@@ -197,7 +198,7 @@ expect_eq "... and broke nothing" "$(cat "$work/b.out")" ""
 check "... holder 2 still holds it" 0 "^holder: host $host, pid $h2pid, " '' -- -u "$url" status brk
 if running "$h2pid"; then ok "... holder 2's run goes on"; else bad "... holder 2's run goes on" "$(cat "$work/h2.err")"; fi
 check "break holder 2 itself: 0" 0 "^broke 'brk', held by host $host, pid $h2pid, " '' -- -u "$url" break brk
-reap "$h2pid" "$(bound 10 40)"; expect_eq "... its run: exit 75" "$CODE" 75
+reap "$h2pid" "$(bound 20 60)"; expect_eq "... its run: exit 75" "$CODE" 75
 
 # A reentrant lock: its facts are its own holder field's, read with it;
 # another holder's field is never released.
