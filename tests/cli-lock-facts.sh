@@ -140,4 +140,145 @@ check "break the quoted job: 0" 0 "^broke 'quoted'" '' -- -u "$url" break quoted
 reap "$BGPID" "$(bound 20 60)"
 expect_eq "the quoted job's run: exit 75" "$CODE" 75
 
+
+# ------------------------------------ break releases the holder it names
+# A proxy holds one of break's commands back while the lock changes
+# hands; the facts printed and the token released must be one holder's.
+proxy() {
+  rm -rf "$work/px"; mkdir "$work/px"
+  "$py" "$top_srcdir/tests/hold-proxy.py" "$work/px" "$port" "$1" &
+  BG_PIDS+=("$!")
+  wait_until "$(bound 10 30)" test -s "$work/px/port" || die "the proxy did not start"
+  purl="redis://127.0.0.1:$(cat "$work/px/port")"
+}
+# holder1: a lock taken by acquire (its pid in h1pid, its token in tok1).
+holder1() {
+  bg "$work/h1.out" "$work/h1.err" -u "$url" acquire -t 30s "$1"
+  h1pid=$BGPID
+  reap "$h1pid" "$(bound 10 40)"; expect_eq "holder 1 acquired '$1'" "$CODE" 0
+  read -r tok1 _ <"$work/h1.out"
+}
+# swap NAME: while break's command is held, holder 1 releases and a run
+# (holder 2, its pid in h2pid; renewed every 2 s, so that a break is
+# learnt soon) takes the lock; then the command goes on.
+swap() {
+  wait_until "$(bound 10 40)" test -e "$work/px/held" || bad "break reached the held command" "$(cat "$work/b.err")"
+  check "holder 1 releases '$1'" 0 '' '' -- -u "$url" release "$1" "$tok1"
+  rm -f "$work/h2.pid"
+  bg "$work/h2.out" "$work/h2.err" -u "$url" run -t 6s "$1" -- sh -c "$job" "$work/h2.pid" "$work/go"
+  h2pid=$BGPID
+  wait_until "$(bound 10 40)" test -s "$work/h2.pid" || bad "holder 2 started" "$(cat "$work/h2.err")"
+  touch "$work/px/go"
+}
+
+# The GET held: break reads the token after holder 2 took the lock, and
+# must name holder 2, the one it releases.
+holder1 brk
+proxy GET
+bg "$work/b.out" "$work/b.err" -u "$purl" break brk
+bpid=$BGPID
+swap brk
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break with its GET held: exit 0" "$CODE" 0
+expect_match "... it names the holder it released (holder 2, pid $h2pid)" "$(cat "$work/b.out")" "^broke 'brk', held by host $host, pid $h2pid, since "
+if reap "$h2pid" "$(bound 20 60)"; then expect_eq "... holder 2's run: exit 75" "$CODE" 75
+else bad "... holder 2's run ended: it was broken"; fi
+
+# The release held: the lock changes hands between break's GET and its
+# release, which must leave holder 2 alone and say so.
+holder1 brk
+proxy after:GET
+bg "$work/b.out" "$work/b.err" -u "$purl" break brk
+bpid=$BGPID
+swap brk
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break with its release held: exit 1" "$CODE" 1
+expect_match "... it says the lock changed hands" "$(cat "$work/b.err")" "'brk' changed hands meanwhile: its new holder is left alone"
+expect_eq "... and broke nothing" "$(cat "$work/b.out")" ""
+check "... holder 2 still holds it" 0 "^holder: host $host, pid $h2pid, " '' -- -u "$url" status brk
+if running "$h2pid"; then ok "... holder 2's run goes on"; else bad "... holder 2's run goes on" "$(cat "$work/h2.err")"; fi
+check "break holder 2 itself: 0" 0 "^broke 'brk', held by host $host, pid $h2pid, " '' -- -u "$url" break brk
+reap "$h2pid" "$(bound 20 60)"; expect_eq "... its run: exit 75" "$CODE" 75
+
+# A reentrant lock: its facts are its own holder field's, read with it;
+# another holder's field is never released.
+R HSET rf 0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:7 2 rlk:holder 'h=hostx;p=4242;t=1700000000000;c=job%0Aline' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+check "break a reentrant lock with facts: 0" 0 "^broke 'rf', held by host hostx, pid 4242, since 2023-11-14T22:13:20.000Z \\([0-9.]+ s ago\\), command job\\\\nline$" '' -- -u "$url" break rf
+expect_eq "... the key is gone" "$(R EXISTS rf)" 0
+R HSET rf 0f5e3a4c-1b2d-4e6f-8a9b-0c1d2e3f4a5b:7 2 rlk:holder 'h=hostx;p=4242;t=1700000000000' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+proxy EVAL
+bg "$work/b.out" "$work/b.err" -u "$purl" break rf
+bpid=$BGPID
+wait_until "$(bound 10 40)" test -e "$work/px/held" || bad "break reached its release" "$(cat "$work/b.err")"
+R DEL rf >/dev/null
+R HSET rf 11111111-2222-4333-8444-555555555555:9 1 rlk:holder 'h=hosty;p=4343;t=1700000000000' >/dev/null
+R PEXPIRE rf 60000 >/dev/null
+touch "$work/px/go"
+reap "$bpid" "$(bound 10 40)"
+expect_eq "break of a reentrant lock that changed hands: exit 1" "$CODE" 1
+expect_match "... it says so" "$(cat "$work/b.err")" "'rf' changed hands meanwhile"
+expect_eq "... the new holder's hold is intact" "$(R HGET rf 11111111-2222-4333-8444-555555555555:9)" 1
+R DEL rf >/dev/null
+
+# ------------------------------------------------ --prefix is no glob
+for k in 'a[1]:q' a1:q abc:zz; do
+  check "acquire $k" 0 '' '' -- -u "$url" acquire -t 60s "$k"
+done
+check "--prefix 'a[1]:' list: 0" 0 '' '' -- -u "$url" --prefix 'a[1]:' list
+expect_eq "... the one lock under it, named without the prefix" "$(cut -d' ' -f1 "$work/out")" q
+check "--prefix 'a1:' list: 0" 0 '' '' -- -u "$url" --prefix a1: list --json
+expect_eq "... the one lock under it" "$("$py" -c 'import json,sys; print(*[json.loads(l)["name"] for l in sys.stdin])' <"$work/out")" q
+check "--prefix 'a*:' list: 1, no key starts with it" 1 '' '' -- -u "$url" --prefix 'a*:' list
+expect_eq "... nothing listed" "$(cat "$work/out")" ""
+check "--prefix 'a?' list: 1" 1 '' '' -- -u "$url" --prefix 'a?' list
+check "--prefix 'a' list 'b*': 0" 0 '' '' -- -u "$url" --prefix a list 'b*'
+expect_eq "... PATTERN alone is a glob" "$(cut -d' ' -f1 "$work/out")" bc:zz
+check "--prefix 'a' list: 0" 0 '' '' -- -u "$url" --prefix a list
+expect_eq "... every lock under it, named without it" "$(cut -d' ' -f1 "$work/out" | sort | tr '\n' ' ')" "1:q [1]:q bc:zz "
+R DEL 'a[1]:q' a1:q abc:zz >/dev/null
+
+# ------------------------------------------- what a job's argv can print
+# Its command line with a newline, a control byte and a byte that is not
+# UTF-8 (the job's path short enough for the 64 bytes kept).
+printf '#!/bin/sh\necho $$ >"%s"\nread x <"%s"\n' "$work/odd.pid" "$work/go" >"$work/oj"
+chmod +x "$work/oj"
+odd=$'a\nb\x01\xff'
+bg "$work/o.out" "$work/o.err" -u "$url" run -t 30s odd -- "$work/oj" "$odd"
+opid=$BGPID
+wait_until "$(bound 5 30)" test -s "$work/odd.pid" || bad "the odd job started" "$(cat "$work/o.err")"
+ctl() { LC_ALL=C grep -c $'[\x01-\x09\x0b-\x1f\x7f-\xff]' "$1"; }
+check "status with odd bytes in the command: 0" 0 '' '' -- -u "$url" status odd
+expect_eq "status: 8 lines, none forged" "$(wc -l <"$work/out")" 8
+expect_eq "status: the command, escaped" "$(grep '^command: ' "$work/out")" "command: $work/oj a\\nb\\x01\\xff"
+expect_eq "status: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+R SET $'nl\nkey\e[2J' 'a value' PX 60000 >/dev/null
+check "list with odd bytes in a command and a name: 0" 0 '' '' -- -u "$url" list '[on][dl]*'
+expect_eq "list: one line a lock" "$(wc -l <"$work/out")" 2
+expect_match "list: the command, escaped" "$(cat "$work/out")" "^odd  simple  ttl [0-9]+ ms  host $host, pid $opid, since .*, command $work/oj a\\\\nb\\\\x01\\\\xff  waiting 0$"
+expect_match "list: the name, escaped" "$(cat "$work/out")" '^nl\\nkey\\x1b\[2J  simple  ttl [0-9]+ ms  holder unknown  waiting 0$'
+expect_eq "list: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+# JSON: valid UTF-8, U+FFFD for the byte that was not, the exact bytes
+# in cmd_raw (percent-encoded).
+jcheck='
+import json, sys, urllib.parse
+want = sys.argv[1].encode("utf-8", "surrogateescape")
+for l in sys.stdin.buffer:
+    d = json.loads(l.decode("utf-8"))
+    if d["name"] == "odd":
+        h = d["holder"]
+        print(h["cmd"] == want.decode("utf-8", "replace"), urllib.parse.unquote_to_bytes(h.get("cmd_raw", "")) == want, "host_raw" in h)
+    else:
+        print(d["name"] == "nl\nkey\x1b[2J", "name_raw" in d)'
+check "status --json: 0" 0 '' '' -- -u "$url" status --json odd
+expect_eq "status --json: UTF-8, cmd with U+FFFD, cmd_raw the bytes" "$("$py" -c "$jcheck" "$work/oj $odd" <"$work/out" 2>&1)" "True True False"
+check "list --json: 0" 0 '' '' -- -u "$url" list --json '[on][dl]*'
+expect_eq "list --json: the same, and the name as it is" "$("$py" -c "$jcheck" "$work/oj $odd" <"$work/out" 2>&1 | sort)" "True False
+True True False"
+check "break the odd job: 0" 0 "^broke 'odd', held by host $host, pid $opid, .*, command $work/oj a\\\\nb\\\\x01\\\\xff$" '' -- -u "$url" break odd
+expect_eq "break: no control byte or stray byte printed" "$(ctl "$work/out")" 0
+reap "$opid" "$(bound 20 60)"
+expect_eq "the odd job's run: exit 75" "$CODE" 75
+
 finish

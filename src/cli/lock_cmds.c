@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "keys.h"
+#include "lock.h"
 #include "lua.h"
 #include "random.h"
 #include "slots.h"
@@ -899,42 +900,131 @@ static void holder_kind(rlk_client *cl, const char *name, const rlk_lock_status 
     }
 }
 
-/* JSON's string: s in quotes, escaped. */
-static void json_str(const char *s)
+/* The length of the valid UTF-8 sequence at p (at most n bytes), its
+ * code point in *cp; or 0: a stray or overlong byte, a surrogate, beyond
+ * U+10FFFF. */
+static size_t utf8_at(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t len = p[0] < 0x80 ? 1 : p[0] < 0xc0 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3
+               : p[0] < 0xf8 ? 4 : 0;
+    if (!len || len > n) return 0;
+    uint32_t c = p[0] & (0xffu >> (len + (len > 1)));
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    *cp = c;
+    return c < least[len] || (c >= 0xd800 && c < 0xe000) || c > 0x10ffff ? 0 : len;
+}
+
+static void put_byte(const char *pre, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    fputs(pre, stdout);
+    putchar(hex[c >> 4]);
+    putchar(hex[c & 15]);
+}
+
+/* s on stdout, for one line of a terminal (json 0) or in a JSON string
+ * (json 1, its quotes the caller's).  What a job's argv or a key's name
+ * holds may be anything, and a newline or an escape sequence there would
+ * forge a line or drive the operator's terminal: control characters
+ * (C0, DEL, C1), a backslash and bytes that are not UTF-8 are written as
+ * C's escapes \n, \t, \\ and \xNN, as systemd's tools show them (visible,
+ * and the bytes can be told back).  JSON is kept valid UTF-8: a byte that
+ * is not becomes U+FFFD, and 1 is returned. */
+static int put_str(const char *s, int json)
+{
+    int lossy = 0;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    while (p < end) {
+        uint32_t cp = 0;
+        size_t n = utf8_at(p, (size_t)(end - p), &cp);
+        if (n && cp >= 0x20 && (cp < 0x7f || cp >= 0xa0) && cp != '\\' && (!json || cp != '"')) {
+            fwrite(p, 1, n, stdout);
+            p += n;
+        } else if (json) {
+            if (!n) fputs("\\ufffd", stdout), lossy = 1;
+            else put_byte("\\u00", (unsigned char)cp);
+            p += n ? n : 1;
+        } else {
+            for (size_t i = 0; i < (n ? n : 1); i++, p++) {
+                const char *e = *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : *p == '\\' ? "\\\\" : NULL;
+                if (e) fputs(e, stdout);
+                else put_byte("\\x", *p);
+            }
+        }
+    }
+    return lossy;
+}
+
+static void put_text(const char *s) { put_str(s, 0); }
+
+static void put_line(const char *label, const char *s)
+{
+    fputs(label, stdout);
+    put_text(s);
+    putchar('\n');
+}
+
+/* JSON's string: s in quotes; 1 when a byte was not UTF-8. */
+static int json_str(const char *s)
 {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f) printf("\\u%04x", *p); /* bytes, not UTF-8 */
-        else putchar(*p);
-    }
+    int lossy = put_str(s, 1);
+    putchar('"');
+    return lossy;
+}
+
+/* "KEY":"S", and when S is not UTF-8 ,"KEY_raw":"..." too: its exact
+ * bytes, those outside printable ASCII (and '%', '"', '\') as %XX, so
+ * that a reader can tell what each U+FFFD stood for. */
+static void json_field(const char *key, const char *s)
+{
+    printf("\"%s\":", key);
+    if (!json_str(s)) return;
+    printf(",\"%s_raw\":\"", key);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p > 0x20 && *p < 0x7f && !strchr("%\"\\", *p)) putchar(*p);
+        else put_byte("%", *p);
     putchar('"');
 }
 
-/* The holder's facts: "host H, pid P, since ISO (AGE ago)" into out. */
-static void facts_line(const rlk_lock_status *st, char *out, size_t n, char *iso, size_t isn)
+/* The holder's start as ISO 8601 UTC into iso. */
+static void facts_iso(const rlk_lock_status *st, char *iso, size_t isn)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     cli_date u;
     int64_t ms = st->since_ms % 1000;
     cli_utc(st->since_ms / 1000 - (ms < 0), &u);
     snprintf(iso, isn, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%03dZ", u.year, u.mon, u.mday,
              u.hour, u.min, u.sec, (int)(ms < 0 ? ms + 1000 : ms));
+}
+
+/* The holder's facts on stdout: "host H, pid P, since ISO (AGE ago)",
+ * and with cmd ", command C" when one was recorded. */
+static void put_facts(const rlk_lock_status *st, int cmd)
+{
+    struct timespec now;
+    char iso[80];
+    clock_gettime(CLOCK_REALTIME, &now);
+    facts_iso(st, iso, sizeof iso);
     int64_t age = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - st->since_ms;
-    snprintf(out, n, "host %s, pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->host,
-             st->pid, iso, age / 1000, (int)(age < 0 ? 0 : age % 1000 / 100));
+    fputs("host ", stdout);
+    put_text(st->host);
+    printf(", pid %" PRId64 ", since %s (%" PRId64 ".%01d s ago)", st->pid, iso, age / 1000,
+           (int)(age < 0 ? 0 : age % 1000 / 100));
+    if (cmd && st->cmd[0]) fputs(", command ", stdout), put_text(st->cmd);
 }
 
 /* A lock's status on stdout, as text or one JSON object. */
 static void print_status(const char *name, const char *where, const char *kind,
                          const rlk_lock_status *st, int json)
 {
-    char facts[512], iso[80];
-    if (st->has_facts) facts_line(st, facts, sizeof facts, iso, sizeof iso);
+    char iso[80];
     if (json) {
-        printf("{\"name\":");
-        json_str(name);
+        putchar('{');
+        json_field("name", name);
         if (where[0]) printf(",\"node\":"), json_str(where);
         printf(",\"held\":%s", st->held ? "true" : "false");
         if (st->held) {
@@ -943,10 +1033,11 @@ static void print_status(const char *name, const char *where, const char *kind,
             if (st->kind == RLK_LOCK_REENTRANT) printf(",\"holds\":%" PRId64, st->holds);
         }
         if (st->has_facts) {
-            printf(",\"holder\":{\"host\":"), json_str(st->host);
-            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":", st->pid, st->since_ms);
-            json_str(iso);
-            printf(",\"cmd\":"), json_str(st->cmd);
+            facts_iso(st, iso, sizeof iso);
+            printf(",\"holder\":{"), json_field("host", st->host);
+            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":\"%s\",", st->pid,
+                   st->since_ms, iso);
+            json_field("cmd", st->cmd);
             putchar('}');
         } else if (st->held) {
             printf(",\"holder\":null");
@@ -954,17 +1045,17 @@ static void print_status(const char *name, const char *where, const char *kind,
         printf(",\"fence\":null,\"waiting\":%" PRId64 "}\n", st->waiters);
         return;
     }
-    printf("name:  %s\n", name);
-    if (where[0]) printf("node:  %s\n", where);
+    put_line("name:  ", name);
+    if (where[0]) put_line("node:  ", where);
     printf("held:  %s\n", st->held ? "yes" : "no");
     if (st->held) {
-        printf("kind:  %s\n", kind);
+        put_line("kind:  ", kind);
         if (st->ttl_ms >= 0) printf("ttl:   %" PRId64 " ms\n", st->ttl_ms);
         else printf("ttl:   none (the key never expires)\n");
         if (st->kind == RLK_LOCK_REENTRANT) printf("holds: %" PRId64 "\n", st->holds);
         if (st->has_facts) {
-            printf("holder: %s\n", facts);
-            if (st->cmd[0]) printf("command: %s\n", st->cmd);
+            fputs("holder: ", stdout), put_facts(st, 0), putchar('\n');
+            if (st->cmd[0]) put_line("command: ", st->cmd);
         } else if (!st->not_a_lock) {
             printf("holder: unknown (no facts recorded: another client's lock, an older "
                    "resplock, or a reentrant lock handed over, not confirmed yet)\n");
@@ -1077,10 +1168,16 @@ int cmd_list(cli_opts *o, int argc, char **argv)
         return cli_usage_error("usage: resplock list [PATTERN] [--json]");
     if ((r = fill_defaults(o, &a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
-    const char *match = cli_key(o, pos[0]);
-    if (!match) return cli_usage_error("--prefix and PATTERN are too long together");
-    char *pattern = strdup(match);
+    if (!cli_key(o, pos[0])) return cli_usage_error("--prefix and PATTERN are too long together");
+    /* The prefix is a string, PATTERN alone a glob: the prefix's glob
+     * characters are escaped for SCAN MATCH. */
     size_t pl = o->prefix ? strlen(o->prefix) : 0;
+    char *pattern = malloc(2 * pl + strlen(pos[0]) + 1), *e = pattern;
+    for (size_t i = 0; pattern && i < pl; i++) {
+        if (strchr("*?[]\\", o->prefix[i])) *e++ = '\\';
+        *e++ = o->prefix[i];
+    }
+    if (pattern) strcpy(e, pos[0]);
     rlk_conn *c = pattern ? cli_connect(o, &r) : NULL;
     rlk_client *cl = NULL;
     if (!pattern) {
@@ -1126,7 +1223,12 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             for (p = names; names && nk--; p += strlen(p) + 1) {
                 rlk_lock_status st;
                 char kind[128];
-                if (!*p || side_key(p, strlen(p))) continue;
+                /* What the prefix's escape let through, and what no
+                 * name under it could be (the prefix itself), are not
+                 * listed: a cut name would be another key's. */
+                if (strncmp(p, o->prefix ? o->prefix : "", pl) != 0 || !p[pl] ||
+                    side_key(p, strlen(p)))
+                    continue;
                 if (rlk_lock_get_status(cl, p, &st) != RLK_OK || !st.held || st.not_a_lock) continue;
                 holder_kind(cl, p, &st, kind, sizeof kind);
                 found++;
@@ -1134,12 +1236,12 @@ int cmd_list(cli_opts *o, int argc, char **argv)
                     print_status(p + pl, "", kind, &st, 1);
                     continue;
                 }
-                char facts[512], iso[80];
-                if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
-                printf("%s  %s  ttl %" PRId64 " ms  %s%s%s  waiting %" PRId64 "\n", p + pl,
-                       st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple", st.ttl_ms,
-                       st.has_facts ? facts : "holder unknown", st.cmd[0] ? ", command " : "",
-                       st.cmd, st.waiters);
+                put_text(p + pl);
+                printf("  %s  ttl %" PRId64 " ms  ", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple",
+                       st.ttl_ms);
+                if (st.has_facts) put_facts(&st, 1);
+                else fputs("holder unknown", stdout);
+                printf("  waiting %" PRId64 "\n", st.waiters);
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
@@ -1152,51 +1254,87 @@ int cmd_list(cli_opts *o, int argc, char **argv)
     return r;
 }
 
-/* A reentrant lock's holds all released, one by one, through the
- * release script (its tombstones and handoff), as the holder would. */
-static int break_reentrant(rlk_client *cl, const char *name)
+/* The holder of NAME now, read once: its token into *tok (a simple
+ * lock's value, the waiters' mark cut; a reentrant lock's hold count's
+ * field; malloc'd) and the facts recorded with it into f.  RLK_OK,
+ * RLK_LOCK_NOT_HELD (gone), RLK_LOCK_NOT_OWNER (the key is no longer a
+ * lock of that kind: not the holder status saw), RLK_ERR_NOMEM, or a
+ * connection status. */
+static int holder_now(rlk_conn *c, const char *name, int reentrant, char **tok, rlk_lock_status *f)
 {
-    rlk_conn *c = rlk_client_conn(cl);
     rlk_resp_value *v;
-    const char *hk[] = {"HKEYS", name};
-    if (!c || rlk_conn_command(c, &v, 2, hk, NULL) != RLK_OK || v->type != RLK_RESP_ARRAY) return -1;
-    char field[256] = "";
-    for (const rlk_resp_value *f = v->child; f; f = f->next)
-        if (!is_bulk(f, "rlk:holder") && f->len < sizeof field) {
-            memcpy(field, f->str, f->len);
-            field[f->len] = '\0';
-        }
+    const rlk_resp_value *t = NULL;
+    const char *get[] = {reentrant ? "HGETALL" : "GET", name};
+    size_t n = 0;
+    memset(f, 0, sizeof *f);
+    *tok = NULL;
+    int r = rlk_conn_command(c, &v, 2, get, NULL);
+    if (r != RLK_OK) return r;
+    if (v->type == RLK_RESP_NULL || ((v->type == RLK_RESP_ARRAY || v->type == RLK_RESP_MAP) && !v->child))
+        return RLK_LOCK_NOT_HELD;
+    if (!reentrant && is_bulk(v, NULL) && (n = v->len) > 4 && memcmp(v->str, "rlk:", 4) == 0) {
+        /* "rlk:", 32 hex digits, ';' and the facts; "+w" when marked. */
+        const char *semi = memchr(v->str, ';', n);
+        if (semi) rlk__facts_read(f, semi + 1, n - (size_t)(semi + 1 - v->str));
+        if (memcmp(v->str + n - 2, "+w", 2) == 0) n -= 2;
+    }
+    if (!reentrant && is_bulk(v, NULL)) t = v;
+    for (const rlk_resp_value *k = reentrant ? v->child : NULL; k && k->next; k = k->next->next) {
+        if (is_bulk(k, "rlk:holder")) rlk__facts_read(f, k->next->str, k->next->len);
+        else if (!t && is_bulk(k, NULL)) t = k, n = k->len;
+    }
+    /* (A value with a NUL byte is cut there: that token holds nothing.) */
+    if (!t || !n) return RLK_LOCK_NOT_OWNER;
+    return (*tok = strndup(t->str, n)) ? RLK_OK : RLK_ERR_NOMEM;
+}
+
+/* A reentrant lock's holds, all of field's, released one by one through
+ * the release script (its tombstones and handoff), as the holder would;
+ * the script compares the field, so another holder is never touched.
+ * RLK_OK, RLK_LOCK_NOT_HELD, RLK_LOCK_NOT_OWNER (at the first release:
+ * another holds it), RLK_ERR_SERVER (the script failed), or a
+ * connection status. */
+static int break_reentrant(rlk_conn *c, const char *name, const char *field)
+{
+    rlk_resp_value *v;
     size_t cap = rlk__key_cap(name);
     char *keys = malloc(RLK__NKEYS * cap);
-    if (!keys || !field[0]) return free(keys), -1;
+    if (!keys) return RLK_ERR_NOMEM;
     rlk__make_keys(name, keys, cap);
     int64_t got = 2;
-    for (int i = 0; i < 100000 && got == 2; i++) {
+    int i, r = RLK_OK;
+    for (i = 0; i < 100000 && got == 2 && r == RLK_OK; i++) {
         unsigned char rnd[16];
-        if (rlk__random_bytes(rnd, sizeof rnd) != 0) break;
         size_t tl = strlen(keys + RLK__K_TOMB * cap);
-        char *t = malloc(tl + 34);
-        if (!t) break;
+        char *t = rlk__random_bytes(rnd, sizeof rnd) == 0 ? malloc(tl + 34) : NULL;
+        if (!t) {
+            r = RLK_ERR_NOMEM;
+            break;
+        }
         memcpy(t, keys + RLK__K_TOMB * cap, tl);
         t[tl] = ':';
         rlk__hex(rnd, sizeof rnd, t + tl + 1);
         const char *ev[] = {"EVAL", rlk__lua_release, "4", keys, keys + RLK__K_QUEUE * cap,
                             keys + RLK__K_WAITERS * cap, t, field, "0", "60000", "0"};
-        got = rlk_conn_command(c, &v, 11, ev, NULL) == RLK_OK && v->type == RLK_RESP_INTEGER
-                  ? v->integer : -9;
+        r = rlk_conn_command(c, &v, 11, ev, NULL);
+        if (r == RLK_OK && v->type != RLK_RESP_INTEGER) r = RLK_ERR_SERVER;
+        got = r == RLK_OK ? v->integer : 0;
         free(t);
     }
     free(keys);
-    return got == 1 ? 0 : -1;
+    /* Holds taken away, then none left to the holder: it let go of the
+     * rest itself meanwhile; broken all the same. */
+    if (r != RLK_OK || got == 1 || (i > 1 && (got == 0 || got == -1))) return r;
+    return got == 0 ? RLK_LOCK_NOT_HELD : got == -1 ? RLK_LOCK_NOT_OWNER : RLK_ERR_SERVER;
 }
 
 int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
     const char *pos[1];
-    char where[RLK__SLOTS_HOST_MAX + 64], kind[128], facts[512], iso[80];
+    char where[RLK__SLOTS_HOST_MAX + 64], kind[128];
     rlk_client *cl;
-    rlk_lock_status st;
+    rlk_lock_status st, f;
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
     if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
         return r;
@@ -1208,40 +1346,33 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         rlk_client_free(cl);
         return r;
     }
-    if (st.has_facts) facts_line(&st, facts, sizeof facts, iso, sizeof iso);
-    else snprintf(facts, sizeof facts, "a holder of unknown facts (%s)", kind);
-    /* A simple lock: released by the token read just before, as its
-     * holder would (waiters are handed it); tried again if it changed
-     * hands in between. */
-    r = -1;
-    for (int i = 0; i < 3 && r != RLK_OK; i++) {
-        if (st.kind == RLK_LOCK_REENTRANT) {
-            r = break_reentrant(cl, pos[0]) == 0 ? RLK_OK : -1;
-            break;
-        }
-        rlk_conn *c = rlk_client_conn(cl);
-        rlk_resp_value *v;
-        const char *get[] = {"GET", pos[0]};
-        if (!c || rlk_conn_command(c, &v, 2, get, NULL) != RLK_OK) break;
-        if (v->type == RLK_RESP_NULL) {
-            r = RLK_LOCK_NOT_HELD;
-            break;
-        }
-        if (!is_bulk(v, NULL) || memchr(v->str, '\0', v->len)) break;
-        size_t n = v->len >= 2 && memcmp(v->str + v->len - 2, "+w", 2) == 0 ? v->len - 2 : v->len;
-        char *tok = strndup(v->str, n);
-        r = tok ? rlk_release_token(cl, pos[0], tok) : RLK_ERR_NOMEM;
-        free(tok);
-    }
+    /* The holder is read once, and its very token released: the facts
+     * printed are that token's, and if the lock changed hands since,
+     * the release's comparison leaves the new holder alone (waiters in
+     * line are handed the lock, as at its holder's release). */
+    char *tok = NULL;
+    rlk_conn *c = rlk_client_conn(cl);
+    int reentrant = st.kind == RLK_LOCK_REENTRANT, lib = !c;
+    r = c ? holder_now(c, pos[0], reentrant, &tok, &f) : RLK_ERR_NOMEM;
+    if (r == RLK_OK && reentrant) r = break_reentrant(c, pos[0], tok);
+    else if (r == RLK_OK) r = rlk_release_token(cl, pos[0], tok), lib = 1;
+    free(tok);
     if (r == RLK_OK) {
-        printf("broke '%s', held by %s%s%s\n", pos[0], facts, st.cmd[0] ? ", command " : "", st.cmd);
+        printf("broke '%s', held by ", pos[0]);
+        if (f.has_facts) put_facts(&f, 1);
+        else fputs("a holder of unknown facts (", stdout), put_text(kind), putchar(')');
+        putchar('\n');
     } else if (r == RLK_LOCK_NOT_HELD) {
         printf("'%s' is not held (it was released or expired meanwhile)\n", pos[0]);
         r = 1;
+    } else if (r == RLK_LOCK_NOT_OWNER) {
+        cli_err("break: '%s' changed hands meanwhile: its new holder is left alone", pos[0]);
+        r = 1;
     } else {
-        cli_err("break: cannot release '%s': %s", pos[0], r < -1 ? rlk_client_errmsg(cl) : "it changed hands");
-        r = CLI_EX_TEMPFAIL;
+        cli_err("break: cannot release '%s': %s", pos[0],
+                lib ? rlk_client_errmsg(cl) : r == RLK_ERR_SERVER ? rlk_strerror(r) : rlk_conn_errmsg(c));
+        r = cli_exit_for(r);
     }
     rlk_client_free(cl);
-    return r == RLK_OK ? 0 : r;
+    return r;
 }
