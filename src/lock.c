@@ -1255,6 +1255,30 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
 /* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
+static void call_done(rlk__locks *s, scall *k, rlk__session_result *res);
+
+void rlk__locks_refuse(rlk__locks *s, int status, const char *msg, int64_t now)
+{
+    enter(s, now);
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->inflight || l->ext_on || l->confirming) continue; /* its reply ends it */
+        if (l->state == L_PENDING || l->state == L_WAIT)
+            not_acquired(s, l, fail(s, status, "acquire: %s", msg));
+        else if (l->state == L_REL_PENDING)
+            finish(s, l, RLK_SEV_RELEASED, fail(s, status, "release: %s", msg));
+    }
+    for (scall *k = s->calls, *next; k; k = next) {
+        next = k->next;
+        if (!k->pending) continue;
+        rlk__session_result res;
+        memset(&res, 0, sizeof res);
+        res.status = fail(s, status, "%s", msg);
+        call_done(s, k, &res);
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+}
+
 static void ready_go(lnode *n);
 
 /* A connection's handshake is done: the handoff channel is subscribed

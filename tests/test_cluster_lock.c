@@ -18,7 +18,12 @@
  *      primary, and no call outlives its deadline;
  *   e. Redisson 3.22+ waiters on a cluster (SSUBSCRIBE to the slot's
  *      owner) hear a release's "0", and no cluster-wide PUBLISH is sent;
- *   f. names of one hash tag land on one node.
+ *   f. names of one hash tag land on one node;
+ *   g. seeds that are not one cluster (a node of another, real, cluster
+ *      of one node; a standalone server; the same standalone server
+ *      twice): an acquire fails with RLK_ERR_INVALID naming the seed,
+ *      whatever its wait (for ever included), blocking, with the
+ *      watchdog thread, or with no wait, long before its wait's end.
  *
  * The tests run in order on one cluster.  The state of the servers is
  * read with rlk_conn on the node that owns a key, following MOVED and
@@ -38,6 +43,7 @@
 #include "resplock.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1120,6 +1126,137 @@ static void test_no_key_without_ttl(void)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* g. seeds that are not one cluster                                    */
+
+/* An acquire in a thread of its own, so that one that never returns is
+ * a failure of the test, not a hang of it. */
+struct bounded_acq {
+    rlk_client *c;
+    int64_t wait_ms;
+    int status;
+    char err[600];
+};
+
+static void *bounded_acq_main(void *arg)
+{
+    struct bounded_acq *a = arg;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    opts(&o, 10000, a->wait_ms, RLK_LOCK_SIMPLE, 0, NULL);
+    a->status = rlk_lock_acquire(a->c, "g-seeds", &o, &l);
+    snprintf(a->err, sizeof a->err, "%s", rlk_client_errmsg(a->c));
+    if (l) rlk_lock_release(l);
+    return NULL;
+}
+
+/* The acquire's status, or -1 when it had not returned within bound_ms
+ * (its client is then left to the thread: the test has failed). */
+static int acquire_within(rlk_client *c, int64_t wait_ms, int64_t bound_ms, char *err, size_t n)
+{
+    struct bounded_acq a = {c, wait_ms, 0, ""};
+    pthread_t t;
+    struct timespec ts;
+    if (pthread_create(&t, NULL, bounded_acq_main, &a) != 0) return -2;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += bound_ms / 1000;
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
+        pthread_detach(t);
+        snprintf(err, n, "still waiting after %lld ms", (long long)bound_ms);
+        return -1;
+    }
+    snprintf(err, n, "%s", a.err);
+    return a.status;
+}
+
+static void test_seeds_refused(void)
+{
+    /* Its bus port is chosen: port + 10000 may be taken or too big (a
+     * bus port taken meanwhile fails the start: another is chosen). */
+    char bus[16];
+    const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                           "--cluster-port", bus, NULL};
+    ts_options to;
+    memset(&to, 0, sizeof to);
+    to.extra = extra;
+    ts_server *other = NULL, *alone = ts_start(NULL);
+    for (int attempt = 0; attempt < 4 && !other; attempt++) {
+        int port = ts_free_port(0);
+        if (port < 0) break;
+        snprintf(bus, sizeof bus, "%d", port);
+        other = ts_start(&to);
+    }
+    char other_url[64], alone_url[64], other_port[16], alone_port[16], seed_port[16];
+    int64_t bound = slow ? 90000 : 20000;
+    if (!CHECK(other && alone)) goto out;
+    url_of(other_url, sizeof other_url, other);
+    url_of(alone_url, sizeof alone_url, alone);
+    snprintf(other_port, sizeof other_port, "127.0.0.1:%d)", other->port);
+    snprintf(alone_port, sizeof alone_port, "127.0.0.1:%d)", alone->port);
+    snprintf(seed_port, sizeof seed_port, "127.0.0.1:%d)", tc_port(cl, 0));
+    /* Another cluster, of one node that serves every slot. */
+    rlk_conn *k = CONNECT(other_url);
+    rlk_resp_value *v = k ? CMD(k, "CLUSTER", "ADDSLOTSRANGE", "0", "16383") : NULL;
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) {
+        rlk_conn_free(k);
+        goto out;
+    }
+    int64_t until = ts_now_ms() + TC_READY_MS, up = 0;
+    while (!up && ts_now_ms() < until) {
+        v = CMD(k, "CLUSTER", "INFO");
+        up = v && v->str && memmem(v->str, v->len, "cluster_state:ok", 16);
+        if (!up) usleep(20000);
+    }
+    rlk_conn_free(k);
+    if (!CHECK_MSG(up, "the one-node cluster is not ok")) goto out;
+    struct {
+        const char *what, *first, *second, *named1, *named2, *says;
+    } cases[] = {
+        {"a node of another cluster second", seed_url, other_url, other_port, seed_port,
+         "is not a node of the cluster of seed"},
+        {"a node of another cluster first", other_url, seed_url, other_port, seed_port,
+         "is not a node of the cluster of seed"},
+        /* Refused by its mode, or by the table read before its
+         * handshake was done. */
+        {"a standalone server second", seed_url, alone_url, alone_port, alone_port, "is not a"},
+        {"the same standalone server twice", alone_url, alone_url, alone_port, alone_port,
+         "is not a Redis Cluster node"},
+    };
+    static const int64_t waits[] = {-1, 60000, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int thread = 0; thread < 2; thread++)
+            for (size_t w = 0; w < sizeof waits / sizeof waits[0]; w++) {
+                rlk_client_config cfg;
+                const char *seeds[1] = {cases[i].second};
+                char err[600];
+                client_cfg(&cfg, cases[i].first);
+                cfg.seeds = seeds;
+                cfg.nseeds = 1;
+                rlk_client *c = rlk_client_new(&cfg);
+                if (!CHECK(c != NULL)) continue;
+                if (thread && !CHECK(rlk_client_watchdog_start(c) == RLK_OK)) {
+                    rlk_client_free(c);
+                    continue;
+                }
+                int64_t t0 = ts_now_ms();
+                int rc = acquire_within(c, waits[w], bound, err, sizeof err);
+                CHECK_MSG(rc == RLK_ERR_INVALID && strstr(err, "seed ") &&
+                              strstr(err, cases[i].says) &&
+                              (strstr(err, cases[i].named1) || strstr(err, cases[i].named2)),
+                          "%s, %s, wait %lld: %d %s", cases[i].what, thread ? "thread" : "blocking",
+                          (long long)waits[w], rc, err);
+                /* Before its wait's end: the refusal ended it. */
+                if (waits[w] != 0)
+                    CHECK_MSG(ts_now_ms() - t0 < bound, "%s: returned after %lld ms", cases[i].what,
+                              (long long)(ts_now_ms() - t0));
+                if (rc == -1) goto out; /* the thread still has c */
+                rlk_client_free(c);
+            }
+out:
+    ts_stop(other);
+    ts_stop(alone);
+}
+
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
@@ -1139,6 +1276,7 @@ int main(int argc, char **argv)
     RUN(test_failover);
     RUN(test_redisson_channel);
     RUN(test_hash_tag);
+    RUN(test_seeds_refused);
     RUN(test_no_key_without_ttl);
     for (int i = 0; i < TC_NODES; i++) node_forget(i);
     tc_stop(cl);
