@@ -10,7 +10,10 @@
 # twice (also as 127.0.0.1 and localhost), exit 78 at once, naming the
 # seed, whatever the wait (none, 2 s, 10 min, for ever): a mismatch found
 # after the request was sent fails that request, it does not leave it
-# waiting for a connection that will never come.
+# waiting for a connection that will never come.  A slot in a MOVED loop
+# (each of two primaries says the other serves it, after a bad CLUSTER
+# SETSLOT) is tried again while the wait lasts, then exits 69 naming the
+# loop.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 trap 'rlk_cluster_stop; rlk_cleanup' EXIT
@@ -89,6 +92,36 @@ two="seed [12] \(127\.0\.0\.1:(${P[0]}|${Q[0]})\) is not a node of the cluster o
 refused_forms "nodes of two clusters" "^resplock: acquire: $two" -u "$(url "${P[0]}")" -u "$(url "${Q[0]}")"
 refused_forms "nodes of two clusters, the other first" "^resplock: acquire: $two" \
   -u "$(url "${Q[0]}")" -u "$(url "${P[0]}")"
+
+# A MOVED loop: the two primaries of a name's slot each say the other
+# serves it.  run -w 3s tries again while its wait lasts (the loop ends
+# a try, not the wait), then exits 69 naming the loop; -n ends with the
+# first try.
+nodes=(${!name_of[*]})
+lo=${nodes[0]} lo2=${nodes[1]}
+ln=${name_of[$lo]} ls=$(slot_of "${name_of[$lo]}")
+id_of() { redis-cli -p "${P[$1]}" cluster myid | tr -d '\r'; }
+redis-cli -p "${P[$lo]}" cluster setslot "$ls" node "$(id_of "$lo2")" >/dev/null
+redis-cli -p "${P[$lo2]}" cluster setslot "$ls" node "$(id_of "$lo")" >/dev/null
+moved_to() { redis-cli -p "${P[$1]}" set "$ln" x 2>&1 | tr -d '\r'; }
+case "$(moved_to "$lo") / $(moved_to "$lo2")" in
+  "MOVED $ls 127.0.0.1:${P[$lo2]} / MOVED $ls 127.0.0.1:${P[$lo]}") ok "slot $ls in a MOVED loop" ;;
+  *) bad "slot $ls is not in a MOVED loop: $(moved_to "$lo") / $(moved_to "$lo2")" ;;
+esac
+loop_re='^resplock: acquire: a redirect loop \(more than 16 MOVED in a row: .*MOVED '"$ls"' 127\.0\.0\.1:'
+t0=$(now_ms)
+check "a MOVED loop, run -w 3s: exit 69 naming the loop" 69 '' "$loop_re" -- \
+  -u "$(url "${P[$lo]}")" -T 5s run -w 3s "$ln" -- echo ran
+took=$(( $(now_ms) - t0 ))
+# No sooner than the wait's end: the loop did not end it.
+expect_gt "the MOVED loop's run waited its 3 s (ms)" "$took" 2999
+check "a MOVED loop, run -n: exit 69 naming the loop" 69 '' "$loop_re" -- \
+  -u "$(url "${P[$lo]}")" -T 5s run -n "$ln" -- echo ran
+# Mended: the slot is its first primary's again, in every node's view.
+redis-cli -p "${P[$lo]}" cluster setslot "$ls" node "$(id_of "$lo")" >/dev/null
+rlk_cluster_wait_ready 30 || die "the cluster did not agree on slot $ls again"
+check "the loop mended: run $ln" 0 '^held$' '' -- \
+  -u "$(url "${P[$lo2]}")" -T 5s run -w 5s "$ln" -- sh -c "echo held"
 
 # The first seed's node killed and failed over.
 victim=${!name_of[*]}; victim=${victim%% *}   # a primary with a name on its shard

@@ -23,7 +23,12 @@
  *      of one node; a standalone server; the same standalone server
  *      twice): an acquire fails with RLK_ERR_INVALID naming the seed,
  *      whatever its wait (for ever included), blocking, with the
- *      watchdog thread, or with no wait, long before its wait's end.
+ *      watchdog thread, or with no wait, long before its wait's end;
+ *   h. a slot in a MOVED loop (its two primaries name each other after
+ *      a bad CLUSTER SETSLOT): an acquire's wait tries again until it
+ *      ends (MOVED replies of more than one try), then fails with
+ *      RLK_ERR_SERVER naming the loop; with no wait, the first try's
+ *      loop ends it; mended, the slot's lock is taken again.
  *
  * The tests run in order on one cluster.  The state of the servers is
  * read with rlk_conn on the node that owns a key, following MOVED and
@@ -1257,6 +1262,94 @@ out:
     ts_stop(alone);
 }
 
+/* ------------------------------------------------------------------ */
+/* h. a MOVED loop                                                      */
+
+/* The MOVED replies node i gave since its last CONFIG RESETSTAT. */
+static long long moved_replies(int i)
+{
+    rlk_conn *k = NODE(i);
+    rlk_resp_value *v = k ? CMD(k, "INFO", "errorstats") : NULL;
+    const char *p;
+    if (!v || !v->str) return -1;
+    p = memmem(v->str, v->len, "errorstat_MOVED:count=", 22);
+    return p ? strtoll(p + 22, NULL, 10) : 0;
+}
+
+static void test_moved_loop(void)
+{
+    int p[TC_NODES], np = primaries(p), a, b;
+    char name[64], ida[48], idb[48], slot[16];
+    rlk_client *c = NULL;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    if (!CHECK_MSG(np == 3, "%d primaries", np)) return;
+    a = p[0];
+    b = p[1];
+    if (!PICK(name, "h-loop", a)) return;
+    snprintf(slot, sizeof slot, "%u", slot_of(name));
+    if (!CHECK(CMD_STR(NODE(a), ida, "CLUSTER", "MYID") == 1) ||
+        !CHECK(CMD_STR(NODE(b), idb, "CLUSTER", "MYID") == 1))
+        return;
+    rlk_resp_value *v = CMD(NODE(a), "CLUSTER", "SETSLOT", slot, "NODE", idb);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) return;
+    v = CMD(NODE(b), "CLUSTER", "SETSLOT", slot, "NODE", ida);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) goto mend;
+    for (int i = 0; i < 2; i++) {
+        int at = i ? b : a, ask = 0;
+        v = CMD(NODE(at), "SET", name, "x");
+        CHECK_MSG(v && redirect_node(v, &ask) == (i ? a : b) && !ask, "node %d: no MOVED to %d", at,
+                  i ? a : b);
+    }
+    reset_stats(NODE(a));
+    reset_stats(NODE(b));
+    c = NEW_CLIENT(0, 0, 0);
+    if (!c) goto mend;
+    int64_t t0 = ts_now_ms();
+    opts(&o, 10000, 3000, RLK_LOCK_SIMPLE, 0, NULL);
+    int rc = rlk_lock_acquire(c, name, &o, &l);
+    int64_t took = ts_now_ms() - t0;
+    long long moved = moved_replies(a) + moved_replies(b);
+    printf("# the loop's acquire: %d after %lld ms, %lld MOVED: %s\n", rc, (long long)took, moved,
+           rlk_client_errmsg(c));
+    CHECK_EQ_INT(rc, RLK_ERR_SERVER);
+    CHECK_MSG(strstr(rlk_client_errmsg(c), "redirect loop") != NULL, "%s", rlk_client_errmsg(c));
+    CHECK_MSG(took >= 3000, "the loop ended the 3 s wait after %lld ms", (long long)took);
+    /* More than one try's bound (16 in a row, the 17th ends a try). */
+    CHECK_MSG(moved > 2 * 17, "%lld MOVED replies: one try, not tried again", moved);
+    if (l) rlk_lock_release(l);
+    l = NULL;
+    /* No wait: the first try's loop ends it (a simple lock's first try
+     * is SET NX, a reentrant one's the script: both read so). */
+    for (int kind = 0; kind < 2; kind++) {
+        opts(&o, 10000, 0, kind ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE, 0, NULL);
+        rc = rlk_lock_acquire(c, name, &o, &l);
+        CHECK_MSG(rc == RLK_ERR_SERVER && strstr(rlk_client_errmsg(c), "redirect loop"),
+                  "%s, no wait: %d %s", kind ? "reentrant" : "simple", rc, rlk_client_errmsg(c));
+        if (l) rlk_lock_release(l);
+        l = NULL;
+    }
+    /* A reentrant lock's wait, by the script: tried again, then named. */
+    t0 = ts_now_ms();
+    opts(&o, 10000, 1000, RLK_LOCK_REENTRANT, 0, NULL);
+    rc = rlk_lock_acquire(c, name, &o, &l);
+    took = ts_now_ms() - t0;
+    CHECK_MSG(rc == RLK_ERR_SERVER && strstr(rlk_client_errmsg(c), "redirect loop") && took >= 1000,
+              "reentrant, 1 s wait: %d after %lld ms: %s", rc, (long long)took, rlk_client_errmsg(c));
+    if (l) rlk_lock_release(l);
+    l = NULL;
+mend:
+    v = CMD(NODE(a), "CLUSTER", "SETSLOT", slot, "NODE", ida);
+    CHECK(v && v->type == RLK_RESP_SIMPLE);
+    CHECK_EQ_INT(tc_wait_ready(cl, TC_READY_MS), 0);
+    if (c) {
+        opts(&o, 10000, 5000, RLK_LOCK_SIMPLE, 0, NULL);
+        CHECK_EQ_INT(rlk_lock_acquire(c, name, &o, &l), RLK_OK);
+        if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
@@ -1277,6 +1370,7 @@ int main(int argc, char **argv)
     RUN(test_redisson_channel);
     RUN(test_hash_tag);
     RUN(test_seeds_refused);
+    RUN(test_moved_loop);
     RUN(test_no_key_without_ttl);
     for (int i = 0; i < TC_NODES; i++) node_forget(i);
     tc_stop(cl);
