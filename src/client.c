@@ -772,6 +772,15 @@ static void route_changed(void *ctx)
     rlk__locks_rebind(cl->lk, rlk__now_ms());
 }
 
+/* Seeds that are not one cluster: what waits for a connection fails
+ * now with the reason, not at its deadline (a wait for ever would never
+ * end). */
+static void route_refused(void *ctx)
+{
+    rlk_client *cl = ctx;
+    rlk__locks_refuse(cl->lk, RLK_ERR_INVALID, cl->route.err, rlk__now_ms());
+}
+
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
 {
     rlk_client *cl = rlk__malloc(sizeof *cl);
@@ -844,7 +853,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     if (cl->cfg.seeds && cl->cfg.nseeds > 15) r = RLK_ERR_INVALID;
     cl->cfg.seeds = NULL; /* the caller's: not kept */
     rlk__locks_net net = {route_core_for, route_redirect, &cl->route};
-    rlk__route_hooks rh = {route_added, route_changed, cl};
+    rlk__route_hooks rh = {route_added, route_changed, route_refused, cl};
     rlk__route_set_hooks(&cl->route, &rh);
     ok = (r == RLK_OK || r == RLK_ERR_URL) && cl->route.drivers && cl->route.n &&
              (cl->lk = rlk__locks_new(&net, &sc, NULL)) != NULL;

@@ -1259,6 +1259,30 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
 /* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
+static void call_done(rlk__locks *s, scall *k, rlk__session_result *res);
+
+void rlk__locks_refuse(rlk__locks *s, int status, const char *msg, int64_t now)
+{
+    enter(s, now);
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->inflight || l->ext_on || l->confirming) continue; /* its reply ends it */
+        if (l->state == L_PENDING || l->state == L_WAIT)
+            not_acquired(s, l, fail(s, status, "acquire: %s", msg));
+        else if (l->state == L_REL_PENDING)
+            finish(s, l, RLK_SEV_RELEASED, fail(s, status, "release: %s", msg));
+    }
+    for (scall *k = s->calls, *next; k; k = next) {
+        next = k->next;
+        if (!k->pending) continue;
+        rlk__session_result res;
+        memset(&res, 0, sizeof res);
+        res.status = fail(s, status, "%s", msg);
+        call_done(s, k, &res);
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+}
+
 static void ready_go(lnode *n);
 
 /* A connection's handshake is done: the handoff channel is subscribed
@@ -1339,10 +1363,27 @@ static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rl
     l->ask = NULL;
     l->go_at = s->now;
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
-        /* MOVED in a row past any topology's: a loop, the caller's error
-         * (an ASK window lasts as long as the migration: the request's
-         * deadline bounds it). */
-        if (ec == RLK_EC_MOVED && ++l->redirs > REDIRECTS_MAX) return 0;
+        /* MOVED in a row past any topology's: a loop (nodes that send
+         * the slot to each other after a bad CLUSTER SETSLOT), which
+         * ends this try.  A wait that lasts tries again after the one
+         * backoff's pause (the table may be mended by then), its last
+         * try at the wait's end; else it is the request's error (an ASK
+         * window lasts as long as the migration: the request's deadline
+         * bounds it). */
+        if (ec == RLK_EC_MOVED && ++l->redirs > REDIRECTS_MAX) {
+            if (l->state != L_TRY || l->wait_ms == 0 || (l->until >= 0 && s->now >= l->until))
+                return 0;
+            l->redirs = 0;
+            if (!l->paced) {
+                rlk__backoff_init(&l->pace, 0, 0, (uint64_t)(uintptr_t)l ^ (uint64_t)s->now);
+                l->paced = 1;
+            }
+            l->go_at = s->now + rlk__backoff_next(&l->pace);
+            if (l->until >= 0 && l->go_at > l->until) l->go_at = l->until;
+            snprintf(s->err, sizeof s->err, "a redirect loop: %.*s", (int)(v->len > 200 ? 200 : v->len),
+                     v->str);
+            return 1;
+        }
         int ask = 0;
         rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
         if (ask && to) l->ask = node_of(s, to);
@@ -1420,6 +1461,19 @@ static void ready_go(lnode *n)
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
 
+/* An acquire's error reply after redirects in a row past the bound: the
+ * message says it is a loop, not a node's one answer. */
+static const char *loop_note(const rlk_session_lock *l)
+{
+#define LOOP_STR_(x) #x
+#define LOOP_STR(x) LOOP_STR_(x)
+    return l->redirs > REDIRECTS_MAX ? "a redirect loop (more than " LOOP_STR(REDIRECTS_MAX)
+                                       " MOVED in a row: the slot's nodes name each other), the last: "
+                                     : "";
+#undef LOOP_STR
+#undef LOOP_STR_
+}
+
 /* A first try's replies: SET NX PX, the window's HGET, then TIME, which
  * decides. */
 static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
@@ -1428,7 +1482,8 @@ static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     if (!v) return;
     rlk__locks *s = l->s;
     if (redirected(s, l, c, v)) l->redirected = 1;
-    else if (rlk__is_error(v)) l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+    else if (rlk__is_error(v))
+        l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %s%.*s", loop_note(l), errlen(v), v->str);
     else if (v->type == RLK_RESP_NULL) l->set_result = 0;
     else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
         l->set_result = 1;
@@ -1535,10 +1590,11 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         settle(s, l);
         return;
     }
+    const char *loop = loop_note(l);
     l->redirs = l->paced = 0;
     int64_t ok, x, holds;
     if (rlk__is_error(v)) {
-        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
+        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %s%.*s", loop, errlen(v), v->str));
         return;
     }
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x)) {

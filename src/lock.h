@@ -81,6 +81,10 @@ rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, vo
  * once on the new connection; waits and requests waiting for a
  * connection go there). */
 void rlk__locks_rebind(rlk__locks *s, int64_t now);
+/* The connections will not come (the client's servers were refused,
+ * msg says why): every acquire, release and call that waits for one
+ * ends now with status, as its deadline would have ended it. */
+void rlk__locks_refuse(rlk__locks *s, int status, const char *msg, int64_t now);
 /* Frees the handles and calls (no event); the cores stay. */
 void rlk__locks_free(rlk__locks *s);
 

@@ -525,7 +525,10 @@ typedef struct rlk_client_config {
      * of them, at most 15, else rlk_client_new fails; copied): the
      * cluster is found through the
      * first that answers.  Seeds that are not all nodes of one cluster
-     * are a configuration error (RLK_ERR_INVALID from the calls).  NULL:
+     * (as it announces them) are a configuration error: found once they
+     * answer, every call then waiting for a connection fails with
+     * RLK_ERR_INVALID and a message naming the seed, whatever its wait,
+     * and so do the calls after.  NULL:
      * conn.url alone, which is enough for a cluster too. */
     const char *const *seeds;
     size_t nseeds;

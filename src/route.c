@@ -227,6 +227,7 @@ static void refuse(rlk__route *r, const char *fmt, ...)
         d->last = RLK_ERR_INVALID;
         snprintf(d->err, sizeof d->err, "%.*s", (int)sizeof d->err - 1, r->err);
     }
+    if (r->hooks.refused) r->hooks.refused(r->hooks.ctx);
 }
 
 int rlk__route_seed_ready(const rlk__route *r)
@@ -237,8 +238,8 @@ int rlk__route_seed_ready(const rlk__route *r)
 }
 
 /* A seed's handshake said it is a cluster node.  Several seeds must all
- * be. */
-static void notice_cluster(rlk__route *r)
+ * be; one that is not is refused only when may_refuse is set. */
+static void notice_cluster(rlk__route *r, int may_refuse)
 {
     if (r->kind != RLK__ROUTE_ONE || r->refused) return;
     for (size_t i = 0; i < r->seeds; i++) {
@@ -247,6 +248,7 @@ static void notice_cluster(rlk__route *r)
         if (strcmp(rlk__core_info(c)->mode, "cluster") == 0) {
             if (!r->cluster && become_cluster(r) == 0) table_due(r, rlk__core_now(c));
         } else if (r->seeds > 1) {
+            if (!may_refuse) return;
             refuse(r, "seed %zu (%s) is not a Redis Cluster node (its mode: %s): several seeds "
                       "must be nodes of one cluster", i + 1, r->drivers[i]->t.peer,
                    rlk__core_info(c)->mode[0] ? rlk__core_info(c)->mode : "unknown");
@@ -255,9 +257,12 @@ static void notice_cluster(rlk__route *r)
     }
 }
 
-/* Every seed is a node of the table just read. */
-static void check_seeds(rlk__route *r)
+/* Every seed is a node of the table just read (from's; its place among
+ * the drivers, for the message). */
+static void check_seeds(rlk__route *r, const rlk__driver *from)
 {
+    size_t o = 0;
+    while (o < r->n && r->drivers[o] != from) o++;
     for (size_t i = 0; i < r->seeds && r->seeds > 1; i++) {
         const rlk__driver *d = r->drivers[i];
         int found = 0;
@@ -266,8 +271,14 @@ static void check_seeds(rlk__route *r)
             found = is_node(r, d, nd);
         }
         if (!found) {
-            refuse(r, "seed %zu (%s:%d) is not a node of the cluster the others belong to", i + 1,
-                   d->url.host ? d->url.host : "?", d->url.port);
+            if (o < r->seeds)
+                refuse(r, "seed %zu (%s:%d) is not a node of the cluster of seed %zu (%s:%d): several "
+                          "seeds must be nodes of one cluster, as it names them", i + 1,
+                       d->url.host ? d->url.host : "?", d->url.port, o + 1,
+                       from->url.host ? from->url.host : "?", from->url.port);
+            else
+                refuse(r, "seed %zu (%s:%d) is not a node of the cluster the others belong to", i + 1,
+                       d->url.host ? d->url.host : "?", d->url.port);
             return;
         }
     }
@@ -313,7 +324,7 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     }
     r->have_table = 1;
     r->tables++;
-    check_seeds(r);
+    check_seeds(r, d);
     if (r->refused) return;
     table_due(r, now + TABLE_EVERY_MS);
     /* The owner follows the table first: a request waiting for a node
@@ -333,7 +344,7 @@ static const rlk__req_ops table_ops = {build_table, on_table, NULL, RLK__T_ARRAY
  * must wake for it, or -1. */
 static int64_t upkeep(rlk__route *r, int64_t now)
 {
-    notice_cluster(r);
+    notice_cluster(r, 1);
     if (!r->cluster || r->refused) return -1;
     for (size_t i = 0; i < r->n; i++) {
         const rlk__driver *d = r->drivers[i];
@@ -382,7 +393,7 @@ static int port_of(const rlk__route *r, const rlk__node *nd)
 
 rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot)
 {
-    notice_cluster(r);
+    notice_cluster(r, 0);
     if (!r->cluster) /* several seeds: none before the cluster is found */
         return r->seeds > 1 ? NULL : r->drivers[0]->core;
     const rlk__node *nd = rlk__slots_owner(r->slots, slot);
@@ -484,6 +495,9 @@ int rlk__route_step(rlk__route *r, int64_t until)
     struct pollfd p[RLK__ROUTE_MAX];
     int64_t wake;
     int first = rlk__route_prepare(r, p, until, &wake);
+    /* Nothing to wait for (seeds refused, every driver failed for
+     * good): no poll of nothing until a deadline. */
+    if (first != RLK_OK && !rlk__route_can_go_on(r)) return first;
     if (rlk__poll_until(p, r->polled, wake) < 0) {
         snprintf(r->err, sizeof r->err, "poll: %s", strerror(errno));
         return RLK_ERR_IO;

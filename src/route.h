@@ -54,6 +54,11 @@ typedef struct rlk__route_hooks {
     int (*added)(void *ctx, rlk__core *core);
     /* The slot table changed. */
     void (*changed)(void *ctx);
+    /* The servers given are not one cluster (the reason in r->err):
+     * every connection is closed and stays so, and what waits for one
+     * must fail now, not at its deadline.  Not called from within
+     * rlk__route_core_for. */
+    void (*refused)(void *ctx);
     void *ctx;
 } rlk__route_hooks;
 
@@ -109,7 +114,9 @@ void rlk__route_set_hooks(rlk__route *r, const rlk__route_hooks *hooks);
  * order. */
 size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max);
 /* The core that serves slot now (NULL: none known yet), opening its
- * connection when first asked for. */
+ * connection when first asked for.  Seeds found not to be one cluster
+ * are refused at the next turn, not here (the caller is within its own
+ * walk of what it sends). */
 rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot);
 /* The i-th server's core (i < r->n). */
 rlk__core *rlk__route_core(rlk__route *r, size_t i);

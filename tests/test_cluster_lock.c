@@ -22,6 +22,16 @@
  *   g. SIGSTOP of a primary (its connection up and silent): a lock of
  *      its shard is kept and renewed on the promoted replica, and a
  *      release reaches the new primary.
+ *   h. seeds that are not one cluster (a node of another, real, cluster
+ *      of one node; a standalone server; the same standalone server
+ *      twice): an acquire fails with RLK_ERR_INVALID naming the seed,
+ *      whatever its wait (for ever included), blocking, with the
+ *      watchdog thread, or with no wait, long before its wait's end;
+ *   i. a slot in a MOVED loop (its two primaries name each other after
+ *      a bad CLUSTER SETSLOT): an acquire's wait tries again until it
+ *      ends (MOVED replies of more than one try), then fails with
+ *      RLK_ERR_SERVER naming the loop; with no wait, the first try's
+ *      loop ends it; mended, the slot's lock is taken again.
  *
  * The tests run in order on one cluster.  The state of the servers is
  * read with rlk_conn on the node that owns a key, following MOVED and
@@ -41,6 +51,7 @@
 #include "resplock.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1227,6 +1238,225 @@ static void test_no_key_without_ttl(void)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* g. seeds that are not one cluster                                    */
+
+/* An acquire in a thread of its own, so that one that never returns is
+ * a failure of the test, not a hang of it. */
+struct bounded_acq {
+    rlk_client *c;
+    int64_t wait_ms;
+    int status;
+    char err[600];
+};
+
+static void *bounded_acq_main(void *arg)
+{
+    struct bounded_acq *a = arg;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    opts(&o, 10000, a->wait_ms, RLK_LOCK_SIMPLE, 0, NULL);
+    a->status = rlk_lock_acquire(a->c, "g-seeds", &o, &l);
+    snprintf(a->err, sizeof a->err, "%s", rlk_client_errmsg(a->c));
+    if (l) rlk_lock_release(l);
+    return NULL;
+}
+
+/* The acquire's status, or -1 when it had not returned within bound_ms
+ * (its client is then left to the thread: the test has failed). */
+static int acquire_within(rlk_client *c, int64_t wait_ms, int64_t bound_ms, char *err, size_t n)
+{
+    struct bounded_acq a = {c, wait_ms, 0, ""};
+    pthread_t t;
+    struct timespec ts;
+    if (pthread_create(&t, NULL, bounded_acq_main, &a) != 0) return -2;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += bound_ms / 1000;
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
+        pthread_detach(t);
+        snprintf(err, n, "still waiting after %lld ms", (long long)bound_ms);
+        return -1;
+    }
+    snprintf(err, n, "%s", a.err);
+    return a.status;
+}
+
+static void test_seeds_refused(void)
+{
+    /* Its bus port is chosen: port + 10000 may be taken or too big (a
+     * bus port taken meanwhile fails the start: another is chosen). */
+    char bus[16];
+    const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                           "--cluster-port", bus, NULL};
+    ts_options to;
+    memset(&to, 0, sizeof to);
+    to.extra = extra;
+    ts_server *other = NULL, *alone = ts_start(NULL);
+    for (int attempt = 0; attempt < 4 && !other; attempt++) {
+        int port = ts_free_port(0);
+        if (port < 0) break;
+        snprintf(bus, sizeof bus, "%d", port);
+        other = ts_start(&to);
+    }
+    char other_url[64], alone_url[64], other_port[16], alone_port[16], seed_port[16];
+    int64_t bound = slow ? 90000 : 20000;
+    if (!CHECK(other && alone)) goto out;
+    url_of(other_url, sizeof other_url, other);
+    url_of(alone_url, sizeof alone_url, alone);
+    snprintf(other_port, sizeof other_port, "127.0.0.1:%d)", other->port);
+    snprintf(alone_port, sizeof alone_port, "127.0.0.1:%d)", alone->port);
+    snprintf(seed_port, sizeof seed_port, "127.0.0.1:%d)", tc_port(cl, 0));
+    /* Another cluster, of one node that serves every slot. */
+    rlk_conn *k = CONNECT(other_url);
+    rlk_resp_value *v = k ? CMD(k, "CLUSTER", "ADDSLOTSRANGE", "0", "16383") : NULL;
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) {
+        rlk_conn_free(k);
+        goto out;
+    }
+    int64_t until = ts_now_ms() + TC_READY_MS, up = 0;
+    while (!up && ts_now_ms() < until) {
+        v = CMD(k, "CLUSTER", "INFO");
+        up = v && v->str && memmem(v->str, v->len, "cluster_state:ok", 16);
+        if (!up) usleep(20000);
+    }
+    rlk_conn_free(k);
+    if (!CHECK_MSG(up, "the one-node cluster is not ok")) goto out;
+    struct {
+        const char *what, *first, *second, *named1, *named2, *says;
+    } cases[] = {
+        {"a node of another cluster second", seed_url, other_url, other_port, seed_port,
+         "is not a node of the cluster of seed"},
+        {"a node of another cluster first", other_url, seed_url, other_port, seed_port,
+         "is not a node of the cluster of seed"},
+        /* Refused by its mode, or by the table read before its
+         * handshake was done. */
+        {"a standalone server second", seed_url, alone_url, alone_port, alone_port, "is not a"},
+        {"the same standalone server twice", alone_url, alone_url, alone_port, alone_port,
+         "is not a Redis Cluster node"},
+    };
+    static const int64_t waits[] = {-1, 60000, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int thread = 0; thread < 2; thread++)
+            for (size_t w = 0; w < sizeof waits / sizeof waits[0]; w++) {
+                rlk_client_config cfg;
+                const char *seeds[1] = {cases[i].second};
+                char err[600];
+                client_cfg(&cfg, cases[i].first);
+                cfg.seeds = seeds;
+                cfg.nseeds = 1;
+                rlk_client *c = rlk_client_new(&cfg);
+                if (!CHECK(c != NULL)) continue;
+                if (thread && !CHECK(rlk_client_watchdog_start(c) == RLK_OK)) {
+                    rlk_client_free(c);
+                    continue;
+                }
+                int64_t t0 = ts_now_ms();
+                int rc = acquire_within(c, waits[w], bound, err, sizeof err);
+                CHECK_MSG(rc == RLK_ERR_INVALID && strstr(err, "seed ") &&
+                              strstr(err, cases[i].says) &&
+                              (strstr(err, cases[i].named1) || strstr(err, cases[i].named2)),
+                          "%s, %s, wait %lld: %d %s", cases[i].what, thread ? "thread" : "blocking",
+                          (long long)waits[w], rc, err);
+                /* Before its wait's end: the refusal ended it. */
+                if (waits[w] != 0)
+                    CHECK_MSG(ts_now_ms() - t0 < bound, "%s: returned after %lld ms", cases[i].what,
+                              (long long)(ts_now_ms() - t0));
+                if (rc == -1) goto out; /* the thread still has c */
+                rlk_client_free(c);
+            }
+out:
+    ts_stop(other);
+    ts_stop(alone);
+}
+
+/* ------------------------------------------------------------------ */
+/* h. a MOVED loop                                                      */
+
+/* The MOVED replies node i gave since its last CONFIG RESETSTAT. */
+static long long moved_replies(int i)
+{
+    rlk_conn *k = NODE(i);
+    rlk_resp_value *v = k ? CMD(k, "INFO", "errorstats") : NULL;
+    const char *p;
+    if (!v || !v->str) return -1;
+    p = memmem(v->str, v->len, "errorstat_MOVED:count=", 22);
+    return p ? strtoll(p + 22, NULL, 10) : 0;
+}
+
+static void test_moved_loop(void)
+{
+    int p[TC_NODES], np = primaries(p), a, b;
+    char name[64], ida[48], idb[48], slot[16];
+    rlk_client *c = NULL;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    if (!CHECK_MSG(np == 3, "%d primaries", np)) return;
+    a = p[0];
+    b = p[1];
+    if (!PICK(name, "h-loop", a)) return;
+    snprintf(slot, sizeof slot, "%u", slot_of(name));
+    if (!CHECK(CMD_STR(NODE(a), ida, "CLUSTER", "MYID") == 1) ||
+        !CHECK(CMD_STR(NODE(b), idb, "CLUSTER", "MYID") == 1))
+        return;
+    rlk_resp_value *v = CMD(NODE(a), "CLUSTER", "SETSLOT", slot, "NODE", idb);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) return;
+    v = CMD(NODE(b), "CLUSTER", "SETSLOT", slot, "NODE", ida);
+    if (!CHECK(v && v->type == RLK_RESP_SIMPLE)) goto mend;
+    for (int i = 0; i < 2; i++) {
+        int at = i ? b : a, ask = 0;
+        v = CMD(NODE(at), "SET", name, "x");
+        CHECK_MSG(v && redirect_node(v, &ask) == (i ? a : b) && !ask, "node %d: no MOVED to %d", at,
+                  i ? a : b);
+    }
+    reset_stats(NODE(a));
+    reset_stats(NODE(b));
+    c = NEW_CLIENT(0, 0, 0);
+    if (!c) goto mend;
+    int64_t t0 = ts_now_ms();
+    opts(&o, 10000, 3000, RLK_LOCK_SIMPLE, 0, NULL);
+    int rc = rlk_lock_acquire(c, name, &o, &l);
+    int64_t took = ts_now_ms() - t0;
+    long long moved = moved_replies(a) + moved_replies(b);
+    printf("# the loop's acquire: %d after %lld ms, %lld MOVED: %s\n", rc, (long long)took, moved,
+           rlk_client_errmsg(c));
+    CHECK_EQ_INT(rc, RLK_ERR_SERVER);
+    CHECK_MSG(strstr(rlk_client_errmsg(c), "redirect loop") != NULL, "%s", rlk_client_errmsg(c));
+    CHECK_MSG(took >= 3000, "the loop ended the 3 s wait after %lld ms", (long long)took);
+    /* More than one try's bound (16 in a row, the 17th ends a try). */
+    CHECK_MSG(moved > 2 * 17, "%lld MOVED replies: one try, not tried again", moved);
+    if (l) rlk_lock_release(l);
+    l = NULL;
+    /* No wait: the first try's loop ends it (a simple lock's first try
+     * is SET NX, a reentrant one's the script: both read so). */
+    for (int kind = 0; kind < 2; kind++) {
+        opts(&o, 10000, 0, kind ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE, 0, NULL);
+        rc = rlk_lock_acquire(c, name, &o, &l);
+        CHECK_MSG(rc == RLK_ERR_SERVER && strstr(rlk_client_errmsg(c), "redirect loop"),
+                  "%s, no wait: %d %s", kind ? "reentrant" : "simple", rc, rlk_client_errmsg(c));
+        if (l) rlk_lock_release(l);
+        l = NULL;
+    }
+    /* A reentrant lock's wait, by the script: tried again, then named. */
+    t0 = ts_now_ms();
+    opts(&o, 10000, 1000, RLK_LOCK_REENTRANT, 0, NULL);
+    rc = rlk_lock_acquire(c, name, &o, &l);
+    took = ts_now_ms() - t0;
+    CHECK_MSG(rc == RLK_ERR_SERVER && strstr(rlk_client_errmsg(c), "redirect loop") && took >= 1000,
+              "reentrant, 1 s wait: %d after %lld ms: %s", rc, (long long)took, rlk_client_errmsg(c));
+    if (l) rlk_lock_release(l);
+    l = NULL;
+mend:
+    v = CMD(NODE(a), "CLUSTER", "SETSLOT", slot, "NODE", ida);
+    CHECK(v && v->type == RLK_RESP_SIMPLE);
+    CHECK_EQ_INT(tc_wait_ready(cl, TC_READY_MS), 0);
+    if (c) {
+        opts(&o, 10000, 5000, RLK_LOCK_SIMPLE, 0, NULL);
+        CHECK_EQ_INT(rlk_lock_acquire(c, name, &o, &l), RLK_OK);
+        if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     int64_t t0 = ts_now_ms();
@@ -1247,6 +1477,8 @@ int main(int argc, char **argv)
     RUN(test_frozen_primary);
     RUN(test_redisson_channel);
     RUN(test_hash_tag);
+    RUN(test_seeds_refused);
+    RUN(test_moved_loop);
     RUN(test_no_key_without_ttl);
     for (int i = 0; i < TC_NODES; i++) node_forget(i);
     tc_stop(cl);
