@@ -13,6 +13,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +71,10 @@ static int conf_load(int slot, const char *path, int optional, const char *var)
 {
     snprintf(conf_path[slot], sizeof conf_path[slot], "%s", path);
     const char *file = conf_path[slot];
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    /* open and read, not stdio: a static build would link fopen, fread
+     * and fclose (about 1,400 bytes of musl) for these two files alone. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         if (optional && errno == ENOENT) return 0;
         if (var) {
             cli_err("%s (named by $%s): %s", file, var, strerror(errno));
@@ -80,10 +83,15 @@ static int conf_load(int slot, const char *path, int optional, const char *var)
         return conf_error(file, 0, "%s", strerror(errno));
     }
     char *text = conf_text[slot];
-    size_t n = fread(text, 1, CONF_MAX + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) return conf_error(file, 0, "%s", "read error");
+    size_t n = 0;
+    ssize_t r = 0;
+    while (n <= CONF_MAX) {
+        r = read(fd, text + n, CONF_MAX + 1 - n);
+        if (r > 0) n += (size_t)r;
+        else if (r == 0 || errno != EINTR) break;
+    }
+    close(fd);
+    if (r < 0) return conf_error(file, 0, "%s", "read error");
     if (n > CONF_MAX) return conf_error(file, 0, "%s", "larger than 16 KiB");
     text[n] = '\0';
     if (memchr(text, '\0', n)) return conf_error(file, 0, "%s", "not a text file");
@@ -174,10 +182,10 @@ static int ask_password(void)
 /* The first line of a file; `what` names the option or the setting. */
 static int read_password_file(const char *path, const char *what)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return cli_err("%s %s: %s", what, path, strerror(errno)), CLI_EX_CONFIG;
-    int n = read_line(fileno(f), password_buf, sizeof password_buf);
-    fclose(f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cli_err("%s %s: %s", what, path, strerror(errno)), CLI_EX_CONFIG;
+    int n = read_line(fd, password_buf, sizeof password_buf);
+    close(fd);
     if (n == -2) return cli_err("%s %s: the password is too long", what, path), CLI_EX_CONFIG;
     if (n <= 0) return cli_err("%s %s: no password in its first line", what, path), CLI_EX_CONFIG;
     return 0;

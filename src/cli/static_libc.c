@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The static command's strstr and strtol family (--enable-static-binary):
+ * The static command's strstr, strtol family, qsort and mbstowcs
+ * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
  * code where the library's is general: its strstr is a two-way search of
@@ -15,11 +16,22 @@
  * *end at the first byte not used, or at the start when no digit was.
  * Another base sets EINVAL.
  *
+ * qsort is a heapsort: no memory of its own, n log n compares at worst,
+ * a few lines where the C library's smoothsort is 2 KiB; like the C
+ * library's, it does not keep the order of equal elements (the command
+ * sorts round trips, and a renewal round by hash slot).  mbstowcs is the
+ * C locale's, the only one the command runs in (it never calls
+ * setlocale): one character per byte, a byte past 0x7f as the C
+ * library's C locale maps it (0xdf80 + byte - 0x80), so it never fails;
+ * the C library's resolver calls it to check a host name, where the C
+ * library's is a converter for every locale.
+ *
  * The unit test compiles this file with RLK_LIBC_NAME(f) naming the
  * functions otherwise and compares them with the C library's.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef RLK_LIBC_NAME
@@ -31,6 +43,8 @@ long RLK_LIBC_NAME(strtol)(const char *restrict s, char **restrict end, int base
 long long RLK_LIBC_NAME(strtoll)(const char *restrict s, char **restrict end, int base);
 unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end, int base);
 unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base);
+void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn);
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {
@@ -118,4 +132,39 @@ unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end
 unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base)
 {
     return to_unsigned(s, end, base, ULLONG_MAX);
+}
+
+static void swap(char *a, char *b, size_t size)
+{
+    while (size--) {
+        char t = *a;
+        *a++ = *b;
+        *b++ = t;
+    }
+}
+
+void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    char *b = base;
+    /* From n / 2 down to 0 each node is sifted down to make the heap,
+     * then the largest is swapped to the end and the new root sifted. */
+    for (size_t i = n / 2, end = n, r;;) {
+        if (i) r = --i;
+        else if (end > 1) swap(b, b + --end * size, size), r = 0;
+        else return;
+        for (size_t c; (c = 2 * r + 1) < end; r = c) {
+            if (c + 1 < end && cmp(b + c * size, b + (c + 1) * size) < 0) c++;
+            if (cmp(b + r * size, b + c * size) >= 0) break;
+            swap(b + r * size, b + c * size, size);
+        }
+    }
+}
+
+size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn)
+{
+    if (!ws) return strlen(s);
+    size_t k = 0;
+    for (; k < wn && s[k]; k++) ws[k] = (wchar_t)(0xdfff & (signed char)s[k]);
+    if (k < wn) ws[k] = 0;
+    return k;
 }

@@ -10,6 +10,10 @@
  * - its strstr and strtol family (src/cli/static_libc.c, as rlk__t_...)
  *   against the C library's: value, errno and end, on edge cases and on
  *   generated strings;
+ * - its qsort against the C library's, on arrays of every length to 70
+ *   and some longer, of elements of 1 to 24 bytes, with equal keys;
+ * - its mbstowcs against the C library's on ASCII, and the C locale's
+ *   mapping of the bytes past 0x7f;
  * - the command's UTC date (src/cli/utc.c) against gmtime_r.
  */
 #define _GNU_SOURCE 1
@@ -29,6 +33,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 void *rlk__t_malloc(size_t n);
 void *rlk__t_calloc(size_t k, size_t n);
@@ -41,6 +46,8 @@ long rlk__t_strtol(const char *restrict s, char **restrict end, int base);
 long long rlk__t_strtoll(const char *restrict s, char **restrict end, int base);
 unsigned long rlk__t_strtoul(const char *restrict s, char **restrict end, int base);
 unsigned long long rlk__t_strtoull(const char *restrict s, char **restrict end, int base);
+void rlk__t_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+size_t rlk__t_mbstowcs(wchar_t *restrict ws, const char *restrict s, size_t wn);
 
 /* A small generator of its own, so that threads do not share one. */
 static uint64_t next_rand(uint64_t *s)
@@ -363,6 +370,94 @@ static void test_strtol(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* qsort and mbstowcs                                                   */
+
+/* An element of `size` bytes is ordered by its first byte, so that equal
+ * keys are common; the rest of it is a tag, to find one lost or copied. */
+static size_t elem_size;
+static int by_first(const void *a, const void *b)
+{
+    return *(const unsigned char *)a - *(const unsigned char *)b;
+}
+static int by_tag(const void *a, const void *b)
+{
+    return memcmp(a, b, elem_size);
+}
+
+static int same_qsort(const unsigned char *in, size_t n, size_t size)
+{
+    unsigned char mine[600 * 24], theirs[600 * 24];
+    memcpy(mine, in, n * size);
+    memcpy(theirs, in, n * size);
+    rlk__t_qsort(mine, n, size, by_first);
+    qsort(theirs, n, size, by_first);
+    for (size_t i = 0; i < n; i++)
+        if (mine[i * size] != theirs[i * size])
+            return CHECK_MSG(0, "qsort of %zu elements of %zu bytes: key %zu is %u, libc %u", n,
+                             size, i, mine[i * size], theirs[i * size]);
+    /* The same elements, each once: sorted whole, both are the same. */
+    elem_size = size;
+    qsort(mine, n, size, by_tag);
+    qsort(theirs, n, size, by_tag);
+    return CHECK_MSG(memcmp(mine, theirs, n * size) == 0,
+                     "qsort of %zu elements of %zu bytes: not a permutation", n, size);
+}
+
+static void test_qsort(void)
+{
+    static const size_t sizes[] = {1, 2, 3, 8, 16, 24};
+    unsigned char in[600 * 24];
+    uint64_t seed = 11;
+    rlk__t_qsort(NULL, 0, 8, by_first);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        size_t size = sizes[z];
+        for (size_t n = 0; n <= 600; n = n < 70 ? n + 1 : n * 2 + 7) {
+            if (n * size > sizeof in) break;
+            for (unsigned keys = 2; keys <= 256; keys *= 8) {
+                for (size_t i = 0; i < n * size; i++)
+                    in[i] = (unsigned char)(i % size ? next_rand(&seed) : next_rand(&seed) % keys);
+                if (!same_qsort(in, n, size)) return;
+            }
+            /* Sorted, reversed, and all equal. */
+            for (int shape = 0; shape < 3; shape++) {
+                for (size_t i = 0; i < n * size; i++)
+                    in[i] = (unsigned char)(i % size ? i / size
+                                                     : shape == 0 ? i / size
+                                                     : shape == 1 ? n - i / size
+                                                                  : 7);
+                if (!same_qsort(in, n, size)) return;
+            }
+        }
+    }
+}
+
+static void test_mbstowcs(void)
+{
+    static const char *cases[] = {"", "a", "localhost", "redis-1.example.com", "x y\t~\x7f"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *s = cases[i];
+        CHECK_MSG(rlk__t_mbstowcs(NULL, s, 0) == mbstowcs(NULL, s, 0), "mbstowcs(NULL, \"%s\")", s);
+        for (size_t wn = 0; wn <= strlen(s) + 2; wn++) {
+            wchar_t a[32], b[32];
+            for (size_t k = 0; k < 32; k++) a[k] = b[k] = L'#';
+            size_t ra = rlk__t_mbstowcs(a, s, wn), rb = mbstowcs(b, s, wn);
+            CHECK_MSG(ra == rb && memcmp(a, b, sizeof a) == 0, "mbstowcs(\"%s\", %zu): %zu, libc %zu",
+                      s, wn, ra, rb);
+        }
+    }
+    char high[130];
+    for (int c = 0; c < 128; c++) high[c] = (char)(0x80 + c);
+    high[128] = 'z';
+    high[129] = '\0';
+    wchar_t w[131];
+    CHECK(rlk__t_mbstowcs(NULL, high, 0) == 129);
+    CHECK(rlk__t_mbstowcs(w, high, 131) == 129);
+    for (int c = 0; c < 128; c++)
+        CHECK_MSG(w[c] == 0xdf80 + c, "mbstowcs: byte 0x%x is U+%04X", 0x80 + c, (unsigned)w[c]);
+    CHECK(w[128] == L'z' && w[129] == 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* The UTC date                                                         */
 
 static int same_utc(int64_t t)
@@ -415,4 +510,6 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_fork),
            TL_TEST(test_strstr),
            TL_TEST(test_strtol),
+           TL_TEST(test_qsort),
+           TL_TEST(test_mbstowcs),
            TL_TEST(test_utc));
