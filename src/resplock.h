@@ -528,7 +528,9 @@ typedef struct rlk_client_config {
      * (as it announces them) are a configuration error: found once they
      * answer, every call then waiting for a connection fails with
      * RLK_ERR_INVALID and a message naming the seed, whatever its wait,
-     * and so do the calls after.  NULL:
+     * and so do the calls after.  Checked against the first slot table
+     * only: a later one that lacks a seed's node (failed over, removed)
+     * changes nothing.  NULL:
      * conn.url alone, which is enough for a cluster too. */
     const char *const *seeds;
     size_t nseeds;

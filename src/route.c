@@ -258,9 +258,13 @@ static void notice_cluster(rlk__route *r, int may_refuse)
 }
 
 /* Every seed is a node of the table just read (from's; its place among
- * the drivers, for the message). */
+ * the drivers, for the message).  Once only, at the first table: a later
+ * one may lack a seed's node for good reasons (failed over, for CLUSTER
+ * SLOTS names no node that serves no slot; removed from the cluster),
+ * and refusing then would end the locks held. */
 static void check_seeds(rlk__route *r, const rlk__driver *from)
 {
+    if (r->seeds_checked) return;
     size_t o = 0;
     while (o < r->n && r->drivers[o] != from) o++;
     for (size_t i = 0; i < r->seeds && r->seeds > 1; i++) {
@@ -282,6 +286,7 @@ static void check_seeds(rlk__route *r, const rlk__driver *from)
             return;
         }
     }
+    r->seeds_checked = 1;
 }
 
 static int build_table(rlk__core *c, rlk__req *q)
@@ -301,8 +306,11 @@ static void on_table(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         return;
     }
     if (rlk__is_error(v)) {
+        /* SHARDS unknown (before Redis 7), or refused to this user by
+         * an ACL that lets it read SLOTS. */
         if (!r->use_slots && (rlk__error_starts(v, "ERR unknown subcommand") ||
-                              rlk__error_starts(v, "ERR Unknown subcommand"))) {
+                              rlk__error_starts(v, "ERR Unknown subcommand") ||
+                              rlk__error_starts(v, "NOPERM"))) {
             r->use_slots = 1;
             r->refresh_min = now;
             table_due(r, now);

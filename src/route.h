@@ -76,6 +76,7 @@ typedef struct rlk__route {
     unsigned char parked[RLK__ROUTE_MAX];
     int cluster;              /* a Redis Cluster (found by itself) */
     int refused;              /* seeds that are not one cluster: no more */
+    int seeds_checked;        /* the seeds found in a table: not again */
     int have_table;           /* slots read at least once */
     int refreshing;           /* a CLUSTER SHARDS or SLOTS under way */
     int use_slots;            /* SHARDS unknown here: SLOTS */

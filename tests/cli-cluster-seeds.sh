@@ -13,7 +13,9 @@
 # waiting for a connection that will never come.  A slot in a MOVED loop
 # (each of two primaries says the other serves it, after a bad CLUSTER
 # SETSLOT) is tried again while the wait lasts, then exits 69 naming the
-# loop.
+# loop.  A seed killed and failed over under a run whose user may not
+# read CLUSTER SHARDS (so that later tables, from CLUSTER SLOTS, do not
+# name it): the run's lock is kept.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 trap 'rlk_cluster_stop; rlk_cleanup' EXIT
@@ -123,12 +125,50 @@ rlk_cluster_wait_ready 30 || die "the cluster did not agree on slot $ls again"
 check "the loop mended: run $ln" 0 '^held$' '' -- \
   -u "$(url "${P[$lo2]}")" -T 5s run -w 5s "$ln" -- sh -c "echo held"
 
-# The first seed's node killed and failed over.
+# The first seed's node killed and failed over, while a run holds a lock
+# on another shard through seeds given to a user refused CLUSTER SHARDS:
+# its tables come from CLUSTER SLOTS, which names no node that serves
+# no slot, and the dead seed no longer appears in them after the
+# failover.  The seeds were checked against the first table; a later
+# table that lacks a seed's node (failed, or removed from the cluster)
+# must not make the client refuse everything, its held lock included.
 victim=${!name_of[*]}; victim=${victim%% *}   # a primary with a name on its shard
 n=${name_of[$victim]}
+other=
+for o in "${!name_of[@]}"; do [ "$o" = "$victim" ] || other=$o; done
+n2=${name_of[$other]}
 r=$(rlk_cluster_replica_of "$victim") || die "no replica of node $victim"
+for i in 0 1 2 3 4 5; do
+  _rlk_cluster_cli "$i" acl setuser noshards on '>pw' '~*' '&*' '+@all' '-cluster|shards' >/dev/null
+done
+surl() { echo "redis://noshards:pw@127.0.0.1:$1"; }
+pttl2() { redis-cli -p "${P[$other]}" pttl "$n2" | tr -d '\r'; }
+$RLK_WRAP "$bin" --no-auth-warning -u "$(surl "${P[$victim]}")" -u "$(surl "${P[$other]}")" -T 5s run -t 3s "$n2" -- \
+  sh -c "while [ ! -e '$work/done' ]; do sleep 0.05; done" </dev/null >"$work/hold.out" 2>"$work/hold.err" &
+hold=$!
+BG_PIDS+=("$hold")
+has_n2() { [ "$(redis-cli -p "${P[$other]}" exists "$n2" | tr -d '\r')" = 1 ]; }
+wait_until "$(bound 10 60)" has_n2 || bad "run $n2 did not take its lock" "$(sed 's/^/err: /' "$work/hold.err")"
 rlk_cluster_kill "$victim" || die "kill -9 of node $victim"
 rlk_cluster_wait_primary "$r" 60 || die "node $r was not promoted"
+gone_from_slots() { ! _rlk_cluster_cli "$r" cluster slots | grep -qx "${P[$victim]}"; }
+if wait_until 30 gone_from_slots; then ok "the dead seed is in no CLUSTER SLOTS reply after the failover"
+else bad "node $victim still in CLUSTER SLOTS after the failover"; fi
+# The lock renewed twice more after that (its PTTL going up), over a
+# few of the route's table readings (every 250 ms while a primary is
+# down, then at each MOVED or minute).
+rises=0 last=$(pttl2) end=$(( $(now_ms) + 15000 ))
+while [ "$rises" -lt 2 ] && [ "$(now_ms)" -lt "$end" ] && kill -0 "$hold" 2>/dev/null; do
+  cur=$(pttl2)
+  [[ $cur =~ ^[0-9]+$ && $last =~ ^-?[0-9]+$ ]] && [ "$cur" -gt "$last" ] && rises=$((rises + 1))
+  last=$cur
+  sleep 0.05
+done
+expect_eq "after the failover, $n2 renewed twice more through the seeds" "$rises" 2
+touch "$work/done"
+wait "$hold"; code=$?
+if [ "$code" = 0 ] && [ ! -s "$work/hold.err" ]; then ok "that run exits 0, nothing on stderr"
+else bad "that run: exit $code, want 0" "$(sed 's/^/err: /' "$work/hold.err")"; fi
 check "the first seed dead: the second finds the cluster, $n runs" 0 '^held$' '' -- \
   -u "$(url "${P[$victim]}")" -u "$(url "${P[$r]}")" -T 5s run -w 10s "$n" -- sh -c "echo held"
 check "that dead URL alone cannot connect: exit 69" 69 '' '.' -- \
