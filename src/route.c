@@ -261,7 +261,7 @@ static void notice_cluster(rlk__route *r, int may_refuse)
  * the drivers, for the message).  Once only, at the first table: a later
  * one may lack a seed's node for good reasons (failed over, for CLUSTER
  * SLOTS names no node that serves no slot; removed from the cluster),
- * and refusing then would end the locks held. */
+ * and refusing then would close every connection for good. */
 static void check_seeds(rlk__route *r, const rlk__driver *from)
 {
     if (r->seeds_checked) return;
