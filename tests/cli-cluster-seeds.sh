@@ -143,7 +143,7 @@ for i in 0 1 2 3 4 5; do
 done
 surl() { echo "redis://noshards:pw@127.0.0.1:$1"; }
 pttl2() { redis-cli -p "${P[$other]}" pttl "$n2" | tr -d '\r'; }
-$RLK_WRAP "$bin" --no-auth-warning -u "$(surl "${P[$victim]}")" -u "$(surl "${P[$other]}")" -T 5s run -t 3s "$n2" -- \
+$RLK_WRAP "$bin" --no-auth-warning -u "$(surl "${P[$victim]}")" -u "$(surl "${P[$other]}")" -T 5s run -t 10s "$n2" -- \
   sh -c "while [ ! -e '$work/done' ]; do sleep 0.05; done" </dev/null >"$work/hold.out" 2>"$work/hold.err" &
 hold=$!
 BG_PIDS+=("$hold")
@@ -156,8 +156,10 @@ if wait_until 30 gone_from_slots; then ok "the dead seed is in no CLUSTER SLOTS 
 else bad "node $victim still in CLUSTER SLOTS after the failover"; fi
 # The lock renewed twice more after that (its PTTL going up), over a
 # few of the route's table readings (every 250 ms while a primary is
-# down, then at each MOVED or minute).
-rises=0 last=$(pttl2) end=$(( $(now_ms) + 15000 ))
+# down, then at each MOVED or minute).  Its TTL of 10 s outlasts the
+# failover, while which every node answers CLUSTERDOWN (a renewal
+# refused then is tried again within the lock's validity).
+rises=0 last=$(pttl2) end=$(( $(now_ms) + 25000 ))
 while [ "$rises" -lt 2 ] && [ "$(now_ms)" -lt "$end" ] && kill -0 "$hold" 2>/dev/null; do
   cur=$(pttl2)
   [[ $cur =~ ^[0-9]+$ && $last =~ ^-?[0-9]+$ ]] && [ "$cur" -gt "$last" ] && rises=$((rises + 1))
