@@ -54,7 +54,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -429,22 +428,13 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
  * before it was; a SUBSCRIBE refused. */
 enum { SIDE_DIALING = 1, SIDE_LISTENING, SIDE_FAILED, SIDE_REFUSED };
 
-static int side_confirmation(const rlk_resp_value *v)
-{
-    const rlk_resp_value *k = rlk_resp_value_at(v, 0);
-    static const char *const kinds[] = {"subscribe", "unsubscribe"};
-    for (size_t i = 0; k && k->str && i < 2; i++)
-        if (k->len == strlen(kinds[i]) && strncasecmp(k->str, kinds[i], k->len) == 0) return 1;
-    return 0;
-}
-
 /* Its messages go to the session; a confirmation that answers no
  * SUBSCRIBE of ours (the server's own) is nothing to it. */
 static void side_push(void *ctx, rlk__core *c, const rlk_resp_value *msg)
 {
     (void)c;
     rlk_client *cl = ctx;
-    if (side_confirmation(msg)) return;
+    if (rlk__core_is_confirmation(msg)) return;
     /* A failure broke the session: the driver's next turn closes it. */
     rlk__locks_message(cl->lk, msg, rlk__now_ms());
 }

@@ -515,6 +515,8 @@ static int sub_kind(const rlk_resp_value *v)
            kind_is(v, "sunsubscribe");
 }
 
+int rlk__core_is_confirmation(const rlk_resp_value *v) { return sub_kind(v); }
+
 /* What comes out of the replies' order: RESP3's pushes; under RESP2, on
  * a connection that subscribed, the arrays of messages and of
  * confirmations (such a connection takes no command but (UN)SUBSCRIBE

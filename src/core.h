@@ -186,6 +186,10 @@ int rlk__core_subscribe_n(rlk__core *c, int on, int sharded, const char *ch, siz
                           const rlk__req_ops *ops, void *ctx, int64_t arg);
 /* The subscriptions the server's last confirmation counted (0: none). */
 int64_t rlk__core_subscribed(const rlk__core *c);
+/* Whether v is a subscription's confirmation ([(s)(un)subscribe,
+ * channel, count]), not a message: a hook that hears stray ones (see
+ * stray_confirmations) tells them apart so. */
+int rlk__core_is_confirmation(const rlk_resp_value *v);
 
 /* For build: the command argv[0..argc) (lens NULL: strlen).  A
  * command that cannot be encoded (RLK_ERR_INVALID, RLK_ERR_LIMIT) leaves

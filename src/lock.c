@@ -1354,6 +1354,16 @@ static int go(rlk__locks *s, rlk_session_lock *l)
  * lock is on one server, where MOVED is an error like any).  Set on l
  * where the next sending goes (see settle). */
 #define REDIRECTS_MAX 16
+/* When l goes again after a refusal: the one backoff's next pause. */
+static int64_t paced_at(rlk__locks *s, rlk_session_lock *l)
+{
+    if (!l->paced) {
+        rlk__backoff_init(&l->pace, 0, 0, (uint64_t)(uintptr_t)l ^ (uint64_t)s->now);
+        l->paced = 1;
+    }
+    return s->now + rlk__backoff_next(&l->pace);
+}
+
 static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rlk_resp_value *v)
 {
     if (!v || !s->net.redirect || !rlk__is_error(v)) return 0;
@@ -1374,11 +1384,7 @@ static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rl
             if (l->state != L_TRY || l->wait_ms == 0 || (l->until >= 0 && s->now >= l->until))
                 return 0;
             l->redirs = 0;
-            if (!l->paced) {
-                rlk__backoff_init(&l->pace, 0, 0, (uint64_t)(uintptr_t)l ^ (uint64_t)s->now);
-                l->paced = 1;
-            }
-            l->go_at = s->now + rlk__backoff_next(&l->pace);
+            l->go_at = paced_at(s, l);
             if (l->until >= 0 && l->go_at > l->until) l->go_at = l->until;
             snprintf(s->err, sizeof s->err, "a redirect loop: %.*s", (int)(v->len > 200 ? 200 : v->len),
                      v->str);
@@ -1390,11 +1396,7 @@ static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rl
     } else {
         /* Until the request's own deadline (an acquire's wait, a
          * release's command timeout), paced by the one backoff. */
-        if (!l->paced) {
-            rlk__backoff_init(&l->pace, 0, 0, (uint64_t)(uintptr_t)l ^ (uint64_t)s->now);
-            l->paced = 1;
-        }
-        l->go_at = s->now + rlk__backoff_next(&l->pace);
+        l->go_at = paced_at(s, l);
     }
     snprintf(s->err, sizeof s->err, "%.*s", (int)(v->len > 200 ? 200 : v->len), v->str);
     return 1;
