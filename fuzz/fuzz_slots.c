@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fuzz harness for the slot table (src/slots.h).  One input is the bytes
+ * Fuzz harness for the slot table (src/route/slots.h).  One input is the bytes
  * a (possibly hostile) cluster node sent, behind a one-byte header:
  *
  *   byte 0  bit 0  no origin host (else "origin.example")

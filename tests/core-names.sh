@@ -11,8 +11,16 @@ set -u
 src="${top_srcdir:-.}/src"
 words='lock|locks|locked|acquire[sd]?|release[sd]?|lease[sd]?|waiters?|handoffs?|fences?|tokens?|semaphores?|sessions?|rlk_session[a-z_]*|rlk__session[a-z_]*|rlk__locks?[a-z_]*|keys\.h|lua\.h|lease\.h|waiter\.h|lock\.h|session[a-z_]*\.h|client\.h'
 pass=0 fail=0
-for f in core.c core.h driver.c driver.h route.c route.h connect.c connect.h transport.c \
-    transport.h reply.c reply.h; do
+# Every file of the floors below the primitives (src/net, src/core,
+# src/route), but the two tables of the public API that every floor may
+# use (status texts, the configurations' defaults): by design they name
+# every status and structure.  PENDING: files being mended (#29: the core
+# is to be given the embedded script library, not to include lua.h).
+PENDING='core/script\.c|core/scriptcall\.[ch]'
+files=$(cd "$src" && ls net/*.[ch] core/*.[ch] route/*.[ch] 2>/dev/null | grep -v -x -E 'core/(strerror|options)\.c' |
+    grep -v -x -E "$PENDING")
+[ -n "$files" ] || { echo "FAIL: no files under $src/net, core, route"; echo "0 passed, 1 failed"; exit 1; }
+for f in $files; do
     if [ ! -f "$src/$f" ]; then
         echo "FAIL src/$f: missing"
         fail=$((fail + 1))
@@ -27,9 +35,9 @@ for f in core.c core.h driver.c driver.h route.c route.h connect.c connect.h tra
         pass=$((pass + 1))
     fi
 done
-hits=$(grep -n 'rlk__driver' "$src/client.c")
+hits=$(grep -n 'rlk__driver' "$src/client/client.c")
 if [ -n "$hits" ]; then
-    echo "FAIL src/client.c reaches a driver past the route:"
+    echo "FAIL src/client/client.c reaches a driver past the route:"
     echo "$hits"
     fail=$((fail + 1))
 else

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # doc/resplock.3 names every function the installed headers declare
-# (src/resplock.h, resp/resp.h, src/adapters/poll.h) and every status
+# (include/resplock/resplock.h, include/resplock/resp.h, include/resplock/adapters/poll.h) and every status
 # code, so that the page cannot fall behind the API; and groff renders it
 # without a warning.
 set -u

@@ -19,8 +19,8 @@ R() { redis-cli -p "$port" "$@"; }
 # <resplock/resplock_version.h> (made by configure),
 # <resplock/adapters/poll.h>.
 mkdir -p "$work/include/resplock"
-ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_srcdir/src/adapters" \
-  "$top_builddir/src/resplock_version.h" \
+ln -s "$top_srcdir/include/resplock/resplock.h" "$top_srcdir/include/resplock/resp.h" "$top_srcdir/include/resplock/adapters" \
+  "$top_builddir/include/resplock/resplock_version.h" \
   "$work/include/resplock/"
 
 # The blocks, one file each: readme-1.c, readme-2.c...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # rlk_strerror() knows every status: the status codes are the members of
-# the unnamed enums of the public headers (resp/resp.h, src/resplock.h),
+# the unnamed enums of the public headers (include/resplock/resp.h, include/resplock/resplock.h),
 # read from the headers here, so that a new code without its words fails.
 # Each must have words of its own (not "unknown status", and no two codes
 # the same), and every number near them that is no code must give
@@ -21,7 +21,7 @@ count=$(printf '%s\n' "$names" | grep -c .)
 [ "$count" -ge 18 ] || fail "the headers' status codes: $count found, want at least 18" $names
 
 mkdir -p "$work/include/resplock"
-ln -s "$top_srcdir/src/resplock.h" "$top_srcdir/resp/resp.h" "$top_builddir/src/resplock_version.h" \
+ln -s "$top_srcdir/include/resplock/resplock.h" "$top_srcdir/include/resplock/resp.h" "$top_builddir/include/resplock/resplock_version.h" \
   "$work/include/resplock/"
 {
   cat <<'C'

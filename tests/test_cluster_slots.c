@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The slot table (src/slots.h) against a real Redis Cluster of 3
+ * The slot table (src/route/slots.h) against a real Redis Cluster of 3
  * primaries and 3 replicas (tests/cluster.h): the tables built from every
  * node's CLUSTER SHARDS and CLUSTER SLOTS, over RESP2 and RESP3, agree
  * with each other, with the nodes' own view, and with where sample keys

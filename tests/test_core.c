@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The request core (src/core.c), alone: fed bytes the test makes up and
+ * The request core (src/core/core.c), alone: fed bytes the test makes up and
  * read back through its callbacks, with no server and no socket.  What
  * every primitive relies on: each request answered exactly once (by its
  * reply, or by NULL when the connection goes), in order, with its own

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The session's driver (src/driver.c): a session over the library's own
+ * The session's driver (src/core/driver.c): a session over the library's own
  * transports (TCP, Unix socket, TLS) against real redis-server
  * processes, through what a connection meets: a server that closes it,
  * restarts empty, goes away, freezes, refuses the password, or is full.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The scripts as a FUNCTION library (src/script.c): on Redis 7 the lock
+ * The scripts as a FUNCTION library (src/core/script.c): on Redis 7 the lock
  * calls go as FCALL of the library resplock_H, loaded by the client when
  * it is missing (a fresh server, FUNCTION FLUSH, a restart without
  * persistence); where FUNCTION LOAD or FCALL is refused (an ACL, a

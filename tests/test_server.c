@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Server detection (src/serverinfo.h, and over a connection
- * rlk__server_detect in src/script.h): which server, which version, and
+ * Server detection (src/core/serverinfo.h, and over a connection
+ * rlk__server_detect in src/core/script.h): which server, which version, and
  * which native commands it has.  The pure function over a table of
  * versions and garbage; the real server under test, whichever it is
  * (RESP3 through HELLO, and RESP2 through INFO server), whose facts must

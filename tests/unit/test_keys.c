@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Keys and slots (src/keys.c), with no server: the Cluster hash slot of
+ * Keys and slots (src/prim/keys.c), with no server: the Cluster hash slot of
  * a key (CRC16 values of the Redis Cluster specification, and its hash
  * tag rules), the keys derived from a lock's name (all in the name's
  * slot), tokens, and the readings of replies the lock front ends share.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Lease planning (src/lease.c), with no server: the timing formulas
+ * Lease planning (src/prim/lease.c), with no server: the timing formulas
  * (drift, validity, renewal, lost margin), a lease's validity, renew_at
  * and lost_at, which leases a round takes, its requests grouped per hash
  * slot and batched, and its replies applied (renewed, lost, tried again,

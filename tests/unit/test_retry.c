@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The reconnect pacing (src/retry.c), with no server: the pauses double
+ * The reconnect pacing (src/core/retry.c), with no server: the pauses double
  * from the first up to the most, each with half of it fixed and half
  * random; the defaults; a reset; the jitter's seed.
  */

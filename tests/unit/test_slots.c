@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The slot table (src/slots.h) with no server: built from CLUSTER SHARDS
+ * The slot table (src/route/slots.h) with no server: built from CLUSTER SHARDS
  * and CLUSTER SLOTS replies a real Redis 7.0 cluster sent (RESP2 and
  * RESP3; endpoints as IPs, host names, "?" and unknown; a failed node),
  * parsed by the library's own reader from the captured bytes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The waiter's rules (src/waiter.c), with no server: the plan of a wait
+ * The waiter's rules (src/prim/waiter.c), with no server: the plan of a wait
  * (how often a waiter looks again, how long its place in line and a
  * handoff's claim last) and the reading of a handoff message.
  */

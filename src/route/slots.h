@@ -14,7 +14,8 @@
  * without a port, a field of the wrong type) is refused as a whole with
  * a reason; the table is then left as it was.
  *
- * A key's slot is rlk__keyslot (keys.h).
+ * A key's slot (CRC16 of its hash tag, or of the whole key, mod 16384)
+ * is its primitive's to compute, from the key it names.
  */
 #ifndef RESPLOCK_SLOTS_H
 #define RESPLOCK_SLOTS_H

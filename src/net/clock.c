@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The monotonic clock: wall-clock steps (NTP, an operator) must not move
- * a deadline or a lock's validity. */
+ * a deadline or a validity. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -2,9 +2,8 @@
 /*
  * The defaults that several layers apply to a configuration's 0 (the
  * header documents them as "0: 5000" and so on), defined once here so
- * that the layers cannot drift apart: rlk_conn (conn.c), the blocking
- * client (client.c), the session and its driver (session.c, driver.c),
- * the resplock command (src/cli/) and the reconnect pacing (retry.c).
+ * that the layers cannot drift apart: rlk_conn (conn.c), the driver
+ * (driver.c), the floors above it (src/client/), the resplock command (src/cli/) and the reconnect pacing (retry.c).
  * Internal (rlk__ prefix, not installed); constants only.
  */
 #ifndef RESPLOCK_DEFAULTS_H

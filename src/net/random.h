@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Random bytes and hex (random.c): tokens, ids, jitter seeds. */
+/* Random bytes and hex (random.c): names that must not be guessed, ids, jitter seeds. */
 #ifndef RESPLOCK_RANDOM_H
 #define RESPLOCK_RANDOM_H
 
 #include <stddef.h>
 
-/* n random bytes for tokens (the kernel's, pooled; a forked child never
+/* n random bytes (the kernel's, pooled; a forked child never
  * shares the parent's).  0, or -1 when the kernel gives none. */
 int rlk__random_bytes(unsigned char *out, size_t n);
 

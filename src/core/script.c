@@ -18,8 +18,8 @@
  * as EVALSHA, which meets it there, if at all.  Other scripts
  * (rlk_conn_eval of a caller's own) always go as EVALSHA.
  *
- * A script's flags (allow-oom: the release, extend and renewal run at
- * maxmemory) are its function's, and, where the caller says the server
+ * A script's flags (allow-oom: a script that only keeps or frees what
+ * is there runs at maxmemory) are its function's, and, where the caller says the server
  * reads them (RLK__CALL_FLAGS: Redis 7+), its EVAL text's too: the line
  * "#!lua flags=..." before its code, so that EVAL and EVALSHA are
  * admitted where FCALL is.  An older server would fail on that line: it
@@ -33,7 +33,6 @@
 #include "clock.h"
 #include "sha1.h"
 #include "conn_internal.h"
-#include "keys.h"
 #include "lua.h"
 #include "script.h"
 #include "internal.h"

@@ -14,8 +14,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-/* Random bytes from the kernel; a lock token must not be guessable or
- * shared, so there is no weaker fallback than /dev/urandom. */
+/* Random bytes from the kernel; what is made of them must not be
+ * guessable or shared, so there is no weaker fallback than /dev/urandom. */
 static int kernel_random(unsigned char *out, size_t n)
 {
     size_t got = 0;
@@ -41,10 +41,10 @@ static int kernel_random(unsigned char *out, size_t n)
 }
 
 /*
- * Random bytes for tokens, taken from the kernel 512 bytes at a time (a
- * system call per 32 tokens instead of one per token).  Each byte is
+ * Random bytes, taken from the kernel 512 bytes at a time (a system
+ * call per 32 draws of 16 bytes instead of one per draw).  Each byte is
  * handed out once; a forked child starts with an empty pool, so parent
- * and child never share a token.
+ * and child never share one.
  */
 static struct {
     pthread_mutex_t mu;

@@ -173,7 +173,7 @@ static void free_tls(SSL *ssl, SSL_CTX *ctx)
 }
 
 /* After SSL_ERROR_SSL or SSL_ERROR_SYSCALL, OpenSSL forbids SSL_shutdown;
- * marking the session as already shut down makes close skip it. */
+ * marking the SSL object as already shut down makes close skip it. */
 static void mark_dead(SSL *ssl)
 {
     SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
@@ -240,7 +240,7 @@ static ssize_t tls_io_error(rlk__transport *t, int ret, int sys_errno, int readi
     case SSL_ERROR_ZERO_RETURN: /* close_notify */
         ERR_clear_error();
         if (reading) return 0;
-        rlk__transport_seterr(t, "write %s: the server closed the TLS session", t->peer);
+        rlk__transport_seterr(t, "write %s: the server ended the TLS connection", t->peer);
         return RLK_ERR_IO;
     case SSL_ERROR_SYSCALL:
         err = take_error();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The one reconnect pacing of the library (retry.c): the blocking
- * connection (conn.c) and the session's driver (driver.c) space their
+ * connection (conn.c) and the driver (driver.c) space their
  * connect tries by it.  Internal (rlk__ prefix, not installed).
  */
 #ifndef RESPLOCK_RETRY_H

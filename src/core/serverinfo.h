@@ -75,7 +75,7 @@ void rlk__hello_info(rlk_conn_info *info, int *proto, const rlk_resp_value *m);
  * its "server" and "version" as rlk__server_facts reads them; unknown,
  * with no capability, when it has neither.  Without INFO server, "redis"
  * 7.2.4 stays Redis 7.2 (what a Valkey claiming it can do too).  For the
- * session (session.c), which reads HELLO's reply itself.
+ * request core (core.c), which reads HELLO's reply itself.
  */
 void rlk__server_from_hello(rlk__server *out, const rlk_resp_value *m);
 

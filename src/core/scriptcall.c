@@ -24,7 +24,7 @@ void rlk_script_init(rlk_script *s, const char *text, size_t len)
 const char rlk__FCALL[] = "FCALL";
 
 /* The library's function for script s, or NULL when s is not one of the
- * embedded scripts (the lock layer's rlk_script points at their text). */
+ * embedded scripts (a primitive's rlk_script points at their text). */
 const rlk__lua_function *rlk__script_function(const rlk_script *s)
 {
     for (size_t i = 0; i < rlk__lua_nfunctions; i++)
