@@ -11,6 +11,7 @@
 #include "serverinfo.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,9 @@
 
 /* The handshake's steps (rlk__req.arg of the core's own requests). */
 enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_NOEVICT, HS_LOAD };
+
+/* The arena's room inside the core (see arena0). */
+#define CORE_ARENA0 1024
 
 struct rlk__core {
     rlk__core_config cfg;
@@ -44,6 +48,11 @@ struct rlk__core {
     size_t qhead, qtail, qcap;
     rlk_conn_info info;
     char err[256];
+    /* The arena's first room: the small replies of the everyday
+     * commands are built here, with no heap block; a larger reply (a
+     * handshake's, a big pipeline's) takes one, which goes again once
+     * nothing is owed, so that an idle connection keeps none. */
+    _Alignas(max_align_t) unsigned char arena0[CORE_ARENA0];
 };
 
 static int vfail(rlk__core *c, int status, const char *fmt, va_list ap)
@@ -215,7 +224,8 @@ static int room(rlk__core *c)
         c->qhead = 0;
         return RLK_OK;
     }
-    size_t cap = c->qcap ? 2 * c->qcap : 16;
+    /* A handshake, or a try of three commands, fits in 4. */
+    size_t cap = c->qcap ? 2 * c->qcap : 4;
     rlk__req *q = rlk__realloc(c->q, cap * sizeof *q);
     if (!q) return RLK_ERR_NOMEM;
     c->q = q;
@@ -684,6 +694,7 @@ static int parse(rlk__core *c)
         pos += used;
         r = on_reply(c, v);
         rlk_resp_arena_reset(&c->arena);
+        if (c->arena.blocks && c->qhead == c->qtail) rlk_resp_arena_free(&c->arena);
     }
     if (r == RLK_OK && c->broken) r = c->broken;
     if (r == RLK_OK) {
@@ -879,7 +890,8 @@ rlk__core *rlk__core_new(const rlk__core_config *cfg)
     c->cfg.limits = NULL; /* the caller's, read here only */
     /* A reply's tree takes at most ~22 bytes per byte of input (a node
      * per 3 bytes): bounded by max_input too, unless bounded apart. */
-    rlk_resp_arena_init(&c->arena, NULL, 0, cfg->max_tree ? cfg->max_tree : 24 * max + 65536);
+    rlk_resp_arena_init(&c->arena, c->arena0, sizeof c->arena0,
+                        cfg->max_tree ? cfg->max_tree : 24 * max + 65536);
     rlk_resp_reader_init(&c->reader, &c->arena, &lim);
     c->in.max = max;
     return c;
