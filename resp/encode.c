@@ -247,6 +247,17 @@ long long rlk_resp_write_command(char *dst, size_t cap, int argc,
 /* Values */
 
 /* type byte, decimal (with sign), CRLF. */
+size_t rlk__i64_dec(char *out, long long v)
+{
+    uint64_t m = i64_abs((int64_t)v);
+    unsigned n = u64_len(m);
+    size_t k = (size_t)(v < 0);
+    if (v < 0) out[0] = '-';
+    u64_write(out + k, n, m);
+    out[k + n] = '\0';
+    return k + n;
+}
+
 static int put_number_line(rlk_buf *b, char type, int64_t v)
 {
     uint64_t m = i64_abs(v);

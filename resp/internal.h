@@ -14,6 +14,11 @@ void rlk__free(void *p);
  * gives it in the C locale; out of range, an infinity or a zero. */
 double rlk__decimal_double(const char *s, size_t n);
 
+/* v in decimal into out (at least 21 bytes), NUL-terminated; returns its
+ * length.  As snprintf's "%lld", without the formatting machinery: the
+ * commands of a request carry their numbers as text. */
+size_t rlk__i64_dec(char *out, long long v);
+
 #if defined(__GNUC__)
 #define RLK_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RLK_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -53,8 +53,13 @@ static struct {
 } pool = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
+/* The process's id, read once and again in a forked child (0: not read
+ * since). */
+static pid_t pid_cached;
+
 static void pool_forked(void)
 {
+    __atomic_store_n(&pid_cached, 0, __ATOMIC_RELAXED);
     /* Only this thread exists in the child; the mutex was held by the
      * forking thread (see pool_prepare), so it is re-made. */
     pthread_mutex_init(&pool.mu, NULL);
@@ -83,6 +88,17 @@ int rlk__random_bytes(unsigned char *out, size_t n)
     pool.left -= n;
     pthread_mutex_unlock(&pool.mu);
     return 0;
+}
+
+long rlk__pid(void)
+{
+    pthread_once(&pool_once, pool_init);
+    pid_t p = __atomic_load_n(&pid_cached, __ATOMIC_RELAXED);
+    if (p == 0) {
+        p = getpid();
+        __atomic_store_n(&pid_cached, p, __ATOMIC_RELAXED);
+    }
+    return (long)p;
 }
 
 void rlk__hex(const unsigned char *in, size_t n, char *out)

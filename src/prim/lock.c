@@ -430,7 +430,7 @@ static int submit(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, i
     return r;
 }
 
-static void ttl_str(char *out, int64_t v) { snprintf(out, 24, "%lld", (long long)v); }
+static void ttl_str(char *out, int64_t v) { rlk__i64_dec(out, (long long)v); }
 
 static int build_set(rlk__core *c, rlk__req *q)
 {
@@ -644,7 +644,7 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
      * gone or held by another was then released by the first attempt
      * (see release.lua).  A reentrant one learns it from its tombstone. */
     l->rel_flag = 0;
-    snprintf(l->rel_na, sizeof l->rel_na, "0");
+    memcpy(l->rel_na, "0", 2);
     if (!ignore) {
         if (!l->rel_started) {
             l->rel_started = 1;
@@ -666,7 +666,7 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
             if (l->rel_valid >= 0 && s->now < l->rel_valid) l->rel_flag = '1';
             if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
             if (l->kind == 'r')
-                snprintf(l->rel_na, sizeof l->rel_na, "%lld", (long long)l->rel_not_after);
+                rlk__i64_dec(l->rel_na, (long long)l->rel_not_after);
         }
         l->state = L_RELEASING;
     }
@@ -975,8 +975,10 @@ static size_t make_facts(const rlk__locks *s, char *out, const char *cmd)
     memcpy(out, "h=", 2);
     memcpy(out + 2, s->host, n);
     n += 2;
-    n += (size_t)snprintf(out + n, RLK__FACTS_MAX - n, ";p=%ld;t=%lld", (long)getpid(),
-                          (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    memcpy(out + n, ";p=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, rlk__pid());
+    memcpy(out + n, ";t=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     if (cmd && *cmd) {
         memcpy(out + n, ";c=", 3);
         n += 3 + put_enc(out + n + 3, cmd, RLK_HOLDER_CMD_MAX);

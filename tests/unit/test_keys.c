@@ -6,10 +6,15 @@
  * slot), tokens, and the readings of replies the lock front ends share.
  */
 #include "testlib.h"
+#include "internal.h"
 #include "keys.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static unsigned slot(const char *k) { return rlk__keyslot(k, strlen(k)); }
 
@@ -110,6 +115,46 @@ static void test_hex_and_random(void)
     CHECK_EQ_INT(rlk__random_bytes(big, sizeof big), 0);
 }
 
+/* The numbers a request carries: as snprintf's "%lld" writes them. */
+static void test_decimal(void)
+{
+    const long long vs[] = {0, 1, -1, 9, 10, -10, 99, 100, 123456789, 1700000000123LL,
+                            9999999999999999LL, LLONG_MAX, LLONG_MIN, LLONG_MIN + 1};
+    for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+        char got[24], want[24];
+        memset(got, 'x', sizeof got);
+        size_t n = rlk__i64_dec(got, vs[i]);
+        snprintf(want, sizeof want, "%lld", vs[i]);
+        CHECK_EQ_STR(got, want);
+        CHECK_EQ_INT(n, strlen(want));
+    }
+}
+
+/* The cached process id is the process's, and a forked child's its own
+ * (the holder's facts carry it: p=PID). */
+static void test_pid(void)
+{
+    CHECK_EQ_INT(rlk__pid(), (long)getpid());
+    CHECK_EQ_INT(rlk__pid(), (long)getpid());
+    int fd[2];
+    if (!CHECK(pipe(fd) == 0)) return;
+    pid_t c = fork();
+    if (c == 0) {
+        long got[2] = {rlk__pid(), (long)getpid()};
+        ssize_t w = write(fd[1], got, sizeof got);
+        _exit(w == (ssize_t)sizeof got ? 0 : 1);
+    }
+    close(fd[1]);
+    long got[2] = {0, 0};
+    CHECK(read(fd[0], got, sizeof got) == (ssize_t)sizeof got);
+    close(fd[0]);
+    int st = 0;
+    CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ_INT(got[0], (long)c);
+    CHECK_EQ_INT(got[1], (long)c);
+    CHECK_EQ_INT(rlk__pid(), (long)getpid());
+}
+
 /* A value of a reply made by hand. */
 static rlk_resp_value val(rlk_resp_type t, const char *s)
 {
@@ -176,4 +221,6 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_keyslot_hash_tags),
            TL_TEST(test_make_keys),
            TL_TEST(test_hex_and_random),
+           TL_TEST(test_decimal),
+           TL_TEST(test_pid),
            TL_TEST(test_reply_readings));
