@@ -809,7 +809,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     rlk__core_config cc;
     memset(&cc, 0, sizeof cc);
     cc.max_input = cl->cfg.conn.max_reply_bytes;
-    cc.library = rlk__lua_library_text;
+    cc.library = &rlk__lua_library;
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
@@ -895,6 +895,7 @@ rlk_conn *rlk_client_conn(rlk_client *cl)
         cc.ctx = NULL;
         cl->own = rlk_conn_new(&cc);
         if (!cl->own) cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+        else rlk__conn_set_library(cl->own, &rlk__lua_library);
     }
     return cl->own;
 }

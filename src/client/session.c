@@ -43,7 +43,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     cc.protocol = cfg->protocol;
     cc.command_timeout_ms = cfg->command_timeout_ms;
     cc.max_input = cfg->max_input;
-    cc.library = rlk__lua_library_text;
+    cc.library = &rlk__lua_library;
     s->core = rlk__core_new(&cc);
     s->locks = s->core ? rlk__locks_new_on(s->core, cfg, s) : NULL;
     if (!s->locks) {
