@@ -130,10 +130,8 @@ rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_va
 
 /* The handshake of one of the servers given is done (ONE: a seed's). */
 int rlk__route_seed_ready(const rlk__route *r);
-/* Whether the route found a Redis Cluster, and its table (NULL: none
- * read yet). */
+/* Whether the route found a Redis Cluster. */
 int rlk__route_is_cluster(const rlk__route *r);
-const rlk__slots *rlk__route_table(const rlk__route *r);
 
 /* One turn of every driver, in one poll, blocking until something
  * happened, a core's deadline, or until (-1: none).  RLK_OK, or the
