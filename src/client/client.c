@@ -45,6 +45,7 @@
 #include "lua.h"
 #include "reply.h"
 #include "transport.h"
+#include "url.h"
 #include "waiter.h"
 
 #include <errno.h>

@@ -50,11 +50,6 @@ typedef struct rlk__cmd {
     const size_t *argvlen;
 } rlk__cmd;
 
-/* Copies cfg's strings (URL, client name, TLS files) into one block,
- * *strings, and points cfg at the copies; the caller frees *strings
- * (NULL when there were none).  RLK_OK or RLK_ERR_NOMEM (*strings NULL). */
-int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings);
-
 /* rlk_conn_command for a command given as an rlk__cmd. */
 int rlk__conn_command(rlk_conn *c, rlk_resp_value **reply, const rlk__cmd *cmd);
 

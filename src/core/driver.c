@@ -13,6 +13,7 @@
 #include "conn_internal.h"
 #include "internal.h"
 #include "random.h"
+#include "url.h"
 #include "core.h"
 
 #include <errno.h>
