@@ -562,7 +562,7 @@ void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
     h->last = d->last;
     h->fatal = d->fatal;
     h->connects = d->connects;
-    h->retry_at = d->retry_at;
+    h->retry_at = d->backoff.at;
     h->err = d->err;
     h->parked = r->parked[i];
 }
