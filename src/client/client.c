@@ -3,16 +3,20 @@
  * The blocking client (rlk_client, rlk_lock in resplock.h): thin
  * wrappers over the client core.
  *
- * A client is a route (route.h; today one server) whose driver gives a
- * sans-I/O session (session.c) its connection.  Each call queues its
- * request in the session and turns the route until the session reports
+ * A client is a route (route.h: one server, or the Redis Cluster it
+ * finds from its seeds, a driver per node) and one lock primitive over
+ * it (lock.h: rlk__locks), attached to every core the route makes and
+ * told of each new slot table; the route's core for a slot and its
+ * redirects are handed to the lock (rlk__locks_net).  Each call queues
+ * its request with the lock and turns the route until the lock reports
  * the result by an event, or until the call's deadline.  The lock
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
- * re-sends after a lost reply, the script calls) is the session's alone;
- * what is left here is the handles, the holder of a reentrant lock (the
- * client's random id and the calling thread), one deadline per call, the pauses
- * of a try the server refused for a while (LOADING, BUSY), and who turns
- * the route.
+ * re-sends after a lost reply or a redirect, the script calls) is the
+ * lock's alone; what is left here is the handles, the holder of a
+ * reentrant lock (the client's random id and the calling thread), one
+ * deadline per call, the pauses of a try the server refused for a while
+ * (LOADING, BUSY), a RESP2 listener's connection, and who turns the
+ * route.
  *
  * Who turns it: without the watchdog thread, the owner's calls, each
  * while it waits (and rlk_client_tick, one turn that never waits for the

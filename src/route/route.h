@@ -4,16 +4,17 @@
  * knows which server a key lives on and holds those servers' drivers
  * (driver.h), each under its request core (core.h), turned together in
  * one poll, so that one thread serves every connection of a client
- * without one waiting for another.  A primitive asks the route for the
- * core of a key's slot and submits there; the client reaches the
- * drivers through the route alone.  It knows nothing of what the
+ * without one waiting for another.  A primitive is handed, by the
+ * client, the route's core for a key's slot and its redirect reading,
+ * submits there and follows the redirects itself; the client reaches
+ * the drivers through the route alone.  It knows nothing of what the
  * commands mean.  Internal (rlk__ prefix, not installed).
  *
  * Kinds: ONE, every key on one server, unless that server turns out to
- * be a Redis Cluster node (below); SET, every key on each of several
- * independent servers (the ground of Redlock, whose quorum is counted
- * over them).  Sentinel (a server found by asking sentinels) is to come
- * as a kind of its own.
+ * be a Redis Cluster node (below): the client's; SET, every key on each
+ * of several independent servers (the ground of Redlock, whose quorum
+ * is counted over them; nothing makes one yet).  Sentinel (a server
+ * found by asking sentinels) is to come as a kind of its own.
  *
  * Redis Cluster, found by itself: the seed's HELLO says mode "cluster",
  * or a command of a primitive is answered MOVED (a server without
