@@ -489,7 +489,7 @@ static int sc_driver(const char **msg)
     sc.cb = drv_cb;
     rlk__core_config kc;
     memset(&kc, 0, sizeof kc);
-    kc.library = rlk__lua_library_text;
+    kc.library = &rlk__lua_library;
     rlk__driver d;
     rlk__locks *lk = NULL;
     int r = rlk__driver_init(&d, &cc, &kc);

@@ -1492,6 +1492,82 @@ static void test_handshake_deadline(void)
     fake_stop(fs);
 }
 
+/* Refuses the handshake of the first *arg connections as a full server
+ * does ("max number of clients reached", then a close), then serves as
+ * Redis 5. */
+static void refuse_first(fake_conn *fc, void *arg)
+{
+    int *left = arg;
+    if (__atomic_fetch_sub(left, 1, __ATOMIC_SEQ_CST) > 0) {
+        fake_send_str(fc, "-ERR max number of clients reached\r\n");
+        return;
+    }
+    fake_resp2(fc, NULL);
+}
+
+/* A handshake refused for now is tried again, as the client's
+ * connections do (retry.h's one rule): the third try serves. */
+static void test_reconnect_refused_for_now(void)
+{
+    int left = 2;
+    fake_server *fs = fake_start(refuse_first, &left);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    char url[128];
+    if (!CHECK(fs != NULL)) return;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    cfg_init(&cfg, url);
+    cfg.reconnect_attempts = 4;
+    cfg.backoff_initial_ms = 10;
+    cfg.backoff_max_ms = 20;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        int rc = rlk_conn_reconnect(c);
+        CHECK_MSG(rc == RLK_OK, "%d: %s", rc, rlk_conn_errmsg(c));
+        CHECK_EQ_INT(fake_accepted(fs), 3);
+        CHECK_EQ_U64(rlk_conn_generation(c), 1);
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
+/* The pauses hold across calls: a command after one whose try failed
+ * waits the backoff's pause before its own, so a caller calling in a
+ * loop does not hammer a server that is down; rlk_conn_reconnect asks
+ * for a try now. */
+static void test_reconnect_paced_across_calls(void)
+{
+    fake_server *fs = fake_start(fake_close_at_once, NULL);
+    rlk_conn_config cfg;
+    rlk_conn *c;
+    rlk_resp_value *v;
+    char url[128];
+    if (!CHECK(fs != NULL)) return;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
+    cfg_init(&cfg, url);
+    cfg.reconnect_attempts = 1;
+    cfg.backoff_initial_ms = 600;
+    cfg.backoff_max_ms = 600;
+    c = rlk_conn_new(&cfg);
+    if (CHECK(c != NULL)) {
+        CHECK_EQ_INT(STATUS(c, &v, "PING"), RLK_ERR_IO);
+        int64_t start = ts_now_ms();
+        CHECK_EQ_INT(STATUS(c, &v, "PING"), RLK_ERR_IO);
+        int64_t took = ts_now_ms() - start;
+        CHECK_MSG(took >= 300, "the second call tried after %lld ms, want the pause (300..600)",
+                  (long long)took);
+        CHECK_EQ_INT(fake_accepted(fs), 2);
+        start = ts_now_ms();
+        CHECK_EQ_INT(rlk_conn_reconnect(c), RLK_ERR_IO);
+        took = ts_now_ms() - start;
+        CHECK_MSG(took < 300, "rlk_conn_reconnect tried after %lld ms, want at once",
+                  (long long)took);
+        CHECK_EQ_INT(fake_accepted(fs), 3);
+    }
+    rlk_conn_free(c);
+    fake_stop(fs);
+}
+
 /* Every try is counted by a server that hangs up at once. */
 static void test_reconnect_attempts_counted(void)
 {
@@ -2885,6 +2961,8 @@ int main(int argc, char **argv)
     RUN_TEST(test_push_handler_closes);
     RUN_TEST(test_handshake_deadline);
     RUN_TEST(test_reconnect_attempts_counted);
+    RUN_TEST(test_reconnect_refused_for_now);
+    RUN_TEST(test_reconnect_paced_across_calls);
     RUN_TEST(test_error_classes);
     RUN_TEST(test_pipeline_10000);
     RUN_TEST(test_pipeline_large_values);

@@ -124,7 +124,7 @@ static rlk__core *make(const rlk__core_config *base)
     if (base) cfg = *base;
     else memset(&cfg, 0, sizeof cfg);
     cfg.command_timeout_ms = 1000;
-    cfg.library = rlk__lua_library_text;
+    cfg.library = &rlk__lua_library;
     cfg.hooks.connected = h_connected;
     cfg.hooks.ready = h_ready;
     cfg.hooks.closed = h_closed;
@@ -327,7 +327,8 @@ static void test_noscript_again(void)
 static void test_fcall_and_load(void)
 {
     /* One of the embedded scripts: it has a function in the library. */
-    rlk_script_init(&script, rlk__lua_functions[0].text, rlk__lua_functions[0].len);
+    rlk_script_init(&script, rlk__lua_library.functions[0].text,
+                    rlk__lua_library.functions[0].len);
     rlk__core *c = ready_core(HELLO7);
     char out[65536];
     CHECK_EQ_INT(rlk__core_submit(c, &script_ops, NULL, 1, RLK__DL_DEFAULT, 0), RLK_OK);

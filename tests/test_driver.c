@@ -83,7 +83,7 @@ static int dt_init(dt *t, const rlk_conn_config *conn)
     sc.timing = &t->timing;
     rlk__core_config kc;
     memset(&kc, 0, sizeof kc);
-    kc.library = rlk__lua_library_text;
+    kc.library = &rlk__lua_library;
     int r = rlk__driver_init(&t->d, conn, &kc);
     if (t->d.core) t->lk = rlk__locks_new_on(t->d.core, &sc, NULL);
     if (t->d.core && !t->lk) return RLK_ERR_NOMEM;
@@ -102,7 +102,7 @@ static rlk__core_config with_library(void)
 {
     rlk__core_config kc;
     memset(&kc, 0, sizeof kc);
-    kc.library = rlk__lua_library_text;
+    kc.library = &rlk__lua_library;
     return kc;
 }
 

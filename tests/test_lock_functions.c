@@ -14,6 +14,7 @@
 #include "testlib.h"
 
 #include "locktest.h"
+#include "conn_internal.h"
 #include "internal.h"
 #include "lua.h"
 #include "sha1.h"
@@ -57,11 +58,11 @@ static void library_functions(rlk_conn *c, const char *lib, char *out, size_t n)
 static int library_complete(rlk_conn *c)
 {
     char names[1024];
-    library_functions(c, rlk__lua_library_name, names, sizeof names);
-    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
-        if (!CHECK_MSG(strstr(names, rlk__lua_functions[i].name) != NULL,
+    library_functions(c, rlk__lua_library.name, names, sizeof names);
+    for (size_t i = 0; i < rlk__lua_library.nfunctions; i++)
+        if (!CHECK_MSG(strstr(names, rlk__lua_library.functions[i].name) != NULL,
                        "%s not among the library's functions: \"%s\"",
-                       rlk__lua_functions[i].name, names))
+                       rlk__lua_library.functions[i].name, names))
             return 0;
     return 1;
 }
@@ -105,6 +106,16 @@ static long long rejected_calls(rlk_conn *c, const char *cmd)
     return n;
 }
 
+/* A raw connection given the embedded library (as the client gives its
+ * own): the embedded scripts go as FCALL where the server has them. */
+static rlk_conn *connect_lib(const char *url, int line)
+{
+    rlk_conn *c = connect_url(url, 0, NULL, NULL, line);
+    if (c) rlk__conn_set_library(c, &rlk__lua_library);
+    return c;
+}
+#define CONNECT_LIB(url) connect_lib(url, __LINE__)
+
 static void forget_scripts(rlk_conn *c)
 {
     CMD(c, "FUNCTION", "FLUSH");
@@ -119,9 +130,9 @@ static void forget_scripts(rlk_conn *c)
  * after it. */
 static void test_library_name(void)
 {
-    const char *name = rlk__lua_library_name;
+    const char *name = rlk__lua_library.name;
     size_t n = 0, k = 0;
-    char *lib = rlk__lua_library_text(&n);
+    char *lib = rlk__script_library_text(&rlk__lua_library, &n);
     char *bare = malloc(n + 1), sha[41], head[64];
     if (!CHECK(lib != NULL && bare != NULL && n == strlen(lib))) {
         rlk__free(lib);
@@ -143,13 +154,14 @@ static void test_library_name(void)
     CHECK_MSG(strncmp(name + 9, sha, 12) == 0, "library %s, SHA1 of its text %s", name, sha);
     snprintf(head, sizeof head, "#!lua name=%s\n", name);
     CHECK(strncmp(lib, head, strlen(head)) == 0);
-    CHECK_EQ_INT(rlk__lua_nfunctions, 5);
-    for (size_t i = 0; i < rlk__lua_nfunctions; i++) {
-        CHECK(strncmp(rlk__lua_functions[i].name, name, strlen(name)) == 0);
-        CHECK(strstr(lib, rlk__lua_functions[i].name) != NULL);
-        CHECK_EQ_INT(rlk__lua_functions[i].len, strlen(rlk__lua_functions[i].text));
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, 5);
+    for (size_t i = 0; i < rlk__lua_library.nfunctions; i++) {
+        CHECK(strncmp(rlk__lua_library.functions[i].name, name, strlen(name)) == 0);
+        CHECK(strstr(lib, rlk__lua_library.functions[i].name) != NULL);
+        const rlk__script_fn *f = &rlk__lua_library.functions[i];
+        CHECK_EQ_INT(f->len, strlen(f->text));
         /* Each script's text once in the binary: the library refers to it. */
-        CHECK(strstr(lib, rlk__lua_functions[i].text) != NULL);
+        CHECK(strstr(lib, rlk__lua_library.functions[i].text) != NULL);
     }
     free(bare);
     rlk__free(lib);
@@ -166,11 +178,12 @@ static void test_script_flags(void)
     } want[] = {{"acquire", NULL},        {"release", "allow-oom"}, {"extend", "allow-oom"},
                 {"renew", "allow-oom"},   {"status", "no-writes"}};
     size_t n = 0;
-    char *lib = rlk__lua_library_text(&n);
+    char *lib = rlk__script_library_text(&rlk__lua_library, &n);
     if (!CHECK(lib != NULL)) return;
-    CHECK_EQ_INT(rlk__lua_nfunctions, sizeof want / sizeof want[0]);
-    for (size_t i = 0; i < rlk__lua_nfunctions && i < sizeof want / sizeof want[0]; i++) {
-        const rlk__lua_function *f = &rlk__lua_functions[i];
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < rlk__lua_library.nfunctions && i < sizeof want / sizeof want[0];
+         i++) {
+        const rlk__script_fn *f = &rlk__lua_library.functions[i];
         const char *body = strstr(lib, f->text);
         char tail[64], line[64], sha[41];
         size_t nl = strlen(f->name) - strlen(want[i].name);
@@ -229,7 +242,7 @@ static void test_calls_are_fcall(void)
 static void test_function_flush(void)
 {
     rlk_client *cl = CLIENT();
-    rlk_conn *c = CONNECT(srv_url);
+    rlk_conn *c = CONNECT_LIB(srv_url);
     rlk_script status;
     enum { N = 20 }; /* more than go without allocating */
     rlk_request reqs[N];
@@ -310,10 +323,30 @@ out:
     ts_stop(s);
 }
 
+/* A connection given no library knows no function: an embedded script
+ * goes by EVALSHA there, as any caller's, and no FUNCTION LOAD is sent. */
+static void test_no_library_evalsha(void)
+{
+    rlk_conn *c = CONNECT(srv_url);
+    rlk_script status;
+    rlk_resp_value *v;
+    const char *argv[3] = {"fn-nolib", "{fn-nolib}:queue", "{fn-nolib}:waiters"};
+    if (!c) return;
+    rlk_script_init(&status, rlk__lua_status, 0);
+    CHECK_EQ_INT(rlk_conn_eval(c, &v, &status, 3, 3, argv, NULL), RLK_OK); /* loads it */
+    reset_stats(admin);
+    CHECK_EQ_INT(rlk_conn_eval(c, &v, &status, 3, 3, argv, NULL), RLK_OK);
+    CHECK(v && v->type == RLK_RESP_ARRAY);
+    CHECK_EQ_INT(stat_calls(admin, "evalsha"), 1);
+    CHECK_EQ_INT(stat_calls(admin, "fcall"), 0);
+    CHECK_EQ_INT(stat_calls(admin, "function|load"), 0);
+    rlk_conn_free(c);
+}
+
 /* A caller's own script keeps going by EVALSHA. */
 static void test_own_script_evalsha(void)
 {
-    rlk_conn *c = CONNECT(srv_url);
+    rlk_conn *c = CONNECT_LIB(srv_url);
     rlk_script s;
     rlk_resp_value *v;
     const char *argv[1] = {"fn-own"};
@@ -364,7 +397,7 @@ static void acl_fallback(const char *user, const char *const *rules, long long f
     reset_stats(admin);
     if (lock_cycle(cl, "fn-acl")) {
         char names[256];
-        library_functions(admin, rlk__lua_library_name, names, sizeof names);
+        library_functions(admin, rlk__lua_library.name, names, sizeof names);
         CHECK_EQ_STR(names, "");
         /* The call that met the refusal went again as EVAL, the
          * others as EVALSHA (and EVAL after NOSCRIPT). */
@@ -452,7 +485,7 @@ static void calls_to(struct persona *p)
     const char *argv[4] = {"fn-fake", "{fn-fake}:queue", "{fn-fake}:waiters", "tok"};
     if (!CHECK(fs != NULL)) return;
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", fake_port(fs));
-    c = CONNECT(url);
+    c = CONNECT_LIB(url);
     rlk_script_init(&release, rlk__lua_release, 0);
     for (int i = 0; c && i < 3; i++) {
         rlk_resp_value *v;
@@ -574,6 +607,7 @@ int main(int argc, char **argv)
     RUN(test_function_flush);
     RUN(test_restart);
     RUN(test_own_script_evalsha);
+    RUN(test_no_library_evalsha);
     RUN(test_acl_no_function_load);
     RUN(test_acl_no_fcall);
     RUN(test_fake_redis62);

@@ -1132,7 +1132,7 @@ static const char *copy_token(char *buf, const rlk_lock *l)
 /* "FCALL <library>_<fn>" */
 static void fcall_of(char *out, size_t n, const char *fn)
 {
-    snprintf(out, n, "FCALL %s_%s", rlk__lua_library_name, fn);
+    snprintf(out, n, "FCALL %s_%s", rlk__lua_library.name, fn);
 }
 
 /* A fake Redis 8.4: release by DELEX IFEQ, extend and renewal by SET

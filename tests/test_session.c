@@ -756,7 +756,7 @@ static long long rejected(const char *cmd)
 /* Whether the server has the library of the embedded scripts. */
 static int has_library(void)
 {
-    rlk_resp_value *v = CMD(adm, "FUNCTION", "LIST", "LIBRARYNAME", rlk__lua_library_name);
+    rlk_resp_value *v = CMD(adm, "FUNCTION", "LIST", "LIBRARYNAME", rlk__lua_library.name);
     return v && v->type == RLK_RESP_ARRAY && v->len == 1;
 }
 
@@ -992,7 +992,7 @@ static void test_no_subscribe(void)
 {
     static const char *const users[] = {"sess-nochan", "sess-nochan-nofcall", "sess-nosub"};
     size_t len = 0;
-    char *lib = rlk__lua_library_text(&len);
+    char *lib = rlk__script_library_text(&rlk__lua_library, &len);
     if (!CHECK(lib != NULL)) return;
     CMD(adm, "FUNCTION", "LOAD", "REPLACE", lib);
     rlk__free(lib);
@@ -1576,7 +1576,7 @@ static rlk_session_lock *acq_bytes(drv *d, const char *name, int64_t now)
 static void test_fcall_bytes(void)
 {
     char fn[96];
-    snprintf(fn, sizeof fn, "%s_acquire\r\n", rlk__lua_library_name);
+    snprintf(fn, sizeof fn, "%s_acquire\r\n", rlk__lua_library.name);
     drv d;
     manual_ready_as(&d, HELLO_AS("6\r\n6.2.14"));
     acq_bytes(&d, "f62", 1100);
@@ -1647,10 +1647,11 @@ out:
  * that refused it before it ran. */
 static void test_script_flags_bytes(void)
 {
-    const rlk__lua_function *rel = NULL;
+    const rlk__script_fn *rel = NULL;
     char plain[41];
-    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
-        if (rlk__lua_functions[i].text == rlk__lua_release) rel = &rlk__lua_functions[i];
+    for (size_t i = 0; i < rlk__lua_library.nfunctions; i++)
+        if (rlk__lua_library.functions[i].text == rlk__lua_release)
+            rel = &rlk__lua_library.functions[i];
     if (!CHECK(rel && rel->flagged)) return;
     rlk__sha1_hex(rlk__lua_release, strlen(rlk__lua_release), plain);
     for (int v7 = 0; v7 < 2; v7++) {

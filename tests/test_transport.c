@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "sha1.h"
 #include "url.h"
+#include "internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -342,6 +343,52 @@ static void test_url_out_of_memory(void)
     CHECK_EQ_INT(n, 4); /* three strings: failures at 0, 1 and 2 */
     CHECK_EQ_STR(u.path, "/tmp/x.sock");
     rlk__url_free(&u);
+}
+
+/* A configuration's strings copied into one block: the copy outlives
+ * the caller's strings; one that names none allocates nothing; out of
+ * memory leaves the configuration as it was. */
+static void test_conn_config_copy(void)
+{
+    static const rlk_allocator failing = {failing_malloc, failing_realloc, plain_free, NULL};
+    char url[] = "redis://h:1", name[] = "me", ca[] = "/ca", dir[] = "/cadir", cert[] = "/c",
+         key[] = "/k", sni[] = "sni";
+    rlk_conn_config cfg, was;
+    char *strings = (char *)1;
+    rlk_conn_config_init(&cfg);
+    CHECK_EQ_INT(rlk__conn_config_copy(&cfg, &strings), RLK_OK);
+    CHECK(strings == NULL);
+    cfg.url = url;
+    cfg.client_name = name;
+    cfg.tls.ca_file = ca;
+    cfg.tls.ca_dir = dir;
+    cfg.tls.cert_file = cert;
+    cfg.tls.key_file = key;
+    cfg.tls.server_name = sni;
+    was = cfg;
+    rlk_set_allocator(&failing);
+    alloc_left = 0;
+    CHECK_EQ_INT(rlk__conn_config_copy(&cfg, &strings), RLK_ERR_NOMEM);
+    rlk_set_allocator(NULL);
+    CHECK(strings == NULL);
+    CHECK(memcmp(&cfg, &was, sizeof cfg) == 0);
+    CHECK_EQ_INT(rlk__conn_config_copy(&cfg, &strings), RLK_OK);
+    if (!CHECK(strings != NULL)) return;
+    memset(url, 'x', sizeof url - 1);
+    memset(name, 'x', sizeof name - 1);
+    memset(ca, 'x', sizeof ca - 1);
+    memset(dir, 'x', sizeof dir - 1);
+    memset(cert, 'x', sizeof cert - 1);
+    memset(key, 'x', sizeof key - 1);
+    memset(sni, 'x', sizeof sni - 1);
+    CHECK_EQ_STR(cfg.url, "redis://h:1");
+    CHECK_EQ_STR(cfg.client_name, "me");
+    CHECK_EQ_STR(cfg.tls.ca_file, "/ca");
+    CHECK_EQ_STR(cfg.tls.ca_dir, "/cadir");
+    CHECK_EQ_STR(cfg.tls.cert_file, "/c");
+    CHECK_EQ_STR(cfg.tls.key_file, "/k");
+    CHECK_EQ_STR(cfg.tls.server_name, "sni");
+    rlk__free(strings);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1712,6 +1759,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_url_err_buffer);
     RUN_TEST(test_url_default);
     RUN_TEST(test_url_out_of_memory);
+    RUN_TEST(test_conn_config_copy);
     RUN_TEST(test_sha1_vectors);
     RUN_TEST(test_sha1_agree);
     RUN_TEST(test_clock);

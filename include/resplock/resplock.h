@@ -98,7 +98,9 @@ typedef struct rlk_conn_config {
                                   Every deadline holds whatever the server
                                   sends meanwhile (a flood of pushes). */
     int reconnect_attempts;    /* tries in rlk_conn_reconnect and before a
-                                  command on a closed connection; 0: 5;
+                                  command on a closed connection (after a
+                                  failed try, even of an earlier call, the
+                                  next waits the backoff's pause); 0: 5;
                                   -1: never reconnect automatically        */
     int backoff_initial_ms;    /* first pause between tries; 0: 50          */
     int backoff_max_ms;        /* pauses double up to this, with jitter;
@@ -166,11 +168,14 @@ void rlk_conn_free(rlk_conn *c);
 int rlk_conn_connect(rlk_conn *c);
 
 /* Closes the connection, then tries to connect up to reconnect_attempts
- * times (at least once), pausing with exponential backoff and jitter
- * between tries.  Returns the last try's status (those of
+ * times (at least once): the first try at once, the others after
+ * pauses with exponential backoff and jitter, as the client's
+ * connections do.  Returns the last try's status (those of
  * rlk_conn_connect); it stops early on a status a new try would not
- * change (RLK_ERR_URL, RLK_ERR_TLS, RLK_ERR_AUTH, RLK_ERR_SERVER,
- * RLK_ERR_NOMEM).  The owner's thread. */
+ * change (RLK_ERR_URL, RLK_ERR_AUTH, and RLK_ERR_TLS for a certificate
+ * refused or TLS files that do not load); a handshake the server refuses
+ * for now (RLK_ERR_SERVER: "max number of clients reached", LOADING) is
+ * tried again.  The owner's thread. */
 int rlk_conn_reconnect(rlk_conn *c);
 
 /* Closes the transport; the object stays usable.  Cannot fail.  The

@@ -3,16 +3,20 @@
  * The blocking client (rlk_client, rlk_lock in resplock.h): thin
  * wrappers over the client core.
  *
- * A client is a route (route.h; today one server) whose driver gives a
- * sans-I/O session (session.c) its connection.  Each call queues its
- * request in the session and turns the route until the session reports
+ * A client is a route (route.h: one server, or the Redis Cluster it
+ * finds from its seeds, a driver per node) and one lock primitive over
+ * it (lock.h: rlk__locks), attached to every core the route makes and
+ * told of each new slot table; the route's core for a slot and its
+ * redirects are handed to the lock (rlk__locks_net).  Each call queues
+ * its request with the lock and turns the route until the lock reports
  * the result by an event, or until the call's deadline.  The lock
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
- * re-sends after a lost reply, the script calls) is the session's alone;
- * what is left here is the handles, the holder of a reentrant lock (the
- * client's random id and the calling thread), one deadline per call, the pauses
- * of a try the server refused for a while (LOADING, BUSY), and who turns
- * the route.
+ * re-sends after a lost reply or a redirect, the script calls) is the
+ * lock's alone; what is left here is the handles, the holder of a
+ * reentrant lock (the client's random id and the calling thread), one
+ * deadline per call, the pauses of a try the server refused for a while
+ * (LOADING, BUSY), a RESP2 listener's connection, and who turns the
+ * route.
  *
  * Who turns it: without the watchdog thread, the owner's calls, each
  * while it waits (and rlk_client_tick, one turn that never waits for the
@@ -45,6 +49,7 @@
 #include "lua.h"
 #include "reply.h"
 #include "transport.h"
+#include "url.h"
 #include "waiter.h"
 
 #include <errno.h>
@@ -817,7 +822,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     rlk__core_config cc;
     memset(&cc, 0, sizeof cc);
     cc.max_input = cl->cfg.conn.max_reply_bytes;
-    cc.library = rlk__lua_library_text;
+    cc.library = &rlk__lua_library;
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
@@ -903,6 +908,7 @@ rlk_conn *rlk_client_conn(rlk_client *cl)
         cc.ctx = NULL;
         cl->own = rlk_conn_new(&cc);
         if (!cl->own) cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+        else rlk__conn_set_library(cl->own, &rlk__lua_library);
     }
     return cl->own;
 }

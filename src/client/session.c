@@ -43,7 +43,7 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     cc.protocol = cfg->protocol;
     cc.command_timeout_ms = cfg->command_timeout_ms;
     cc.max_input = cfg->max_input;
-    cc.library = rlk__lua_library_text;
+    cc.library = &rlk__lua_library;
     s->core = rlk__core_new(&cc);
     s->locks = s->core ? rlk__locks_new_on(s->core, cfg, s) : NULL;
     if (!s->locks) {
@@ -97,13 +97,6 @@ rlk_session_lock *rlk_session_acquire(rlk_session *s, const char *name, const rl
     return rlk__locks_acquire(s->locks, name, o, user, now);
 }
 
-int rlk__session_check_acquire(rlk_session *s, const char *name, const rlk_lock_options *o)
-{
-    return rlk__locks_check_acquire(s->locks, name, o);
-}
-
-void rlk__session_forget(rlk_session_lock *l, int64_t now) { rlk__locks_forget(l, now); }
-
 int rlk__session_status(rlk_session *s, const char *name, rlk__session_call_cb cb, void *ctx,
                         int64_t now)
 {
@@ -127,13 +120,6 @@ const rlk_conn_info *rlk__session_info(const rlk_session *s) { return rlk__core_
 const char *rlk__session_handoff_channel(const rlk_session *s)
 {
     return rlk__locks_handoff_channel(s->locks);
-}
-
-void rlk__session_set_listener(rlk_session *s, int on) { rlk__locks_set_listener(s->locks, on); }
-
-int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now)
-{
-    return rlk__locks_message(s->locks, msg, now);
 }
 
 size_t rlk__session_buffered(const rlk_session *s) { return rlk__core_buffered(s->core); }

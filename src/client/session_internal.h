@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The session's calls that need no handle (session.c), for the blocking
- * API's wrappers: a lock's status, and a release or an extend by token.
+ * The session's calls that need no handle (session.c), for the tests and
+ * the fuzz harness, which drive a session alone (the client calls the
+ * lock's own, lock.h): a lock's status, and a release or an extend by
+ * token.
  * Each queues one script call (FCALL or EVALSHA as the session's others,
  * EVAL once after NOSCRIPT, "Function not found" or a refused FCALL) with
  * the command timeout for its reply, and reports its result once, by
@@ -36,37 +38,15 @@ int rlk__session_release_token(rlk_session *s, const char *name, const char *tok
 int rlk__session_extend_token(rlk_session *s, const char *name, const char *token, int64_t ms,
                               int how, rlk__session_call_cb cb, void *ctx, int64_t now);
 
-/* The checks of rlk_session_acquire's arguments (name, kind, holder, a
- * TTL with validity left after the drift allowance): RLK_OK, or
- * RLK_ERR_INVALID with the reason in the session's message. */
-int rlk__session_check_acquire(rlk_session *s, const char *name, const rlk_lock_options *o);
-
-/* Lets a held lock go without releasing it (rlk_lock_forget): no event,
- * no renewal any more; it runs out on the server by its TTL.  A handle
- * with a request under way goes on to its end unheard instead (its
- * events are not given: the callback sees user NULL). */
-void rlk__session_forget(rlk_session_lock *l, int64_t now);
-
 /* What the handshake of the current connection learned: the protocol
  * (0 before it is done), the server, its version, the client id, the
  * user and db.  peer and the TLS fields are left empty: the driver
  * knows them. */
 const rlk_conn_info *rlk__session_info(const rlk_session *s);
 
-/*
- * RESP2 waiting with a listener: one RESP2 connection cannot both
- * subscribe and send, so a caller that wants waiters woken by releases
- * and handed locks (as under RESP3) subscribes a connection of its own
- * to the session's handoff channel and to the release channels of the
- * locks waited for, turns the listener on, and relays each message it
- * gets by rlk__session_message (which may queue requests, and give
- * events as rlk_session_feed does: RLK_OK, or a failure of the session).
- * While it is on, a simple lock's wait starts in line.  Off: RESP2
- * waiters poll.  Under RESP3 it changes nothing.
- */
+/* The channel the session's handoffs are published on (a RESP2 listener
+ * of the caller's own subscribes to it: the tests' view of it). */
 const char *rlk__session_handoff_channel(const rlk_session *s);
-void rlk__session_set_listener(rlk_session *s, int on);
-int rlk__session_message(rlk_session *s, const rlk_resp_value *msg, int64_t now);
 
 /* Bytes fed and not read yet (the start of a reply still incomplete):
  * the fuzz harness's. */

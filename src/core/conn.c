@@ -99,39 +99,6 @@ int rlk_conn_fd(const rlk_conn *c) { return c->t.fd; }
 const rlk_conn_info *rlk_conn_get_info(const rlk_conn *c) { return &c->info; }
 rlk__script_state *rlk__conn_script_state(rlk_conn *c) { return &c->scripts; }
 
-static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
-
-static const char *copy_str(char **dst, const char *s)
-{
-    if (!s) return NULL;
-    size_t n = strlen(s) + 1;
-    memcpy(*dst, s, n);
-    const char *r = *dst;
-    *dst += n;
-    return r;
-}
-
-int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings)
-{
-    const rlk_conn_config s = *cfg;
-    size_t need = str_size(s.url) + str_size(s.client_name) +
-                  str_size(s.tls.ca_file) + str_size(s.tls.ca_dir) +
-                  str_size(s.tls.cert_file) + str_size(s.tls.key_file) +
-                  str_size(s.tls.server_name);
-    *strings = NULL;
-    if (!need) return RLK_OK;
-    char *p = *strings = rlk__malloc(need);
-    if (!p) return RLK_ERR_NOMEM;
-    cfg->url = copy_str(&p, s.url);
-    cfg->client_name = copy_str(&p, s.client_name);
-    cfg->tls.ca_file = copy_str(&p, s.tls.ca_file);
-    cfg->tls.ca_dir = copy_str(&p, s.tls.ca_dir);
-    cfg->tls.cert_file = copy_str(&p, s.tls.cert_file);
-    cfg->tls.key_file = copy_str(&p, s.tls.key_file);
-    cfg->tls.server_name = copy_str(&p, s.tls.server_name);
-    return RLK_OK;
-}
-
 /* ------------------------------------------------------------------ */
 /* What the core hands over                                             */
 
@@ -584,6 +551,7 @@ static int connect_once(rlk_conn *c)
     c->info.tls_version = rlk__tls_version(&c->t);
     c->info.tls_cipher = rlk__tls_cipher(&c->t);
     c->generation++;
+    rlk__backoff_served(&c->backoff);
     if (c->cfg.on_connect) c->cfg.on_connect(c->cfg.ctx, c, c->generation > 1);
     return RLK_OK;
 }
@@ -591,14 +559,6 @@ static int connect_once(rlk_conn *c)
 int rlk_conn_connect(rlk_conn *c)
 {
     return connect_once(c);
-}
-
-/* Failures worth another try: the server may come back or finish
- * loading.  Bad URLs, TLS verification and authentication will not. */
-static int transient(int status)
-{
-    return status == RLK_ERR_CONNECT || status == RLK_ERR_TIMEOUT ||
-           status == RLK_ERR_IO || status == RLK_ERR_CLOSED;
 }
 
 /* Sleeps ms milliseconds (nothing when ms <= 0), through signals. */
@@ -609,28 +569,40 @@ static void pause_ms(int64_t ms)
     }
 }
 
-int rlk_conn_reconnect(rlk_conn *c)
+/* Up to reconnect_attempts tries, by the one rule of retry.h: each try
+ * after a failed one, in this call or an earlier one, waits the
+ * backoff's pause (within the call's cap); a connection made starts the
+ * pauses over; a failure no try mends ends the tries. */
+static int reconnect(rlk_conn *c)
 {
     int attempts = c->cfg.reconnect_attempts > 0 ? c->cfg.reconnect_attempts : 1;
     int r = RLK_ERR_CLOSED;
-    rlk__backoff_reset(&c->backoff);
     for (int i = 0; i < attempts; i++) {
-        if (i > 0) {
-            int64_t p = rlk__backoff_next(&c->backoff);
+        int64_t p = c->backoff.at - rlk__now_ms();
+        if (p > 0) {
             int left = rlk__ms_left(c->cap);
             if (left >= 0 && p > left) p = left;
             pause_ms(p);
-        }
-        if (i > 0 && expired(c->cap)) {
-            char last[sizeof c->err];
-            memcpy(last, c->err, sizeof last);
-            return set_err(c, RLK_ERR_TIMEOUT, "reconnect: the call's deadline came after %d "
-                           "tries (last: %.400s)", i, last);
+            if (expired(c->cap)) {
+                char last[sizeof c->err];
+                memcpy(last, c->err, sizeof last);
+                return set_err(c, RLK_ERR_TIMEOUT, "reconnect: the call's deadline came after "
+                               "%d tries (last: %.400s)", i, last);
+            }
         }
         r = connect_once(c);
-        if (r == RLK_OK || !transient(r)) return r;
+        if (r == RLK_OK) return r;
+        rlk__backoff_failed(&c->backoff, rlk__now_ms());
+        if (!rlk__retry_mends(r, c->t.lasting)) return r;
     }
     return r;
+}
+
+int rlk_conn_reconnect(rlk_conn *c)
+{
+    /* Asked for now: no pause owed by earlier failures. */
+    rlk__backoff_served(&c->backoff);
+    return reconnect(c);
 }
 
 /* The core failed after the last call had its answer: closes, and says
@@ -678,7 +650,7 @@ static int ensure_connected(rlk_conn *c, int64_t now)
                                                         "connection, and reconnecting is off"
                                                       : "not connected");
     }
-    return rlk_conn_reconnect(c);
+    return reconnect(c);
 }
 
 int rlk__conn_ensure(rlk_conn *c)

@@ -8,13 +8,15 @@
 
 #include "resplock.h"
 #include "reply.h"
+#include "scriptlib.h"
 #include "serverinfo.h"
 
 /* What the script layer (script.c) keeps with each connection: the
- * server's facts, and whether the library of the embedded scripts runs
- * there as FUNCTIONs. */
+ * server's facts, the script library it was given, and whether that
+ * library runs there as FUNCTIONs. */
 typedef struct rlk__script_state {
     rlk__server server;     /* rlk__server_detect's cache */
+    const rlk__script_library *library; /* NULL: every script as EVALSHA */
     /* FCALL refused on this connection generation (unknown command,
      * ACL, FUNCTION LOAD refused): EVALSHA until a reconnect. */
     uint64_t refused_generation;
@@ -23,6 +25,12 @@ typedef struct rlk__script_state {
 
 /* c's state, zero when c was made. */
 rlk__script_state *rlk__conn_script_state(rlk_conn *c);
+
+/* Gives c a script library (scriptlib.h; it outlives c): a call of one of
+ * its scripts by rlk_conn_eval or rlk_conn_pipeline goes as FCALL of its
+ * function where the server has FUNCTIONs, loading the library when it
+ * is missing.  NULL (as made): every script goes as EVALSHA. */
+void rlk__conn_set_library(rlk_conn *c, const rlk__script_library *lib);
 
 /* Records a failure message on the connection and returns status. */
 #if defined(__GNUC__)
@@ -41,11 +49,6 @@ typedef struct rlk__cmd {
     const char *const *argv;
     const size_t *argvlen;
 } rlk__cmd;
-
-/* Copies cfg's strings (URL, client name, TLS files) into one block,
- * *strings, and points cfg at the copies; the caller frees *strings
- * (NULL when there were none).  RLK_OK or RLK_ERR_NOMEM (*strings NULL). */
-int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings);
 
 /* rlk_conn_command for a command given as an rlk__cmd. */
 int rlk__conn_command(rlk_conn *c, rlk_resp_value **reply, const rlk__cmd *cmd);

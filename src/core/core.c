@@ -207,7 +207,7 @@ int rlk__core_put_script(rlk__core *c, rlk__req *q, const rlk_script *s, int nke
     char nk[12];
     int how = q->eval ? RLK__CALL_EVAL : c->fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA;
     if (c->script_flags) how |= RLK__CALL_FLAGS;
-    how = rlk__script_head(s, how, nkeys, head, headlen, nk);
+    how = rlk__script_head(c->cfg.library, s, how, nkeys, head, headlen, nk);
     int r = rlk__core_put_parts(c, 3, head, headlen, argc, argv, lens);
     q->script = 1;
     q->fcall = how == RLK__CALL_FCALL;
@@ -378,7 +378,7 @@ static int build_hs(rlk__core *c, rlk__req *q)
     }
     default: { /* HS_LOAD */
         size_t len = 0;
-        char *text = c->cfg.library(&len);
+        char *text = rlk__script_library_text(c->cfg.library, &len);
         if (!text) return rlk__core_fail(c, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
         const char *av[3] = {"FUNCTION", "LOAD", text};
         size_t al[3] = {8, 4, len};

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "defaults.h"
+#include "scriptlib.h"
 #include "resplock.h"
 
 typedef struct rlk__core rlk__core;
@@ -126,10 +127,10 @@ typedef struct rlk__core_config {
      * hooks.push (a blocking connection drops it there); 0: it is a
      * reply out of step, and fails the core. */
     int stray_confirmations;
-    /* The text of the script library that FUNCTION LOAD loads (into
-     * memory the caller frees with rlk__free), or NULL: FCALL is never
-     * used. */
-    char *(*library)(size_t *len);
+    /* The script library whose scripts go as FCALL where the server
+     * has FUNCTIONs, FUNCTION LOAD sending its text (scriptlib.h); it
+     * outlives the core.  NULL: FCALL is never used. */
+    const rlk__script_library *library;
     rlk__core_hooks hooks;
 } rlk__core_config;
 

@@ -13,6 +13,7 @@
 #include "conn_internal.h"
 #include "internal.h"
 #include "random.h"
+#include "url.h"
 #include "core.h"
 
 #include <errno.h>
@@ -105,20 +106,6 @@ int rlk__driver_fd(const rlk__driver *d) { return d->up ? d->t.fd : -1; }
 
 static int connecting(const rlk__driver *d) { return d->t.cs.step != NULL; }
 
-/* Failures of a connect or a handshake that another try would meet
- * again: an address that cannot be used (a bad URL, found at init, a
- * socket path too long), a refused password, and the TLS failures the
- * transport says so of (its set-up, a certificate refused by either
- * side).  Everything else may pass, and is tried again after the
- * backoff's pause: a connection refused or reset, a handshake the
- * server refused for now ("max number of clients reached", LOADING,
- * any other error), a TLS handshake cut short. */
-static int lasting(const rlk__driver *d, int status)
-{
-    return status == RLK_ERR_URL || status == RLK_ERR_INVALID || status == RLK_ERR_AUTH ||
-           (status == RLK_ERR_TLS && d->t.lasting);
-}
-
 /* The connection is gone (status: why, the reason in d->err).  The next
  * try comes at once after a connection that served, else after the
  * backoff's pause. */
@@ -138,13 +125,12 @@ static int drop(rlk__driver *d, int status)
         rlk__core_closed(d->core, now);
     }
     if (served) {
-        rlk__backoff_reset(&d->backoff);
+        rlk__backoff_served(&d->backoff);
         d->fails = 0;
-        d->retry_at = now;
     } else {
         d->fails++;
-        d->retry_at = now + rlk__backoff_next(&d->backoff);
-        if (lasting(d, status)) d->fatal = status;
+        rlk__backoff_failed(&d->backoff, now);
+        if (!rlk__retry_mends(status, d->t.lasting)) d->fatal = status;
     }
     return status;
 }
@@ -289,7 +275,7 @@ static int reconnect_allowed(const rlk__driver *d)
 static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
 {
     tick_if_due(d);
-    *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->retry_at);
+    *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->backoff.at);
     return status;
 }
 
@@ -308,8 +294,8 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
             tick_if_due(d);
             return set_err(d, RLK_ERR_CLOSED, "not connected, and reconnecting is off");
         }
-        if (now < d->retry_at) {
-            *wake = sooner(*wake, d->retry_at);
+        if (now < d->backoff.at) {
+            *wake = sooner(*wake, d->backoff.at);
             return RLK_OK;
         }
         r = connect_start(d);
@@ -438,8 +424,7 @@ int rlk__driver_reconnect(rlk__driver *d)
     rlk__driver_close(d);
     d->fatal = 0;
     d->allow_once = 1;
-    rlk__backoff_reset(&d->backoff);
-    d->retry_at = 0;
+    rlk__backoff_served(&d->backoff);
     d->err[0] = '\0';
     int r = rlk__driver_run(d, is_ready, d->core, rlk__now_ms() + d->cfg.connect_timeout_ms);
     if (r == RLK_ERR_TIMEOUT && d->fails) r = RLK_ERR_CONNECT;

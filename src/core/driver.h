@@ -23,15 +23,18 @@
  * failed try (with its "timed out after" message).
  *
  * Reconnecting: a driver connects again when its connection goes (its
- * core's owner may hold what must be renewed): the first try at once, later
- * ones after growing, jittered pauses (backoff_initial_ms doubling up to
- * backoff_max_ms).  reconnect_attempts -1: only the first connect is made
- * by itself; after a loss every step fails with RLK_ERR_CLOSED until
- * rlk__driver_reconnect.  A failure that another try cannot mend (a bad
- * URL, a refused password, a certificate refused or TLS files that do
- * not load) is returned at once and not tried again by itself; any
- * other (a connection refused or reset, a handshake the server refused
- * for now: "max number of clients reached", LOADING) is tried again.
+ * core's owner may hold what must be renewed), by the one rule of
+ * retry.h that rlk_conn follows too: the first try at once after a
+ * connection that served, later ones after growing, jittered pauses
+ * (backoff_initial_ms doubling up to backoff_max_ms).
+ * reconnect_attempts -1: only the first connect is made by itself; after
+ * a loss every step fails with RLK_ERR_CLOSED until
+ * rlk__driver_reconnect.  A failure that another try cannot mend
+ * (rlk__retry_mends: a bad URL, a refused password, a certificate
+ * refused or TLS files that do not load) is returned at once and not
+ * tried again by itself; any other (a connection refused or reset, a
+ * handshake the server refused for now: "max number of clients
+ * reached", LOADING) is tried again.
  */
 #ifndef RESPLOCK_DRIVER_H
 #define RESPLOCK_DRIVER_H
@@ -61,8 +64,7 @@ typedef struct rlk__driver {
                               may be frozen behind a connection that is up */
     int last;              /* the status of the last failure (0: none) */
     int allow_once;        /* rlk__driver_reconnect: connect though off */
-    int64_t retry_at;      /* no connect try before (monotonic ms) */
-    rlk__backoff backoff;
+    rlk__backoff backoff;  /* and its at: no connect try before */
     char err[512];
 } rlk__driver;
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Reconnect pacing (see retry.h). */
+/* The one reconnect rule: pacing and which failures are retried (see
+ * retry.h). */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "retry.h"
 #include "defaults.h"
+#include "resplock.h"
 
 void rlk__backoff_init(rlk__backoff *b, int initial, int max, uint64_t seed)
 {
@@ -13,6 +15,7 @@ void rlk__backoff_init(rlk__backoff *b, int initial, int max, uint64_t seed)
     b->max = max > 0 ? max : RLK__DEFAULT_BACKOFF_MAX_MS;
     if (b->max < b->initial) b->max = b->initial;
     b->pause = b->initial;
+    b->at = 0;
     /* xorshift64* must not start at 0. */
     b->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
 }
@@ -33,3 +36,17 @@ int64_t rlk__backoff_next(rlk__backoff *b)
 }
 
 void rlk__backoff_reset(rlk__backoff *b) { b->pause = b->initial; }
+
+void rlk__backoff_served(rlk__backoff *b)
+{
+    b->pause = b->initial;
+    b->at = 0;
+}
+
+void rlk__backoff_failed(rlk__backoff *b, int64_t now) { b->at = now + rlk__backoff_next(b); }
+
+int rlk__retry_mends(int status, int tls_lasting)
+{
+    return status != RLK_ERR_URL && status != RLK_ERR_INVALID && status != RLK_ERR_AUTH &&
+           !(status == RLK_ERR_TLS && tls_lasting);
+}

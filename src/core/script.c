@@ -5,8 +5,9 @@
  * are met with one SCRIPT LOAD per distinct script and the calls sent
  * again, so callers never see NOSCRIPT.
  *
- * The embedded scripts (lua.h) go out as FCALL of their function in the
- * library instead, where the server has FUNCTIONs (rlk__server_detect):
+ * The scripts of the library the connection was given
+ * (rlk__conn_set_library) go out as FCALL of their function in it
+ * instead, where the server has FUNCTIONs (rlk__server_detect):
  * functions survive a restart with persistence and SCRIPT FLUSH, and a
  * call by name costs the server less than EVALSHA.  "Function not found"
  * (FUNCTION FLUSH, a fresh server) is met with one FUNCTION LOAD and the
@@ -16,7 +17,8 @@
  * it ran for a state of the server that EVAL only meets at its first
  * write (at maxmemory, writes stopped, a read-only replica) is sent again
  * as EVALSHA, which meets it there, if at all.  Other scripts
- * (rlk_conn_eval of a caller's own) always go as EVALSHA.
+ * (rlk_conn_eval of a caller's own), and all on a connection given no
+ * library, always go as EVALSHA.
  *
  * A script's flags (allow-oom: a script that only keeps or frees what
  * is there runs at maxmemory) are its function's, and, where the caller says the server
@@ -33,7 +35,6 @@
 #include "clock.h"
 #include "sha1.h"
 #include "conn_internal.h"
-#include "lua.h"
 #include "script.h"
 #include "internal.h"
 
@@ -59,15 +60,16 @@ static void as_evalsha(rlk__cmd *q, const rlk_request *r)
 }
 
 /* Request r as a command, its script as FCALL when fcall is set and it
- * has a function; a script call's key count is written to digits, which
+ * has a function in lib; a script call's key count is written to digits, which
  * must live as long as the command. */
-static void as_command(rlk__cmd *q, const rlk_request *r, char *digits, int fcall)
+static void as_command(rlk__cmd *q, const rlk__script_library *lib, const rlk_request *r,
+                       char *digits, int fcall)
 {
     q->nhead = 0;
     if (r->script) {
         q->nhead = 3;
-        rlk__script_head(r->script, fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA, r->nkeys,
-                         q->head, q->headlen, digits);
+        rlk__script_head(lib, r->script, fcall ? RLK__CALL_FCALL : RLK__CALL_EVALSHA,
+                         r->nkeys, q->head, q->headlen, digits);
     }
     q->argc = r->argc;
     q->argv = r->argv;
@@ -191,7 +193,7 @@ static int round_again(struct call *k, size_t nagain, rlk_resp_value **replies, 
     int library = k->load_library;
     char *libtext = NULL;
     if (library) {
-        libtext = rlk__lua_library_text(&liblen);
+        libtext = rlk__script_library_text(k->st->library, &liblen);
         if (!libtext) {
             rlk__free(block);
             return rlk__conn_fail(k->c, RLK_ERR_NOMEM, "FUNCTION LOAD: out of memory");
@@ -272,11 +274,16 @@ int rlk__server_detect(rlk_conn *c, rlk__server *s)
     return RLK_OK;
 }
 
-/* Whether any of reqs[0..n) is one of the embedded scripts. */
-static int any_function(size_t n, const rlk_request *reqs)
+void rlk__conn_set_library(rlk_conn *c, const rlk__script_library *lib)
 {
-    for (size_t i = 0; i < n; i++)
-        if (reqs[i].script && rlk__script_function(reqs[i].script)) return 1;
+    rlk__conn_script_state(c)->library = lib;
+}
+
+/* Whether any of reqs[0..n) is one of lib's scripts. */
+static int any_function(const rlk__script_library *lib, size_t n, const rlk_request *reqs)
+{
+    for (size_t i = 0; lib && i < n; i++)
+        if (reqs[i].script && rlk__script_function(lib, reqs[i].script)) return 1;
     return 0;
 }
 
@@ -298,7 +305,7 @@ static int run(rlk_conn *c, size_t n, const rlk_request *reqs, rlk_resp_value **
     if (n == 0) return RLK_OK;
     rlk__script_state *st = rlk__conn_script_state(c);
     int fcall = 0;
-    if (any_function(n, reqs)) {
+    if (any_function(st->library, n, reqs)) {
         int r = rlk__server_detect(c, &st->server);
         if (r != RLK_OK) return r;
         fcall = (st->server.caps & RLK_CAP_FUNCTIONS) && !functions_refused(c, st);
@@ -318,7 +325,7 @@ static int run(rlk_conn *c, size_t n, const rlk_request *reqs, rlk_resp_value **
         flags = (unsigned char *)(digits + n);
     }
     for (size_t i = 0; i < n; i++) {
-        as_command(&cmds[i], &reqs[i], digits[i], fcall);
+        as_command(&cmds[i], st->library, &reqs[i], digits[i], fcall);
         flags[i] = R_PENDING;
     }
     struct call k = {c, st, n, reqs, cmds, flags, 0, 0};

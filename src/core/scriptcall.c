@@ -7,7 +7,6 @@
  */
 #include "resplock.h"
 #include "internal.h"
-#include "lua.h"
 #include "reply.h"
 #include "scriptcall.h"
 #include "sha1.h"
@@ -23,22 +22,24 @@ void rlk_script_init(rlk_script *s, const char *text, size_t len)
 
 const char rlk__FCALL[] = "FCALL";
 
-/* The library's function for script s, or NULL when s is not one of the
- * embedded scripts (a primitive's rlk_script points at their text). */
-const rlk__lua_function *rlk__script_function(const rlk_script *s)
+/* By address, not by text: a caller's own script with the same words is
+ * not the library's (its function may be another version's), and the
+ * lookup costs no comparison of texts on every call. */
+const rlk__script_fn *rlk__script_function(const rlk__script_library *lib, const rlk_script *s)
 {
-    for (size_t i = 0; i < rlk__lua_nfunctions; i++)
-        if (s->text == rlk__lua_functions[i].text && s->len == rlk__lua_functions[i].len)
-            return &rlk__lua_functions[i];
+    for (size_t i = 0; lib && i < lib->nfunctions; i++)
+        if (s->text == lib->functions[i].text && s->len == lib->functions[i].len)
+            return &lib->functions[i];
     return NULL;
 }
 
-int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
-                     char *digits)
+int rlk__script_head(const rlk__script_library *lib, const rlk_script *s, int how, int nkeys,
+                     const char **w, size_t *wl, char *digits)
 {
     int flags = how & RLK__CALL_FLAGS;
     how &= ~RLK__CALL_FLAGS;
-    const rlk__lua_function *f = how == RLK__CALL_FCALL || flags ? rlk__script_function(s) : NULL;
+    const rlk__script_fn *f =
+        how == RLK__CALL_FCALL || flags ? rlk__script_function(lib, s) : NULL;
     /* What EVAL sends and EVALSHA names. */
     const char *text = s->text, *sha1 = s->sha1;
     size_t len = s->len;
@@ -124,16 +125,16 @@ int rlk__fcall_error(const rlk_resp_value *v)
     return 0;
 }
 
-char *rlk__lua_library_text(size_t *len)
+char *rlk__script_library_text(const rlk__script_library *lib, size_t *len)
 {
     size_t n = 0;
-    for (size_t i = 0; i < rlk__lua_library_nparts; i++) n += strlen(rlk__lua_library_parts[i]);
+    for (size_t i = 0; i < lib->nparts; i++) n += strlen(lib->parts[i]);
     char *t = rlk__malloc(n + 1);
     if (!t) return NULL;
     *len = 0;
-    for (size_t i = 0; i < rlk__lua_library_nparts; i++) {
-        size_t l = strlen(rlk__lua_library_parts[i]);
-        memcpy(t + *len, rlk__lua_library_parts[i], l);
+    for (size_t i = 0; i < lib->nparts; i++) {
+        size_t l = strlen(lib->parts[i]);
+        memcpy(t + *len, lib->parts[i], l);
         *len += l;
     }
     t[*len] = '\0';

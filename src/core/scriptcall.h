@@ -9,16 +9,12 @@
 
 #include <stddef.h>
 
-#include "lua.h"
 #include "resplock.h"
+#include "scriptlib.h"
 
 /* The word FCALL as rlk__script_head writes it (a head that points here
  * is an FCALL). */
 extern const char rlk__FCALL[];
-
-/* The library's function for script s, or NULL when s is not one of the
- * embedded scripts (lua.h). */
-const rlk__lua_function *rlk__script_function(const rlk_script *s);
 
 /* How a call of a script goes. */
 enum { RLK__CALL_EVALSHA, RLK__CALL_EVAL, RLK__CALL_FCALL };
@@ -31,15 +27,16 @@ enum { RLK__CALL_EVALSHA, RLK__CALL_EVAL, RLK__CALL_FCALL };
 
 /*
  * The three head words of a call of script s with nkeys keys, into w and
- * wl: how RLK__CALL_FCALL, FCALL of its function when s is one of the
- * embedded scripts (lua.h), else EVALSHA; RLK__CALL_EVALSHA; or
- * RLK__CALL_EVAL of its text; either plus RLK__CALL_FLAGS.  digits (12
+ * wl: how RLK__CALL_FCALL, FCALL of its function when s is one of lib's
+ * scripts (lib may be NULL: none), else EVALSHA; RLK__CALL_EVALSHA; or
+ * RLK__CALL_EVAL of its text; either plus RLK__CALL_FLAGS (a script of
+ * lib with flags then goes with its flagged text).  digits (12
  * bytes) holds the key count and must live as long as the words.
  * Returns how the call goes (without RLK__CALL_FLAGS).  For the
  * blocking script layer (script.c) and the request core (core.c).
  */
-int rlk__script_head(const rlk_script *s, int how, int nkeys, const char **w, size_t *wl,
-                     char *digits);
+int rlk__script_head(const rlk__script_library *lib, const rlk_script *s, int how, int nkeys,
+                     const char **w, size_t *wl, char *digits);
 
 /* What an FCALL answered with error v calls for: 0, nothing (the error
  * is the call's result); RLK__FCALL_MISSING, the library is not loaded

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "scriptlib.h"
+
 extern const char *const rlk__lua_acquire;
 extern const char *const rlk__lua_release;
 extern const char *const rlk__lua_extend;
@@ -18,36 +20,15 @@ extern const char *const rlk__lua_renew;
 extern const char *const rlk__lua_status;
 
 /*
- * The same scripts as one FUNCTION library for Redis 7+ (script.c runs
- * them with FCALL there): "#!lua name=resplock_H", and for each script a
+ * The same scripts as one FUNCTION library for Redis 7+ (the core runs
+ * them with FCALL there when given it: rlk__core_config.library,
+ * rlk__conn_set_library): "#!lua name=resplock_H", and for each script a
  * function resplock_H_NAME with the script's code as its body.  H is the
  * first 12 hex digits of the SHA1 of the library written with an empty
  * H, so that clients whose scripts differ never call each other's code.
+ * Its parts hold the scripts by reference, so that the binary holds each
+ * script once (a static build stays small).
  */
-extern const char rlk__lua_library_name[];   /* "resplock_H" */
-/* Its text in parts, the scripts by reference, so that the binary holds
- * each script once (a static build stays small). */
-extern const char *const rlk__lua_library_parts[];
-extern const size_t rlk__lua_library_nparts;
-
-/* The library's text, assembled from its parts into memory the caller
- * frees (rlk__free), *len its length; NULL when out of memory. */
-char *rlk__lua_library_text(size_t *len);
-
-typedef struct rlk__lua_function {
-    const char *text;   /* one of the scripts above */
-    size_t len;
-    const char *name;   /* its function: "resplock_H_NAME" */
-    /* A script whose header gives flags ("-- Function flags: ..."): its
-     * text for EVAL where the server reads them (RLK_CAP_SCRIPT_FLAGS),
-     * the line "#!lua flags=..." and then text, and that text's SHA1.
-     * Older servers fail on that line.  NULL for a script without. */
-    const char *flagged;
-    size_t flagged_len;
-    const char *flagged_sha1;
-} rlk__lua_function;
-
-extern const rlk__lua_function rlk__lua_functions[];
-extern const size_t rlk__lua_nfunctions;
+extern const rlk__script_library rlk__lua_library;
 
 #endif

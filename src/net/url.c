@@ -312,3 +312,39 @@ void rlk__url_free(rlk__url *u)
     memset(u, 0, sizeof *u);
     u->port = 6379;
 }
+
+/* ------------------------------------------------------------------ */
+/* A connection's configuration, kept                                   */
+
+static size_t str_size(const char *s) { return s ? strlen(s) + 1 : 0; }
+
+static const char *copy_str(char **dst, const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*dst, s, n);
+    const char *r = *dst;
+    *dst += n;
+    return r;
+}
+
+int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings)
+{
+    const rlk_conn_config s = *cfg;
+    size_t need = str_size(s.url) + str_size(s.client_name) +
+                  str_size(s.tls.ca_file) + str_size(s.tls.ca_dir) +
+                  str_size(s.tls.cert_file) + str_size(s.tls.key_file) +
+                  str_size(s.tls.server_name);
+    *strings = NULL;
+    if (!need) return RLK_OK;
+    char *p = *strings = rlk__malloc(need);
+    if (!p) return RLK_ERR_NOMEM;
+    cfg->url = copy_str(&p, s.url);
+    cfg->client_name = copy_str(&p, s.client_name);
+    cfg->tls.ca_file = copy_str(&p, s.tls.ca_file);
+    cfg->tls.ca_dir = copy_str(&p, s.tls.ca_dir);
+    cfg->tls.cert_file = copy_str(&p, s.tls.cert_file);
+    cfg->tls.key_file = copy_str(&p, s.tls.key_file);
+    cfg->tls.server_name = copy_str(&p, s.tls.server_name);
+    return RLK_OK;
+}

@@ -37,4 +37,11 @@ typedef struct rlk__url {
 int rlk__url_parse(rlk__url *u, const char *url, char *err, size_t errlen);
 void rlk__url_free(rlk__url *u);
 
+/* Copies cfg's strings (URL, client name, TLS files) into one block,
+ * *strings, and points cfg at the copies, so that whoever keeps a
+ * configuration does not depend on the caller's strings living on; the
+ * caller frees *strings (NULL when there were none).  RLK_OK or
+ * RLK_ERR_NOMEM (*strings NULL, cfg as it was). */
+int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings);
+
 #endif

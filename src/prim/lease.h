@@ -5,7 +5,7 @@
  * Bookkeeping only, no I/O: the validity of each lease, which are due,
  * the renewal requests of a round grouped per hash slot, the results of
  * a round's replies, and the on_lost calls due.  Whoever drives a round
- * (the session, session.c) does its I/O.
+ * (the lock, lock.c, per connection) does its I/O.
  *
  * Locking: the registry's mutex guards its list, the on_lost queue and
  * every lease's fields but key, token, kind and slot.  The functions

@@ -4,9 +4,12 @@
  * and reentrant locks, their waits (in line, woken by releases, handed
  * over), their leases and renewal rounds, and the calls without a handle
  * (status, release and extend by token), all as requests with callbacks
- * on a core it does not own.  It takes the core's hooks (connected,
- * ready, closed, push).  The sans-I/O session (session.c) is one core
- * and one rlk__locks; the semantics are rlk_session's (resplock.h).
+ * on cores it does not own: one (a session, a one-server client) or
+ * every core of a cluster's route, which rlk__locks_net names per slot;
+ * it follows MOVED, ASK, TRYAGAIN and CLUSTERDOWN itself.  It takes each
+ * core's hooks (connected, ready, closed, push).  The sans-I/O session
+ * (session.c) is one core and one rlk__locks; the semantics are
+ * rlk_session's (resplock.h).
  *
  * It takes all the core's hooks: the connection's events, its own times
  * (waits, renewals, losses: rlk__core_deadline and rlk__core_tick count

@@ -88,8 +88,6 @@ rlk__core *rlk__route_core(rlk__route *r, size_t i) { return r->drivers[i]->core
 
 int rlk__route_is_cluster(const rlk__route *r) { return r->cluster; }
 
-const rlk__slots *rlk__route_table(const rlk__route *r) { return r->have_table ? r->slots : NULL; }
-
 /* A cluster found: its table made (empty).  0, or -1 out of memory
  * (the route then stays one server's). */
 static int become_cluster(rlk__route *r)
@@ -564,7 +562,7 @@ void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
     h->last = d->last;
     h->fatal = d->fatal;
     h->connects = d->connects;
-    h->retry_at = d->retry_at;
+    h->retry_at = d->backoff.at;
     h->err = d->err;
     h->parked = r->parked[i];
 }

@@ -4,16 +4,17 @@
  * knows which server a key lives on and holds those servers' drivers
  * (driver.h), each under its request core (core.h), turned together in
  * one poll, so that one thread serves every connection of a client
- * without one waiting for another.  A primitive asks the route for the
- * core of a key's slot and submits there; the client reaches the
- * drivers through the route alone.  It knows nothing of what the
+ * without one waiting for another.  A primitive is handed, by the
+ * client, the route's core for a key's slot and its redirect reading,
+ * submits there and follows the redirects itself; the client reaches
+ * the drivers through the route alone.  It knows nothing of what the
  * commands mean.  Internal (rlk__ prefix, not installed).
  *
  * Kinds: ONE, every key on one server, unless that server turns out to
- * be a Redis Cluster node (below); SET, every key on each of several
- * independent servers (the ground of Redlock, whose quorum is counted
- * over them).  Sentinel (a server found by asking sentinels) is to come
- * as a kind of its own.
+ * be a Redis Cluster node (below): the client's; SET, every key on each
+ * of several independent servers (the ground of Redlock, whose quorum
+ * is counted over them; nothing makes one yet).  Sentinel (a server
+ * found by asking sentinels) is to come as a kind of its own.
  *
  * Redis Cluster, found by itself: the seed's HELLO says mode "cluster",
  * or a command of a primitive is answered MOVED (a server without
@@ -130,10 +131,8 @@ rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_va
 
 /* The handshake of one of the servers given is done (ONE: a seed's). */
 int rlk__route_seed_ready(const rlk__route *r);
-/* Whether the route found a Redis Cluster, and its table (NULL: none
- * read yet). */
+/* Whether the route found a Redis Cluster. */
 int rlk__route_is_cluster(const rlk__route *r);
-const rlk__slots *rlk__route_table(const rlk__route *r);
 
 /* One turn of every driver, in one poll, blocking until something
  * happened, a core's deadline, or until (-1: none).  RLK_OK, or the

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The reconnect pacing (src/core/retry.c), with no server: the pauses double
+ * The reconnect rule (src/core/retry.c), with no server: the pauses double
  * from the first up to the most, each with half of it fixed and half
- * random; the defaults; a reset; the jitter's seed.
+ * random; the defaults; a reset; the jitter's seed; when the next try is
+ * due after a failed one and after a connection that served; which
+ * failures another try may mend.
  */
 #include "testlib.h"
+#include "resplock.h"
 #include "retry.h"
 
 #include <string.h>
@@ -105,7 +108,48 @@ static void test_jitter_range(void)
               seen[4]);
 }
 
+/* A failed try puts the next one a pause later, the pauses growing
+ * over failures; a connection that served makes the next try due at
+ * once and the pauses start over. */
+static void test_failed_served(void)
+{
+    rlk__backoff b;
+    rlk__backoff_init(&b, 100, 400, 9);
+    CHECK_EQ_INT(b.at, 0); /* the first try at once */
+    rlk__backoff_failed(&b, 1000);
+    CHECK_MSG(b.at >= 1050 && b.at <= 1100, "after one failure: %lld", (long long)b.at);
+    rlk__backoff_failed(&b, 2000);
+    CHECK_MSG(b.at >= 2100 && b.at <= 2200, "after two: %lld", (long long)b.at);
+    rlk__backoff_failed(&b, 3000);
+    rlk__backoff_failed(&b, 4000);
+    CHECK_MSG(b.at >= 4200 && b.at <= 4400, "at the most: %lld", (long long)b.at);
+    rlk__backoff_served(&b);
+    CHECK_EQ_INT(b.at, 0);
+    rlk__backoff_failed(&b, 5000);
+    CHECK_MSG(b.at >= 5050 && b.at <= 5100, "after serving, one failure: %lld", (long long)b.at);
+}
+
+/* The failures that end the tries, and the ones tried again. */
+static void test_mends(void)
+{
+    static const struct {
+        int status, lasting, mends;
+    } cases[] = {
+        {RLK_ERR_URL, 0, 0},      {RLK_ERR_INVALID, 0, 0}, {RLK_ERR_AUTH, 0, 0},
+        {RLK_ERR_TLS, 1, 0},      {RLK_ERR_TLS, 0, 1},     {RLK_ERR_CONNECT, 0, 1},
+        {RLK_ERR_TIMEOUT, 0, 1},  {RLK_ERR_IO, 0, 1},      {RLK_ERR_CLOSED, 0, 1},
+        {RLK_ERR_SERVER, 0, 1},   {RLK_ERR_PROTO, 0, 1},   {RLK_ERR_NOMEM, 0, 1},
+        {RLK_ERR_LIMIT, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_MSG(rlk__retry_mends(cases[i].status, cases[i].lasting) == cases[i].mends,
+                  "%s (lasting %d): want %d", rlk_strerror(cases[i].status), cases[i].lasting,
+                  cases[i].mends);
+}
+
 TL_PROGRAM(NULL, NULL,
+           TL_TEST(test_failed_served),
+           TL_TEST(test_mends),
            TL_TEST(test_defaults),
            TL_TEST(test_doubling),
            TL_TEST(test_reset),

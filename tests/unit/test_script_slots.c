@@ -155,7 +155,7 @@ static void test_every_script_known(void)
     for (size_t k = 0; k < NKNOWN; k++)
         CHECK_MSG(seen[k], "src/lua/%s is gone: take it off known[]", known[k].file);
     /* Every one of them is embedded in the library. */
-    CHECK_EQ_INT(rlk__lua_nfunctions, files);
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, files);
 }
 
 static void test_headers_name_the_keys(void)
