@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The primitive host (host.c): one per client (or over one core), between the
+ * primitives and the route.  It owns every core's hooks and fans the
+ * cores' events out to every primitive that joined, so that several
+ * primitives share the connections without one of them owning them; and
+ * it carries each primitive's requests to the core that serves their
+ * slot, following a Redis Cluster's redirects on the way, so that the
+ * primitive's reply callback sees only the final reply (as libvalkey's
+ * cluster client wraps a user's callback).  It knows nothing of what the
+ * commands mean.  Internal (rlk__ prefix, not installed).
+ *
+ * Which core serves a slot is the topology's answer (rlk__host_topo): a
+ * route implements it; a test scripts it; a host without one is over
+ * one core, where MOVED is an error reply like any.
+ *
+ * Time: the cores' clocks (rlk__core_now); one thread at a time.
+ */
+#ifndef RESPLOCK_HOST_H
+#define RESPLOCK_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+
+typedef struct rlk__host rlk__host;
+
+/* Which core serves a slot, as the route knows it. */
+typedef struct rlk__host_topo {
+    /* The core that serves slot now (NULL: none known yet: what is for
+     * the slot is held until rlk__host_changed or a core's ready). */
+    rlk__core *(*core_for)(void *ctx, unsigned slot);
+    /* v, a reply of from, is MOVED or ASK: the core to send to (NULL:
+     * not known yet: the slot's once core_for knows it), *ask set for
+     * ASK (ASKING first, this once). */
+    rlk__core *(*redirect)(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask);
+    void *ctx;
+} rlk__host_topo;
+
+/* What a joined primitive hears: each may be NULL.  Core events name
+ * their core; every primitive hears every core's. */
+typedef struct rlk__host_ops {
+    void (*connected)(void *ctx, rlk__core *c);
+    void (*ready)(void *ctx, rlk__core *c);
+    /* After every request of the core owed heard so (its reply NULL). */
+    void (*closed)(void *ctx, rlk__core *c);
+    /* Which core serves which slot changed (a cluster's new table). */
+    void (*changed)(void *ctx);
+    /* The cores will not come (status, msg): what waits for one must
+     * fail now.  Held requests have been answered so already. */
+    void (*refused)(void *ctx, int status, const char *msg);
+    /* A push no subscription of the host took (a message, an
+     * unsubscribe the server sent by itself). */
+    void (*push)(void *ctx, rlk__core *c, const rlk_resp_value *v);
+    /* The primitive's own times, as rlk__core_hooks' (its next, -1:
+     * none; what is due then, a failure returned is the tick's). */
+    int64_t (*deadline)(void *ctx);
+    int (*tick)(void *ctx, int64_t now);
+    /* Around every call of a core that may call back, and around the
+     * host's own (changed, refuse): the primitive's callbacks run between
+     * them, so that it may free at leave what finished meanwhile.  leave
+     * gets the call's status and returns it. */
+    void (*enter)(void *ctx, int64_t now);
+    int (*leave)(void *ctx, int status);
+} rlk__host_ops;
+
+/* A host over topo's cores (attached one by one), or with topo NULL over
+ * the one core attached.  NULL when out of memory. */
+rlk__host *rlk__host_new(const rlk__host_topo *topo);
+/* Frees it: requests held end without their callbacks; the cores stay
+ * (free the host after the primitives, before the cores). */
+void rlk__host_free(rlk__host *h);
+
+/* core serves some slots: the host takes its hooks.  RLK_OK or
+ * RLK_ERR_NOMEM. */
+int rlk__host_attach(rlk__host *h, rlk__core *core);
+/* A new table (the route's changed): held requests look again, then
+ * every primitive hears changed. */
+void rlk__host_changed(rlk__host *h, int64_t now);
+/* The topology's cores will not come: every request held is answered
+ * (v NULL, rlk__host_why status), then every primitive hears refused. */
+void rlk__host_refuse(rlk__host *h, int status, const char *msg, int64_t now);
+
+/* ops (not copied: it must outlive the join) with ctx joins: RLK_OK,
+ * RLK_ERR_NOMEM, RLK_ERR_INVALID (joined already).  part: no more
+ * events (its requests in flight still get their replies). */
+int rlk__host_join(rlk__host *h, const rlk__host_ops *ops, void *ctx);
+void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx);
+
+/* Routed requests.
+ *
+ * A request for slot, ops built and answered as rlk__core_submit's
+ * (ctx and arg the caller's, flags RLK__REQ_EVAL...), with deadline
+ * either absolute (monotonic ms: it bounds the wait for a core, every
+ * sending and every re-send) or RLK__DL_DEFAULT (the command timeout
+ * from its first sending bounds it; held without bound until then).
+ * It is held until the slot's core is ready; sent again at the core a
+ * MOVED names (at most RLK__HOST_REDIRECTS redirects, then the reply is
+ * an error saying it was a loop), after ASKING once at the node an ASK
+ * names, after a paced pause on TRYAGAIN or CLUSTERDOWN, all within its
+ * deadline (past it, the last such error is the reply).
+ *
+ * Every request submitted RLK_OK gets exactly one reply callback: the
+ * final reply v with the core c that gave it; or v NULL: no reply will
+ * come, c the core whose connection closed, or c NULL when it was never
+ * answered by a core (rlk__host_why gives the status then: its deadline
+ * passed while held, RLK_ERR_TIMEOUT; the host refused, the status
+ * given).  The reply callback may submit.  q, as given to it, is a copy
+ * with the caller's ops, ctx and arg.
+ *
+ * Returns RLK_OK, RLK_ERR_NOMEM, RLK_ERR_INVALID (no build; n out of
+ * range), or a failure of the core it was submitted to at once (its
+ * build's, the core's: RLK_ERR_NOMEM breaks the core). */
+#define RLK__HOST_REDIRECTS 16
+int rlk__host_submit(rlk__host *h, unsigned slot, const rlk__req_ops *ops, void *ctx, int64_t arg,
+                     int64_t deadline, int flags);
+
+/* A group: parts[0..n) (n <= RLK__HOST_PARTS) pipelined on one core,
+ * for one slot, with one ctx and arg, sent again whole when any part's
+ * reply was a redirect: the parts' reply callbacks are called, in order,
+ * only for a sending none of whose parts was redirected, after the last
+ * part's reply (the earlier parts' replies are kept in the group until
+ * then, at most RLK__HOST_KEPT bytes in all: more fail the group's parts
+ * with an RLK_ERR_LIMIT reply NULL, c NULL).  v NULL (a connection
+ * closed, a deadline held) is given to every part, in order. */
+#define RLK__HOST_PARTS 4
+#define RLK__HOST_KEPT 65536
+int rlk__host_submit_group(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
+                           void *ctx, int64_t arg, int64_t deadline, int flags);
+
+/* Within a reply callback: how the request ended when v is NULL and c
+ * is NULL (else RLK_OK), and why (its message). */
+int rlk__host_why(const rlk__host *h, const char **msg);
+/* Within a reply callback: the redirects its request followed before
+ * this reply (a redirect loop's error has more than RLK__HOST_REDIRECTS). */
+int rlk__host_redirects(const rlk__host *h);
+
+/* The core that serves slot now (NULL: none known yet), as the
+ * topology says; a host without one: its core. */
+rlk__core *rlk__host_core_for(rlk__host *h, unsigned slot);
+/* Whether MOVED and ASK are followed (a topology is given). */
+int rlk__host_routed(const rlk__host *h);
+/* Requests held (not sent yet): for tests and the fuzz harness. */
+size_t rlk__host_held(const rlk__host *h);
+/* The host's own next time (a held request's deadline or re-send),
+ * joined primitives' aside; -1: none. */
+int64_t rlk__host_due(const rlk__host *h);
+
+#endif
