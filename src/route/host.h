@@ -92,9 +92,11 @@ void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx);
  *
  * A request for slot, ops built and answered as rlk__core_submit's
  * (ctx and arg the caller's, flags RLK__REQ_EVAL...), with deadline
- * either absolute (monotonic ms: it bounds the wait for a core, every
- * sending and every re-send) or RLK__DL_DEFAULT (the command timeout
- * from its first sending bounds it; held without bound until then).
+ * either absolute (monotonic ms: it bounds the wait for a core and the
+ * re-sends; each sending's reply is awaited until it or the command
+ * timeout, whichever comes first), RLK__DL_DEFAULT (the command timeout
+ * from its first sending bounds it and every re-send; held without
+ * bound until then), or -1 (no bound at all).
  * It is held until the slot's core is ready; sent again at the core a
  * MOVED names (at most RLK__HOST_REDIRECTS redirects, then the reply is
  * an error saying it was a loop), after ASKING once at the node an ASK
@@ -139,6 +141,9 @@ int rlk__host_redirects(const rlk__host *h);
 /* The core that serves slot now (NULL: none known yet), as the
  * topology says; a host without one: its core. */
 rlk__core *rlk__host_core_for(rlk__host *h, unsigned slot);
+/* The caller's clock (a time before the last is taken as the last),
+ * given to every core: a caller that submits sets it first. */
+void rlk__host_clock(rlk__host *h, int64_t now);
 /* Whether MOVED and ASK are followed (a topology is given). */
 int rlk__host_routed(const rlk__host *h);
 /* Requests held (not sent yet): for tests and the fuzz harness. */
