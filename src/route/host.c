@@ -480,13 +480,14 @@ static int follow(rlk__host *h, hreq *r)
     } else {
         /* TRYAGAIN (a multi-key command while its slot migrates),
          * CLUSTERDOWN (the slot not served for now): again after a
-         * pause that grows, its last try at the bound. */
+         * pause that grows; one that would end past the bound is not
+         * taken, and the refusal is the answer now, not at the bound. */
         if (!r->paced) {
             rlk__backoff_init(&r->pace, 0, 0, (uint64_t)(uintptr_t)r ^ (uint64_t)h->now ^ ++h->seed);
             r->paced = 1;
         }
         r->go_at = h->now + rlk__backoff_next(&r->pace);
-        if (end >= 0 && r->go_at > end) r->go_at = end;
+        if (end >= 0 && r->go_at >= end) return 0;
     }
     go_or_hold(h, r);
     return 1;
