@@ -18,6 +18,10 @@
  *           bits 2-3  recheck_ms      0 (1000), 50, 200, 1000
  *           bits 4-5  renew_divisor   0 (3), 2, 3, 5
  *           bit  6    connect before the first step
+ *           bit  7    the session's host follows redirects as over a
+ *                     cluster (every node named being its server), and
+ *                     an error reply (variant 4) with bit 6 set is
+ *                     MOVED, ASK, TRYAGAIN or CLUSTERDOWN
  *   (a HELLO answered with variant bit 3 tells Redis 7.0, whose script
  *   calls go as FCALL; else Redis 6.2: EVALSHA)
  *   rest    steps: an opcode byte (its value modulo OP_COUNT, but for
@@ -280,6 +284,7 @@ static struct {
     rlk_session_config cfg;
     rlk_client_config timing;
     int connected, resp3, in_call, in_acquire, release_on_lost;
+    int routed;                  /* the host follows redirects (byte 1, bit 7) */
     int must_close;              /* a call broke the session: close it    */
     int64_t ct;                  /* the command timeout                   */
     int64_t closed_at;           /* -1: never closed                      */
@@ -1107,7 +1112,19 @@ static void server_reply(wbuf *w, const pending *p, unsigned c)
     unsigned v = c & 3;
     if ((c & 7) >= 4 && p->cmd != C_SUBSCRIBE && p->cmd != C_UNSUBSCRIBE) {
         switch (c & 7) {
-        case 4: put(w, "%s", errors[(c >> 3) & 7]); return;
+        case 4:
+            if (H.routed && (c & 0x40)) {
+                static const char *const redirects[] = {
+                    "-MOVED 6103 127.0.0.1:6379\r\n",
+                    "-ASK 6103 127.0.0.1:6379\r\n",
+                    "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+                    "-CLUSTERDOWN The cluster is down\r\n",
+                };
+                put(w, "%s", redirects[(c >> 3) & 3]);
+                return;
+            }
+            put(w, "%s", errors[(c >> 3) & 7]);
+            return;
         case 5:
             /* the script (or its library) missing */
             put(w, "%s", p->fcall ? "-ERR Function not found\r\n"
@@ -1481,7 +1498,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rlk_resp_reader_init(&H.rd, &H.arena, NULL);
     harness_alloc = 0;
 
-    H.s = rlk_session_new(&H.cfg);
+    H.routed = (c1 >> 7) & 1;
+    H.s = H.routed ? rlk__session_new_routed(&H.cfg) : rlk_session_new(&H.cfg);
     CHECK(H.s != NULL, "rlk_session_new failed");
     if (c1 & 0x40) {
         do_connect();

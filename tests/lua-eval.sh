@@ -63,4 +63,23 @@ expect_eq "reentrant: released" "$(ev release.lua $K '{job}:released:id2' , f1 0
 expect_eq "reentrant: free" "$(R EXISTS job)" 0
 expect_range "reentrant: the tombstones expire" "$(R PTTL '{job}:released:id2')" 1 5000
 
+# A limiter's life (rate.lua): 10 per second, a burst of 3.
+RK=resplock:rate:api
+R FLUSHALL >/dev/null
+expect_eq "rate: a look (n 0) at an idle limiter: allowed, 3 left, idle" \
+  "$(ev rate.lua $RK , 10 1000 3 0 | tr '\n' ' ')" "1 0 3 0 "
+expect_eq "rate: ... and writes nothing" "$(R DBSIZE)" 0
+expect_eq "rate: the first of a burst: allowed, 2 left" "$(ev rate.lua $RK , 10 1000 3 1 | sed -n 3p)" 2
+expect_eq "rate: two at once: allowed, none left" "$(ev rate.lua $RK , 10 1000 3 2 | tr '\n' ' ' | cut -d' ' -f1,3)" "1 0"
+out=$(ev rate.lua $RK , 10 1000 3 1 | tr '\n' ' ')
+expect_match "rate: the fourth is refused, its wait at most one interval (100 ms)" "$out" '^0 ([1-9][0-9]?|100) 0 ([23][0-9]{2}) $'
+expect_range "rate: the key expires when the limiter is idle again" "$(R PTTL $RK)" 1 300
+expect_match "rate: the key holds the TAT, server microseconds" "$(R GET $RK)" '^[0-9]{16}$'
+expect_match "rate: n > burst is an error" "$(ev rate.lua $RK , 10 1000 3 4 2>&1)" 'n > burst'
+expect_match "rate: a rate of 0 is an error" "$(ev rate.lua $RK , 0 1000 3 1 2>&1)" 'positive integers'
+expect_match "rate: a burst of 0 is an error" "$(ev rate.lua $RK , 10 1000 0 0 2>&1)" 'positive integers'
+R SET $RK notanumber >/dev/null
+expect_match "rate: a key that is no limiter's is an error" "$(ev rate.lua $RK , 10 1000 3 1 2>&1)" "no limiter"
+expect_eq "rate: ... and is left as it was" "$(R GET $RK)" notanumber
+
 finish

@@ -1340,6 +1340,111 @@ int64_t rlk_session_lock_holds(const rlk_session_lock *l);
  * not acquired yet). */
 int64_t rlk_session_lock_remaining_ms(const rlk_session_lock *l, int64_t now);
 
+
+/*
+ * Rate limiting: a limiter NAME admits count decisions per period_ms,
+ * up to burst of them at once from idle, and no more than burst +
+ * t * count / period_ms in any span of t ms, whatever the number of
+ * clients and whatever their clocks: GCRA (the generic cell rate
+ * algorithm) on the server's clock, one key per limiter
+ * ("resplock:rate:" NAME, holding when the limiter is idle again, with
+ * an expiry then, so that an idle limiter holds no memory), one round
+ * trip per decision (the rate script, src/lua/rate.lua).  Clients that
+ * share a limiter must give it the same count, period_ms and burst.
+ * On a cluster the decision goes to the key's node.
+ */
+
+/* Status of a rate decision refused, beyond the connection's. */
+enum {
+    RLK_RATE_LIMITED = -30  /* refused: the tokens are not there now, and
+                               (with a wait) would not be within it      */
+};
+
+typedef struct rlk_rate_options {
+    int64_t count;        /* decisions per period: > 0 (no default)     */
+    int64_t period_ms;    /* > 0; the init's: 1000                       */
+    int64_t burst;        /* decisions at once from idle, > 0; init's: 1 */
+    int64_t n;            /* tokens one decision takes, 1..burst; init's:
+                             1 (rlk_rate_status ignores it)               */
+    /* 0: decide once; > 0: while refused, sleep the time the server said
+     * and ask again, so long as the wake-up comes within wait_ms of the
+     * call's start; RLK_WAIT_FOREVER: without bound. */
+    int64_t wait_ms;
+    void *reserved_[6];   /* zero: room for later fields                */
+} rlk_rate_options;
+
+/* Fills *o with the defaults (count 0, which the caller sets; period
+ * 1000 ms, burst 1, n 1, no wait; the reserved fields zero).  Cannot
+ * fail; any thread. */
+void rlk_rate_options_init(rlk_rate_options *o);
+
+typedef struct rlk_rate_result {
+    int allowed;          /* 1: the n tokens were taken                 */
+    int64_t wait_ms;      /* refused: ms until n would be allowed, by the
+                             server's clock (0 when allowed)              */
+    int64_t left;         /* tokens that could be taken now, after it   */
+    int64_t reset_ms;     /* ms until the limiter is idle (burst left)  */
+    int64_t decisions;    /* decisions asked in the call (a wait asks again
+                             after each sleep)                            */
+    int64_t slept_ms;     /* the waits slept in the call, by the server's
+                             word (the client's monotonic clock runs them) */
+    int64_t reserved_[4];
+} rlk_rate_result;
+
+/*
+ * Takes o->n tokens of limiter NAME: one decision, or with o->wait_ms a
+ * wait that sleeps exactly the time each refusal names (a timer of the
+ * client's turns: no polling, nothing sent meanwhile) and asks again.
+ * A refusal whose wait would end past the call's start plus wait_ms
+ * returns at once, with the server's wait in res->wait_ms: the call
+ * never sleeps past its wait, and never for ever unless asked
+ * (RLK_WAIT_FOREVER).  Each decision's reply is bounded by the command
+ * timeout (with a wait, by the wait's end when that is later).  A
+ * decision whose reply is lost (the connection closed) is not sent
+ * again, since it may have taken the tokens: RLK_ERR_CLOSED or
+ * RLK_ERR_IO.  On a cluster it follows MOVED, ASK, TRYAGAIN and
+ * CLUSTERDOWN within its deadline.  res (may be NULL) gets the last
+ * decision.  Returns RLK_OK (allowed: the tokens are taken);
+ * RLK_RATE_LIMITED (refused, for the whole wait); RLK_ERR_INVALID (an
+ * empty name, count, period_ms or burst < 1, n < 1 or n > burst, which
+ * no decision would ever allow, a negative wait other than
+ * RLK_WAIT_FOREVER; nothing is sent; the reason in rlk_client_errmsg);
+ * RLK_ERR_SERVER (the script refused: the key holds something else than
+ * a limiter's value, maxmemory, an ACL); RLK_ERR_PROTO (an unexpected
+ * reply); RLK_ERR_NOMEM; or a connection status (RLK_ERR_TIMEOUT,
+ * RLK_ERR_CONNECT, RLK_ERR_IO, RLK_ERR_TLS, RLK_ERR_AUTH, RLK_ERR_CLOSED,
+ * ...).  The client's owner thread.
+ */
+int rlk_rate_take(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                  rlk_rate_result *res);
+
+/*
+ * What limiter NAME has now, without taking anything (a decision of 0
+ * tokens: nothing is written): res->left tokens could be taken at once,
+ * the whole burst is back in res->reset_ms; allowed is 1.  o's count,
+ * period_ms and burst as rlk_rate_take's (n and wait_ms ignored).
+ * Returns RLK_OK, or rlk_rate_take's failures.  The owner's thread.
+ */
+int rlk_rate_status(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                    rlk_rate_result *res);
+
+/* The result of an event loop's rate decision, res the last decision
+ * (status as rlk_rate_take's).  Called from rlk_client_handle only. */
+typedef void (*rlk_rate_done)(void *ctx, int status, const rlk_rate_result *res);
+
+/*
+ * rlk_rate_take for an event loop (rlk_client_watch, rlk_client_handle):
+ * starts the decision (or the wait) and returns; done is called once
+ * from a later rlk_client_handle with its result, the wait's sleeps
+ * being among the deadlines rlk_client_watch gives the loop.  Returns
+ * RLK_OK (done will be called), or at once, without calling done,
+ * RLK_ERR_INVALID (as rlk_rate_take's, or a client whose watchdog thread
+ * runs, which turns the client itself), RLK_ERR_NOMEM.  The owner's
+ * thread.
+ */
+int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                        rlk_rate_done done, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -207,7 +207,7 @@ int cli_supervisor_reaped(cli_supervisor *s, pid_t pid, int wstatus);
  * nothing, CLI_SUPERVISOR_ACTED), or -1 when it did not exit normally. */
 int cli_supervisor_finish(cli_supervisor *s);
 
-/* ---- the subcommands: ping.c, lock_cmds.c ---- */
+/* ---- the subcommands: ping.c, lock_cmds.c, rate_cmds.c ---- */
 
 int cmd_ping(cli_opts *o, int argc, char **argv);
 int cmd_run(cli_opts *o, int argc, char **argv);
@@ -217,5 +217,12 @@ int cmd_extend(cli_opts *o, int argc, char **argv);
 int cmd_status(cli_opts *o, int argc, char **argv);
 int cmd_list(cli_opts *o, int argc, char **argv);
 int cmd_break(cli_opts *o, int argc, char **argv);
+/* rate_cmds.c */
+int cmd_rate(cli_opts *o, int argc, char **argv);
+
+/* A client of the options' server (url NULL) or of url, connected
+ * unless wait_ms > 0 (the call connects within its wait then); on
+ * failure prints the reason, sets *code and returns NULL (lock_cmds.c). */
+rlk_client *cli_client(cli_opts *o, const char *url, int64_t wait_ms, int *code);
 
 #endif

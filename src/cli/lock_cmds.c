@@ -209,6 +209,11 @@ static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, in
     return cl;
 }
 
+rlk_client *cli_client(cli_opts *o, const char *url, int64_t wait_ms, int *code)
+{
+    return lock_client(o, url, wait_ms, code);
+}
+
 /* Exit code of a lock call that did not succeed. */
 static int lock_failure(cli_opts *o, rlk_client *cl, int status, const lock_args *a)
 {

@@ -29,6 +29,7 @@ static const struct {
     {"list", cmd_list},
     {"break", cmd_break},
     {"ping", cmd_ping},
+    {"rate", cmd_rate},
 };
 
 int main(int argc, char **argv)

@@ -42,11 +42,14 @@
 #include "conn_internal.h"
 #include "defaults.h"
 #include "internal.h"
+#include "host.h"
 #include "lease.h"
 #include "keys.h"
 #include "route.h"
+#include "host.h"
 #include "lock.h"
 #include "lua.h"
+#include "rate.h"
 #include "reply.h"
 #include "transport.h"
 #include "url.h"
@@ -125,7 +128,11 @@ struct rlk_client {
      * running as PID 1 with one client_id have the same thread ids). */
     char client_id[104];
     rlk__route route;         /* one server, for now */
-    rlk__locks *lk;           /* the locks, over the route's core */
+    rlk__host *host;          /* over the route's cores: the primitives join it */
+    rlk__locks *lk;           /* the locks, joined to the host */
+    rlk__rates *rates;        /* the rate limiter, joined to the host at its first call */
+    struct rate_rec *rate_recs; /* the rate calls under way */
+    int rate_due;             /* some rate call's result is owed to a loop */
     rlk_lock *locks;
     pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
     pthread_cond_t cv;        /* a result came (thread mode) */
@@ -751,8 +758,8 @@ static void side_listen(rlk_client *cl, int64_t until)
 
 static void *thread_main(void *arg);
 
-/* The lock's connections are the route's: a slot's core, a redirect
- * followed, a cluster node's new core attached, a new slot table told. */
+/* The host's topology is the route's: a slot's core, a redirect
+ * followed; a cluster node's new core attached, a new slot table told. */
 static rlk__core *route_core_for(void *ctx, unsigned slot)
 {
     return rlk__route_core_for(ctx, slot);
@@ -766,13 +773,13 @@ static rlk__core *route_redirect(void *ctx, rlk__core *from, const rlk_resp_valu
 static int route_added(void *ctx, rlk__core *core)
 {
     rlk_client *cl = ctx;
-    return rlk__locks_attach(cl->lk, core);
+    return rlk__host_attach(cl->host, core);
 }
 
 static void route_changed(void *ctx)
 {
     rlk_client *cl = ctx;
-    rlk__locks_rebind(cl->lk, rlk__now_ms());
+    rlk__host_changed(cl->host, rlk__now_ms());
 }
 
 /* Seeds that are not one cluster: what waits for a connection fails
@@ -781,7 +788,7 @@ static void route_changed(void *ctx)
 static void route_refused(void *ctx)
 {
     rlk_client *cl = ctx;
-    rlk__locks_refuse(cl->lk, RLK_ERR_INVALID, cl->route.err, rlk__now_ms());
+    rlk__host_refuse(cl->host, RLK_ERR_INVALID, cl->route.err, rlk__now_ms());
 }
 
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
@@ -855,15 +862,17 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1 + nseeds, seeds, &cc);
     if (cl->cfg.seeds && cl->cfg.nseeds > 15) r = RLK_ERR_INVALID;
     cl->cfg.seeds = NULL; /* the caller's: not kept */
-    rlk__locks_net net = {route_core_for, route_redirect, &cl->route};
+    rlk__host_topo topo = {route_core_for, route_redirect, &cl->route};
     rlk__route_hooks rh = {route_added, route_changed, route_refused, cl};
     rlk__route_set_hooks(&cl->route, &rh);
     ok = (r == RLK_OK || r == RLK_ERR_URL) && cl->route.drivers && cl->route.n &&
-             (cl->lk = rlk__locks_new(&net, &sc, NULL)) != NULL;
+         (cl->host = rlk__host_new(&topo)) != NULL;
     for (size_t i = 0; ok && i < cl->route.n; i++)
-        ok = rlk__locks_attach(cl->lk, rlk__route_core(&cl->route, i)) == RLK_OK;
+        ok = rlk__host_attach(cl->host, rlk__route_core(&cl->route, i)) == RLK_OK;
+    ok = ok && (cl->lk = rlk__locks_new(cl->host, &sc, NULL)) != NULL;
     if (!ok) {
         rlk__locks_free(cl->lk);
+        rlk__host_free(cl->host);
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
         pthread_mutex_destroy(&cl->mu);
@@ -882,12 +891,16 @@ int rlk_client_connect(rlk_client *cl)
     return r;
 }
 
+static void rates_end(rlk_client *cl);
+
 void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
     rlk_client_watchdog_stop(cl);
     side_drop(cl);
+    rates_end(cl);
     rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
+    rlk__host_free(cl->host);
     rlk__route_destroy(&cl->route);
     while (cl->locks) free_handle(cl->locks);
     rlk_conn_free(cl->own);
@@ -1640,6 +1653,8 @@ static int cannot_go_on(rlk_client *cl)
     return driver_fail(cl, h.fatal ? h.fatal : RLK_ERR_CLOSED);
 }
 
+static void rates_deliver(rlk_client *cl);
+
 int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline_ms)
 {
     enter(cl);
@@ -1675,7 +1690,7 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     int64_t dl = sooner(wake, cl->next_expiry);
     for (rlk_lock *l = cl->locks; l; l = l->next)
         if (l->rel_wait) dl = sooner(dl, l->rel_by);
-    if (cl->owed || cl->notify || cl->loop_fail) dl = rlk__now_ms();
+    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due) dl = rlk__now_ms();
     *deadline_ms = dl;
     pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
     return (int)k;
@@ -1724,6 +1739,7 @@ int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n)
     char why[sizeof cl->err];
     memcpy(why, cl->err, sizeof why);
     deliver(cl);
+    rates_deliver(cl);
     if (r != RLK_OK) memcpy(cl->err, why, sizeof why);
     leave(cl);
     return r;
@@ -1844,4 +1860,179 @@ int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, 
     }
     pthread_mutex_unlock(&cl->mu);
     return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rate limiting: the rate primitive (rate.h) joined to the host        */
+
+/* A rate call's record, the result its decisions end with.  A blocking
+ * call that gave up on its reply (its deadline passed first) leaves it
+ * to the reply, which frees it. */
+typedef struct rate_rec {
+    struct rate_rec *next;
+    rlk_client *cl;
+    int done, status, abandoned;
+    rlk_rate_result res;
+    rlk_rate_done cb;         /* the event loop's, owed at its handle */
+    void *ctx;
+    char msg[256];
+} rate_rec;
+
+static void rec_unlink(rlk_client *cl, rate_rec *k)
+{
+    rate_rec **pp = &cl->rate_recs;
+    while (*pp && *pp != k) pp = &(*pp)->next;
+    if (*pp) *pp = k->next;
+}
+
+static void rate_end(void *ctx, int status, const rlk_rate_result *res, const char *msg)
+{
+    rate_rec *k = ctx;
+    rlk_client *cl = k->cl;
+    if (k->abandoned) {
+        rec_unlink(cl, k);
+        rlk__free(k);
+        return;
+    }
+    k->done = 1;
+    k->status = status;
+    k->res = *res;
+    snprintf(k->msg, sizeof k->msg, "%s", msg);
+    if (k->cb) cl->rate_due = 1;
+    if (cl->thread_on) pthread_cond_broadcast(&cl->cv);
+}
+
+static int rec_done(void *ctx) { return ((rate_rec *)ctx)->done; }
+
+/* The calls under way end without their results (the client goes). */
+static void rates_end(rlk_client *cl)
+{
+    rlk__rates_free(cl->rates);
+    cl->rates = NULL;
+    for (rate_rec *k; (k = cl->rate_recs) != NULL; rlk__free(k)) cl->rate_recs = k->next;
+}
+
+/* Starts a call (with the mutex held): its record, or NULL with the
+ * status in *st and cl->err. */
+static rate_rec *rate_start(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                            int status_only, rlk_rate_done cb, void *ctx, int *st)
+{
+    char err[160];
+    *st = rlk__rate_check(name, o, status_only, err, sizeof err);
+    if (*st != RLK_OK) {
+        cl_fail(cl, *st, "%s", err);
+        return NULL;
+    }
+    if (!cl->rates && !(cl->rates = rlk__rates_new(cl->host))) {
+        *st = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    rate_rec *k = rlk__malloc(sizeof *k);
+    if (!k) {
+        *st = cl_fail(cl, RLK_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    memset(k, 0, sizeof *k);
+    k->cl = cl;
+    k->cb = cb;
+    k->ctx = ctx;
+    /* Each reply within the command timeout, or within the wait when
+     * that ends later; the sleeps within the wait. */
+    int64_t now = rlk__now_ms(), t = cl->timeout, wait = status_only ? 0 : o->wait_ms;
+    int64_t wait_until = wait > 0 ? now + wait : -1;
+    int64_t reply_by = wait == RLK_WAIT_FOREVER || (t < 0 && wait == 0)
+                           ? RLK__DL_DEFAULT
+                           : now + (wait > t ? wait : t);
+    *st = rlk__rate_take(cl->rates, name, o, status_only, reply_by, wait_until, rate_end, k, now);
+    if (*st != RLK_OK) {
+        cl_fail(cl, *st, "rate %s: %s", name, rlk_strerror(*st));
+        rlk__free(k);
+        return NULL;
+    }
+    k->next = cl->rate_recs;
+    cl->rate_recs = k;
+    return k;
+}
+
+static int rate_call(rlk_client *cl, const char *name, const rlk_rate_options *o, int status_only,
+                     rlk_rate_result *res)
+{
+    rlk_rate_result none;
+    if (!res) res = &none;
+    memset(res, 0, sizeof *res);
+    enter(cl);
+    int st;
+    rate_rec *k = rate_start(cl, name, o, status_only, NULL, NULL, &st);
+    if (k) {
+        /* The host answers every decision by its deadline; the turns end
+         * there too, for a connection that never comes. */
+        int64_t t = cl->timeout, wait = status_only ? 0 : o->wait_ms;
+        int64_t until = wait == RLK_WAIT_FOREVER || (t < 0 && wait == 0)
+                            ? -1
+                            : rlk__now_ms() + (wait > t ? wait : t);
+        int r = drive(cl, rec_done, k, until);
+        if (k->done) {
+            st = k->status;
+            *res = k->res;
+            if (st != RLK_OK && st != RLK_RATE_LIMITED) cl_fail(cl, st, "%s", k->msg);
+            rec_unlink(cl, k);
+            rlk__free(k);
+        } else {
+            k->abandoned = 1;
+            st = not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "rate");
+        }
+    }
+    leave(cl);
+    return st;
+}
+
+int rlk_rate_take(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                  rlk_rate_result *res)
+{
+    return rate_call(cl, name, o, 0, res);
+}
+
+int rlk_rate_status(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                    rlk_rate_result *res)
+{
+    return rate_call(cl, name, o, 1, res);
+}
+
+int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options *o,
+                        rlk_rate_done done, void *ctx)
+{
+    enter(cl);
+    int st = loop_start(cl, "rate");
+    if (st == RLK_OK && !done) st = cl_fail(cl, RLK_ERR_INVALID, "rate: no callback");
+    if (st == RLK_OK) rate_start(cl, name, o, 0, done, ctx, &st);
+    pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
+    return st;
+}
+
+/* The loop's rate results, each to its callback without the mutex;
+ * those that end meanwhile are owed to the next handle. */
+static void rates_deliver(rlk_client *cl)
+{
+    if (!cl->rate_due) return;
+    cl->rate_due = 0;
+    rate_rec *mine = NULL, **pp = &cl->rate_recs;
+    while (*pp) {
+        rate_rec *k = *pp;
+        if (k->done && k->cb) {
+            *pp = k->next;
+            k->next = mine;
+            mine = k;
+        } else {
+            pp = &k->next;
+        }
+    }
+    while (mine) {
+        rate_rec *k = mine;
+        mine = k->next;
+        if (k->status != RLK_OK && k->status != RLK_RATE_LIMITED) cl_fail(cl, k->status, "%s", k->msg);
+        pthread_mutex_unlock(&cl->mu);
+        k->cb(k->ctx, k->status, &k->res);
+        pthread_mutex_lock(&cl->mu);
+        rlk__free(k);
+    }
 }

@@ -11,6 +11,7 @@
 
 #include "resplock.h"
 #include "core.h"
+#include "host.h"
 #include "internal.h"
 #include "lock.h"
 #include "lua.h"
@@ -18,14 +19,32 @@
 
 #include <string.h>
 
+/* One core, a host over it (MOVED is an error there like any: one
+ * server), and the primitives joined to it. */
 struct rlk_session {
     rlk__core *core;
+    rlk__host *host;
     rlk__locks *locks;
 };
 
 void rlk_session_config_init(rlk_session_config *cfg) { memset(cfg, 0, sizeof *cfg); }
 
-rlk_session *rlk_session_new(const rlk_session_config *cfg)
+/* A topology of one server that answers for every node a redirect
+ * names (rlk__session_new_routed). */
+static rlk__core *one_core_for(void *ctx, unsigned slot)
+{
+    (void)slot;
+    return ctx;
+}
+
+static rlk__core *one_redirect(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    (void)from;
+    *ask = rlk__reply_class(v) == RLK_EC_ASK;
+    return ctx;
+}
+
+static rlk_session *session_new(const rlk_session_config *cfg, int routed)
 {
     rlk_session_config d;
     if (!cfg) {
@@ -45,8 +64,13 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     cc.max_input = cfg->max_input;
     cc.library = &rlk__lua_library;
     s->core = rlk__core_new(&cc);
-    s->locks = s->core ? rlk__locks_new_on(s->core, cfg, s) : NULL;
+    rlk__host_topo one = {one_core_for, one_redirect, s->core};
+    s->host = s->core ? rlk__host_new(routed ? &one : NULL) : NULL;
+    s->locks = s->host && rlk__host_attach(s->host, s->core) == RLK_OK
+                   ? rlk__locks_new(s->host, cfg, s)
+                   : NULL;
     if (!s->locks) {
+        rlk__host_free(s->host);
         rlk__core_free(s->core);
         rlk__free(s);
         return NULL;
@@ -54,10 +78,15 @@ rlk_session *rlk_session_new(const rlk_session_config *cfg)
     return s;
 }
 
+rlk_session *rlk_session_new(const rlk_session_config *cfg) { return session_new(cfg, 0); }
+
+rlk_session *rlk__session_new_routed(const rlk_session_config *cfg) { return session_new(cfg, 1); }
+
 void rlk_session_free(rlk_session *s)
 {
     if (!s) return;
     rlk__locks_free(s->locks);
+    rlk__host_free(s->host);
     rlk__core_free(s->core);
     rlk__free(s);
 }

@@ -48,6 +48,11 @@ const rlk_conn_info *rlk__session_info(const rlk_session *s);
  * of the caller's own subscribes to it: the tests' view of it). */
 const char *rlk__session_handoff_channel(const rlk_session *s);
 
+/* A session whose host follows MOVED, ASK, TRYAGAIN and CLUSTERDOWN as
+ * over a cluster, every node a redirect names being its one server: the
+ * fuzz harness's, so that it reaches the host's redirect paths. */
+rlk_session *rlk__session_new_routed(const rlk_session_config *cfg);
+
 /* Bytes fed and not read yet (the start of a reply still incomplete):
  * the fuzz harness's. */
 size_t rlk__session_buffered(const rlk_session *s);

@@ -29,6 +29,8 @@ const char *rlk_strerror(int status)
     case RLK_LOCK_LOST: return "the lock was lost earlier";
     case RLK_LOCK_NOT_A_LOCK:
         return "not a lock: the name's key is another kind of key (an application's?)";
+    /* The rate limiter's. */
+    case RLK_RATE_LIMITED: return "refused by the rate limiter: no tokens within the wait";
     default: return "unknown status";
     }
 }

@@ -2,8 +2,9 @@
 /*
  * The server-side scripts, from src/lua/NAME.lua, embedded at build time
  * (scripts/embed-lua).  Every script names its keys and arguments in
- * locals at its top, keys in one order that all share: the lock, its
- * queue, its waiters, a tombstone.  Each runs alone with
+ * locals at its top, the lock's keys in one order that all share: the lock,
+ * its queue, its waiters, a tombstone (rate.lua has one key, its
+ * limiter's).  Each runs alone with
  * `redis-cli --eval src/lua/NAME.lua KEYS , ARGV` (see its header).
  */
 #ifndef RESPLOCK_LUA_H
@@ -18,6 +19,7 @@ extern const char *const rlk__lua_release;
 extern const char *const rlk__lua_extend;
 extern const char *const rlk__lua_renew;
 extern const char *const rlk__lua_status;
+extern const char *const rlk__lua_rate;     /* the rate limiter's decision */
 
 /*
  * The same scripts as one FUNCTION library for Redis 7+ (the core runs

@@ -156,6 +156,7 @@ static void round_free(rlk__round *rd)
     rlk__free(rd->argv);
     rlk__free(rd->lens);
     rlk__free(rd->kinds);
+    rlk__free(rd->got);
     memset(rd, 0, sizeof *rd);
 }
 
@@ -191,7 +192,8 @@ int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *gr
     rd->argv = rlk__malloc(sizeof *rd->argv * 4 * n);
     rd->lens = rlk__malloc(sizeof *rd->lens * 4 * n);
     rd->kinds = rlk__malloc(n);
-    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds) {
+    rd->got = async ? rlk__malloc(n) : NULL;
+    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds || (async && !rd->got)) {
         pthread_mutex_unlock(&reg->mu);
         round_free(rd);
         return RLK_ERR_NOMEM;
@@ -206,6 +208,7 @@ int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *gr
         w->ttl = l->ttl;
         w->ttls_len = (size_t)snprintf(w->ttls, sizeof w->ttls, "%lld", (long long)l->ttl);
     }
+    if (rd->got) memset(rd->got, 0, n);
     rd->n = n;
     rd->all = all;
     rd->group = group;
@@ -332,9 +335,21 @@ static void end_locked(rlk__leases *reg, rlk__round *rd, int failed)
 
 int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v)
 {
+    size_t i = 0;
+    while (i < rd->nreq && rd->got[i]) i++;
+    return i < rd->nreq ? rlk__round_apply_at(reg, rd, i, v) : 1;
+}
+
+int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_resp_value *v)
+{
+    if (i >= rd->nreq || rd->got[i]) return 0;
     pthread_mutex_lock(&reg->mu);
-    size_t cnt = (size_t)rd->reqs[rd->applied++].nkeys, first = rd->first;
-    rd->first += cnt;
+    rd->got[i] = 1;
+    rd->applied++;
+    /* Request i's arguments start at argv[3 first + i] (see
+     * rlk__round_requests): its leases are e[first..first + cnt). */
+    size_t cnt = (size_t)rd->reqs[i].nkeys;
+    size_t first = ((size_t)(rd->reqs[i].argv - rd->argv) - i) / 3;
     int crossslot = !rd->per_slot && rlk__round_crossslot(v);
     if (crossslot) reg->per_slot = 1;
     if (!v || crossslot) {
@@ -347,7 +362,7 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
             int64_t t = crossslot ? now : retry_at(reg, l);
             l->renew_at = t > l->lost_at ? l->lost_at : t;
         }
-    } else if (!rd->reqs[rd->applied - 1].script) {
+    } else if (!rd->reqs[i].script) {
         /* SET IFEQ: OK renewed; nil (the value not exactly the token:
          * waiters marked it, or it is not ours), or an error: the
          * script renews it, at once, from now on, and tells which. */

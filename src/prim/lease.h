@@ -138,7 +138,7 @@ typedef struct rlk__round {
     int async;               /* replies applied one by one as they come */
     int failed;              /* ... and one did not come */
     size_t applied;          /* ... the requests whose reply was applied */
-    size_t first;            /* ... and their leases, from e[0] */
+    unsigned char *got;      /* ... which requests' (async only) */
     const void *group;       /* the leases it took (NULL: all) */
     int64_t start;           /* validity counts from here */
     int64_t end;             /* the first lost_at of its leases */
@@ -174,7 +174,7 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot);
 int rlk__round_crossslot(const rlk_resp_value *v);
 
 /*
- * The reply of an async round's next request (rd->applied), applied as
+ * The reply of an async round's next request (the first not applied), applied as
  * rlk__round_finish would (takes the mutex); v NULL: it will not come
  * (the connection closed), and its leases are tried again soon, until
  * their lost_at.  A CROSSSLOT refusal makes the registry go per slot
@@ -182,6 +182,10 @@ int rlk__round_crossslot(const rlk_resp_value *v);
  * as rlk__round_finish ends it: 1 then, else 0.
  */
 int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value *v);
+/* The same for request i, whose reply may come before an earlier one's
+ * (an earlier request sent again after a cluster's redirect); a request
+ * applied already is not again (0). */
+int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_resp_value *v);
 
 /* Whether a round's request i goes as SET IFEQ (see rlk__round.native). */
 int rlk__round_native(const rlk__round *rd, size_t i);

@@ -17,6 +17,7 @@
 
 #include "resplock.h"
 #include "core.h"
+#include "host.h"
 #include "internal.h"
 #include "keys.h"
 #include "lease.h"
@@ -68,12 +69,6 @@ typedef struct scall {
     rlk__session_call_cb cb;
     void *ctx;
     unsigned slot;
-    struct lnode *ask;   /* sent there after ASKING, once it is up */
-    int64_t go_at;       /* TRYAGAIN, CLUSTERDOWN: sent again from then */
-    rlk__backoff pace;
-    int pending;         /* not sent yet: its slot's connection is not up */
-    int64_t until;       /* ... and it fails then */
-    int redirs;          /* redirects followed */
     size_t cap;
     char *token;         /* after the keys */
     char keys[];         /* rlk__make_keys' slots */
@@ -134,16 +129,13 @@ struct rlk_session_lock {
     int64_t ext_ms;
     int64_t ext_start;    /* ... queued then */
     uint64_t fence;
-    lnode *node;          /* the connection its requests go to (NULL: none yet) */
-    /* A cluster's redirect (see redirected): */
-    lnode *ask;           /* the next sending goes here, after ASKING (ASK) */
-    int64_t go_at;        /* a request sent again from then (-1: none) */
-    int redirected;       /* a reply of the try in flight was one */
-    int redo;             /* the try goes again in the form it had */
-    int redo_ext;         /* the extend goes again */
-    int redirs;           /* redirects in a row */
-    int paced;            /* TRYAGAIN or CLUSTERDOWN met: pace set up */
-    rlk__backoff pace;    /* ... the pauses before sending again */
+    lnode *node;          /* the connection of its slot, as the host's table
+                             says (NULL: none yet): its lease's rounds and
+                             its subscriptions go there */
+    lnode *lost_on;       /* a reply of its lost when that connection closed */
+    int looped;           /* the try's SET met a redirect loop (the host's bound) */
+    int paced;            /* a wait's try met one: pace set up */
+    rlk__backoff pace;    /* ... the pauses before its next try */
     rlk__lease lease;
 };
 
@@ -154,6 +146,8 @@ struct lnode {
     struct lnode *next;
     rlk__core *core;      /* not owned */
     rlk__round round;     /* the renewal round of its leases */
+    uint32_t round_gen;   /* ... its number: a late reply of an earlier
+                             one (sent again by the host) is dropped */
     int round_on, renew_eval;
     int round_all, round_failed; /* the round re-checks all; a reply of it was lost */
     int recheck_all;      /* a new connection: every lease of it is re-checked */
@@ -171,14 +165,15 @@ struct lnode {
 struct rlk__locks {
     rlk_session_config cfg;
     rlk_client_config timing;
-    rlk__locks_net net;   /* which connection serves a slot */
-    lnode *nodes;         /* the connections attached */
+    rlk__host *host;      /* the connections, joined */
+    rlk__host *own_host;  /* ... made for one core by rlk__locks_new_on */
+    lnode *nodes;         /* the connections seen */
     void *owner;          /* what the callbacks are given as the session */
     rlk_session_lock *giving_back; /* an ignored release's handle, while it is built */
     char handoff[64];     /* "resplock:handoff:HEX": FENCE TOKEN hands a lock over */
     uint64_t handoff_hash; /* its rlk__fnv1a */
     char id[40];          /* "HEX:", the default reentrant holders' prefix */
-    char host[RLK_HOLDER_HOST_MAX + 1]; /* this host's name, %XX-encoded, for
+    char host_name[RLK_HOLDER_HOST_MAX + 1]; /* this host's name, %XX-encoded, for
                                            the holder's facts (read once) */
     uint64_t holders;     /* ... and their counter */
     rlk_script scripts[SC_COUNT];
@@ -243,7 +238,8 @@ const char *rlk__locks_errmsg(const rlk__locks *s) { return s->err; }
 /* Every connection has the same command timeout (one configuration). */
 static int64_t timeout_ms(const rlk__locks *s)
 {
-    return s->nodes ? rlk__core_timeout_ms(s->nodes->core) : RLK__DEFAULT_TIMEOUT_MS;
+    int64_t t = rlk__host_timeout_ms(s->host);
+    return t == RLK__DL_DEFAULT ? RLK__DEFAULT_TIMEOUT_MS : t;
 }
 
 static int64_t reply_deadline(const rlk__locks *s)
@@ -260,20 +256,27 @@ static int nready(const lnode *n) { return n && rlk__core_ready(n->core); }
 static int core_cluster(const rlk__core *c) { return strcmp(rlk__core_info(c)->mode, "cluster") == 0; }
 static int ncluster(const lnode *n) { return n && core_cluster(n->core); }
 
-static lnode *node_of(rlk__locks *s, const rlk__core *c)
+/* What the lock keeps for connection c, made when first needed (NULL:
+ * c NULL, or out of memory: as a connection not up). */
+static lnode *node_of(rlk__locks *s, rlk__core *c)
 {
-    for (lnode *n = s->nodes; n; n = n->next)
-        if (n->core == c) return n;
-    return NULL;
+    if (!c) return NULL;
+    lnode **tail = &s->nodes;
+    for (; *tail; tail = &(*tail)->next)
+        if ((*tail)->core == c) return *tail;
+    lnode *n = rlk__malloc(sizeof *n);
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->s = s;
+    n->core = c;
+    *tail = n;
+    return n;
 }
 
-static void calls_go(rlk__locks *s);
-
-/* The connection attached that serves slot now (NULL: none yet). */
+/* The connection that serves slot now (NULL: none known yet). */
 static lnode *node_for(rlk__locks *s, unsigned slot)
 {
-    rlk__core *c = s->net.core_for ? s->net.core_for(s->net.ctx, slot) : NULL;
-    return c ? node_of(s, c) : NULL;
+    return node_of(s, rlk__host_core_for(s->host, slot));
 }
 
 /* The caller's clock never goes back; a time before the last is taken
@@ -282,7 +285,7 @@ static void set_now(rlk__locks *s, int64_t now)
 {
     if (now > s->now) s->now = now;
     s->leases.clock_now = s->now;
-    for (lnode *n = s->nodes; n; n = n->next) rlk__core_clock(n->core, s->now);
+    rlk__host_clock(s->host, s->now);
 }
 
 /* ------------------------------------------------------------------ */
@@ -398,36 +401,39 @@ static rlk_session_lock *owed(rlk__req *q)
     return l;
 }
 
-static int build_asking(rlk__core *c, rlk__req *q)
+/* Requests of l (n of them, pipelined: a group the host sends again
+ * whole), to the host for its slot: the host holds them until the
+ * slot's connection is up and follows a cluster's redirects, so that
+ * each reply callback sees the final reply.  first_dl: the first
+ * sending's reply deadline where it is shorter than deadline's. */
+static int submit_n(rlk__locks *s, int n, const rlk__req_ops *const *ops, rlk_session_lock *l,
+                    int64_t arg, int64_t first_dl, int64_t deadline, int flags)
 {
-    (void)q;
-    const char *argv[1] = {"ASKING"};
-    return rlk__core_put(c, 1, argv, NULL);
+    s->dl_valid = 0;
+    int r = rlk__host_submit_first(s->host, l->lease.slot, n, ops, l, arg, first_dl, deadline, flags);
+    if (r == RLK_OK) l->inflight += n;
+    else core_failed(s, l->node ? l->node->core : NULL, r);
+    return r;
 }
 
-static void on_asking(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
-{
-    (void)c;
-    (void)q;
-    (void)v; /* refused: the request after it is answered ASK or MOVED again */
-}
-
-static const rlk__req_ops asking_ops = {build_asking, on_asking, NULL, RLK__T_ANY};
-
-/* A request of l, to its slot's connection, or after ASKING to the node
- * an ASK named. */
 static int submit(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, int64_t arg,
                   int64_t deadline, int flags)
 {
-    s->dl_valid = 0;
-    lnode *n = l->ask ? l->ask : l->node;
-    if (!n) return fail(s, RLK_ERR_CLOSED, "not connected");
-    int r = RLK_OK;
-    if (l->ask) r = rlk__core_submit(n->core, &asking_ops, NULL, 0, deadline, 0);
-    if (r == RLK_OK) r = rlk__core_submit(n->core, ops, l, arg, deadline, flags);
-    if (r == RLK_OK) l->inflight++;
-    else core_failed(s, n->core, r);
-    return r;
+    return submit_n(s, 1, &ops, l, arg, -1, deadline, flags);
+}
+
+/* A reply of l's came from c (NULL: none will come, c closed; or no
+ * connection answered it, which *status says then): the handle follows
+ * its slot where the host's redirects found it served elsewhere. */
+static int arrived(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rlk_resp_value *v,
+                   int *status);
+
+/* Why the host answered a request itself (see arrived). */
+static const char *why_msg(const rlk__locks *s)
+{
+    const char *m;
+    rlk__host_why(s->host, &m);
+    return m;
 }
 
 static void ttl_str(char *out, int64_t v) { rlk__i64_dec(out, (long long)v); }
@@ -590,22 +596,19 @@ static const rlk__req_ops extend_native_ops = {build_extend, on_set_ifeq, extend
 static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
 static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_INTEGER};
 
+static const rlk__req_ops *const first_try_ops[3] = {&set_ops, &yield_ops, &time_ops};
+
 static int send_try(rlk__locks *s, rlk_session_lock *l)
 {
-    l->redirected = 0; /* of a try whose replies a closed connection ended */
+    l->looped = 0;
     l->try_start = s->now;
     l->state = L_TRY;
-    int64_t dl = reply_deadline(s);
-    /* A re-sent try keeps to the acquire's own deadline, as the first
-     * try did: the blocking client's one deadline per call. */
-    if (l->resent && l->pending_until >= 0 && (dl < 0 || l->pending_until < dl))
-        dl = l->pending_until;
+    /* Every try keeps to the acquire's own deadline (the blocking
+     * client's one deadline per call): its reply, its re-sends after a
+     * redirect; each reply awaited a command timeout at most. */
+    int64_t dl = l->pending_until;
     l->resent = 0; /* the tries after it are the acquire's own */
-    if (!l->mode) {
-        int r = submit(s, &set_ops, l, 0, dl, 0);
-        if (r == RLK_OK) r = submit(s, &yield_ops, l, 0, dl, 0);
-        return r != RLK_OK ? r : submit(s, &time_ops, l, 0, dl, 0);
-    }
+    if (!l->mode) return submit_n(s, 3, first_try_ops, l, 0, -1, dl, 0);
     return submit(s, &acq_ops, l, l->mode, dl, 0);
 }
 
@@ -661,7 +664,11 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
             /* On a cluster the first sending has half of it: a node that
              * does not answer may be frozen while its replica takes
              * over, and the re-send goes to the slot's owner then. */
-            if (t > 0 && l->node && ncluster(l->node)) dl = s->now + t / 2;
+            if (t > 0 && l->node && ncluster(l->node)) {
+                l->state = L_RELEASING;
+                return submit_n(s, 1, (const rlk__req_ops *const[]){&release_ops}, l, 1,
+                                s->now + t / 2, l->rel_until, 0);
+            }
         } else if (l->rel_resend) {
             if (l->rel_valid >= 0 && s->now < l->rel_valid) l->rel_flag = '1';
             if (l->rel_until >= 0 && (dl < 0 || l->rel_until < dl)) dl = l->rel_until;
@@ -671,6 +678,8 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
         l->state = L_RELEASING;
     }
     if (!ignore) return submit(s, &release_ops, l, 1, dl, 0);
+    /* Given back as the handle goes: to its connection now or not at all
+     * (the host would build it again later, from a handle gone). */
     if (!l->node) return RLK_OK;
     s->giving_back = l;
     s->dl_valid = 0;
@@ -913,12 +922,6 @@ static void lost_cb(void *ctx, void *owner);
  * hold of its holder. */
 static int start(rlk__locks *s, rlk_session_lock *l)
 {
-    if (l->redo && !l->resend) {
-        /* Redirected: the try that did not run, again as it was. */
-        l->redo = 0;
-        return send_try(s, l);
-    }
-    l->redo = 0;
     l->resent = l->resend;
     if (l->resend) {
         l->resend = 0;
@@ -971,9 +974,9 @@ static size_t make_facts(const rlk__locks *s, char *out, const char *cmd)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    size_t n = strlen(s->host);
+    size_t n = strlen(s->host_name);
     memcpy(out, "h=", 2);
-    memcpy(out + 2, s->host, n);
+    memcpy(out + 2, s->host_name, n);
     n += 2;
     memcpy(out + n, ";p=", 3);
     n += 3 + rlk__i64_dec(out + n + 3, rlk__pid());
@@ -1126,7 +1129,6 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     if (s->head) s->head->prev = l;
     s->head = l;
     l->state = L_PENDING;
-    l->go_at = -1;
     /* A failure here broke the session: the caller sees it at its next
      * feed or tick, and closing ends this acquire with the others. */
     l->node = node_for(s, e->slot);
@@ -1148,7 +1150,7 @@ static void lost_cb(void *ctx, void *owner)
 
 static int release_now(rlk__locks *s, rlk_session_lock *l)
 {
-    if (!nready(l->node) && s->net.redirect && l->node) {
+    if (!nready(l->node) && rlk__host_routed(s->host) && l->node) {
         /* A cluster node's connection opening (a new primary after a
          * failover): the release waits for it, a command timeout at
          * most, as a release whose reply was lost does. */
@@ -1156,7 +1158,6 @@ static int release_now(rlk__locks *s, rlk_session_lock *l)
         l->state = L_REL_PENDING;
         l->rel_until = t < 0 ? -1 : s->now + t;
         l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
-        l->go_at = s->now;
         return RLK_OK;
     }
     if (!nready(l->node)) {
@@ -1263,43 +1264,8 @@ int rlk_session_extend(rlk_session_lock *l, int64_t ms, int how, int64_t now)
 
 static void call_done(rlk__locks *s, scall *k, rlk__session_result *res);
 
-void rlk__locks_refuse(rlk__locks *s, int status, const char *msg, int64_t now)
-{
-    enter(s, now);
-    for (rlk_session_lock *l = s->head; l; l = l->next) {
-        if (l->inflight || l->ext_on || l->confirming) continue; /* its reply ends it */
-        if (l->state == L_PENDING || l->state == L_WAIT)
-            not_acquired(s, l, fail(s, status, "acquire: %s", msg));
-        else if (l->state == L_REL_PENDING)
-            finish(s, l, RLK_SEV_RELEASED, fail(s, status, "release: %s", msg));
-    }
-    for (scall *k = s->calls, *next; k; k = next) {
-        next = k->next;
-        if (!k->pending) continue;
-        rlk__session_result res;
-        memset(&res, 0, sizeof res);
-        res.status = fail(s, status, "%s", msg);
-        call_done(s, k, &res);
-    }
-    rlk__leases_notify_lost(&s->leases, 0);
-    leave(s);
-}
-
 static void ready_go(lnode *n);
 
-/* A connection's handshake is done: the handoff channel is subscribed
- * to there (RESP3), and the acquires and releases that waited for the
- * connection of their slot go. */
-static void on_ready(void *ctx, rlk__core *c)
-{
-    lnode *n = ctx;
-    enter(n->s, rlk__core_now(c));
-    ready_go(n);
-    leave(n->s);
-}
-
-/* Binds l to the connection that serves its slot now (its lease joins
- * that connection's rounds). */
 static int start(rlk__locks *s, rlk_session_lock *l);
 
 /* l's release channel is not heard any more (its slot moved, or the
@@ -1314,7 +1280,9 @@ static void not_listening(rlk_session_lock *l)
         l->mode = l->kind == 'r' ? '0' : 0;
 }
 
-static void bind_node(rlk__locks *s, rlk_session_lock *l)
+/* l follows its slot to the connection that serves it now, as the
+ * host's table says (its lease joins that connection's rounds). */
+static void place(rlk__locks *s, rlk_session_lock *l)
 {
     lnode *n = node_for(s, l->lease.slot);
     /* No owner known (a table that lists none for now): it stays. */
@@ -1329,34 +1297,17 @@ static void bind_node(rlk__locks *s, rlk_session_lock *l)
     }
 }
 
-/* A handle waiting for a connection (L_PENDING, L_REL_PENDING, or an
- * extend redirected) sends now, its ASK's node taken once. */
-static int go(rlk__locks *s, rlk_session_lock *l)
+/* A handle waiting for its connection (L_PENDING, L_REL_PENDING) sends
+ * now. */
+static int resume(rlk__locks *s, rlk_session_lock *l)
 {
-    l->go_at = -1;
-    int r = RLK_OK;
-    if (l->state == L_PENDING) r = start(s, l);
-    else if (l->state == L_REL_PENDING) r = send_release(s, l, 0);
-    if (r == RLK_OK && l->redo_ext && l->state == L_HELD) {
-        l->redo_ext = 0;
-        r = send_extend(s, l);
-    }
-    l->ask = NULL;
-    return r;
+    if (l->state == L_PENDING) return start(s, l);
+    if (l->state == L_REL_PENDING) return send_release(s, l, 0);
+    return RLK_OK;
 }
 
-/* ------------------------------------------------------------------ */
-/* Redis Cluster's redirects                                            */
-
-/* A request that a cluster node did not run: MOVED (its slot is served
- * elsewhere now: the route patched its table) or ASK (this once, at the
- * node named, after ASKING), TRYAGAIN (a multi-key command while its
- * slot migrates) or CLUSTERDOWN (the slot is not served for now), sent
- * again after a pause that grows.  0 when v is none of them (or the
- * lock is on one server, where MOVED is an error like any).  Set on l
- * where the next sending goes (see settle). */
-#define REDIRECTS_MAX 16
-/* When l goes again after a refusal: the one backoff's next pause. */
+/* When l tries again after its try met a redirect loop: the one
+ * backoff's next pause. */
 static int64_t paced_at(rlk__locks *s, rlk_session_lock *l)
 {
     if (!l->paced) {
@@ -1366,64 +1317,21 @@ static int64_t paced_at(rlk__locks *s, rlk_session_lock *l)
     return s->now + rlk__backoff_next(&l->pace);
 }
 
-static int redirected(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rlk_resp_value *v)
+/* Whether the reply v of l's try (an error) ended a redirect loop (more
+ * redirects than the host follows: nodes that send the slot to each
+ * other after a bad CLUSTER SETSLOT) while l's wait lasts: it then tries
+ * again after the one backoff's pause (the table may be mended by then),
+ * its last try at the wait's end, and waits meanwhile.  Else the loop is
+ * the try's error, which says so. */
+static int looping(rlk__locks *s, rlk_session_lock *l)
 {
-    if (!v || !s->net.redirect || !rlk__is_error(v)) return 0;
-    rlk_error_class ec = rlk__reply_class(v);
-    if (ec != RLK_EC_MOVED && ec != RLK_EC_ASK && ec != RLK_EC_TRYAGAIN && ec != RLK_EC_CLUSTERDOWN)
+    if (rlk__host_redirects(s->host) <= RLK__HOST_REDIRECTS || l->wait_ms == 0 || l->final ||
+        (l->until >= 0 && s->now >= l->until))
         return 0;
-    l->ask = NULL;
-    l->go_at = s->now;
-    if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
-        /* MOVED in a row past any topology's: a loop (nodes that send
-         * the slot to each other after a bad CLUSTER SETSLOT), which
-         * ends this try.  A wait that lasts tries again after the one
-         * backoff's pause (the table may be mended by then), its last
-         * try at the wait's end; else it is the request's error (an ASK
-         * window lasts as long as the migration: the request's deadline
-         * bounds it). */
-        if (ec == RLK_EC_MOVED && ++l->redirs > REDIRECTS_MAX) {
-            if (l->state != L_TRY || l->wait_ms == 0 || (l->until >= 0 && s->now >= l->until))
-                return 0;
-            l->redirs = 0;
-            l->go_at = paced_at(s, l);
-            if (l->until >= 0 && l->go_at > l->until) l->go_at = l->until;
-            snprintf(s->err, sizeof s->err, "a redirect loop: %.*s", (int)(v->len > 200 ? 200 : v->len),
-                     v->str);
-            return 1;
-        }
-        int ask = 0;
-        rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
-        if (ask && to) l->ask = node_of(s, to);
-    } else {
-        /* Until the request's own deadline (an acquire's wait, a
-         * release's command timeout), paced by the one backoff. */
-        l->go_at = paced_at(s, l);
-    }
-    snprintf(s->err, sizeof s->err, "%.*s", (int)(v->len > 200 ? 200 : v->len), v->str);
+    l->wake_at = paced_at(s, l);
+    if (l->until >= 0 && l->wake_at > l->until) l->wake_at = l->until;
+    l->state = L_WAIT;
     return 1;
-}
-
-static void rebind(rlk__locks *s);
-
-/* l's requests in flight all answered, one of them redirected: it goes
- * again, in the state that waits for its connection.  A MOVED or ASK
- * means the request did not run, so a try goes again as it was; a
- * confirmation not sent in the background becomes the try that finds
- * the lock handed over ('q'); an extend is sent again. */
-static void settle(rlk__locks *s, rlk_session_lock *l)
-{
-    if (l->state == L_TRY) {
-        l->state = L_PENDING;
-        l->redo = 1;
-    } else if (l->state == L_CONFIRM) {
-        l->state = L_PENDING;
-        l->resend = 1;
-    } else if (l->state == L_RELEASING) {
-        l->state = L_REL_PENDING;
-    }
-    if (!l->ask) bind_node(s, l);
-    rebind(s); /* the others of the slot that moved follow it */
 }
 
 /* Every handle whose slot is served by another connection now, with no
@@ -1432,21 +1340,31 @@ static void settle(rlk__locks *s, rlk_session_lock *l)
 static void rebind(rlk__locks *s)
 {
     for (rlk_session_lock *l = s->head; l; l = l->next) {
-        if (l->state == L_DONE || l->inflight || l->ext_on || l->confirming || l->ask) continue;
+        if (l->state == L_DONE || l->inflight || l->ext_on || l->confirming) continue;
         lnode *was = l->node;
-        bind_node(s, l);
-        if (l->node == was) continue;
-        if (l->state == L_WAIT) l->wake_at = s->now;
-        if (l->state == L_PENDING || l->state == L_REL_PENDING) l->go_at = s->now;
+        place(s, l);
+        if (l->node != was && l->state == L_WAIT) l->wake_at = s->now;
     }
 }
 
-void rlk__locks_rebind(rlk__locks *s, int64_t now)
+static int arrived(rlk__locks *s, rlk_session_lock *l, rlk__core *c, const rlk_resp_value *v,
+                   int *status)
 {
-    enter(s, now);
-    rebind(s);
-    calls_go(s);
-    leave(s);
+    *status = RLK_OK;
+    if (!v && !c) {
+        *status = rlk__host_why(s->host, NULL);
+        if (*status == RLK_OK) *status = RLK_ERR_CLOSED;
+        return 0;
+    }
+    if (!v) {
+        l->lost_on = node_of(s, c); /* its closed hook settles l */
+        return 0;
+    }
+    if (rlk__host_redirects(s->host) && (!l->node || l->node->core != c)) {
+        place(s, l);
+        rebind(s); /* the others of the slot that moved follow it */
+    }
+    return 1;
 }
 
 static void ready_go(lnode *n)
@@ -1455,39 +1373,26 @@ static void ready_go(lnode *n)
     if (nresp3(n) && !ncluster(n) && send_sub(n, 1, s->handoff) != RLK_OK) return;
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_READY, NULL, RLK_OK);
     for (rlk_session_lock *l = s->head; l && nready(n) && !rlk__core_broken(n->core); l = l->next)
-        if (l->state == L_PENDING || l->state == L_REL_PENDING) {
-            if (!l->ask) bind_node(s, l);
-            if ((l->ask ? l->ask : l->node) != n || (l->go_at >= 0 && s->now < l->go_at)) continue;
-            if (go(s, l) != RLK_OK) return;
+        if ((l->state == L_PENDING || l->state == L_REL_PENDING) && !l->inflight) {
+            place(s, l);
+            if (l->node != n) continue;
+            if (resume(s, l) != RLK_OK) return;
         }
-    calls_go(s);
 }
 
 static int errlen(const rlk_resp_value *v) { return (int)(v->len > 200 ? 200 : v->len); }
-
-/* An acquire's error reply after redirects in a row past the bound: the
- * message says it is a loop, not a node's one answer. */
-static const char *loop_note(const rlk_session_lock *l)
-{
-#define LOOP_STR_(x) #x
-#define LOOP_STR(x) LOOP_STR_(x)
-    return l->redirs > REDIRECTS_MAX ? "a redirect loop (more than " LOOP_STR(REDIRECTS_MAX)
-                                       " MOVED in a row: the slot's nodes name each other), the last: "
-                                     : "";
-#undef LOOP_STR
-#undef LOOP_STR_
-}
 
 /* A first try's replies: SET NX PX, the window's HGET, then TIME, which
  * decides. */
 static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
+    (void)c;
     rlk_session_lock *l = owed(q);
     if (!v) return;
     rlk__locks *s = l->s;
-    if (redirected(s, l, c, v)) l->redirected = 1;
-    else if (rlk__is_error(v))
-        l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %s%.*s", loop_note(l), errlen(v), v->str);
+    if (rlk__is_error(v) && rlk__host_redirects(s->host) > RLK__HOST_REDIRECTS) l->looped = 1;
+    if (rlk__is_error(v))
+        l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
     else if (v->type == RLK_RESP_NULL) l->set_result = 0;
     else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
         l->set_result = 1;
@@ -1503,16 +1408,15 @@ static void on_yield(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 
 static void on_time(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    (void)c;
     rlk_session_lock *l = owed(q);
-    if (!v) return;
     rlk__locks *s = l->s;
-    if (l->redirected) {
-        l->redirected = 0;
-        settle(s, l);
+    int st;
+    if (!arrived(s, l, c, v, &st)) {
+        if (st != RLK_OK) not_acquired(s, l, fail(s, st, "acquire: %s", why_msg(s)));
         return;
     }
-    l->redirs = l->paced = 0;
+    if (l->looped && looping(s, l)) return;
+    l->paced = 0;
     uint64_t fence = rlk__fence_of_time(v);
     if (l->set_result == 1 && !fence) {
         send_release(s, l, 1);
@@ -1554,17 +1458,16 @@ static int confirm_again(rlk__core *c, const rlk__req *q)
 static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rlk_session_lock *l = owed(q);
-    if (!v) return;
     rlk__locks *s = l->s;
-    if (redirected(s, l, c, v)) {
-        /* In the background: the lock stays valid for its claim, and
-         * its lease is re-checked where its slot is now. */
+    int st;
+    if (!arrived(s, l, c, v, &st)) {
+        /* No connection answered in time: a confirmation in the
+         * background leaves the lock valid for its claim. */
+        if (st == RLK_OK) return;
         if (l->confirming) confirmed(s, l, NULL);
-        else settle(s, l);
-        if (l->state != L_DONE) rebind(s);
+        else not_acquired(s, l, fail(s, st, "acquire: %s", why_msg(s)));
         return;
     }
-    l->redirs = l->paced = 0;
     if (l->confirming) {
         confirmed(s, l, v);
         return;
@@ -1588,19 +1491,20 @@ static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rlk_session_lock *l = owed(q);
-    if (!v) return;
     rlk__locks *s = l->s;
-    if (redirected(s, l, c, v)) {
-        settle(s, l);
+    int st;
+    if (!arrived(s, l, c, v, &st)) {
+        if (st != RLK_OK) not_acquired(s, l, fail(s, st, "acquire: %s", why_msg(s)));
         return;
     }
-    const char *loop = loop_note(l);
-    l->redirs = l->paced = 0;
     int64_t ok, x, holds;
     if (rlk__is_error(v)) {
-        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %s%.*s", loop, errlen(v), v->str));
+        int loop = rlk__host_redirects(s->host) > RLK__HOST_REDIRECTS;
+        if (loop && looping(s, l)) return;
+        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
         return;
     }
+    l->paced = 0;
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &ok) || rlk__int_at(v, 1, &x)) {
         not_acquired(s, l, fail(s, RLK_ERR_PROTO, "acquire: unexpected reply from the server"));
         return;
@@ -1680,13 +1584,10 @@ static int native_missed(rlk__core *c, const rlk__req *q, const rlk_resp_value *
     }
     rlk__locks *s = l->s;
     const rlk__req_ops *ops = q->ops == &extend_native_ops ? &extend_ops : &release_ops;
-    /* On the same connection: after ASKING again where the native form
-     * went to an ASK's node (see renew_asked). */
+    /* To the slot's connection, which answered (the host follows an ASK
+     * again). */
     s->dl_valid = 0;
-    int r = RLK_OK;
-    if (!l->node || c != l->node->core)
-        r = rlk__core_submit(c, &asking_ops, NULL, 0, q->deadline, 0);
-    if (r == RLK_OK) r = rlk__core_submit(c, ops, l, 0, q->deadline, 0);
+    int r = rlk__host_submit(s->host, l->lease.slot, ops, l, 0, q->deadline, 0);
     if (r == RLK_OK) return 1; /* the request's place in inflight passes to it */
     /* Not queued (the connection broke): the request ends as if its
      * reply were lost (-1), which closing reports. */
@@ -1719,10 +1620,10 @@ static void on_release(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     if (m > 0) return;
     if (m < 0) v = NULL;
     rlk_session_lock *l = owed(q);
-    if (!v) return;
     rlk__locks *s = l->s;
-    if (redirected(s, l, c, v)) {
-        settle(s, l);
+    int st;
+    if (!arrived(s, l, c, v, &st)) {
+        if (st != RLK_OK) finish(s, l, RLK_SEV_RELEASED, fail(s, st, "release: %s", why_msg(s)));
         return;
     }
     finish(s, l, RLK_SEV_RELEASED, release_status(s, v, l->keys, l->kind == 'r' && l->rel_resend));
@@ -1762,16 +1663,20 @@ static int extend_again(rlk__core *c, const rlk__req *q)
 static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rlk_session_lock *l = owed(q);
-    if (!v) return;
     rlk__locks *s = l->s;
-    if (redirected(s, l, c, v)) {
-        l->redo_ext = 1; /* sent again where the slot is (go) */
-        if (!l->ask) bind_node(s, l);
+    int st;
+    if (!arrived(s, l, c, v, &st)) {
+        if (st == RLK_OK) return;
+        /* No connection to the node of its slot in time. */
+        l->ext_on = 0;
+        if (s->cfg.cb)
+            s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
+                      fail(s, st, "extend: %s", why_msg(s)));
+        end_forgotten(s, l);
         return;
     }
-    l->redirs = l->paced = 0;
     int64_t after = 0;
-    int st = extend_status(s, v, l->keys, &after);
+    st = extend_status(s, v, l->keys, &after);
     rlk__lease *e = &l->lease;
     l->ext_on = 0;
     if (e->lost) {
@@ -1850,36 +1755,20 @@ static void on_call(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     rlk__locks *s = k->s;
     rlk__session_result res;
     memset(&res, 0, sizeof res);
-    if (v && s->net.redirect && k->redirs < REDIRECTS_MAX && rlk__is_error(v)) {
-        rlk_error_class ec = rlk__reply_class(v);
-        if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK) {
-            /* Sent again where the slot is (an ASK's node after ASKING). */
-            int ask = 0;
-            rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
-            lnode *n = to ? node_of(s, to) : NULL;
-            k->redirs++;
-            if (nready(n) && !rlk__core_broken(n->core) &&
-                (!ask || rlk__core_submit(n->core, &asking_ops, NULL, 0, RLK__DL_DEFAULT, 0) == RLK_OK) &&
-                rlk__core_submit(n->core, q->ops, k, 0, RLK__DL_DEFAULT, 0) == RLK_OK)
-                return;
-            k->pending = 1; /* when its slot's (or the ASK's) connection is up */
-            k->ask = ask ? n : NULL;
-            if (!ask || n) return;
-            k->pending = 0;
-        } else if (ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
-            /* Sent again after the one backoff's pause, within its time. */
-            if (!k->redirs++) rlk__backoff_init(&k->pace, 0, 0, (uint64_t)(uintptr_t)k);
-            k->go_at = s->now + rlk__backoff_next(&k->pace);
-            if (k->until < 0 || k->go_at < k->until) {
-                k->pending = 1;
-                return;
-            }
-        }
+    if (!v && !c) {
+        /* Its slot's connection did not come in time (or was refused). */
+        int st = rlk__host_why(s->host, NULL);
+        res.status = fail(s, st == RLK_ERR_TIMEOUT ? RLK_ERR_CLOSED : st,
+                          "not connected to the node of '%s'", k->keys);
+    } else if (!v) {
+        res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
+    } else if (k->which == SC_STATUS) {
+        res.status = read_status(s, v, &res.lock);
+    } else if (k->which == SC_RELEASE) {
+        res.status = release_status(s, v, k->keys, 0);
+    } else {
+        res.status = extend_status(s, v, k->keys, &res.ttl_ms_after);
     }
-    if (!v) res.status = fail(s, RLK_ERR_CLOSED, "the connection closed");
-    else if (k->which == SC_STATUS) res.status = read_status(s, v, &res.lock);
-    else if (k->which == SC_RELEASE) res.status = release_status(s, v, k->keys, 0);
-    else res.status = extend_status(s, v, k->keys, &res.ttl_ms_after);
     call_done(s, k, &res);
 }
 
@@ -1892,9 +1781,9 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
         return fail(s, RLK_ERR_INVALID, "extend: bad duration or mode");
     unsigned slot = rlk__keyslot(name, strlen(name));
     lnode *n = node_for(s, slot);
-    /* On a cluster the slot's connection may be opening: the call waits
-     * for it, a command timeout at most. */
-    if (!nready(n) && !s->net.redirect) return fail(s, RLK_ERR_CLOSED, "not connected");
+    /* On a cluster the slot's connection may be opening: the host holds
+     * the call for it, a command timeout at most. */
+    if (!nready(n) && !rlk__host_routed(s->host)) return fail(s, RLK_ERR_CLOSED, "not connected");
     size_t cap = rlk__key_cap(name), tl = token ? strlen(token) + 1 : 0;
     scall *k = rlk__malloc(sizeof *k + RLK__NKEYS * cap + tl);
     if (!k) return fail(s, RLK_ERR_NOMEM, "out of memory");
@@ -1907,18 +1796,16 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     k->ctx = ctx;
     k->cap = cap;
     k->slot = slot;
-    int64_t t = timeout_ms(s);
-    k->until = t < 0 ? -1 : now + t;
     rlk__make_keys(name, k->keys, cap);
     k->token = k->keys + RLK__NKEYS * cap;
     if (token) memcpy(k->token, token, tl);
     enter(s, now);
-    int r = RLK_OK;
-    if (nready(n)) r = rlk__core_submit(n->core, which == SC_STATUS ? &call_array_ops : &call_int_ops,
-                                        k, 0, RLK__DL_DEFAULT, 0);
-    else k->pending = 1;
+    int64_t t = timeout_ms(s);
+    s->dl_valid = 0;
+    int r = rlk__host_submit(s->host, slot, which == SC_STATUS ? &call_array_ops : &call_int_ops, k,
+                             0, t < 0 ? -1 : s->now + t, 0);
     if (r != RLK_OK) {
-        core_failed(s, n->core, r);
+        core_failed(s, n ? n->core : NULL, r);
         rlk__free(k);
     } else {
         k->next = s->calls;
@@ -1927,34 +1814,6 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     }
     leave(s);
     return r;
-}
-
-/* The calls waiting for their slot's connection: sent when it is up,
- * failed when their time is over. */
-static void calls_go(rlk__locks *s)
-{
-    for (scall *k = s->calls, *next; k; k = next) {
-        next = k->next;
-        if (!k->pending) continue;
-        lnode *n = k->ask ? k->ask : node_for(s, k->slot);
-        if (s->now < k->go_at && (k->until < 0 || s->now < k->until)) continue;
-        if (nready(n) && !rlk__core_broken(n->core)) {
-            k->pending = 0;
-            int r = k->ask ? rlk__core_submit(n->core, &asking_ops, NULL, 0, RLK__DL_DEFAULT, 0) : RLK_OK;
-            k->ask = NULL;
-            if (r == RLK_OK &&
-                rlk__core_submit(n->core, k->which == SC_STATUS ? &call_array_ops : &call_int_ops, k, 0,
-                                 RLK__DL_DEFAULT, 0) == RLK_OK)
-                continue;
-            core_failed(s, n->core, RLK_ERR_CLOSED);
-        } else if (k->until < 0 || s->now < k->until) {
-            continue;
-        }
-        rlk__session_result res;
-        memset(&res, 0, sizeof res);
-        res.status = fail(s, RLK_ERR_CLOSED, "not connected to the node of '%s'", k->keys);
-        call_done(s, k, &res);
-    }
 }
 
 int rlk__locks_status(rlk__locks *s, const char *name, rlk__session_call_cb cb, void *ctx,
@@ -2034,14 +1893,6 @@ static int on_push(lnode *n, const rlk_resp_value *v)
     return RLK_OK;
 }
 
-static void on_core_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
-{
-    lnode *n = ctx;
-    enter(n->s, rlk__core_now(c));
-    on_push(n, v);
-    leave(n->s);
-}
-
 /* The answer to a SUBSCRIBE or UNSUBSCRIBE (q->arg: its channel's
  * hash).  A SUBSCRIBE refused (an ACL user without the channel: Redis
  * 7's default for new users, or without the command) is remembered for
@@ -2054,13 +1905,13 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
     uint64_t chan = (uint64_t)q->arg;
     rlk_error_class ec = rlk__reply_class(v);
-    if (s->net.redirect && (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN ||
-                            ec == RLK_EC_CLUSTERDOWN)) {
+    if (rlk__host_routed(s->host) && (ec == RLK_EC_MOVED || ec == RLK_EC_ASK ||
+                                      ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN)) {
         /* A sharded channel whose slot moves: no refusal.  Its waits
          * look again soon, and subscribe where the slot is then (a
          * MOVED patched the table). */
         int ask;
-        if (ec == RLK_EC_MOVED) s->net.redirect(s->net.ctx, c, v, &ask);
+        if (ec == RLK_EC_MOVED) rlk__host_redirect(s->host, c, v, &ask);
         for (rlk_session_lock *h = s->head; h; h = h->next) {
             const char *ch = key(h, RLK__K_CHANNEL);
             if (h->node != n || rlk__fnv1a(ch, strlen(ch)) != chan) continue;
@@ -2091,12 +1942,27 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
 
-/* One request of the renewal round of a connection (q->ctx; q->arg: its
- * index in the plan). */
+/* One request of the renewal round of a connection (q->ctx; q->arg: the
+ * round's number, then its index in the plan, see round_arg). */
+static int64_t round_arg(const lnode *n, size_t i) { return (int64_t)((uint64_t)n->round_gen << 32 | i); }
+
+/* The request of n's round that q is, or NULL: of an earlier round (the
+ * host sends a request again after a redirect, and its reply can come
+ * after that round ended). */
+static const rlk_request *round_req(const lnode *n, const rlk__req *q, size_t *i)
+{
+    uint64_t a = (uint64_t)q->arg;
+    *i = (size_t)(a & 0xffffffffu);
+    if (!n->round_on || (uint32_t)(a >> 32) != n->round_gen || *i >= n->round.nreq) return NULL;
+    return &n->round.reqs[*i];
+}
+
 static int build_renew(rlk__core *c, rlk__req *q)
 {
     lnode *n = q->ctx;
-    const rlk_request *r = &n->round.reqs[q->arg];
+    size_t i;
+    const rlk_request *r = round_req(n, q, &i);
+    if (!r) return RLK_ERR_INVALID; /* its round is over: not sent again */
     if (!r->script) {
         /* A simple lease alone (rlk__round.native): key, kind, token,
          * ttl, each a string of the lease's. */
@@ -2115,76 +1981,48 @@ static int renew_again(rlk__core *c, const rlk__req *q)
     return 0;
 }
 
-/* A reply of n's round applied (v NULL: it will not come).  The round
- * that re-checked every lease of a new connection, all its replies
- * read, ends the re-check. */
-static void round_reply(lnode *n, const rlk_resp_value *v)
+/* The reply of request i of n's round applied (v NULL: it will not
+ * come).  The round that re-checked every lease of a new connection,
+ * all its replies read, ends the re-check. */
+static void round_reply(lnode *n, size_t i, const rlk_resp_value *v)
 {
     if (!n->round_on) return;
     if (!v) n->round_failed = 1;
-    if (!rlk__round_apply_one(&n->s->leases, &n->round, v)) return;
+    if (!rlk__round_apply_at(&n->s->leases, &n->round, i, v) || n->round.applied < n->round.nreq)
+        return;
     n->round_on = 0;
     if (n->round_all && !n->round_failed) n->recheck_all = 0;
 }
 
-/* The slot an "ASK <slot> <host>:<port>" names (RLK__NSLOTS: none). */
-static unsigned ask_slot(const rlk_resp_value *v)
+/* Every reply of n's round not applied yet will not come (its
+ * connection closed, or the lock goes). */
+static void round_abandon(lnode *n)
 {
-    unsigned slot = 0;
-    size_t i = 4, d = 0;
-    if (!v->str || v->len < 6) return 16384;
-    for (; i < v->len && v->str[i] >= '0' && v->str[i] <= '9' && d < 6; i++, d++)
-        slot = slot * 10 + (unsigned)(v->str[i] - '0');
-    return d && slot < 16384 ? slot : 16384;
-}
-
-/* A round's request answered ASK: its slot migrates and its keys are on
- * the node named already.  Each held lock of the slot is renewed there
- * this once, after ASKING (the extend script setting its TTL, as a
- * handoff's background confirmation); the rounds after ask again until
- * the migration ends (a MOVED then rebinds them). */
-static void renew_asked(lnode *n, rlk__core *c, const rlk_resp_value *v)
-{
-    rlk__locks *s = n->s;
-    int ask = 0;
-    rlk__core *to = s->net.redirect(s->net.ctx, c, v, &ask);
-    lnode *t = to && ask ? node_of(s, to) : NULL;
-    unsigned slot = ask_slot(v);
-    if (!nready(t) || rlk__core_broken(t->core)) return; /* the next round asks again */
-    for (rlk_session_lock *l = s->head; l; l = l->next) {
-        if (l->node != n || l->state != L_HELD || !l->leased || l->lease.lost ||
-            l->lease.slot != slot || l->inflight || l->confirming || l->ext_on || l->cancel)
-            continue;
-        l->ask = t;
-        l->confirming = 1;
-        if (send_confirm(s, l) != RLK_OK) l->confirming = 0;
-        l->ask = NULL;
-    }
+    for (size_t i = 0; n->round_on && i < n->round.nreq; i++) round_reply(n, i, NULL);
+    n->round_on = 0;
 }
 
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     lnode *n = q->ctx;
+    rlk__locks *s = n->s;
+    size_t i;
+    if (!round_req(n, q, &i)) return;
     if (q->missing) n->renew_eval = 1;
-    rlk_error_class ec = v && n->s->net.redirect ? rlk__reply_class(v) : RLK_EC_NONE;
-    if (ec == RLK_EC_ASK) {
-        round_reply(n, NULL);
-        renew_asked(n, c, v);
-        return;
-    }
+    rlk_error_class ec = v && rlk__host_routed(s->host) ? rlk__reply_class(v) : RLK_EC_NONE;
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
-        /* Not run here: its leases keep their validity and follow their
-         * slot (a MOVED patched the table), renewed there at once. */
-        int ask;
-        if (ec == RLK_EC_MOVED) n->s->net.redirect(n->s->net.ctx, c, v, &ask);
-        round_reply(n, NULL);
-        rebind(n->s);
+        /* Not run (the host's redirects ran out, or its time did): its
+         * leases keep their validity and are tried again soon. */
+        round_reply(n, i, NULL);
         return;
     }
     /* A refused SET IFEQ: the script from now on, on this connection. */
-    if (v && rlk__round_native(&n->round, (size_t)q->arg) && native_refused(v))
+    if (v && c && rlk__round_native(&n->round, i) && native_refused(v))
         rlk__core_drop_caps(c, RLK_CAP_SET_IFEQ);
-    round_reply(n, v);
+    round_reply(n, i, v);
+    /* Answered where the host's redirects found the slot: the leases
+     * follow their slots (renewed there at once). */
+    if (v && c && c != n->core) rebind(s);
 }
 
 static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
@@ -2211,14 +2049,25 @@ static int send_round(rlk__locks *s, lnode *n)
     int eval = n->renew_eval;
     n->renew_eval = 0;
     n->round_on = 1;
+    n->round_gen++;
     n->round_all = rd->all;
     n->round_failed = 0;
     n->rechecked = 1;
     s->dl_valid = 0;
     for (size_t i = 0; i < nreq; i++) {
-        r = rlk__core_submit(n->core, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops, n,
-                             (int64_t)i, dl, eval ? RLK__REQ_EVAL : 0);
-        if (r != RLK_OK) return core_failed(s, n->core, r); /* broken: closing ends the round */
+        /* For the slot of its first key (each within one slot on a
+         * cluster): the host follows a migration's ASK, or a MOVED, with
+         * it, within the round's time. */
+        const rlk_request *q = &rd->reqs[i];
+        unsigned slot = rlk__keyslot(q->argv[0], q->argvlen ? q->argvlen[0] : strlen(q->argv[0]));
+        r = rlk__host_submit(s->host, slot, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops,
+                             n, round_arg(n, i), dl, eval ? RLK__REQ_EVAL : 0);
+        if (r != RLK_OK) {
+            /* Not queued (the connection broke): this one and those
+             * after it will not be answered. */
+            for (size_t k = i; k < nreq; k++) round_reply(n, k, NULL);
+            return core_failed(s, n->core, r);
+        }
     }
     return RLK_OK;
 }
@@ -2251,14 +2100,10 @@ static int64_t deadline_now(const rlk__locks *s)
         if (l->state == L_PENDING) AT(l->pending_until);
         else if (l->state == L_REL_PENDING) AT(l->rel_until);
         else if (l->state == L_WAIT) AT(l->wake_at);
-        if (l->go_at >= 0 && !l->inflight && nready(l->ask ? l->ask : l->node)) AT(l->go_at);
-        if (l->redo_ext && timeout_ms(s) >= 0) AT(l->ext_start + timeout_ms(s));
+        /* Its slot's connection up (found by a new table): it goes. */
+        if ((l->state == L_PENDING || l->state == L_REL_PENDING) && !l->inflight && nready(l->node))
+            AT(s->now);
     }
-    for (const scall *k = s->calls; k; k = k->next)
-        if (k->pending) {
-            AT(k->until);
-            if (k->go_at > 0) AT(k->go_at);
-        }
     /* A renewal is due when a round can be sent on its connection; a
      * loss to report, always.  After a reconnect every lock there is
      * checked at once (the server may have lost its keys), by the
@@ -2295,21 +2140,10 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
             }
             send_try(s, l);
         }
-        if (l->redo_ext && l->state == L_HELD && timeout_ms(s) >= 0 &&
-            s->now >= l->ext_start + timeout_ms(s)) {
-            /* Its slot's connection did not come in time. */
-            l->redo_ext = 0;
-            l->ext_on = 0;
-            if (s->cfg.cb)
-                s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
-                          fail(s, RLK_ERR_TIMEOUT, "extend: no connection to the node of '%s' in time", l->keys));
-            end_forgotten(s, l);
-        }
-        if (l->state != L_DONE && l->go_at >= 0 && !l->inflight && s->now >= l->go_at &&
-            nready(l->ask ? l->ask : l->node))
-            go(s, l);
+        if ((l->state == L_PENDING || l->state == L_REL_PENDING) && !l->inflight &&
+            nready(l->node) && !rlk__core_broken(l->node->core))
+            resume(s, l);
     }
-    calls_go(s);
     for (lnode *n = s->nodes; n; n = n->next)
         if (can_send(n)) send_round(s, n);
     rlk__leases_expire(&s->leases, s->now);
@@ -2328,8 +2162,8 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
  * held lock (the server may have lost its keys). */
 static void on_connected(void *ctx, rlk__core *c)
 {
-    (void)c;
-    lnode *n = ctx;
+    lnode *n = node_of(ctx, c);
+    if (!n) return;
     n->rechecked = 0;
     n->nosub = 0;
     n->note[0] = '\0';
@@ -2343,18 +2177,28 @@ static void on_connected(void *ctx, rlk__core *c)
  * states are settled here. */
 static void on_closed(void *ctx, rlk__core *c)
 {
-    lnode *n = ctx;
-    rlk__locks *s = n->s;
+    rlk__locks *s = ctx;
+    lnode *n = node_of(s, c);
+    if (!n) return;
     enter(s, rlk__core_now(c));
-    /* A round whose sending failed part way has requests that were never
-     * queued: it ends here too, or no round would follow. */
-    while (n->round_on) round_reply(n, NULL);
+    /* A round's requests sent elsewhere after a redirect (or held for a
+     * connection) answer later, after the round: it ends here, or no
+     * round would follow. */
+    round_abandon(n);
     rlk__free(n->kept);
     n->kept = NULL;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
-        if (l->node != n) continue;
-        l->subscribed = 0;
-        l->handed = 0;
+        int lost = l->lost_on == n;
+        if (l->node != n && !lost) continue;
+        if (l->node == n) {
+            l->subscribed = 0;
+            l->handed = 0;
+        }
+        l->lost_on = NULL;
+        /* A request of its is still to be answered (held by the host,
+         * or sent to another connection after a redirect): that answer
+         * settles it. */
+        if (l->inflight) continue;
         /* A background confirmation's reply will not come. */
         if (l->confirming) {
             confirmed(s, l, NULL);
@@ -2402,23 +2246,70 @@ static void on_closed(void *ctx, rlk__core *c)
 /* ------------------------------------------------------------------ */
 /* Life                                                                 */
 
-static int64_t hook_deadline(void *ctx) { return locks_deadline(((lnode *)ctx)->s); }
-
-static int hook_tick(void *ctx, int64_t now)
+/* A connection's handshake is done: the handoff channel is subscribed
+ * to there (RESP3), and the acquires and releases that waited for the
+ * connection of their slot go. */
+static void host_ready(void *ctx, rlk__core *c)
 {
-    lnode *n = ctx;
-    return locks_tick(n->s, n, now);
+    lnode *n = node_of(ctx, c);
+    if (n) ready_go(n);
 }
 
-static void hook_enter(void *ctx, int64_t now) { enter(((lnode *)ctx)->s, now); }
-
-static int hook_leave(void *ctx, int r)
+static void host_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
 {
-    lnode *n = ctx;
-    return leave_core(n->s, n->core, r);
+    lnode *n = node_of(ctx, c);
+    if (n) on_push(n, v);
 }
 
-rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *cfg, void *owner)
+/* Which core serves which slot changed (a cluster's new table): the
+ * handles whose slot moved follow it (their leases are re-checked at
+ * once on the new connection; waits and handles waiting for a
+ * connection go there). */
+static void host_changed(void *ctx) { rebind(ctx); }
+
+/* The connections will not come (the client's servers were refused, msg
+ * says why): every acquire and release that waits for one ends now with
+ * status, as its deadline would have ended it (the host answered the
+ * requests it held so). */
+static void host_refused(void *ctx, int status, const char *msg)
+{
+    rlk__locks *s = ctx;
+    for (rlk_session_lock *l = s->head; l; l = l->next) {
+        if (l->inflight || l->ext_on || l->confirming) continue; /* its reply ends it */
+        if (l->state == L_PENDING || l->state == L_WAIT)
+            not_acquired(s, l, fail(s, status, "acquire: %s", msg));
+        else if (l->state == L_REL_PENDING)
+            finish(s, l, RLK_SEV_RELEASED, fail(s, status, "release: %s", msg));
+    }
+    rlk__leases_notify_lost(&s->leases, 0);
+}
+
+static int64_t host_deadline(void *ctx) { return locks_deadline(ctx); }
+
+static int host_tick(void *ctx, int64_t now)
+{
+    rlk__locks *s = ctx;
+    return locks_tick(s, node_of(s, rlk__host_turning(s->host)), now);
+}
+
+static void host_enter(void *ctx, int64_t now) { enter(ctx, now); }
+
+static int host_leave(void *ctx, int r)
+{
+    rlk__locks *s = ctx;
+    rlk__core *c = rlk__host_turning(s->host);
+    if (c) return leave_core(s, c, r);
+    rlk__leases_notify_lost(&s->leases, 0);
+    leave(s);
+    return r;
+}
+
+static const rlk__host_ops host_ops = {on_connected, host_ready,    on_closed,
+                                       host_changed, host_refused,  host_push,
+                                       host_deadline, host_tick,    host_enter,
+                                       host_leave};
+
+rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void *owner)
 {
     rlk__locks *s = rlk__malloc(sizeof *s);
     if (!s) return NULL;
@@ -2428,10 +2319,15 @@ rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *
     s->cfg.timing = &s->timing;
     /* The connection's strings are the core's. */
     s->cfg.username = s->cfg.password = s->cfg.client_name = NULL;
-    if (net) s->net = *net;
+    s->host = host;
     s->owner = owner;
     unsigned char rnd[12 + 16];
     if (rlk__random_bytes(rnd, sizeof rnd) != 0 || rlk__leases_init(&s->leases, &s->timing) != 0) {
+        rlk__free(s);
+        return NULL;
+    }
+    if (rlk__host_join(host, &host_ops, s) != RLK_OK) {
+        rlk__leases_destroy(&s->leases);
         rlk__free(s);
         return NULL;
     }
@@ -2442,10 +2338,10 @@ rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *
     s->id[32] = ':';
     s->id[33] = 0;
     /* The host's name, once: an acquire makes no system call for it. */
-    char host[256];
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    host[sizeof host - 1] = '\0';
-    s->host[put_enc(s->host, host, RLK_HOLDER_HOST_MAX)] = '\0';
+    char host_name[256];
+    if (gethostname(host_name, sizeof host_name - 1) != 0) host_name[0] = '\0';
+    host_name[sizeof host_name - 1] = '\0';
+    s->host_name[put_enc(s->host_name, host_name, RLK_HOLDER_HOST_MAX)] = '\0';
     s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
                                    rlk__lua_renew, rlk__lua_status};
@@ -2453,50 +2349,25 @@ rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *
     return s;
 }
 
-int rlk__locks_attach(rlk__locks *s, rlk__core *core)
-{
-    lnode *n = rlk__malloc(sizeof *n);
-    if (!n) return RLK_ERR_NOMEM;
-    memset(n, 0, sizeof *n);
-    n->s = s;
-    n->core = core;
-    lnode **tail = &s->nodes;
-    while (*tail) tail = &(*tail)->next;
-    *tail = n;
-    rlk__core_hooks h = {on_connected, on_ready,   on_closed,  on_core_push,
-                         hook_deadline, hook_tick, hook_enter, hook_leave, n};
-    rlk__core_set_hooks(core, &h);
-    rlk__core_clock(core, s->now);
-    return RLK_OK;
-}
-
-/* The core of the only connection (a session's, a one-server client's). */
-static rlk__core *only_core(void *ctx, unsigned slot)
-{
-    (void)slot;
-    return ctx;
-}
-
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner)
 {
-    rlk__locks_net net = {only_core, NULL, core};
-    rlk__locks *s = rlk__locks_new(&net, cfg, owner);
-    if (s && rlk__locks_attach(s, core) != RLK_OK) {
-        rlk__locks_free(s);
+    rlk__host *h = rlk__host_new(NULL);
+    rlk__locks *s = h && rlk__host_attach(h, core) == RLK_OK ? rlk__locks_new(h, cfg, owner) : NULL;
+    if (!s) {
+        rlk__host_free(h);
         return NULL;
     }
+    s->own_host = h;
     return s;
 }
 
 void rlk__locks_free(rlk__locks *s)
 {
     if (!s) return;
+    rlk__host_part(s->host, &host_ops, s);
     s->depth++;
     for (lnode *n = s->nodes; n; n = n->next) {
-        if (n->round_on)
-            while (!rlk__round_apply_one(&s->leases, &n->round, NULL)) {
-            }
-        n->round_on = 0;
+        round_abandon(n);
         rlk__free(n->kept);
         n->kept = NULL;
     }
@@ -2524,5 +2395,6 @@ void rlk__locks_free(rlk__locks *s)
         s->nodes = n->next;
         rlk__free(n);
     }
+    rlk__host_free(s->own_host);
     rlk__free(s);
 }

@@ -4,20 +4,19 @@
  * and reentrant locks, their waits (in line, woken by releases, handed
  * over), their leases and renewal rounds, and the calls without a handle
  * (status, release and extend by token), all as requests with callbacks
- * on cores it does not own: one (a session, a one-server client) or
- * every core of a cluster's route, which rlk__locks_net names per slot;
- * it follows MOVED, ASK, TRYAGAIN and CLUSTERDOWN itself.  It takes each
- * core's hooks (connected, ready, closed, push).  The sans-I/O session
- * (session.c) is one core and one rlk__locks; the semantics are
- * rlk_session's (resplock.h).
+ * that it submits to the primitive host (host.h) for their slot: the
+ * host holds them until the slot's connection is up and follows a
+ * cluster's redirects, so that the lock sees only final replies.  The
+ * sans-I/O session (session.c) is one core, a host over it and one
+ * rlk__locks; the semantics are rlk_session's (resplock.h).
  *
- * It takes all the core's hooks: the connection's events, its own times
- * (waits, renewals, losses: rlk__core_deadline and rlk__core_tick count
- * them in), and enter and leave around every core call that may call
- * back, so that handles finished meanwhile are freed at the end and
- * losses are reported.  Whoever turns the core (a driver, a session's
- * caller) knows nothing of the lock.  Internal (rlk__ prefix, not
- * installed).
+ * It joins the host, which fans out to it the connections' events, its
+ * own times (waits, renewals, losses: rlk__core_deadline and
+ * rlk__core_tick count them in), and enter and leave around every core
+ * call that may call back, so that handles finished meanwhile are freed
+ * at the end and losses are reported.  Whoever turns the cores (a
+ * driver, a session's caller) knows nothing of the lock.  Internal
+ * (rlk__ prefix, not installed).
  */
 #ifndef RESPLOCK_LOCK_H
 #define RESPLOCK_LOCK_H
@@ -25,6 +24,7 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "host.h"
 #include "resplock.h"
 
 typedef struct rlk__locks rlk__locks;
@@ -55,40 +55,17 @@ typedef struct rlk__session_result {
 typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__session_result *res);
 
 
-/* Which connection serves a slot: the core of the server that holds
- * the slot's keys now (NULL: none known or attached yet: the requests
- * of its locks wait, as they wait for a handshake). */
-typedef struct rlk__locks_net {
-    rlk__core *(*core_for)(void *ctx, unsigned slot);
-    /* A reply of from, v, is a cluster's MOVED or ASK: the core to send
-     * the request to (NULL: none known yet: the slot's, once core_for
-     * knows it), *ask set for ASK (ASKING first, this once).  NULL
-     * redirect: one server, whose MOVED is an error like any. */
-    rlk__core *(*redirect)(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask);
-    void *ctx;
-} rlk__locks_net;
-
-/* Locks over net's connections, with cfg's timing and callback (its
- * connection fields are the cores' and not read); owner is what the
- * callbacks get as their rlk_session.  Cores are attached one by one
- * (rlk__locks_attach).  NULL when out of memory or random bytes. */
-rlk__locks *rlk__locks_new(const rlk__locks_net *net, const rlk_session_config *cfg, void *owner);
-/* core serves some slots (as net says): the lock takes its hooks and
- * keeps what it needs per connection.  RLK_OK or RLK_ERR_NOMEM. */
-int rlk__locks_attach(rlk__locks *s, rlk__core *core);
-/* Locks over one core that serves every slot (a session, a one-server
- * client). */
+/* Locks over host's connections (they join it: its cores' events, its
+ * routed requests), with cfg's timing and callback (its connection
+ * fields are the cores' and not read); owner is what the callbacks get
+ * as their rlk_session.  NULL when out of memory or random bytes. */
+rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void *owner);
+/* Locks over one core that serves every slot, with a host of their own
+ * over it (freed with them): for a caller that turns one core and has
+ * no other primitive on it. */
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner);
-/* Which core serves which slot changed (a cluster's new table): the
- * handles whose slot moved follow it (their leases are re-checked at
- * once on the new connection; waits and requests waiting for a
- * connection go there). */
-void rlk__locks_rebind(rlk__locks *s, int64_t now);
-/* The connections will not come (the client's servers were refused,
- * msg says why): every acquire, release and call that waits for one
- * ends now with status, as its deadline would have ended it. */
-void rlk__locks_refuse(rlk__locks *s, int status, const char *msg, int64_t now);
-/* Frees the handles and calls (no event); the cores stay. */
+/* Frees the handles and calls (no event), parting from the host; the
+ * host and the cores stay. */
 void rlk__locks_free(rlk__locks *s);
 
 /* msg becomes rlk__locks_errmsg's (a core failure before any hook). */

@@ -37,8 +37,9 @@ struct hreq {
     const rlk__req_ops *parts[RLK__HOST_PARTS];
     int n;
     void *ctx;
-    int64_t arg;
+    int64_t args[RLK__HOST_PARTS]; /* the caller's arg, as each build left it */
     int64_t deadline;           /* the caller's (RLK__DL_DEFAULT or absolute) */
+    int64_t first_dl;           /* the first sending's reply deadline (-1: none) */
     int64_t bound;              /* no sending after (-1: none known yet) */
     int flags;
     unsigned slot;
@@ -50,6 +51,7 @@ struct hreq {
     int redirected;             /* a part's reply of this sending was one */
     int moved;                  /* ... a MOVED or ASK (else a refusal) */
     int redirs;                 /* MOVED and ASK followed */
+    int asks;                   /* ... of them ASK */
     int paced;
     int64_t go_at;              /* not sent before (-1: at once) */
     rlk__core *to;              /* the next sending goes here (NULL: the slot's) */
@@ -88,6 +90,7 @@ struct rlk__host {
     hreq *pool;
     size_t npool;
     int pumping, pump_again;
+    rlk__core *turning;         /* the core whose call is under way */
     int64_t now;
     uint64_t seed;
     /* Of the reply callback under way. */
@@ -264,7 +267,7 @@ static rlk__req inner(const hreq *r, const rlk__req *q)
     rlk__req iq = *q;
     iq.ops = r->parts[q->arg];
     iq.ctx = r->ctx;
-    iq.arg = r->arg;
+    iq.arg = r->args[q->arg];
     return iq;
 }
 
@@ -273,9 +276,12 @@ static int wrap_build(rlk__core *c, rlk__req *q)
     hreq *r = q->ctx;
     rlk__req iq = inner(r, q);
     int st = iq.ops->build(c, &iq);
-    /* What build set (a script call's form) is the core's to keep. */
+    /* What build set (a script call's form) is the core's to keep; the
+     * arg it chose (a form of the command) is the caller's, given with
+     * the reply. */
     const rlk__req_ops *ops = q->ops;
     int64_t arg = q->arg;
+    r->args[arg] = iq.arg;
     *q = iq;
     q->ops = ops;
     q->ctx = r;
@@ -316,12 +322,17 @@ static const rlk__req_ops asking_ops = {build_asking, on_asking, NULL, RLK__T_AN
  * bound at its first sending when the caller gave none. */
 static int64_t sending_deadline(hreq *r, rlk__core *c)
 {
+    if (r->first_dl >= 0) {
+        int64_t f = r->first_dl;
+        r->first_dl = -1;
+        if (r->deadline != RLK__DL_DEFAULT && (r->deadline < 0 || f < r->deadline)) return f;
+    }
     if (r->deadline == RLK__DL_DEFAULT) {
         if (r->bound < 0) r->bound = rlk__core_reply_deadline(c);
         return r->bound >= 0 ? r->bound : -1;
     }
-    if (r->deadline < 0) return -1;
     int64_t dl = rlk__core_reply_deadline(c);
+    if (r->deadline < 0) return dl;
     return dl < 0 || r->deadline < dl ? r->deadline : dl;
 }
 
@@ -370,7 +381,7 @@ static void deliver(rlk__host *h, hreq *r, rlk__core *c, rlk_resp_value *const *
         memset(&q, 0, sizeof q);
         q.ops = r->parts[i];
         q.ctx = r->ctx;
-        q.arg = r->arg;
+        q.arg = r->args[i];
         q.deadline = r->deadline;
         q.missing = r->missing[i];
         h->why = why;
@@ -514,6 +525,7 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         r->moved = ec == RLK_EC_MOVED || ec == RLK_EC_ASK;
         if (r->moved) {
             r->redirs++;
+            r->asks += ec == RLK_EC_ASK;
             int ask = 0;
             rlk__core *to = h->topo.redirect ? h->topo.redirect(h->topo.ctx, c, v, &ask) : NULL;
             /* MOVED: the slot's core as the table now says (patched). */
@@ -545,9 +557,10 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             if (!redirect_class(h, vals[i])) continue;
             char m[300];
             snprintf(m, sizeof m,
-                     "a redirect loop (more than %d MOVED or ASK in a row: the slot's nodes name "
+                     "a redirect loop (more than %d MOVED%s in a row: the slot's nodes name "
                      "each other), the last: %.*s",
-                     RLK__HOST_REDIRECTS, (int)(vals[i]->len > 160 ? 160 : vals[i]->len),
+                     RLK__HOST_REDIRECTS, r->asks ? " or ASK" : "",
+                     (int)(vals[i]->len > 160 ? 160 : vals[i]->len),
                      vals[i]->str);
             rlk_resp_value *e = error_value(r, m);
             if (e) vals[i] = e;
@@ -563,6 +576,12 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 int rlk__host_submit_group(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
                            void *ctx, int64_t arg, int64_t deadline, int flags)
 {
+    return rlk__host_submit_first(h, slot, n, parts, ctx, arg, -1, deadline, flags);
+}
+
+int rlk__host_submit_first(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
+                           void *ctx, int64_t arg, int64_t first_dl, int64_t deadline, int flags)
+{
     if (n < 1 || n > RLK__HOST_PARTS) return RLK_ERR_INVALID;
     for (int i = 0; i < n; i++)
         if (!parts[i] || !parts[i]->build) return RLK_ERR_INVALID;
@@ -574,8 +593,9 @@ int rlk__host_submit_group(rlk__host *h, unsigned slot, int n, const rlk__req_op
         r->wops[i] = (rlk__req_ops){wrap_build, wrap_reply, wrap_again, parts[i]->expect};
     }
     r->ctx = ctx;
-    r->arg = arg;
+    for (int i = 0; i < n; i++) r->args[i] = arg;
     r->deadline = deadline;
+    r->first_dl = first_dl;
     r->flags = flags;
     r->slot = slot;
     rlk__core *c = target(h, r);
@@ -617,14 +637,22 @@ void rlk__host_clock(rlk__host *h, int64_t now)
 }
 
 int rlk__host_routed(const rlk__host *h) { return h->routed; }
+
+int64_t rlk__host_timeout_ms(const rlk__host *h)
+{
+    const hnode *n = h->nodes;
+    while (n && n->next) n = n->next; /* the first attached */
+    return n ? rlk__core_timeout_ms(n->core) : RLK__DL_DEFAULT;
+}
 size_t rlk__host_held(const rlk__host *h) { return h->nheld; }
 
 int64_t rlk__host_due(const rlk__host *h)
 {
     int64_t due = -1;
     for (const hreq *r = h->held; r; r = r->next) {
+        /* A pause over waits for its core's ready, not for a time. */
         int64_t end = bound_of(r);
-        int64_t t = r->go_at >= 0 && (end < 0 || r->go_at < end) ? r->go_at : end;
+        int64_t t = r->go_at > h->now && (end < 0 || r->go_at < end) ? r->go_at : end;
         if (t >= 0 && (due < 0 || t < due)) due = t;
     }
     return due;
@@ -688,8 +716,29 @@ static int on_tick(void *ctx, int64_t now)
     return first;
 }
 
-static void on_enter(void *ctx, int64_t now) { enter(((hnode *)ctx)->h, now); }
-static int on_leave(void *ctx, int status) { return leave(((hnode *)ctx)->h, status); }
+static void on_enter(void *ctx, int64_t now)
+{
+    hnode *n = ctx;
+    if (!n->h->depth) n->h->turning = n->core;
+    enter(n->h, now);
+}
+
+static int on_leave(void *ctx, int status)
+{
+    hnode *n = ctx;
+    status = leave(n->h, status);
+    if (!n->h->depth) n->h->turning = NULL;
+    return status;
+}
+
+rlk__core *rlk__host_turning(const rlk__host *h) { return h->turning; }
+
+rlk__core *rlk__host_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    *ask = 0;
+    if (!h->routed || !h->topo.redirect) return NULL;
+    return h->topo.redirect(h->topo.ctx, from, v, ask);
+}
 
 int rlk__host_attach(rlk__host *h, rlk__core *core)
 {

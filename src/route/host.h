@@ -96,7 +96,8 @@ void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx);
  * re-sends; each sending's reply is awaited until it or the command
  * timeout, whichever comes first), RLK__DL_DEFAULT (the command timeout
  * from its first sending bounds it and every re-send; held without
- * bound until then), or -1 (no bound at all).
+ * bound until then), or -1 (no bound: held and sent again for as long
+ * as it takes, each sending's reply awaited for the command timeout).
  * It is held until the slot's core is ready; sent again at the core a
  * MOVED names (at most RLK__HOST_REDIRECTS redirects, then the reply is
  * an error saying it was a loop), after ASKING once at the node an ASK
@@ -131,6 +132,13 @@ int rlk__host_submit(rlk__host *h, unsigned slot, const rlk__req_ops *ops, void 
 int rlk__host_submit_group(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
                            void *ctx, int64_t arg, int64_t deadline, int flags);
 
+/* A group whose first sending's reply is awaited until first_dl (-1:
+ * as any sending's) where that is sooner: a reply that may never come
+ * (a node frozen while its replica takes over) leaves time within
+ * deadline to send it again where the slot is then. */
+int rlk__host_submit_first(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
+                           void *ctx, int64_t arg, int64_t first_dl, int64_t deadline, int flags);
+
 /* Within a reply callback: how the request ended when v is NULL and c
  * is NULL (else RLK_OK), and why (its message). */
 int rlk__host_why(const rlk__host *h, const char **msg);
@@ -141,9 +149,19 @@ int rlk__host_redirects(const rlk__host *h);
 /* The core that serves slot now (NULL: none known yet), as the
  * topology says; a host without one: its core. */
 rlk__core *rlk__host_core_for(rlk__host *h, unsigned slot);
+/* The core whose call (feed, tick, connected, closed) is under way, for
+ * a primitive's enter, leave and tick (NULL: none, or the host's own). */
+rlk__core *rlk__host_turning(const rlk__host *h);
+/* v, a reply of from that the host did not carry (a subscription's), is
+ * MOVED or ASK: the topology's answer, as rlk__host_topo.redirect (a
+ * MOVED patches its table); NULL, *ask 0 without a topology. */
+rlk__core *rlk__host_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask);
 /* The caller's clock (a time before the last is taken as the last),
  * given to every core: a caller that submits sets it first. */
 void rlk__host_clock(rlk__host *h, int64_t now);
+/* The cores' command timeout (the first attached's; -1: none;
+ * RLK__DL_DEFAULT: no core attached yet). */
+int64_t rlk__host_timeout_ms(const rlk__host *h);
 /* Whether MOVED and ASK are followed (a topology is given). */
 int rlk__host_routed(const rlk__host *h);
 /* Requests held (not sent yet): for tests and the fuzz harness. */

@@ -26,6 +26,7 @@
 
 #include "keys.h"
 #include "lease.h"
+#include "rate.h"
 #include "lua.h"
 #include "resplock.h"
 
@@ -45,11 +46,13 @@ static const struct {
     {"release.lua", "lock queue waiters tombstone"},
     {"renew.lua", "locks"}, /* several locks, "all in one hash slot" */
     {"status.lua", "lock queue waiters"},
+    {"rate.lua", "limiter"}, /* its one key: its slot is the decision's */
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
 /* The words of a KEYS line that name keys. */
-static const char *const key_words[] = {"lock", "locks", "queue", "waiters", "tombstone"};
+static const char *const key_words[] = {"lock",      "locks",  "queue",
+                                        "waiters",   "tombstone", "limiter"};
 
 static const char *const names[] = {
     "job",      "{tag}job", "job{tag}", "{job}",     "{}",        "{}job", "a{}b{c}",
@@ -182,7 +185,7 @@ static void test_keys_in_the_lock_slot(void)
     for (size_t i = 0; i < NNAMES; i++) {
         const char *name = names[i];
         size_t cap = rlk__key_cap(name);
-        char *buf = malloc(RLK__NKEYS * cap), tomb[1200];
+        char *buf = malloc(RLK__NKEYS * cap), tomb[1200], limiter[1200];
         unsigned slot = rlk__keyslot(name, strlen(name));
         if (!CHECK(buf != NULL)) return;
         rlk__make_keys(name, buf, cap);
@@ -190,8 +193,24 @@ static void test_keys_in_the_lock_slot(void)
         /* A reentrant release's tombstone: the prefix, ':', 32 hex digits. */
         snprintf(tomb, sizeof tomb, "%s:%s", buf + RLK__K_TOMB * cap,
                  "0123456789abcdef0123456789abcdef");
+        rlk__rate_key(name, limiter, sizeof limiter);
         for (size_t k = 0; k < NKNOWN; k++) {
             const char *w = known[k].keys;
+            /* The limiter is a key of its own, not the lock's: its
+             * decision goes to its own slot (rate.c submits there). */
+            if (!strcmp(known[k].file, "rate.lua")) {
+                CHECK_MSG(strncmp(limiter, "resplock:rate:", 14) == 0 &&
+                              !strcmp(limiter + 14, name),
+                          "\"%s\": limiter key \"%s\"", name, limiter);
+                /* A name with a hash tag keeps its slot: a limiter can
+                 * live beside the keys it guards. */
+                const char *open = strchr(name, '{'), *close = open ? strchr(open, '}') : NULL;
+                if (close && close > open + 1)
+                    CHECK_MSG(rlk__keyslot(limiter, strlen(limiter)) == slot,
+                              "\"%s\" (slot %u): limiter \"%s\" in slot %u", name, slot,
+                              limiter, rlk__keyslot(limiter, strlen(limiter)));
+                continue;
+            }
             char list[64], *save = NULL;
             snprintf(list, sizeof list, "%s", w);
             for (char *word = strtok_r(list, " ", &save); word; word = strtok_r(NULL, " ", &save)) {
