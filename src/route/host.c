@@ -586,7 +586,15 @@ int rlk__host_submit_first(rlk__host *h, unsigned slot, int n, const rlk__req_op
     for (int i = 0; i < n; i++)
         if (!parts[i] || !parts[i]->build) return RLK_ERR_INVALID;
     hreq *r = rec_new(h);
-    if (!r) return RLK_ERR_NOMEM;
+    if (!r) {
+        /* As the core's own submit: out of memory breaks the core the
+         * request was for, so that its owner hears of it (a connection
+         * closed, the requests owed answered) instead of waiting for a
+         * reply to a request never sent. */
+        rlk__core *c = rlk__host_core_for(h, slot);
+        if (c && !rlk__core_broken(c)) rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+        return RLK_ERR_NOMEM;
+    }
     r->n = n;
     for (int i = 0; i < n; i++) {
         r->parts[i] = parts[i];

@@ -112,9 +112,10 @@ void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx);
  * given).  The reply callback may submit.  q, as given to it, is a copy
  * with the caller's ops, ctx and arg.
  *
- * Returns RLK_OK, RLK_ERR_NOMEM, RLK_ERR_INVALID (no build; n out of
- * range), or a failure of the core it was submitted to at once (its
- * build's, the core's: RLK_ERR_NOMEM breaks the core). */
+ * Returns RLK_OK, RLK_ERR_NOMEM (the slot's core, when one is known,
+ * is broken then, as by its own submit), RLK_ERR_INVALID (no build; n
+ * out of range), or a failure of the core it was submitted to at once
+ * (its build's, the core's: RLK_ERR_NOMEM breaks the core). */
 #define RLK__HOST_REDIRECTS 16
 int rlk__host_submit(rlk__host *h, unsigned slot, const rlk__req_ops *ops, void *ctx, int64_t arg,
                      int64_t deadline, int flags);
