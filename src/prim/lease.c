@@ -192,8 +192,8 @@ int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *gr
     rd->argv = rlk__malloc(sizeof *rd->argv * 4 * n);
     rd->lens = rlk__malloc(sizeof *rd->lens * 4 * n);
     rd->kinds = rlk__malloc(n);
-    rd->got = async ? rlk__malloc(n) : NULL;
-    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds || (async && !rd->got)) {
+    rd->got = rlk__malloc(n);
+    if (!rd->e || !rd->reqs || !rd->argv || !rd->lens || !rd->kinds || !rd->got) {
         pthread_mutex_unlock(&reg->mu);
         round_free(rd);
         return RLK_ERR_NOMEM;
@@ -208,7 +208,7 @@ int rlk__round_plan_for(rlk__leases *reg, int64_t now, int async, const void *gr
         w->ttl = l->ttl;
         w->ttls_len = (size_t)snprintf(w->ttls, sizeof w->ttls, "%lld", (long long)l->ttl);
     }
-    if (rd->got) memset(rd->got, 0, n);
+    memset(rd->got, 0, n);
     rd->n = n;
     rd->all = all;
     rd->group = group;

@@ -138,7 +138,7 @@ typedef struct rlk__round {
     int async;               /* replies applied one by one as they come */
     int failed;              /* ... and one did not come */
     size_t applied;          /* ... the requests whose reply was applied */
-    unsigned char *got;      /* ... which requests' (async only) */
+    unsigned char *got;      /* ... which requests' (by index) */
     const void *group;       /* the leases it took (NULL: all) */
     int64_t start;           /* validity counts from here */
     int64_t end;             /* the first lost_at of its leases */
