@@ -1387,14 +1387,16 @@ typedef struct rlk_rate_result {
     int64_t decisions;    /* decisions asked in the call (a wait asks again
                              after each sleep)                            */
     int64_t slept_ms;     /* the waits slept in the call, by the server's
-                             word (the client's monotonic clock runs them) */
+                             word and 1 ms each (the client's monotonic
+                             clock runs them)                             */
     int64_t reserved_[4];
 } rlk_rate_result;
 
 /*
  * Takes o->n tokens of limiter NAME: one decision, or with o->wait_ms a
- * wait that sleeps exactly the time each refusal names (a timer of the
- * client's turns: no polling, nothing sent meanwhile) and asks again.
+ * wait that sleeps the time each refusal names and 1 ms (the client's
+ * clock reads whole milliseconds; a timer of the client's turns: no
+ * polling, nothing sent meanwhile) and asks again.
  * A refusal whose wait would end past the call's start plus wait_ms
  * returns at once, with the server's wait in res->wait_ms: the call
  * never sleeps past its wait, and never for ever unless asked

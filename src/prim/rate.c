@@ -171,9 +171,12 @@ static void reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         finish(k, RLK_RATE_LIMITED);
         return;
     }
+    /* One millisecond more: the clock here reads whole milliseconds, so
+     * a wake at now + wait may come up to 1 ms before wait has passed
+     * since the reply (seen: a second refusal of 1 ms). */
     k->state = SLEEPING;
-    k->wake = now + wait;
-    k->res.slept_ms += wait;
+    k->wake = now + wait + 1;
+    k->res.slept_ms += wait + 1;
 }
 
 static int64_t next_wake(void *ctx)
