@@ -154,7 +154,7 @@ static void test_library_name(void)
     CHECK_MSG(strncmp(name + 9, sha, 12) == 0, "library %s, SHA1 of its text %s", name, sha);
     snprintf(head, sizeof head, "#!lua name=%s\n", name);
     CHECK(strncmp(lib, head, strlen(head)) == 0);
-    CHECK_EQ_INT(rlk__lua_library.nfunctions, 5);
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, 6);
     for (size_t i = 0; i < rlk__lua_library.nfunctions; i++) {
         CHECK(strncmp(rlk__lua_library.functions[i].name, name, strlen(name)) == 0);
         CHECK(strstr(lib, rlk__lua_library.functions[i].name) != NULL);
@@ -170,13 +170,15 @@ static void test_library_name(void)
 /* The scripts that free or keep a lock (release, extend, renew) may run
  * at maxmemory (allow-oom), as functions and as EVAL on Redis 7: their
  * text for EVAL is the line "#!lua flags=allow-oom" and their code, with
- * that text's SHA1.  Acquire, which grows the data, has no flags. */
+ * that text's SHA1.  Acquire and the rate limiter's decision, which grow
+ * the data, have no flags. */
 static void test_script_flags(void)
 {
     static const struct {
         const char *name, *flags;
     } want[] = {{"acquire", NULL},        {"release", "allow-oom"}, {"extend", "allow-oom"},
-                {"renew", "allow-oom"},   {"status", "no-writes"}};
+                {"renew", "allow-oom"},   {"status", "no-writes"},
+                {"rate", NULL}};
     size_t n = 0;
     char *lib = rlk__script_library_text(&rlk__lua_library, &n);
     if (!CHECK(lib != NULL)) return;
