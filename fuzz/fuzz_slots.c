@@ -12,7 +12,7 @@
  *
  * Every reply is given to rlk__slots_from_shards and rlk__slots_from_slots
  * (two tables that live across the input's replies), every error reply
- * to rlk__cluster_error and rlk__parse_redirect, and a redirect read to
+ * to rlk__reply_class and rlk__parse_redirect, and a redirect read to
  * rlk__slots_moved.  The properties checked, each an abort() when
  * violated:
  *   (a) a build that fails leaves the table as it was (owners and nodes)
@@ -29,6 +29,7 @@
  * Built with RLK_FUZZ_MAIN it is a program that runs files, directories
  * of files, or stdin (fuzz/fuzz_main.h).
  */
+#include "reply.h"
 #include "resp.h"
 #include "slots.h"
 
@@ -168,15 +169,15 @@ static void build(rlk__slots *t, const rlk_resp_value *v, const char *origin, in
 
 static void redirects(rlk__slots *t, const rlk_resp_value *v, const char *origin, int tls)
 {
-    rlk__cluster_err e = rlk__cluster_error(v);
+    rlk_error_class e = rlk__reply_class(v);
     rlk__redirect r;
     int is_err = v->type == RLK_RESP_ERROR || v->type == RLK_RESP_BLOB_ERROR;
-    CHECK((e == RLK__CE_NONE) == !is_err, "class %d of a reply of type %c", e, v->type);
+    CHECK((e == RLK_EC_NONE) == !is_err, "class %d of a reply of type %c", e, v->type);
     if (!v->str || rlk__parse_redirect(v->str, v->len, origin, &r) != 0) return;
     CHECK(r.slot < RLK__NSLOTS && r.port > 0 && r.port <= 65535 &&
               strlen(r.host) <= RLK__SLOTS_HOST_MAX && !strchr(r.host, ' '),
           "redirect: slot %u port %d host \"%s\"", r.slot, r.port, r.host);
-    CHECK(!is_err || e == (r.ask ? RLK__CE_ASK : RLK__CE_MOVED), "redirect of class %d", e);
+    CHECK(!is_err || e == (r.ask ? RLK_EC_ASK : RLK_EC_MOVED), "redirect of class %d", e);
     if (r.host[0]) {
         int i = rlk__slots_moved(t, r.slot, r.host, r.port, tls);
         CHECK(i >= 0 || i == RLK_ERR_LIMIT || i == RLK_ERR_NOMEM, "MOVED: status %d", i);

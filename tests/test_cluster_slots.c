@@ -21,6 +21,7 @@
 #include "cluster.h"
 #include "conntest.h"
 #include "keys.h"
+#include "reply.h"
 #include "resplock.h"
 #include "slots.h"
 
@@ -149,7 +150,7 @@ static void test_tables_agree(void)
         /* Keys of two slots in one command. */
         if (k[0]) {
             rlk_resp_value *v = CMD(k[0], "MSET", "a", "1", "b", "2");
-            CHECK_EQ_INT(rlk__cluster_error(v), RLK__CE_CROSSSLOT);
+            CHECK_EQ_INT(rlk__reply_class(v), RLK_EC_CROSSSLOT);
         }
         for (int i = 0; i < TC_NODES; i++) rlk_conn_free(k[i]);
     }
@@ -183,7 +184,7 @@ static void test_migration_redirects(void)
     CHECK_EQ_INT(tc_migrate_keys(cl, slot, 1), 1);
     for (int j = 0; j < 2; j++) {
         v = CMD(src, "GET", j ? "{mv}b" : "{mv}a");
-        if (rlk__cluster_error(v) != RLK__CE_ASK) continue;
+        if (rlk__reply_class(v) != RLK_EC_ASK) continue;
         asked++;
         CHECK_EQ_INT(rlk__parse_redirect(v->str, v->len, "127.0.0.1", &r), 0);
         CHECK_EQ_INT(r.ask, 1);
@@ -193,11 +194,11 @@ static void test_migration_redirects(void)
     }
     CHECK_EQ_INT(asked, 1);
     v = CMD(src, "MGET", "{mv}a", "{mv}b");
-    CHECK_EQ_INT(rlk__cluster_error(v), RLK__CE_TRYAGAIN);
+    CHECK_EQ_INT(rlk__reply_class(v), RLK_EC_TRYAGAIN);
     if (!CHECK(tc_migrate_end(cl, slot) == 0)) goto out;
 
     v = CMD(src, "GET", "{mv}a");
-    CHECK_EQ_INT(rlk__cluster_error(v), RLK__CE_MOVED);
+    CHECK_EQ_INT(rlk__reply_class(v), RLK_EC_MOVED);
     if (v && CHECK(rlk__parse_redirect(v->str, v->len, "127.0.0.1", &r) == 0)) {
         CHECK_EQ_INT(r.ask, 0);
         CHECK_EQ_INT(r.slot, slot);

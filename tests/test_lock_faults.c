@@ -1838,6 +1838,8 @@ static void test_refusal_named_not_coded(void)
         int rc = rlk_lock_acquire(cl, names[i], &o, &l);
         CHECK_MSG(rc == RLK_ERR_SERVER && ts_contains(rlk_client_errmsg(cl), "unknown command"),
                   "acquire %s: %d %s", names[i], rc, rlk_client_errmsg(cl));
+        /* The server's error's class, from its code, with the status. */
+        CHECK_EQ_INT(rlk_client_errclass(cl), RLK_EC_OTHER);
         /* One SET refused, one try. */
         long long errs = errors_of(adm, "ERR");
         CHECK_MSG(errs == 1, "acquire %s: %lld tries refused, want 1", names[i], errs);

@@ -614,6 +614,15 @@ void rlk_client_free(rlk_client *cl);
  * until the next call on the client.  The owner's thread. */
 const char *rlk_client_errmsg(const rlk_client *cl);
 
+/* The class of the server's error reply behind the last failure on this
+ * client, when it was RLK_ERR_SERVER (RLK_EC_LOADING, RLK_EC_BUSY,
+ * RLK_EC_OOM, RLK_EC_NOPERM, RLK_EC_READONLY...: see
+ * rlk_reply_error_class); RLK_EC_NONE after any other failure, or a
+ * RLK_ERR_SERVER that no error reply gave.  Read it instead of the
+ * message's text, which quotes the server's and may change.  Changes
+ * with rlk_client_errmsg; the owner's thread. */
+rlk_error_class rlk_client_errclass(const rlk_client *cl);
+
 /* What the handshake of the client's lock connection learned (the
  * server, its version, the protocol, the mode, the client id, the user,
  * db, peer and TLS; on a cluster, the seed's connection), or NULL while

@@ -172,6 +172,7 @@ struct rlk_client {
     int loop_fail;            /* a failure of the watch, for the handle */
     int owed;                 /* some handle has a result owed */
     char err[600];
+    rlk_error_class errclass; /* err's server error's class (rlk_client_errclass) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -185,13 +186,17 @@ static int cl_fail(rlk_client *cl, int status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(cl->err, sizeof cl->err, fmt, ap);
     va_end(ap);
+    cl->errclass = RLK_EC_NONE;
     return status;
 }
 
-/* The session's message for a failure it reported. */
+/* The lock's message for a failure it reported, and its server error's
+ * class. */
 static int session_fail(rlk_client *cl, int status)
 {
-    return cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
+    cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
+    cl->errclass = rlk__locks_errclass(cl->lk);
+    return status;
 }
 
 /* The driver's message for a failure of the connection. */
@@ -203,6 +208,7 @@ static int driver_fail(rlk_client *cl, int status)
 }
 
 const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
+rlk_error_class rlk_client_errclass(const rlk_client *cl) { return cl->errclass; }
 
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
@@ -426,7 +432,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
     }
     /* An orphan's end is nobody's result: the message stays the call's. */
     (void)s;
-    if (status != RLK_OK && !l->orphan) cl_fail(cl, status, "%s", rlk__locks_errmsg(cl->lk));
+    if (status != RLK_OK && !l->orphan) session_fail(cl, status);
     if (ev == RLK_SEV_EXTENDED ? l->ext_on : l->op) {
         loop_result(cl, l, ev, status);
         return;
@@ -966,22 +972,11 @@ uint64_t rlk_client_generation(rlk_client *cl)
 /* Acquire                                                              */
 
 /* A refusal that passes by itself: the server loading its data
- * (LOADING), or busy with a long script (BUSY).  Told by the error's
- * code, its first word, as rlk_reply_error_class reads it, never by a
- * word elsewhere in its text (a lock's name the server echoes).  The
- * session reports a refused try as "acquire: " and the error reply, so
- * the code is what follows that. */
-static int refused_for_now(const char *msg)
+ * (LOADING), or busy with a long script (BUSY), as the lock classed its
+ * error reply. */
+static int refused_for_now(const rlk_client *cl)
 {
-    static const char head[] = "acquire: ";
-    if (strncmp(msg, head, sizeof head - 1) != 0) return 0;
-    rlk_resp_value v;
-    memset(&v, 0, sizeof v);
-    v.type = RLK_RESP_ERROR;
-    v.str = msg + sizeof head - 1;
-    v.len = strlen(v.str);
-    rlk_error_class ec = rlk_reply_error_class(&v);
-    return ec == RLK_EC_LOADING || ec == RLK_EC_BUSY;
+    return cl->errclass == RLK_EC_LOADING || cl->errclass == RLK_EC_BUSY;
 }
 
 /* A reentrant lock's holder: the client's random id and the calling
@@ -1113,15 +1108,17 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         if (status == RLK_ERR_TIMEOUT && o->wait_ms != 0 &&
             (o->wait_ms < 0 || rlk__now_ms() < start + o->wait_ms))
             continue;
-        if (status != RLK_ERR_SERVER || !refused_for_now(cl->err)) break;
+        if (status != RLK_ERR_SERVER || !refused_for_now(cl)) break;
         int64_t now = rlk__now_ms(), next = now + pause;
         if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;
         retries++;
         pause = pause * 2 > BUSY_PAUSE_MAX_MS ? BUSY_PAUSE_MAX_MS : pause * 2;
         char err[sizeof cl->err];
         memcpy(err, cl->err, sizeof err);
+        rlk_error_class ec = cl->errclass;
         drive_for(cl, never, NULL, next, 0); /* other locks are renewed meanwhile */
         memcpy(cl->err, err, sizeof err);
+        cl->errclass = ec;
     }
     if (cl->side_channel) side_end(cl); /* RESP2: the listener goes with the wait */
     if (status == RLK_OK) {

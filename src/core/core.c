@@ -135,29 +135,6 @@ int rlk__error_starts(const rlk_resp_value *v, const char *prefix)
     return rlk__is_error(v) && v->len >= n && strncasecmp(v->str, prefix, n) == 0;
 }
 
-rlk_error_class rlk__reply_class(const rlk_resp_value *v)
-{
-    if (!v || !rlk__is_error(v)) return RLK_EC_NONE;
-    static const struct {
-        const char *code;
-        rlk_error_class ec;
-    } codes[] = {
-        {"MOVED", RLK_EC_MOVED},         {"ASK", RLK_EC_ASK},
-        {"NOSCRIPT", RLK_EC_NOSCRIPT},   {"LOADING", RLK_EC_LOADING},
-        {"BUSY", RLK_EC_BUSY},           {"READONLY", RLK_EC_READONLY},
-        {"WRONGPASS", RLK_EC_WRONGPASS}, {"NOAUTH", RLK_EC_NOAUTH},
-        {"TRYAGAIN", RLK_EC_TRYAGAIN},   {"CLUSTERDOWN", RLK_EC_CLUSTERDOWN},
-        {"CROSSSLOT", RLK_EC_CROSSSLOT}, {"OOM", RLK_EC_OOM},
-        {"NOPERM", RLK_EC_NOPERM},
-    };
-    size_t w = 0;
-    while (w < v->len && v->str[w] != ' ') w++;
-    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-        if (strlen(codes[i].code) == w && memcmp(v->str, codes[i].code, w) == 0)
-            return codes[i].ec;
-    return RLK_EC_OTHER;
-}
-
 /* ------------------------------------------------------------------ */
 /* Sending                                                              */
 

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "defaults.h"
+#include "reply.h"
 #include "scriptlib.h"
 #include "resplock.h"
 
@@ -238,10 +239,7 @@ const rlk_conn_info *rlk__core_info(const rlk__core *c);
 size_t rlk__core_owed(const rlk__core *c);
 size_t rlk__core_buffered(const rlk__core *c);
 
-/* The class of error reply v: NOSCRIPT, MOVED, ASK, TRYAGAIN,
- * CLUSTERDOWN, LOADING, BUSY, READONLY, OOM... (RLK_EC_NONE: not an
- * error). */
-rlk_error_class rlk__reply_class(const rlk_resp_value *v);
+/* (rlk__reply_class, the one classifier of error replies: reply.h.) */
 /* v is an error reply starting with prefix. */
 int rlk__error_starts(const rlk_resp_value *v, const char *prefix);
 

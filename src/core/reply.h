@@ -11,6 +11,11 @@
 
 /* v is an error reply (simple or blob); NULL is not. */
 int rlk__is_error(const rlk_resp_value *v);
+/* The class of error reply v by its code: NOSCRIPT, MOVED, ASK, TRYAGAIN,
+ * CLUSTERDOWN, CROSSSLOT, LOADING, BUSY, READONLY, OOM, NOPERM...
+ * (RLK_EC_OTHER: another code; RLK_EC_NONE: not an error, or NULL).  The
+ * public rlk_reply_error_class is this. */
+rlk_error_class rlk__reply_class(const rlk_resp_value *v);
 /* v's element i is an integer: *out, 0; else -1. */
 int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);
 /* v is the string s[0..n) (simple or bulk). */

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "internal.h"
 #include "keys.h"
+#include "reply.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,7 +287,7 @@ size_t rlk__round_requests(rlk__round *rd, const rlk_script *s, int per_slot)
 
 int rlk__round_crossslot(const rlk_resp_value *v)
 {
-    return rlk__is_error(v) && v->len >= 9 && memcmp(v->str, "CROSSSLOT", 9) == 0;
+    return rlk__reply_class(v) == RLK_EC_CROSSSLOT;
 }
 
 /* The next try of a lease whose renewal failed: soon, while validity

@@ -192,12 +192,14 @@ struct rlk__locks {
     int64_t dl_cache;
     int dl_valid;
     char err[256];
+    rlk_error_class errclass; /* err's server error's class (RLK_ERR_SERVER) */
 };
 
 
 static int vfail(rlk__locks *s, int status, const char *fmt, va_list ap)
 {
     vsnprintf(s->err, sizeof s->err, fmt, ap);
+    s->errclass = RLK_EC_NONE;
     return status;
 }
 
@@ -234,6 +236,15 @@ static int core_failed(rlk__locks *s, rlk__core *core, int r)
 }
 
 const char *rlk__locks_errmsg(const rlk__locks *s) { return s->err; }
+rlk_error_class rlk__locks_errclass(const rlk__locks *s) { return s->errclass; }
+
+/* Failure status, just recorded, was server error v's: its class is kept
+ * with the message, so that no caller reads the message's text. */
+static int of_reply(rlk__locks *s, int status, const rlk_resp_value *v)
+{
+    if (status == RLK_ERR_SERVER) s->errclass = rlk__reply_class(v);
+    return status;
+}
 
 /* Every connection has the same command timeout (one configuration). */
 static int64_t timeout_ms(const rlk__locks *s)
@@ -492,7 +503,7 @@ static unsigned native_caps(const rlk__core *c, const rlk_session_lock *l)
  * capability is dropped for the connection, the script sent instead. */
 static int native_refused(const rlk_resp_value *v)
 {
-    return rlk__error_starts(v, "NOPERM") || rlk__error_starts(v, "ERR unknown command") ||
+    return rlk__reply_class(v) == RLK_EC_NOPERM || rlk__error_starts(v, "ERR unknown command") ||
            rlk__error_starts(v, "ERR syntax error") || rlk__error_starts(v, "ERR wrong number");
 }
 
@@ -1392,7 +1403,8 @@ static void on_set(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     rlk__locks *s = l->s;
     if (rlk__is_error(v) && rlk__host_redirects(s->host) > RLK__HOST_REDIRECTS) l->looped = 1;
     if (rlk__is_error(v))
-        l->set_result = fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str);
+        l->set_result =
+            of_reply(s, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str), v);
     else if (v->type == RLK_RESP_NULL) l->set_result = 0;
     else if (v->type == RLK_RESP_SIMPLE && v->len == 2 && memcmp(v->str, "OK", 2) == 0)
         l->set_result = 1;
@@ -1473,8 +1485,8 @@ static void on_confirm(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         return;
     }
     if (v->type != RLK_RESP_INTEGER) {
-        not_acquired(s, l, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
-                                "acquire: unexpected reply to the confirmation"));
+        not_acquired(s, l, of_reply(s, fail(s, rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO,
+                                            "acquire: unexpected reply to the confirmation"), v));
         return;
     }
     if (v->integer >= 0) {
@@ -1501,7 +1513,8 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     if (rlk__is_error(v)) {
         int loop = rlk__host_redirects(s->host) > RLK__HOST_REDIRECTS;
         if (loop && looping(s, l)) return;
-        not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str));
+        not_acquired(s, l,
+                     of_reply(s, fail(s, RLK_ERR_SERVER, "acquire: %.*s", errlen(v), v->str), v));
         return;
     }
     l->paced = 0;
@@ -1546,7 +1559,8 @@ static void on_acq(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 static int release_status(rlk__locks *s, const rlk_resp_value *v, const char *name,
                           int resent)
 {
-    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str);
+    if (rlk__is_error(v))
+        return of_reply(s, fail(s, RLK_ERR_SERVER, "release: %.*s", errlen(v), v->str), v);
     if (v->type != RLK_RESP_INTEGER) return fail(s, RLK_ERR_PROTO, "release: unexpected reply");
     if (v->integer == 1 || v->integer == 2) return RLK_OK; /* 2: one hold of several */
     if (v->integer == 0) return fail(s, RLK_LOCK_NOT_HELD, "release: lock '%s' was not held (expired)", name);
@@ -1569,7 +1583,7 @@ static int native_missed(rlk__core *c, const rlk__req *q, const rlk_resp_value *
     if (q->arg != 1 || !v) return 0;
     if (rlk__is_error(v)) {
         /* SET is refused at maxmemory, the script (allow-oom) is not. */
-        int oom = rlk__error_starts(v, "OOM");
+        int oom = rlk__reply_class(v) == RLK_EC_OOM;
         if (!oom && !native_refused(v)) return 0;
         /* An extend's script would come after the release queued
          * behind it, which may have gone its own way: the refusal is
@@ -1641,7 +1655,8 @@ static void on_ignored(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
  * status. */
 static int extend_status(rlk__locks *s, const rlk_resp_value *v, const char *name, int64_t *after)
 {
-    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "extend: %.*s", errlen(v), v->str);
+    if (rlk__is_error(v))
+        return of_reply(s, fail(s, RLK_ERR_SERVER, "extend: %.*s", errlen(v), v->str), v);
     if (v->type != RLK_RESP_INTEGER)
         return fail(s, RLK_ERR_PROTO, "extend: unexpected reply from the server");
     if (v->integer == -1) return fail(s, RLK_LOCK_NOT_HELD, "extend: lock '%s' is not held (expired)", name);
@@ -1733,7 +1748,8 @@ static int read_status(rlk__locks *s, const rlk_resp_value *v, rlk_lock_status *
 {
     int64_t held, ttl, holds, w, bad;
     const rlk_resp_value *t = rlk_resp_value_at(v, 1), *f = rlk_resp_value_at(v, 5);
-    if (rlk__is_error(v)) return fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str);
+    if (rlk__is_error(v))
+        return of_reply(s, fail(s, RLK_ERR_SERVER, "status: %.*s", errlen(v), v->str), v);
     if (v->type != RLK_RESP_ARRAY || rlk__int_at(v, 0, &held) || rlk__int_at(v, 2, &ttl) ||
         rlk__int_at(v, 3, &holds) || rlk__int_at(v, 4, &w) || rlk__int_at(v, 6, &bad) || !t ||
         !f || (f->type != RLK_RESP_BULK && f->type != RLK_RESP_SIMPLE))

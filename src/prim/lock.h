@@ -72,6 +72,10 @@ void rlk__locks_free(rlk__locks *s);
 void rlk__locks_note(rlk__locks *s, const char *msg);
 
 const char *rlk__locks_errmsg(const rlk__locks *s);
+/* The class of the server error behind the last failure recorded in
+ * errmsg, when it was RLK_ERR_SERVER from an error reply (LOADING,
+ * BUSY, OOM, NOPERM...); RLK_EC_NONE for any other failure. */
+rlk_error_class rlk__locks_errclass(const rlk__locks *s);
 const char *rlk__locks_wait_note(const rlk__locks *s);
 
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o,

@@ -424,9 +424,9 @@ size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t ma
 
 rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
 {
-    rlk__cluster_err e = rlk__cluster_error(v);
+    rlk_error_class e = rlk__reply_class(v);
     *ask = 0;
-    if ((e != RLK__CE_MOVED && e != RLK__CE_ASK) || r->kind != RLK__ROUTE_ONE) return NULL;
+    if ((e != RLK_EC_MOVED && e != RLK_EC_ASK) || r->kind != RLK__ROUTE_ONE) return NULL;
     const rlk__driver *fd = driver_of(r, from);
     rlk__redirect rd;
     if (rlk__parse_redirect(v->str, v->len, fd && fd->url.kind != RLK__URL_UNIX ? fd->url.host : NULL,

@@ -396,23 +396,7 @@ int rlk__slots_moved(rlk__slots *t, unsigned slot, const char *host, int port, i
 }
 
 /* ------------------------------------------------------------------ */
-/* Error replies                                                        */
-
-rlk__cluster_err rlk__cluster_error(const rlk_resp_value *v)
-{
-    static const struct { const char *code; rlk__cluster_err e; } codes[] = {
-        {"MOVED", RLK__CE_MOVED},       {"ASK", RLK__CE_ASK},
-        {"TRYAGAIN", RLK__CE_TRYAGAIN}, {"CLUSTERDOWN", RLK__CE_CLUSTERDOWN},
-        {"CROSSSLOT", RLK__CE_CROSSSLOT}};
-    if (!v || (v->type != RLK_RESP_ERROR && v->type != RLK_RESP_BLOB_ERROR)) return RLK__CE_NONE;
-    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
-        size_t n = strlen(codes[i].code);
-        if (v->str && v->len >= n && memcmp(v->str, codes[i].code, n) == 0 &&
-            (v->len == n || v->str[n] == ' '))
-            return codes[i].e;
-    }
-    return RLK__CE_OTHER;
-}
+/* Redirects                                                            */
 
 /* Decimal digits s[0..n), at most max_digits of them: the value, or -1. */
 static long digits(const char *s, size_t n, size_t max_digits)

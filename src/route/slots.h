@@ -4,8 +4,9 @@
  * 16384 hash slots, and the nodes with their addresses, roles and health;
  * built from a CLUSTER SHARDS reply (Redis 7+, RESP2 arrays or RESP3
  * maps) or a CLUSTER SLOTS reply (older servers; Valkey keeps it), patched
- * one slot at a time by a MOVED; and the readings of the cluster's error
- * replies (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, CROSSSLOT).
+ * one slot at a time by a MOVED; and the reading of a redirect's text
+ * (MOVED, ASK; an error's class is the core's one classifier's,
+ * rlk__reply_class in reply.h).
  *
  * Pure: no I/O, no clock, no thread.  Memory comes from the library's
  * allocator and grows with the nodes a reply actually lists (never from
@@ -98,19 +99,6 @@ const rlk__node *rlk__slots_owner(const rlk__slots *t, unsigned slot);
  * or added.  Its index, or RLK_ERR_INVALID (a slot, host or port out of
  * range), RLK_ERR_LIMIT, RLK_ERR_NOMEM. */
 int rlk__slots_moved(rlk__slots *t, unsigned slot, const char *host, int port, int tls);
-
-/* The cluster's error replies, by their first word. */
-typedef enum rlk__cluster_err {
-    RLK__CE_NONE,        /* not an error reply                          */
-    RLK__CE_MOVED,       /* the slot is served elsewhere for good       */
-    RLK__CE_ASK,         /* this once, ask the node named (ASKING first) */
-    RLK__CE_TRYAGAIN,    /* a multi-key command while its slot migrates */
-    RLK__CE_CLUSTERDOWN, /* the cluster or the slot is not served now   */
-    RLK__CE_CROSSSLOT,   /* keys of several slots in one command        */
-    RLK__CE_OTHER
-} rlk__cluster_err;
-
-rlk__cluster_err rlk__cluster_error(const rlk_resp_value *v);
 
 typedef struct rlk__redirect {
     int ask;             /* 1 for ASK, 0 for MOVED                      */

@@ -19,6 +19,7 @@
 
 #include "cluster_replies.h"
 #include "keys.h"
+#include "reply.h"
 #include "resp.h"
 #include "slots.h"
 
@@ -590,31 +591,33 @@ static void test_parse_redirect(void)
     }
 }
 
+/* The cluster's errors as the one classifier (reply.h) reads them, by
+ * their code alone. */
 static void test_error_classes(void)
 {
-    static const struct { const char *bytes; rlk__cluster_err e; } t[] = {
-        {"-MOVED 15495 127.0.0.1:29860\r\n", RLK__CE_MOVED},
-        {"-ASK 13513 127.0.0.1:36427\r\n", RLK__CE_ASK},
-        {"-TRYAGAIN Multiple keys request during rehashing of slot\r\n", RLK__CE_TRYAGAIN},
-        {"-CLUSTERDOWN The cluster is down\r\n", RLK__CE_CLUSTERDOWN},
-        {"-CLUSTERDOWN Hash slot not served\r\n", RLK__CE_CLUSTERDOWN},
-        {"-CROSSSLOT Keys in request don't hash to the same slot\r\n", RLK__CE_CROSSSLOT},
-        {"!26\r\nMOVED 15495 127.0.0.1:2986\r\n", RLK__CE_MOVED},
-        {"-MOVED\r\n", RLK__CE_MOVED},
-        {"-MOVEDX 1 h:1\r\n", RLK__CE_OTHER},
-        {"-ASKING\r\n", RLK__CE_OTHER},
-        {"-ERR This instance has cluster support disabled\r\n", RLK__CE_OTHER},
-        {"-LOADING Redis is loading the dataset in memory\r\n", RLK__CE_OTHER},
-        {"+MOVED 1 h:1\r\n", RLK__CE_NONE},
-        {"$12\r\nMOVED 1 h:12\r\n", RLK__CE_NONE},
-        {":1\r\n", RLK__CE_NONE},
+    static const struct { const char *bytes; rlk_error_class e; } t[] = {
+        {"-MOVED 15495 127.0.0.1:29860\r\n", RLK_EC_MOVED},
+        {"-ASK 13513 127.0.0.1:36427\r\n", RLK_EC_ASK},
+        {"-TRYAGAIN Multiple keys request during rehashing of slot\r\n", RLK_EC_TRYAGAIN},
+        {"-CLUSTERDOWN The cluster is down\r\n", RLK_EC_CLUSTERDOWN},
+        {"-CLUSTERDOWN Hash slot not served\r\n", RLK_EC_CLUSTERDOWN},
+        {"-CROSSSLOT Keys in request don't hash to the same slot\r\n", RLK_EC_CROSSSLOT},
+        {"!26\r\nMOVED 15495 127.0.0.1:2986\r\n", RLK_EC_MOVED},
+        {"-MOVED\r\n", RLK_EC_MOVED},
+        {"-MOVEDX 1 h:1\r\n", RLK_EC_OTHER},
+        {"-ASKING\r\n", RLK_EC_OTHER},
+        {"-ERR This instance has cluster support disabled\r\n", RLK_EC_OTHER},
+        {"-LOADING Redis is loading the dataset in memory\r\n", RLK_EC_LOADING},
+        {"+MOVED 1 h:1\r\n", RLK_EC_NONE},
+        {"$12\r\nMOVED 1 h:12\r\n", RLK_EC_NONE},
+        {":1\r\n", RLK_EC_NONE},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         const rlk_resp_value *v = PARSE(t[i].bytes);
-        CHECK_MSG(rlk__cluster_error(v) == t[i].e, "\"%s\": %d, want %d", t[i].bytes,
-                  rlk__cluster_error(v), t[i].e);
+        CHECK_MSG(rlk__reply_class(v) == t[i].e, "\"%s\": %d, want %d", t[i].bytes,
+                  rlk__reply_class(v), t[i].e);
     }
-    CHECK_EQ_INT(rlk__cluster_error(NULL), RLK__CE_NONE);
+    CHECK_EQ_INT(rlk__reply_class(NULL), RLK_EC_NONE);
 }
 
 int main(int argc, char **argv)
