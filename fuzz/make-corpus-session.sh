@@ -208,4 +208,18 @@ seed sub-refused-release  21 40 "$H3 $ACQ 12 00 $BUSY $REPLY 0f 00 $REPLY 02 0a 
 seed sub-wrong-reply      21 40 "$REPLY 00 00 $REPLY 1f 00 $CONNECT $REPLY 00 00 $REPLY 27 00 $CONNECT $H3 $ACQ 01 00 $TAKEN"
 seed unsub-refused        21 40 "$H3 $ACQ 12 00 $WAIT $HANDOFF 01 05 $REPLY 00 00 $ACQ 52 00 $WAIT $HANDOFF 01 05 $REPLY 00 00 $REPLY 0f 00 $REL 00 $REL 01"
 
+# The host following a cluster's redirects (byte 1 bit 7): an error
+# reply 44 is MOVED, 4c ASK, 54 TRYAGAIN, 5c CLUSTERDOWN (every node
+# named is the session's server).  An acquire's first try MOVED, then
+# taken; ASK (ASKING first, its OK); TRYAGAIN and CLUSTERDOWN paced and
+# sent again; a release and a renewal round moved; MOVED every time (the
+# redirect bound)
+R3="$REPLY 00 00 $REPLY 00 00"
+seed routed-moved         21 c0 "$R3 $ACQ 01 00 $REPLY 44 00 $REPLY 00 00 $REPLY 00 00 $TAKEN $REL 00 $REPLY 00 00"
+seed routed-ask           21 c0 "$R3 $ACQ 01 00 $REPLY 4c 00 $REPLY 00 00 $REPLY 00 00 $REPLY 00 00 $TAKEN $REL 00 $REPLY 4c 00 $REPLY 00 00 $REPLY 00 00"
+seed routed-tryagain      21 c0 "$R3 $ACQ 01 00 $REPLY 54 00 $REPLY 00 00 $REPLY 00 00 $TICKDUE $TAKEN $REL 00 $REPLY 5c 00 $TICKDUE $REPLY 00 00"
+seed routed-renew-moved   21 c0 "$R3 $ACQ 22 00 $TAKEN $TICKDUE $REPLY 44 00 $REPLY 00 00 00 00 $TICKDUE $REPLY 00 00 00 00 $REL 00 $REPLY 00 00"
+seed routed-loop          21 c0 "$R3 $ACQ 01 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00 $REPLY 44 00"
+seed routed-calls         21 c0 "$R3 $CALL 00 $REPLY 44 00 $REPLY 00 00 $CALL 01 $REPLY 4c 00 $REPLY 00 00 $REPLY 00 00 $CALL 02 $REPLY 54 00 $TICKDUE $REPLY 00 00"
+
 echo "make-corpus-session.sh: $n files in fuzz/$out"
