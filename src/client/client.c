@@ -7,7 +7,12 @@
  * finds from its seeds, a driver per node) and one lock primitive over
  * it (lock.h: rlk__locks), attached to every core the route makes and
  * told of each new slot table; the route's core for a slot and its
- * redirects are handed to the lock (rlk__locks_net).  Each call queues
+ * redirects are handed to the lock (rlk__locks_net).  The client names
+ * the route's members by role, never by index: the connection whose
+ * health, socket and facts are the client's is the route's primary
+ * (rlk__route_primary), and what the host attaches is its data members
+ * (rlk__route_is_data); which member that is is the route kind's word.
+ * Each call queues
  * its request with the lock and turns the route until the lock reports
  * the result by an event, or until the call's deadline.  The lock
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
