@@ -12,9 +12,8 @@
  * health, socket and facts are the client's is the route's primary
  * (rlk__route_primary), and what the host attaches is its data members
  * (rlk__route_is_data); which member that is is the route kind's word.
- * Each call queues
- * its request with the lock and turns the route until the lock reports
- * the result by an event, or until the call's deadline.  The lock
+ * Each call queues its request with the lock and turns the route until
+ * the lock reports the result by an event, or until the call's deadline.  The lock
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
  * re-sends after a lost reply or a redirect, the script calls) is the
  * lock's alone; what is left here is the handles, the holder of a
