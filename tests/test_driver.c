@@ -727,6 +727,21 @@ static void test_route_set(void)
     rlk__route_destroy(&t.r);
     CHECK_EQ_INT(rlk__route_init(&t.r, RLK__ROUTE_SET, 0, cc, &kc), RLK_ERR_INVALID);
     rlk__route_destroy(&t.r);
+    /* A route of one: its kind's, its primary its only member, whose core
+     * serves every slot (the host's topology asks the kind); not a
+     * cluster before its server says so. */
+    if (a && EQ(rlk__route_init(&t.r, RLK__ROUTE_ONE, 1, cc, &kc), RLK_OK)) {
+        rlk__host_topo topo;
+        rlk__route_topo(&t.r, &topo);
+        CHECK(t.r.ops == &rlk__route_kind_one);
+        CHECK_EQ_INT((int)rlk__route_primary(&t.r), 0);
+        CHECK(rlk__route_is_data(&t.r, 0));
+        CHECK(!rlk__route_is_cluster(&t.r));
+        CHECK(topo.core_for(topo.ctx, 1234) == rlk__route_core(&t.r, rlk__route_primary(&t.r)));
+        CHECK(rlk__route_core_for(&t.r, 0) == rlk__route_core(&t.r, 0));
+        CHECK_EQ_INT((int)rlk__route_due(&t.r), -1);
+    }
+    rlk__route_destroy(&t.r);
     if (!a || !b || !cb || !EQ(rlk__route_init(&t.r, RLK__ROUTE_SET, 2, cc, &kc), RLK_OK)) goto out;
     rlk__core *cores[4];
     if (!EQ(rlk__route_cores(&t.r, 0, cores, 4), 2)) goto out;

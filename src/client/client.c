@@ -7,9 +7,13 @@
  * finds from its seeds, a driver per node) and one lock primitive over
  * it (lock.h: rlk__locks), attached to every core the route makes and
  * told of each new slot table; the route's core for a slot and its
- * redirects are handed to the lock (rlk__locks_net).  Each call queues
- * its request with the lock and turns the route until the lock reports
- * the result by an event, or until the call's deadline.  The lock
+ * redirects are handed to the lock (rlk__locks_net).  The client names
+ * the route's members by role, never by index: the connection whose
+ * health, socket and facts are the client's is the route's primary
+ * (rlk__route_primary), and what the host attaches is its data members
+ * (rlk__route_is_data); which member that is is the route kind's word.
+ * Each call queues its request with the lock and turns the route until
+ * the lock reports the result by an event, or until the call's deadline.  The lock
  * protocol (tries, the line of waiters and handoffs, renewal rounds,
  * re-sends after a lost reply or a redirect, the script calls) is the
  * lock's alone; what is left here is the handles, the holder of a
@@ -203,7 +207,7 @@ static int session_fail(rlk_client *cl, int status)
 static int driver_fail(rlk_client *cl, int status)
 {
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     return cl_fail(cl, status, "%s", h.err[0] ? h.err : rlk_strerror(status));
 }
 
@@ -215,12 +219,12 @@ static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 static void mark_lost(rlk_client *cl, rlk_lock *l);
 
 /* The server given whose connection is ready (of several seeds of a
- * cluster, the first that is), else the first given. */
+ * cluster, the first that is), else the route's primary. */
 static size_t seed_of(const rlk_client *cl)
 {
     for (size_t i = 0; i < cl->route.seeds; i++)
         if (rlk__core_ready(rlk__route_core((rlk__route *)&cl->route, i))) return i;
-    return 0;
+    return rlk__route_primary(&cl->route);
 }
 
 /* The core of the server given (see seed_of). */
@@ -629,7 +633,7 @@ static int goal_met(void *arg)
      * deadlines. */
     if (rlk__route_is_cluster(&g->cl->route) || g->cl->route.seeds > 1) return 0;
     rlk__route_health h;
-    rlk__route_health_of(&g->cl->route, 0, &h);
+    rlk__route_health_of(&g->cl->route, rlk__route_primary(&g->cl->route), &h);
     return g->max_fails > 0 && !h.up && h.fails - g->fails0 >= g->max_fails;
 }
 
@@ -654,7 +658,7 @@ static int tries(const rlk_client *cl)
 static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t until, int max_fails)
 {
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     drive_goal g = {cl, done, ctx, h.fails, max_fails};
     int r;
     if (!cl->thread_on) {
@@ -674,7 +678,7 @@ static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t unt
         r = RLK_OK;
         while (!goal_met(&g)) {
             if (!rlk__route_can_go_on(&cl->route)) {
-                rlk__route_health_of(&cl->route, 0, &h);
+                rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
                 r = h.fatal ? h.fatal : RLK_ERR_CLOSED;
                 break;
             }
@@ -718,7 +722,7 @@ static int seed_ready(void *ctx) { return rlk__route_seed_ready(ctx); }
 static int not_connected(rlk_client *cl, int r, const char *doing)
 {
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     if (r == RLK_ERR_TIMEOUT && h.fails && h.last) r = h.last;
     if (r == RLK_ERR_TIMEOUT || !h.err[0]) return cl_fail(cl, r, "%s: %s", doing, rlk_strerror(r));
     return cl_fail(cl, r, "%s: %s", doing, h.err);
@@ -764,18 +768,9 @@ static void side_listen(rlk_client *cl, int64_t until)
 
 static void *thread_main(void *arg);
 
-/* The host's topology is the route's: a slot's core, a redirect
- * followed; a cluster node's new core attached, a new slot table told. */
-static rlk__core *route_core_for(void *ctx, unsigned slot)
-{
-    return rlk__route_core_for(ctx, slot);
-}
-
-static rlk__core *route_redirect(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask)
-{
-    return rlk__route_redirect(ctx, from, v, ask);
-}
-
+/* The host's topology is the route's (rlk__route_topo: its kind's a
+ * slot's core, a redirect followed); a cluster node's new core is
+ * attached, a new slot table told. */
 static int route_added(void *ctx, rlk__core *core)
 {
     rlk_client *cl = ctx;
@@ -868,13 +863,15 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1 + nseeds, seeds, &cc);
     if (cl->cfg.seeds && cl->cfg.nseeds > 15) r = RLK_ERR_INVALID;
     cl->cfg.seeds = NULL; /* the caller's: not kept */
-    rlk__host_topo topo = {route_core_for, route_redirect, &cl->route};
+    rlk__host_topo topo;
+    rlk__route_topo(&cl->route, &topo);
     rlk__route_hooks rh = {route_added, route_changed, route_refused, cl};
     rlk__route_set_hooks(&cl->route, &rh);
     ok = (r == RLK_OK || r == RLK_ERR_URL) && cl->route.drivers && cl->route.n &&
          (cl->host = rlk__host_new(&topo)) != NULL;
     for (size_t i = 0; ok && i < cl->route.n; i++)
-        ok = rlk__host_attach(cl->host, rlk__route_core(&cl->route, i)) == RLK_OK;
+        if (rlk__route_is_data(&cl->route, i))
+            ok = rlk__host_attach(cl->host, rlk__route_core(&cl->route, i)) == RLK_OK;
     ok = ok && (cl->lk = rlk__locks_new(cl->host, &sc, NULL)) != NULL;
     if (!ok) {
         rlk__locks_free(cl->lk);
@@ -962,7 +959,7 @@ uint64_t rlk_client_generation(rlk_client *cl)
 {
     enter(cl);
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     uint64_t g = h.connects;
     leave(cl);
     return g;
@@ -1082,7 +1079,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         }
         status = l->status;
         rlk__route_health h;
-        rlk__route_health_of(&cl->route, 0, &h);
+        rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
         if (status == RLK_ERR_TIMEOUT && !rlk__core_ready(core_of(cl)))
             status = not_connected(cl, status, "acquire");
         else if (status == RLK_ERR_CLOSED && h.last && h.last != RLK_ERR_CLOSED)
@@ -1322,7 +1319,7 @@ static int call(rlk_client *cl, int which, const char *name, const char *token, 
         int r = drive(cl, call_done, c, until < 0 ? -1 : until + cl->timeout);
         if (!c->done) {
             /* Given up: the session must not call back into this frame. */
-            rlk__route_close(&cl->route, 0);
+            rlk__route_close(&cl->route, rlk__route_primary(&cl->route));
             return not_connected(cl, r, what[which]);
         }
         status = c->res.status;
@@ -1390,7 +1387,10 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 /* ------------------------------------------------------------------ */
 /* Tick mode and the watchdog thread                                    */
 
-int rlk_client_fd(const rlk_client *cl) { return rlk__route_fd(&cl->route, 0); }
+int rlk_client_fd(const rlk_client *cl)
+{
+    return rlk__route_fd(&cl->route, rlk__route_primary(&cl->route));
+}
 
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
@@ -1402,7 +1402,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     cl->ticking = 1;
     cl->watch_ok = 0;
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     if (!cl->locks && !h.up) {
         /* Nothing to renew, nothing to read: no connect (a program that
          * declares tick mode before its first acquire connects within
@@ -1411,20 +1411,20 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
         leave(cl);
         return RLK_OK;
     }
-    /* One turn that waits for nothing but the first server's connect:
+    /* One turn that waits for nothing but the primary's connect:
      * what came is read, what is due is sent.  A cluster's other
      * connections are read here too (the event loop polls
      * rlk_client_fd only): their connects go on at the next ticks. */
     struct pollfd p[RLK__ROUTE_MAX];
     int64_t wake;
     int r = rlk__route_prepare(&cl->route, p, -1, &wake);
-    size_t n = cl->route.polled;
-    rlk__route_health_of(&cl->route, 0, &h);
+    size_t n = cl->route.polled, pri = rlk__route_primary(&cl->route);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     if (r == RLK_OK && h.connecting) {
         /* The event loop polls rlk_client_fd only, which a connect under
          * way does not have yet: the tick waits for it. */
-        r = rlk__route_connect_through(&cl->route, 0);
-        p[0].fd = -1;
+        r = rlk__route_connect_through(&cl->route, pri);
+        p[pri].fd = -1;
     }
     if (poll(p, n, 0) < 0)
         for (size_t i = 0; i < n; i++) p[i].revents = 0;
@@ -1439,8 +1439,8 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
             if (h.parked) continue;
             /* A connect under way, or a reply owed (the handshake's too)
              * on a connection the event loop does not poll (not the
-             * seed's): looked for again soon. */
-            if (h.connecting || (i > 0 && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
+             * primary's): looked for again soon. */
+            if (h.connecting || (i != pri && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
                 due = sooner(due, now + 10);
             else if (!h.up && cl->locks)
                 /* To connect again when due (the next tick starts it). */
@@ -1646,7 +1646,7 @@ static void end_calls(rlk_client *cl, int st)
 static int cannot_go_on(rlk_client *cl)
 {
     rlk__route_health h;
-    rlk__route_health_of(&cl->route, 0, &h);
+    rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
     return driver_fail(cl, h.fatal ? h.fatal : RLK_ERR_CLOSED);
 }
 

@@ -53,7 +53,7 @@ int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *co
         snprintf(r->err, sizeof r->err, "out of memory");
         return RLK_ERR_NOMEM;
     }
-    r->kind = kind;
+    r->ops = kind == RLK__ROUTE_ONE ? &rlk__route_kind_one : &rlk__route_kind_set;
     r->seeds = n;
     if (cc) r->cc = *cc;
     r->conn = conns[0];
@@ -86,13 +86,18 @@ void rlk__route_set_hooks(rlk__route *r, const rlk__route_hooks *hooks) { r->hoo
 
 rlk__core *rlk__route_core(rlk__route *r, size_t i) { return r->drivers[i]->core; }
 
-int rlk__route_is_cluster(const rlk__route *r) { return r->cluster; }
+int rlk__route_is_cluster(const rlk__route *r) { return r->ops == &rlk__route_kind_cluster; }
 
-/* A cluster found: its table made (empty).  0, or -1 out of memory
- * (the route then stays one server's). */
+size_t rlk__route_primary(const rlk__route *r) { return r->ops->primary(r); }
+
+int rlk__route_is_data(const rlk__route *r, size_t i) { return r->ops->is_data(r, i); }
+
+/* A cluster found: its table made (empty), the route's kind switched to
+ * the cluster's.  0, or -1 out of memory (the route then stays one
+ * server's). */
 static int become_cluster(rlk__route *r)
 {
-    if (r->cluster) return 0;
+    if (rlk__route_is_cluster(r)) return 0;
     if (!r->slots) {
         r->slots = rlk__malloc(sizeof *r->slots);
         if (!r->slots) {
@@ -101,7 +106,7 @@ static int become_cluster(rlk__route *r)
         }
         rlk__slots_init(r->slots);
     }
-    r->cluster = 1;
+    r->ops = &rlk__route_kind_cluster;
     return 0;
 }
 
@@ -239,12 +244,12 @@ int rlk__route_seed_ready(const rlk__route *r)
  * be; one that is not is refused only when may_refuse is set. */
 static void notice_cluster(rlk__route *r, int may_refuse)
 {
-    if (r->kind != RLK__ROUTE_ONE || r->refused) return;
+    if (r->ops == &rlk__route_kind_set || r->refused) return;
     for (size_t i = 0; i < r->seeds; i++) {
         const rlk__core *c = r->drivers[i]->core;
         if (!rlk__core_ready(c)) continue;
         if (strcmp(rlk__core_info(c)->mode, "cluster") == 0) {
-            if (!r->cluster && become_cluster(r) == 0) table_due(r, rlk__core_now(c));
+            if (!rlk__route_is_cluster(r) && become_cluster(r) == 0) table_due(r, rlk__core_now(c));
         } else if (r->seeds > 1) {
             if (!may_refuse) return;
             refuse(r, "seed %zu (%s) is not a Redis Cluster node (its mode: %s): several seeds "
@@ -348,10 +353,10 @@ static const rlk__req_ops table_ops = {build_table, on_table, NULL, RLK__T_ARRAY
  * request timed out there and no handshake was answered since: a
  * frozen primary, whose failover names a new one).  The time the turn
  * must wake for it, or -1. */
-static int64_t upkeep(rlk__route *r, int64_t now)
+static int64_t cluster_upkeep(rlk__route *r, int64_t now)
 {
     notice_cluster(r, 1);
-    if (!r->cluster || r->refused) return -1;
+    if (r->refused) return -1;
     for (size_t i = 0; i < r->n; i++) {
         const rlk__driver *d = r->drivers[i];
         if (!r->parked[i] && ((!d->up && d->fails > 0) || d->silent) && r->have_table &&
@@ -397,43 +402,29 @@ static int port_of(const rlk__route *r, const rlk__node *nd)
     return tls_route(r) && nd->tls_port ? nd->tls_port : nd->port;
 }
 
-rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot)
+static rlk__core *cluster_core_for(rlk__route *r, unsigned slot)
 {
     notice_cluster(r, 0);
-    if (!r->cluster) /* several seeds: none before the cluster is found */
-        return r->seeds > 1 ? NULL : r->drivers[0]->core;
     const rlk__node *nd = rlk__slots_owner(r->slots, slot);
     if (!nd) return NULL;
     rlk__driver *d = node_driver(r, nd->host, port_of(r, nd), 1);
     return d ? d->core : NULL;
 }
 
-size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
-{
-    if (r->kind == RLK__ROUTE_ONE) {
-        rlk__core *c = rlk__route_core_for(r, slot);
-        if (!c || max == 0) return 0;
-        out[0] = c;
-        return 1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < r->n && k < max; i++)
-        if (r->drivers[i]->core) out[k++] = r->drivers[i]->core;
-    return k;
-}
-
-rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
+/* A MOVED or ASK: one server's route becomes a cluster's (a server
+ * without HELLO's mode), a cluster's follows it. */
+static rlk__core *cluster_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
 {
     rlk_error_class e = rlk__reply_class(v);
     *ask = 0;
-    if ((e != RLK_EC_MOVED && e != RLK_EC_ASK) || r->kind != RLK__ROUTE_ONE) return NULL;
+    if (e != RLK_EC_MOVED && e != RLK_EC_ASK) return NULL;
     const rlk__driver *fd = driver_of(r, from);
     rlk__redirect rd;
     if (rlk__parse_redirect(v->str, v->len, fd && fd->url.kind != RLK__URL_UNIX ? fd->url.host : NULL,
                             &rd) != 0)
         return NULL;
     int64_t now = rlk__core_now(from);
-    if (!r->cluster) {
+    if (!rlk__route_is_cluster(r)) {
         if (become_cluster(r) != 0) return NULL; /* a server without HELLO's mode */
         table_due(r, now);
     }
@@ -453,6 +444,137 @@ rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_va
     return d ? d->core : NULL;
 }
 
+static int64_t cluster_due(const rlk__route *r)
+{
+    if (r->refused || r->refreshing || r->refresh_at < 0) return -1;
+    int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
+    if (!any_ready(r) && r->probe_at > at) at = r->probe_at; /* none to read it over */
+    return at;
+}
+
+/* ------------------------------------------------------------------ */
+/* The kinds                                                            */
+
+/* The core of every kind but the set: the slot's one. */
+static size_t cores_of_slot(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
+{
+    rlk__core *c = r->ops->core_for(r, slot);
+    if (!c || max == 0) return 0;
+    out[0] = c;
+    return 1;
+}
+
+static rlk__core *one_core_for(rlk__route *r, unsigned slot)
+{
+    notice_cluster(r, 0);
+    if (rlk__route_is_cluster(r)) return cluster_core_for(r, slot);
+    /* several seeds: none before the cluster is found */
+    return r->seeds > 1 ? NULL : r->drivers[0]->core;
+}
+
+/* A seed's handshake may say it is a cluster node: the route is then a
+ * cluster's, whose upkeep reads its table. */
+static int64_t one_upkeep(rlk__route *r, int64_t now)
+{
+    notice_cluster(r, 1);
+    return rlk__route_is_cluster(r) ? cluster_upkeep(r, now) : -1;
+}
+
+static int64_t none_due(const rlk__route *r)
+{
+    (void)r;
+    return -1;
+}
+
+static int every_member(const rlk__route *r, size_t i)
+{
+    (void)r;
+    (void)i;
+    return 1;
+}
+
+/* The first server given: one server's only one, a cluster's first seed
+ * (its connection the one rlk_client_fd gives, its health the client's
+ * while no table is read), a set's first. */
+static size_t first_given(const rlk__route *r)
+{
+    (void)r;
+    return 0;
+}
+
+static size_t set_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
+{
+    (void)slot;
+    size_t k = 0;
+    for (size_t i = 0; i < r->n && k < max; i++)
+        if (r->ops->is_data(r, i) && r->drivers[i]->core) out[k++] = r->drivers[i]->core;
+    return k;
+}
+
+static rlk__core *set_core_for(rlk__route *r, unsigned slot)
+{
+    (void)slot;
+    return r->seeds > 1 ? NULL : r->drivers[0]->core;
+}
+
+static rlk__core *no_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    (void)r;
+    (void)from;
+    (void)v;
+    *ask = 0;
+    return NULL;
+}
+
+static int64_t no_upkeep(rlk__route *r, int64_t now)
+{
+    (void)r;
+    (void)now;
+    return -1;
+}
+
+const rlk__route_kind rlk__route_kind_one = {
+    "one", cores_of_slot, one_core_for, cluster_redirect, one_upkeep, none_due, every_member, first_given,
+};
+const rlk__route_kind rlk__route_kind_cluster = {
+    "cluster", cores_of_slot, cluster_core_for, cluster_redirect, cluster_upkeep, cluster_due, every_member,
+    first_given,
+};
+const rlk__route_kind rlk__route_kind_set = {
+    "set", set_cores, set_core_for, no_redirect, no_upkeep, none_due, every_member, first_given,
+};
+
+rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot) { return r->ops->core_for(r, slot); }
+
+size_t rlk__route_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
+{
+    return r->ops->cores(r, slot, out, max);
+}
+
+rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    return r->ops->redirect(r, from, v, ask);
+}
+
+static rlk__core *topo_core_for(void *ctx, unsigned slot)
+{
+    rlk__route *r = ctx;
+    return r->ops->core_for(r, slot);
+}
+
+static rlk__core *topo_redirect(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask)
+{
+    rlk__route *r = ctx;
+    return r->ops->redirect(r, from, v, ask);
+}
+
+void rlk__route_topo(rlk__route *r, rlk__host_topo *topo)
+{
+    topo->core_for = topo_core_for;
+    topo->redirect = topo_redirect;
+    topo->ctx = r;
+}
+
 /* ------------------------------------------------------------------ */
 /* Turns                                                                */
 
@@ -468,7 +590,7 @@ int rlk__route_prepare(rlk__route *r, struct pollfd *p, int64_t until, int64_t *
     int first = RLK_OK;
     *wake = until;
     size_t n0 = r->n;
-    int64_t w0 = upkeep(r, rlk__now_ms());
+    int64_t w0 = r->ops->upkeep(r, rlk__now_ms());
     if (w0 >= 0 && (*wake < 0 || w0 < *wake)) *wake = w0;
     for (size_t i = 0; i < r->n; i++) {
         int64_t w;
@@ -514,9 +636,9 @@ int rlk__route_step(rlk__route *r, int64_t until)
 
 int rlk__route_turn_alone(rlk__route *r, int64_t until)
 {
-    if (r->n != 1 || r->cluster) return rlk__route_step(r, until);
+    if (r->n != 1 || rlk__route_is_cluster(r)) return rlk__route_step(r, until);
     int st = rlk__driver_turn_alone(r->drivers[0], until);
-    int64_t w = upkeep(r, rlk__now_ms());
+    int64_t w = r->ops->upkeep(r, rlk__now_ms());
     (void)w;
     return note(r, RLK_OK, st, 0);
 }
@@ -528,11 +650,8 @@ int64_t rlk__route_due(const rlk__route *r)
         int64_t d = r->parked[i] ? -1 : rlk__core_deadline(r->drivers[i]->core);
         if (d >= 0 && (due < 0 || d < due)) due = d;
     }
-    if (r->cluster && !r->refused && !r->refreshing && r->refresh_at >= 0) {
-        int64_t at = r->refresh_at > r->refresh_min ? r->refresh_at : r->refresh_min;
-        if (!any_ready(r) && r->probe_at > at) at = r->probe_at; /* none to read it over */
-        if (due < 0 || at < due) due = at;
-    }
+    int64_t at = r->ops->due(r);
+    if (at >= 0 && (due < 0 || at < due)) due = at;
     return due;
 }
 

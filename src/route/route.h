@@ -10,11 +10,17 @@
  * the drivers through the route alone.  It knows nothing of what the
  * commands mean.  Internal (rlk__ prefix, not installed).
  *
- * Kinds: ONE, every key on one server, unless that server turns out to
- * be a Redis Cluster node (below): the client's; SET, every key on each
- * of several independent servers (the ground of Redlock, whose quorum
- * is counted over them; nothing makes one yet).  Sentinel (a server
- * found by asking sentinels) is to come as a kind of its own.
+ * Kinds (struct rlk__route_kind, a const table of a kind's topology:
+ * which core serves a slot, a redirect followed, the kind's upkeep
+ * before a turn and when it is due, which members hold data, and which
+ * member is the primary): "one", every key on one server (the
+ * client's), until that server turns out to be a Redis Cluster node
+ * (below), when the route switches to the kind "cluster"; "set", every
+ * key on each of several independent servers (the ground of Redlock,
+ * whose quorum is counted over them; nothing makes one yet).  Sentinel
+ * (a server found by asking sentinels) is to come as a kind of its own.
+ * The owner names members by role (rlk__route_primary), never by index:
+ * a kind decides what stands at which place.
  *
  * Redis Cluster, found by itself: the seed's HELLO says mode "cluster",
  * or a command of a primitive is answered MOVED (a server without
@@ -38,6 +44,7 @@
 
 #include "core.h"
 #include "driver.h"
+#include "host.h"
 #include "slots.h"
 
 enum { RLK__ROUTE_ONE = 1, RLK__ROUTE_SET };
@@ -63,8 +70,37 @@ typedef struct rlk__route_hooks {
     void *ctx;
 } rlk__route_hooks;
 
-typedef struct rlk__route {
-    int kind;
+typedef struct rlk__route rlk__route;
+
+/* A kind's topology: what differs between kinds, behind one table. */
+typedef struct rlk__route_kind {
+    const char *name;
+    /* The cores of the servers that hold keys of slot, into out (at
+     * most max): their count (rlk__route_cores). */
+    size_t (*cores)(rlk__route *r, unsigned slot, rlk__core **out, size_t max);
+    /* The core that serves slot now (rlk__route_core_for). */
+    rlk__core *(*core_for)(rlk__route *r, unsigned slot);
+    /* A MOVED or ASK followed (rlk__route_redirect). */
+    rlk__core *(*redirect)(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask);
+    /* Before a turn, at now: the kind's own work (a table read); the
+     * time the turn must wake for it, or -1. */
+    int64_t (*upkeep)(rlk__route *r, int64_t now);
+    /* The soonest time upkeep has work, -1: none. */
+    int64_t (*due)(const rlk__route *r);
+    /* Whether member i holds data (its core is a server's that keys
+     * live on, attached to the owner's host). */
+    int (*is_data)(const rlk__route *r, size_t i);
+    /* The member a one-server owner talks to: its connection's health,
+     * socket and facts are the client's. */
+    size_t (*primary)(const rlk__route *r);
+} rlk__route_kind;
+
+/* One server (a cluster's seeds until the cluster is found); a Redis
+ * Cluster (found by a route of one); several independent servers. */
+extern const rlk__route_kind rlk__route_kind_one, rlk__route_kind_cluster, rlk__route_kind_set;
+
+struct rlk__route {
+    const rlk__route_kind *ops; /* the kind now (one becomes cluster) */
     size_t n;                 /* drivers, n <= RLK__ROUTE_MAX */
     size_t seeds;             /* ONE: the first of them are the servers
                                  given (several: a cluster's seeds) */
@@ -75,7 +111,6 @@ typedef struct rlk__route {
      * serves no slot in the last table (a primary that failed over, a
      * node named by an ASK).  Opened again when asked for. */
     unsigned char parked[RLK__ROUTE_MAX];
-    int cluster;              /* a Redis Cluster (found by itself) */
     int refused;              /* seeds that are not one cluster: no more */
     int seeds_checked;        /* the seeds found in a table: not again */
     int have_table;           /* slots read at least once */
@@ -97,7 +132,7 @@ typedef struct rlk__route {
     rlk__driver *side;
     unsigned side_gen, side_seen;
     char err[600];
-} rlk__route;
+};
 
 /* n servers (ONE: one, or several seeds of one Redis Cluster, which
  * must then all be nodes of it), each from its rlk_conn_config, every
@@ -128,6 +163,18 @@ rlk__core *rlk__route_core(rlk__route *r, size_t i);
  * request waits for rlk__route_core_for of its slot then), *ask set for
  * ASK (send ASKING first, this once).  A MOVED patches the table. */
 rlk__core *rlk__route_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask);
+
+/* The host's topology (host.h), topo, from the route's kind: a slot's
+ * core and a redirect, each asked of the kind the route is of when
+ * called (one that becomes a cluster answers as a cluster). */
+void rlk__route_topo(rlk__route *r, rlk__host_topo *topo);
+
+/* The primary member's index (the kind's primary: one server's only
+ * member, or the first server given; a cluster's first seed, whose
+ * connection is the one an event loop polls), and whether member i holds
+ * data.  The calls below that name a member take its index from these. */
+size_t rlk__route_primary(const rlk__route *r);
+int rlk__route_is_data(const rlk__route *r, size_t i);
 
 /* The handshake of one of the servers given is done (ONE: a seed's). */
 int rlk__route_seed_ready(const rlk__route *r);
