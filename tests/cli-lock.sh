@@ -523,6 +523,8 @@ while read -r o ph; do
     --askpass) check "the man page's $o is accepted (run)" 78 '' 'no password' -- -u "$down" run optl "$o" -- true ;;
     --version|-V) check "the man page's $o is accepted" 0 '^resplock [0-9]' '' -- "$o" ;;
     --add) check "the man page's $o is accepted (extend)" 69 '' '' -- -u "$down" extend optl tok 1s "$o" ;;
+    --rate) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl "$o" 1/s -- true ;;
+    --burst) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl --rate 1/s "$o" 3 -- true ;;
     --json) check "the man page's $o is accepted (status)" 69 '' '' -- -u "$down" status optl "$o" ;;
     # Without TLS compiled in, asking for it is a configuration error.
     --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
