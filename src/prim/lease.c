@@ -390,3 +390,54 @@ int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_re
     if (done) round_free(rd);
     return done;
 }
+
+/* ------------------------------------------------------------------ */
+/* A connection's rounds                                                */
+
+int rlk__conn_round_plan(rlk__leases *reg, rlk__conn_round *cr, int64_t now, const void *group,
+                         int all, const rlk_script *s, int native, int per_slot, size_t *nreq,
+                         int *eval)
+{
+    rlk__round *rd = &cr->round;
+    int r = rlk__round_plan_for(reg, now, 1, group, all, rd);
+    if (r <= 0) return r;
+    rd->native = native;
+    *nreq = rlk__round_requests(rd, s, rd->per_slot || per_slot);
+    *eval = cr->eval;
+    cr->eval = 0;
+    cr->on = 1;
+    cr->gen++;
+    cr->all = rd->all;
+    cr->failed = 0;
+    return 1;
+}
+
+int64_t rlk__conn_round_arg(const rlk__conn_round *cr, size_t i)
+{
+    return (int64_t)((uint64_t)cr->gen << 32 | i);
+}
+
+const rlk_request *rlk__conn_round_req(const rlk__conn_round *cr, int64_t arg, size_t *i)
+{
+    uint64_t a = (uint64_t)arg;
+    *i = (size_t)(a & 0xffffffffu);
+    if (!cr->on || (uint32_t)(a >> 32) != cr->gen || *i >= cr->round.nreq) return NULL;
+    return &cr->round.reqs[*i];
+}
+
+int rlk__conn_round_reply(rlk__leases *reg, rlk__conn_round *cr, size_t i,
+                          const rlk_resp_value *v)
+{
+    if (!cr->on) return 0;
+    if (!v) cr->failed = 1;
+    if (!rlk__round_apply_at(reg, &cr->round, i, v) || cr->round.applied < cr->round.nreq)
+        return 0;
+    cr->on = 0;
+    return cr->all && !cr->failed;
+}
+
+void rlk__conn_round_abandon(rlk__leases *reg, rlk__conn_round *cr)
+{
+    for (size_t i = 0; cr->on && i < cr->round.nreq; i++) rlk__conn_round_reply(reg, cr, i, NULL);
+    cr->on = 0;
+}

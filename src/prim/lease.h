@@ -190,4 +190,43 @@ int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_re
 /* Whether a round's request i goes as SET IFEQ (see rlk__round.native). */
 int rlk__round_native(const rlk__round *rd, size_t i);
 
+/*
+ * A connection's renewal rounds (one at a time): the round, its number
+ * (a late reply of an earlier one, sent again after a redirect, is
+ * dropped), and what the next one is sent as.  The owner keeps one per
+ * connection and sends the requests; this plans them and applies their
+ * replies.
+ */
+typedef struct rlk__conn_round {
+    rlk__round round;
+    uint32_t gen;
+    int on;                  /* a round is in flight */
+    int eval;                /* the next goes as EVAL (the script was missing) */
+    int all, failed;         /* it re-checks all; a reply of it was lost */
+} rlk__conn_round;
+
+/* Plans cr's next round of group's leases at now (all: re-check every
+ * one) and builds its requests of s (per_slot: one slot each): their
+ * number in *nreq, and whether they go as EVAL in *eval.  1 planned
+ * (cr->on), 0 nothing due, RLK_ERR_NOMEM. */
+int rlk__conn_round_plan(rlk__leases *reg, rlk__conn_round *cr, int64_t now, const void *group,
+                         int all, const rlk_script *s, int native, int per_slot, size_t *nreq,
+                         int *eval);
+
+/* The argument that names request i of cr's round. */
+int64_t rlk__conn_round_arg(const rlk__conn_round *cr, size_t i);
+
+/* The request of cr's round that arg names (its index in *i), or NULL:
+ * of an earlier round. */
+const rlk_request *rlk__conn_round_req(const rlk__conn_round *cr, int64_t arg, size_t *i);
+
+/* The reply of request i applied (v NULL: it will not come).  1 when
+ * this ended a round that re-checked every lease with every reply
+ * read, else 0. */
+int rlk__conn_round_reply(rlk__leases *reg, rlk__conn_round *cr, size_t i,
+                          const rlk_resp_value *v);
+
+/* Every reply of cr's round not applied yet will not come. */
+void rlk__conn_round_abandon(rlk__leases *reg, rlk__conn_round *cr);
+
 #endif

@@ -145,11 +145,7 @@ struct lnode {
     rlk__locks *s;
     struct lnode *next;
     rlk__core *core;      /* not owned */
-    rlk__round round;     /* the renewal round of its leases */
-    uint32_t round_gen;   /* ... its number: a late reply of an earlier
-                             one (sent again by the host) is dropped */
-    int round_on, renew_eval;
-    int round_all, round_failed; /* the round re-checks all; a reply of it was lost */
+    rlk__conn_round cr;   /* the renewal rounds of its leases (lease.h) */
     int recheck_all;      /* a new connection: every lease of it is re-checked */
     int rechecked;        /* a round went on this connection */
     /* RESP3: the release channel of the last lock waited for stays
@@ -1958,19 +1954,13 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
 
-/* One request of the renewal round of a connection (q->ctx; q->arg: the
- * round's number, then its index in the plan, see round_arg). */
-static int64_t round_arg(const lnode *n, size_t i) { return (int64_t)((uint64_t)n->round_gen << 32 | i); }
-
-/* The request of n's round that q is, or NULL: of an earlier round (the
- * host sends a request again after a redirect, and its reply can come
- * after that round ended). */
+/* The request of n's round that q is (q->ctx; q->arg: see
+ * rlk__conn_round_arg), or NULL: of an earlier round (the host sends a
+ * request again after a redirect, and its reply can come after that
+ * round ended). */
 static const rlk_request *round_req(const lnode *n, const rlk__req *q, size_t *i)
 {
-    uint64_t a = (uint64_t)q->arg;
-    *i = (size_t)(a & 0xffffffffu);
-    if (!n->round_on || (uint32_t)(a >> 32) != n->round_gen || *i >= n->round.nreq) return NULL;
-    return &n->round.reqs[*i];
+    return rlk__conn_round_req(&n->cr, q->arg, i);
 }
 
 static int build_renew(rlk__core *c, rlk__req *q)
@@ -2002,20 +1992,14 @@ static int renew_again(rlk__core *c, const rlk__req *q)
  * all its replies read, ends the re-check. */
 static void round_reply(lnode *n, size_t i, const rlk_resp_value *v)
 {
-    if (!n->round_on) return;
-    if (!v) n->round_failed = 1;
-    if (!rlk__round_apply_at(&n->s->leases, &n->round, i, v) || n->round.applied < n->round.nreq)
-        return;
-    n->round_on = 0;
-    if (n->round_all && !n->round_failed) n->recheck_all = 0;
+    if (rlk__conn_round_reply(&n->s->leases, &n->cr, i, v)) n->recheck_all = 0;
 }
 
 /* Every reply of n's round not applied yet will not come (its
  * connection closed, or the lock goes). */
 static void round_abandon(lnode *n)
 {
-    for (size_t i = 0; n->round_on && i < n->round.nreq; i++) round_reply(n, i, NULL);
-    n->round_on = 0;
+    rlk__conn_round_abandon(&n->s->leases, &n->cr);
 }
 
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
@@ -2024,7 +2008,7 @@ static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     rlk__locks *s = n->s;
     size_t i;
     if (!round_req(n, q, &i)) return;
-    if (q->missing) n->renew_eval = 1;
+    if (q->missing) n->cr.eval = 1;
     rlk_error_class ec = v && rlk__host_routed(s->host) ? rlk__reply_class(v) : RLK_EC_NONE;
     if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
         /* Not run (the host's redirects ran out, or its time did): its
@@ -2033,7 +2017,7 @@ static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         return;
     }
     /* A refused SET IFEQ: the script from now on, on this connection. */
-    if (v && c && rlk__round_native(&n->round, i) && native_refused(v))
+    if (v && c && rlk__round_native(&n->cr.round, i) && native_refused(v))
         rlk__core_drop_caps(c, RLK_CAP_SET_IFEQ);
     round_reply(n, i, v);
     /* Answered where the host's redirects found the slot: the leases
@@ -2048,13 +2032,16 @@ static const rlk__req_ops renew_native_ops = {build_renew, on_renew, renew_again
 /* The leases of n due for renewal, in one round on n's connection. */
 static int send_round(rlk__locks *s, lnode *n)
 {
-    rlk__round *rd = &n->round;
-    int r = rlk__round_plan_for(&s->leases, s->now, 1, n, n->recheck_all, rd);
-    if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
+    rlk__round *rd = &n->cr.round;
+    size_t nreq;
+    int eval;
     /* A cluster's node refuses a script whose keys span slots: one call
      * per slot there from the first round. */
-    rd->native = (rlk__core_caps(n->core) & RLK_CAP_SET_IFEQ) != 0;
-    size_t nreq = rlk__round_requests(rd, &s->scripts[SC_RENEW], rd->per_slot || ncluster(n));
+    int r = rlk__conn_round_plan(&s->leases, &n->cr, s->now, n, n->recheck_all,
+                                 &s->scripts[SC_RENEW],
+                                 (rlk__core_caps(n->core) & RLK_CAP_SET_IFEQ) != 0, ncluster(n),
+                                 &nreq, &eval);
+    if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
     int64_t dl = reply_deadline(s);
     if (dl < 0 || rd->end < dl) dl = rd->end;
     /* A cluster's node that does not answer in time may be frozen while
@@ -2062,12 +2049,6 @@ static int send_round(rlk__locks *s, lnode *n)
      * primary and renew there before the leases are reported lost. */
     if (ncluster(n) && rd->end > s->now && s->now + (rd->end - s->now) / 2 < dl)
         dl = s->now + (rd->end - s->now) / 2;
-    int eval = n->renew_eval;
-    n->renew_eval = 0;
-    n->round_on = 1;
-    n->round_gen++;
-    n->round_all = rd->all;
-    n->round_failed = 0;
     n->rechecked = 1;
     s->dl_valid = 0;
     for (size_t i = 0; i < nreq; i++) {
@@ -2077,7 +2058,7 @@ static int send_round(rlk__locks *s, lnode *n)
         const rlk_request *q = &rd->reqs[i];
         unsigned slot = rlk__keyslot(q->argv[0], q->argvlen ? q->argvlen[0] : strlen(q->argv[0]));
         r = rlk__host_submit(s->host, slot, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops,
-                             n, round_arg(n, i), dl, eval ? RLK__REQ_EVAL : 0);
+                             n, rlk__conn_round_arg(&n->cr, i), dl, eval ? RLK__REQ_EVAL : 0);
         if (r != RLK_OK) {
             /* Not queued (the connection broke): this one and those
              * after it will not be answered. */
@@ -2105,7 +2086,7 @@ static int64_t locks_deadline(const rlk__locks *s)
 /* A round can be sent on n: connected, none in flight. */
 static int can_send(const lnode *n)
 {
-    return nready(n) && !n->round_on && !rlk__core_broken(n->core);
+    return nready(n) && !n->cr.on && !rlk__core_broken(n->core);
 }
 
 static int64_t deadline_now(const rlk__locks *s)
