@@ -614,6 +614,11 @@ static int send_try(rlk__locks *s, rlk_session_lock *l)
      * client's one deadline per call): its reply, its re-sends after a
      * redirect; each reply awaited a command timeout at most. */
     int64_t dl = l->pending_until;
+    /* A try sent once the acquire's deadline has passed (the last try
+     * that leaves the line, a tick that came late) gets its own command
+     * timeout, as every reply is awaited: a deadline already past would
+     * leave the core a reply overdue that no tick had failed. */
+    if (!l->resent && dl >= 0 && dl <= s->now) dl = RLK__DL_DEFAULT;
     l->resent = 0; /* the tries after it are the acquire's own */
     if (!l->mode) return submit_n(s, 3, first_try_ops, l, 0, -1, dl, 0);
     return submit(s, &acq_ops, l, l->mode, dl, 0);
