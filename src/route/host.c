@@ -55,6 +55,7 @@ struct hreq {
     int paced;
     int64_t go_at;              /* not sent before (-1: at once) */
     rlk__core *to;              /* the next sending goes here (NULL: the slot's) */
+    rlk__core *last;            /* the last sending went here (NULL: none yet) */
     int ask;                    /* ... after ASKING */
     rlk__backoff pace;
     rlk_resp_arena arena;       /* the kept replies */
@@ -350,6 +351,7 @@ static int send_to(hreq *r, rlk__core *c)
     r->ask = 0;
     r->to = NULL;
     r->go_at = -1;
+    r->last = c;
     for (int i = 0; i < r->n; i++) {
         int st = RLK_OK;
         /* ASKING holds for the one command after it. */
@@ -588,11 +590,12 @@ int rlk__host_submit_first(rlk__host *h, unsigned slot, int n, const rlk__req_op
     hreq *r = rec_new(h);
     if (!r) {
         /* As the core's own submit: out of memory breaks the core the
-         * request was for, so that its owner hears of it (a connection
-         * closed, the requests owed answered) instead of waiting for a
-         * reply to a request never sent. */
+         * request was for, when it is connected, so that its owner
+         * hears of it (a connection closed, the requests owed answered)
+         * instead of waiting for a reply to a request never sent. */
         rlk__core *c = rlk__host_core_for(h, slot);
-        if (c && !rlk__core_broken(c)) rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+        if (c && rlk__core_connected_now(c) && !rlk__core_broken(c))
+            rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
         return RLK_ERR_NOMEM;
     }
     r->n = n;
@@ -690,6 +693,23 @@ static void on_closed(void *ctx, rlk__core *c)
 {
     rlk__host *h = ((hnode *)ctx)->h;
     now_of(h, c);
+    /* A request sent before and held to go again to c (after TRYAGAIN,
+     * CLUSTERDOWN, a MOVED or ASK there), and without a topology every
+     * request held for c (its handshake not done yet), ends with c's
+     * connection, as the requests c owed do: its caller hears that no
+     * reply will come (a session's closed ends every call under way). */
+    hreq *prev = NULL, *r = h->held;
+    while (r) {
+        hreq *next = r->next;
+        rlk__core *to = r->to ? r->to : rlk__host_core_for(h, r->slot);
+        if ((r->last || !h->routed) && to == c) {
+            unhold(h, r, prev);
+            deliver(h, r, c, NULL, RLK_OK);
+        } else {
+            prev = r;
+        }
+        r = next;
+    }
     EACH(h, i, m) if (m->ops->closed) m->ops->closed(m->ctx, c);
 }
 
