@@ -4,20 +4,21 @@
  * wrappers over the client core.
  *
  * A client is a route (route.h: one server, or the Redis Cluster it
- * finds from its seeds, a driver per node) and one lock primitive over
- * it (lock.h: rlk__locks), attached to every core the route makes and
- * told of each new slot table; the route's core for a slot and its
- * redirects are handed to the lock (rlk__locks_net).  The client names
+ * finds from its seeds, a driver per node), one primitive host over it
+ * (host.h), attached to every data core the route makes and told of
+ * each new slot table, whose topology the route's kind gives
+ * (rlk__route_topo), and the primitives that join the host: the lock
+ * (lock.h: rlk__locks) and the rate limiter (rate.h).  The client names
  * the route's members by role, never by index: the connection whose
  * health, socket and facts are the client's is the route's primary
  * (rlk__route_primary), and what the host attaches is its data members
  * (rlk__route_is_data); which member that is is the route kind's word.
  * Each call queues its request with the lock and turns the route until
- * the lock reports the result by an event, or until the call's deadline.  The lock
- * protocol (tries, the line of waiters and handoffs, renewal rounds,
- * re-sends after a lost reply or a redirect, the script calls) is the
- * lock's alone; what is left here is the handles, the holder of a
- * reentrant lock (the client's random id and the calling thread), one
+ * the lock reports the result by an event, or until the call's
+ * deadline.  The lock protocol (tries, the line of waiters and
+ * handoffs, renewal rounds, re-sends after a lost reply, the script
+ * calls) is the lock's alone, following redirects the host's; what is
+ * left here is the handles, the holder of a reentrant lock (the client's random id and the calling thread), one
  * deadline per call, the pauses of a try the server refused for a while
  * (LOADING, BUSY), a RESP2 listener's connection, and who turns the
  * route.

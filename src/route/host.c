@@ -697,7 +697,7 @@ static void on_closed(void *ctx, rlk__core *c)
      * CLUSTERDOWN, a MOVED or ASK there), and without a topology every
      * request held for c (its handshake not done yet), ends with c's
      * connection, as the requests c owed do: its caller hears that no
-     * reply will come (a session's closed ends every call under way). */
+     * reply will come (a host over one core ends everything at a close). */
     hreq *prev = NULL, *r = h->held;
     while (r) {
         hreq *next = r->next;
