@@ -42,15 +42,15 @@ expect_eq "nothing was written" "$(R DBSIZE)" 0
 # ---------------------------------------------------------------- basics
 for i in 1 2 3; do
   check "burst from idle: run $i of 3 runs COMMAND" 0 "^ran$i\$" '' \
-    -- -u "$url" rate api --rate 1/10s --burst 3 -- echo "ran$i"
+    -- -u "$url" rate api --rate 1/60s --burst 3 -- echo "ran$i"
 done
-$RLK_WRAP "$bin" -u "$url" rate api --rate 1/10s --burst 3 -- sh -c 'echo ran4' \
+$RLK_WRAP "$bin" -u "$url" rate api --rate 1/60s --burst 3 -- sh -c 'echo ran4' \
   </dev/null >"$work/out" 2>"$work/err"
 code=$?
 expect_eq "the fourth is refused: exit 1" "$code" 1
 expect_eq "... without running COMMAND" "$(cat "$work/out")" ""
 expect_eq "... silently" "$(grep -vc '^==' "$work/err")" 0
-check "-E sets the refusal's exit code" 7 '' '' -- -u "$url" rate api --rate 1/10s --burst 3 -E 7 -- true
+check "-E sets the refusal's exit code" 7 '' '' -- -u "$url" rate api --rate 1/60s --burst 3 -E 7 -- true
 # vcheck NAME EXIT ERR-REGEX -- args: as check, for -v (several lines).
 vcheck() {
   local name=$1 want=$2 err_re=$3 code; shift 4
@@ -60,9 +60,9 @@ vcheck() {
   else bad "$name: exit $code, want $want, /$err_re/" "$(sed 's/^/err: /' "$work/err")"; fi
 }
 vcheck "-v says why" 1 "refused: 1 token\\(s\\) there in [0-9]+ ms" -- \
-  -v -u "$url" rate api --rate 1/10s --burst 3 -- true
+  -v -u "$url" rate api --rate 1/60s --burst 3 -- true
 check "status: none left, when they come back" 1 '^api: 0 of 3 left, all back in [0-9]+ ms$' '' \
-  -- -u "$url" rate status api --rate 1/10s --burst 3
+  -- -u "$url" rate status api --rate 1/60s --burst 3
 expect_match "the key holds the TAT, with an expiry" "$(R PTTL resplock:rate:api)" '^[0-9]+$'
 check "status of an idle limiter" 0 '^idle: 3 of 3 left, all back in 0 ms$' '' \
   -- -u "$url" rate status idle --rate 1/10s --burst 3
@@ -74,16 +74,17 @@ check "--prefix goes before NAME" 0 '' '' -- -u "$url" --prefix app: rate p --ra
 expect_eq "... in the key" "$(R EXISTS resplock:rate:app:p)" 1
 
 # ---------------------------------------------------------------- waits
-# 5/s, burst 1: the second run waits one interval (200 ms at most).
-check "wait: the first is allowed" 0 '' '' -- -u "$url" rate w --rate 5/s -- true
+# 1/3s, burst 1: the second run waits what is left of one interval (3 s
+# at most; long enough that a slow run, under valgrind, still waits).
+check "wait: the first is allowed" 0 '' '' -- -u "$url" rate w --rate 1/3s -- true
 t0=$(now_ms)
 vcheck "wait: the second sleeps the server's answer, then runs" 0 \
   "allowed \\(0 left\\) after 2 decision\\(s\\), [0-9]+ ms slept" -- \
-  -v -u "$url" rate w --rate 5/s --wait -w 5s -- echo waited
+  -v -u "$url" rate w --rate 1/3s --wait -w 5s -- echo waited
 expect_eq "wait: ... COMMAND ran" "$(cat "$work/out")" waited
 took=$(( $(now_ms) - t0 ))
 slept=$(sed -n 's/.* decision(s), \([0-9]*\) ms slept.*/\1/p' "$work/err")
-expect_range "wait: the sleep is within one interval" "${slept:-x}" 1 200
+expect_range "wait: the sleep is within one interval" "${slept:-x}" 1 3001
 expect_range "wait: not woken before it (ms run)" "$took" "${slept:-0}" 100000
 # One every 10 s: a wait of 300 ms cannot end with the tokens.
 check "wait: -w shorter than the answer, first run" 0 '' '' -- -u "$url" rate slow --rate 1/10s -- true
@@ -182,12 +183,12 @@ done
 far="far-$k"
 for i in 1 2; do
   check "cluster: $far (node $owner) allowed, run $i" 0 "^c$i\$" '' \
-    -- -u "$seed" rate "$far" --rate 1/10s --burst 2 -- echo "c$i"
+    -- -u "$seed" rate "$far" --rate 1/60s --burst 2 -- echo "c$i"
 done
-check "cluster: the third refused" 1 '' '' -- -u "$seed" rate "$far" --rate 1/10s --burst 2 -- true
+check "cluster: the third refused" 1 '' '' -- -u "$seed" rate "$far" --rate 1/60s --burst 2 -- true
 expect_match "cluster: the key is on its primary" \
   "$(_rlk_cluster_cli "$owner" PTTL "resplock:rate:$far")" '^[0-9]+$'
-check "cluster: status" 1 "^$far: 0 of 2 left" '' -- -u "$seed" rate status "$far" --rate 1/10s --burst 2
+check "cluster: status" 1 "^$far: 0 of 2 left" '' -- -u "$seed" rate status "$far" --rate 1/60s --burst 2
 contend cluster "$seed" -c -p "${RLK_CLUSTER_PORTS[0]}"
 
 finish
