@@ -624,6 +624,17 @@ static int send_try(rlk__locks *s, rlk_session_lock *l)
     return submit(s, &acq_ops, l, l->mode, dl, 0);
 }
 
+/* A confirmation's or an extend's deadline: a command timeout from now,
+ * whether it is sent at once or held by the host for its slot's
+ * connection (a cluster node's opening), so that a held one ends in
+ * time too, before a release sent after it can (RLK__DL_DEFAULT would
+ * count only from its first sending). */
+static int64_t held_deadline(const rlk__locks *s)
+{
+    int64_t t = timeout_ms(s);
+    return t < 0 ? -1 : s->now + t;
+}
+
 static int send_confirm(rlk__locks *s, rlk_session_lock *l)
 {
     if (l->confirming) {
@@ -632,12 +643,12 @@ static int send_confirm(rlk__locks *s, rlk_session_lock *l)
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return submit(s, &confirm_ops, l, 0, RLK__DL_DEFAULT, 0);
+    return submit(s, &confirm_ops, l, 0, held_deadline(s), 0);
 }
 
 static int send_extend(rlk__locks *s, rlk_session_lock *l)
 {
-    return submit(s, &extend_native_ops, l, 1, RLK__DL_DEFAULT, 0);
+    return submit(s, &extend_native_ops, l, 1, held_deadline(s), 0);
 }
 
 /* The least the server's clock (ms) can read now: what it read at
