@@ -624,17 +624,11 @@ static int send_try(rlk__locks *s, rlk_session_lock *l)
     return submit(s, &acq_ops, l, l->mode, dl, 0);
 }
 
-/* A confirmation's or an extend's deadline: a command timeout from now,
- * whether it is sent at once or held by the host for its slot's
- * connection (a cluster node's opening), so that a held one ends in
- * time too, before a release sent after it can (RLK__DL_DEFAULT would
- * count only from its first sending). */
-static int64_t held_deadline(const rlk__locks *s)
-{
-    int64_t t = timeout_ms(s);
-    return t < 0 ? -1 : s->now + t;
-}
-
+/* A confirmation and an extend end a command timeout from now
+ * (reply_deadline), whether sent at once or held by the host for their
+ * slot's connection (a cluster node's opening), so that a held one ends
+ * in time too, before a release sent after it can (RLK__DL_DEFAULT
+ * would count only from its first sending). */
 static int send_confirm(rlk__locks *s, rlk_session_lock *l)
 {
     if (l->confirming) {
@@ -643,12 +637,12 @@ static int send_confirm(rlk__locks *s, rlk_session_lock *l)
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return submit(s, &confirm_ops, l, 0, held_deadline(s), 0);
+    return submit(s, &confirm_ops, l, 0, reply_deadline(s), 0);
 }
 
 static int send_extend(rlk__locks *s, rlk_session_lock *l)
 {
-    return submit(s, &extend_native_ops, l, 1, held_deadline(s), 0);
+    return submit(s, &extend_native_ops, l, 1, reply_deadline(s), 0);
 }
 
 /* The least the server's clock (ms) can read now: what it read at
@@ -1177,9 +1171,8 @@ static int release_now(rlk__locks *s, rlk_session_lock *l)
         /* A cluster node's connection opening (a new primary after a
          * failover): the release waits for it, a command timeout at
          * most, as a release whose reply was lost does. */
-        int64_t t = timeout_ms(s);
         l->state = L_REL_PENDING;
-        l->rel_until = t < 0 ? -1 : s->now + t;
+        l->rel_until = reply_deadline(s);
         l->rel_valid = l->leased && !l->lease.lost ? l->lease.valid_until : -1;
         return RLK_OK;
     }
@@ -1828,10 +1821,9 @@ static int call(rlk__locks *s, int which, const char *name, const char *token, i
     k->token = k->keys + RLK__NKEYS * cap;
     if (token) memcpy(k->token, token, tl);
     enter(s, now);
-    int64_t t = timeout_ms(s);
     s->dl_valid = 0;
     int r = rlk__host_submit(s->host, slot, which == SC_STATUS ? &call_array_ops : &call_int_ops, k,
-                             0, t < 0 ? -1 : s->now + t, 0);
+                             0, reply_deadline(s), 0);
     if (r != RLK_OK) {
         core_failed(s, n ? n->core : NULL, r);
         rlk__free(k);
