@@ -1200,10 +1200,15 @@ int rlk_session_release(rlk_session_lock *l, int64_t now)
         l->final = 1;
         if (l->mode == 'w') l->mode = 'q';
         r = send_try(s, l);
+        /* A cancel is answered within a command timeout, as a release
+         * is: a try without a bound of its own (an acquire that waits
+         * for ever) held for its slot's connection ends by then. */
+        if (r == RLK_OK) rlk__host_bound(s->host, l, reply_deadline(s));
         break;
     case L_TRY:
     case L_CONFIRM:
         l->cancel = 1;
+        rlk__host_bound(s->host, l, reply_deadline(s));
         break;
     default:
         r = release_now(s, l);

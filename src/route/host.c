@@ -434,6 +434,16 @@ static void go_or_hold(rlk__host *h, hreq *r)
 
 static int64_t bound_of(const hreq *r) { return r->deadline >= 0 ? r->deadline : r->bound; }
 
+void rlk__host_bound(rlk__host *h, const void *ctx, int64_t deadline)
+{
+    if (deadline < 0) return;
+    for (hreq *r = h->all; r; r = r->anext) {
+        if (r->ctx != ctx) continue;
+        int64_t end = bound_of(r);
+        if (end < 0 || deadline < end) r->deadline = deadline;
+    }
+}
+
 /* Held requests that can go now go; those past their bound end. */
 static void pump(rlk__host *h)
 {

@@ -140,6 +140,13 @@ int rlk__host_submit_group(rlk__host *h, unsigned slot, int n, const rlk__req_op
 int rlk__host_submit_first(rlk__host *h, unsigned slot, int n, const rlk__req_ops *const *parts,
                            void *ctx, int64_t arg, int64_t first_dl, int64_t deadline, int flags);
 
+/* Every request of ctx's the host holds or has in flight ends by
+ * deadline (absolute monotonic ms) at the latest: its wait for a core
+ * and its re-sends (a sending under way keeps its own reply deadline).
+ * For a caller that gives up on what it asked (a request held without
+ * a bound of its own, say) and must know by when it is answered. */
+void rlk__host_bound(rlk__host *h, const void *ctx, int64_t deadline);
+
 /* Within a reply callback: how the request ended when v is NULL and c
  * is NULL (else RLK_OK), and why (its message). */
 int rlk__host_why(const rlk__host *h, const char **msg);
