@@ -8,7 +8,8 @@
  * the final reply only, within its deadline and the redirect bound; a
  * group re-sent whole and its parts' replies given together; a request
  * held until its core is ready; every joined primitive hearing every
- * core's events; no allocation per request once warm.
+ * core's events; subscriptions' messages dispatched by channel; no
+ * allocation per request once warm.
  */
 #include "config.h"
 
@@ -75,6 +76,8 @@ typedef struct prim {
     } e[MAXLOG];
     int ready[NCORES], closed[NCORES], connected[NCORES], pushes, changed, refused;
     int enters, leaves;
+    int msgs;               /* messages of its subscriptions */
+    char msg[64];           /* the last one's kind and channel */
 } prim;
 
 static prim P1, P2;
@@ -92,7 +95,7 @@ static void put_text(char *out, size_t n, const rlk_resp_value *v)
 {
     if (!v) snprintf(out, n, "-");
     else if (v->type == RLK_RESP_INTEGER) snprintf(out, n, "%lld", (long long)v->integer);
-    else if (v->type == RLK_RESP_ARRAY && v->child && v->child->str)
+    else if ((v->type == RLK_RESP_ARRAY || v->type == RLK_RESP_PUSH) && v->child && v->child->str)
         snprintf(out, n, "[%.*s", (int)v->child->len, v->child->str);
     else if (v->str) snprintf(out, n, "%.*s", (int)(v->len < n - 1 ? v->len : n - 1), v->str);
     else snprintf(out, n, "%c", (char)v->type);
@@ -171,16 +174,18 @@ static int feed(int i, const char *bytes)
     return rlk__core_feed(T.core[i], bytes, strlen(bytes), NOW);
 }
 
-static void connect_core(int i)
+static void connect_core_as(int i, const char *hello)
 {
     char out[512];
     CHECK_EQ_INT(rlk__core_connected(T.core[i], NOW), RLK_OK);
     take(i, out, sizeof out);
     CHECK(strstr(out, "HELLO") != NULL);
-    CHECK_EQ_INT(feed(i, HELLO), RLK_OK);
+    CHECK_EQ_INT(feed(i, hello), RLK_OK);
     CHECK(rlk__core_ready(T.core[i]));
     take(i, out, sizeof out);
 }
+
+static void connect_core(int i) { connect_core_as(i, HELLO); }
 
 /* A host over three cores, the first `up` of them ready; slot s is
  * served by core s % NCORES. */
@@ -561,6 +566,121 @@ static void test_two_primitives(void)
     teardown();
 }
 
+/* A subscription's message (the host's dispatch by channel). */
+static void on_msg(void *ctx, rlk__core *c, const rlk_resp_value *v)
+{
+    prim *P = ctx;
+    (void)c;
+    const rlk_resp_value *k = rlk_resp_value_at(v, 0), *ch = rlk_resp_value_at(v, 1);
+    P->msgs++;
+    snprintf(P->msg, sizeof P->msg, "%.*s %.*s", k ? (int)k->len : 0, k ? k->str : "",
+             ch ? (int)ch->len : 0, ch ? ch->str : "");
+}
+
+#define MSG(n, kind, ch) ">3\r\n$" #n "\r\n" kind "\r\n$2\r\n" ch "\r\n$1\r\nm\r\n"
+
+/* Each subscriber hears its own channels' messages, and only those;
+ * others go to every member's push; an unsubscribe, a close and a part
+ * end a subscription. */
+static void test_subscriptions(void)
+{
+    setup(0, 0);
+    CHECK_EQ_INT(rlk__host_join(H, &p2_ops, &P2), RLK_OK);
+    connect_core(0);
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 1, "c1", &ops1, on_msg, &P1, 11), RLK_OK);
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 1, "c2", &ops2, on_msg, &P2, 12), RLK_OK);
+    /* One server: not sharded. */
+    CHECK_EQ_INT(sent(0, "*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nc"), 2);
+    CHECK_EQ_INT(feed(0, ">3\r\n$9\r\nsubscribe\r\n$2\r\nc1\r\n:1\r\n"
+                         ">3\r\n$9\r\nsubscribe\r\n$2\r\nc2\r\n:2\r\n"), RLK_OK);
+    CHECK_EQ_INT(P1.n, 1);
+    CHECK_EQ_INT(P1.e[0].arg, 11);
+    CHECK_EQ_STR(P1.e[0].text, "[subscribe");
+    CHECK_EQ_INT(P2.n, 1);
+    CHECK_EQ_INT(P2.e[0].arg, 12);
+    CHECK_EQ_INT(feed(0, MSG(7, "message", "c1") MSG(7, "message", "c2") MSG(7, "message", "c2")), RLK_OK);
+    CHECK_EQ_INT(P1.msgs, 1);
+    CHECK_EQ_STR(P1.msg, "message c1");
+    CHECK_EQ_INT(P2.msgs, 2);
+    CHECK_EQ_STR(P2.msg, "message c2");
+    CHECK_EQ_INT(P1.pushes + P2.pushes, 0);
+    /* A channel nobody subscribed through the host: every member's. */
+    CHECK_EQ_INT(feed(0, MSG(7, "message", "c9")), RLK_OK);
+    CHECK_EQ_INT(P1.pushes, 1);
+    CHECK_EQ_INT(P2.pushes, 1);
+    /* Unsubscribed: c1's messages are nobody's subscription now. */
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 0, "c1", &ops1, on_msg, &P1, 13), RLK_OK);
+    CHECK_EQ_INT(sent(0, "*2\r\n$11\r\nUNSUBSCRIBE\r\n$2\r\nc1\r\n"), 1);
+    CHECK_EQ_INT(feed(0, MSG(7, "message", "c1") ">3\r\n$11\r\nunsubscribe\r\n$2\r\nc1\r\n:1\r\n"), RLK_OK);
+    CHECK_EQ_INT(P1.msgs, 1);
+    CHECK_EQ_INT(P1.pushes, 2);
+    CHECK_EQ_INT(P1.n, 2);
+    CHECK_EQ_INT(P1.e[1].arg, 13);
+    /* A refusal ends it at once. */
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 1, "c3", &ops1, on_msg, &P1, 14), RLK_OK);
+    CHECK_EQ_INT(sent(0, "SUBSCRIBE"), 1);
+    CHECK_EQ_INT(feed(0, "-NOPERM no permissions to access the 'c3' channel\r\n" MSG(7, "message", "c3")), RLK_OK);
+    CHECK_EQ_INT(P1.n, 3);
+    CHECK_EQ_INT(P1.e[2].type, RLK_RESP_ERROR);
+    CHECK_EQ_INT(P1.msgs, 1);
+    CHECK_EQ_INT(P1.pushes, 3);
+    /* A close ends c2's: the next connection's messages on c2 are not
+     * P2's subscription. */
+    rlk__core_closed(T.core[0], NOW);
+    connect_core(0);
+    CHECK_EQ_INT(feed(0, MSG(7, "message", "c2")), RLK_OK);
+    CHECK_EQ_INT(P2.msgs, 2);
+    CHECK_EQ_INT(P2.pushes, 4);
+    /* A part ends the parted one's: no message, no answer. */
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 1, "c2", &ops2, on_msg, &P2, 15), RLK_OK);
+    CHECK_EQ_INT(sent(0, "SUBSCRIBE"), 1);
+    rlk__host_part(H, &p2_ops, &P2);
+    CHECK_EQ_INT(feed(0, ">3\r\n$9\r\nsubscribe\r\n$2\r\nc2\r\n:1\r\n" MSG(7, "message", "c2")), RLK_OK);
+    CHECK_EQ_INT(P2.n, 1);
+    CHECK_EQ_INT(P2.msgs, 2);
+    CHECK_EQ_INT(P1.pushes, 5);
+    teardown();
+}
+
+#define HELLO_CLUSTER "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n" \
+                      "$4\r\nmode\r\n$7\r\ncluster\r\n"
+
+/* On a cluster node: sharded; a MOVED is told to the topology (its
+ * table patched), the subscriber sees the refusal, every member then
+ * hears changed; the server's own sunsubscribe ends a subscription. */
+static void test_sharded_subscriptions(void)
+{
+    setup(1, 0);
+    CHECK_EQ_INT(rlk__host_join(H, &p2_ops, &P2), RLK_OK);
+    for (int i = 0; i < NCORES; i++) {
+        connect_core_as(i, HELLO_CLUSTER);
+        CHECK_EQ_INT(feed(i, "+OK\r\n"), RLK_OK); /* Redis 7's CLIENT NO-EVICT */
+    }
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[1], 1, "s1", &ops1, on_msg, &P1, 1), RLK_OK);
+    CHECK_EQ_INT(sent(1, "*2\r\n$10\r\nSSUBSCRIBE\r\n$2\r\ns1\r\n"), 1);
+    CHECK_EQ_INT(feed(1, "-MOVED 4 n2:1\r\n" MSG(8, "smessage", "s1")), RLK_OK);
+    CHECK_EQ_INT(T.redirects, 1);
+    CHECK_EQ_INT(T.map[4], 2);
+    CHECK_EQ_INT(P1.n, 1);
+    CHECK_EQ_STR(P1.e[0].text, "MOVED 4 n2:1");
+    CHECK_EQ_INT(P1.changed, 1);
+    CHECK_EQ_INT(P2.changed, 1);
+    CHECK_EQ_INT(P1.msgs, 0);
+    CHECK_EQ_INT(P1.pushes, 1);
+    /* Where the slot is now: taken; then the server ends it itself. */
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[2], 1, "s1", &ops1, on_msg, &P1, 2), RLK_OK);
+    CHECK_EQ_INT(sent(2, "SSUBSCRIBE"), 1);
+    CHECK_EQ_INT(feed(2, ">3\r\n$10\r\nssubscribe\r\n$2\r\ns1\r\n:1\r\n" MSG(8, "smessage", "s1")), RLK_OK);
+    CHECK_EQ_INT(P1.msgs, 1);
+    CHECK_EQ_STR(P1.msg, "smessage s1");
+    CHECK_EQ_INT(feed(2, ">3\r\n$12\r\nsunsubscribe\r\n$2\r\ns1\r\n:0\r\n" MSG(8, "smessage", "s1")), RLK_OK);
+    CHECK_EQ_INT(P1.msgs, 2);
+    CHECK_EQ_STR(P1.msg, "sunsubscribe s1");
+    CHECK_EQ_INT(P1.pushes, 2);
+    CHECK_EQ_INT(P1.changed, 1);
+    teardown();
+}
+
 /* Allocations counted by the hook. */
 static long allocs;
 static void *a_malloc(void *ctx, size_t n) { (void)ctx; allocs++; return malloc(n); }
@@ -603,6 +723,8 @@ int main(int argc, char **argv)
     tl_run("held until the slot's core is ready", test_held);
     tl_run("a deadline passes while held; a refusal", test_held_deadline);
     tl_run("two primitives share one core", test_two_primitives);
+    tl_run("subscriptions: each subscriber its own channels' messages", test_subscriptions);
+    tl_run("sharded subscriptions: MOVED, the server's sunsubscribe", test_sharded_subscriptions);
     tl_run("no allocation per request once warm", test_no_allocation);
     return tl_finish();
 }

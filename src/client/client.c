@@ -135,6 +135,7 @@ struct rlk_client {
     rlk__route route;         /* one server, for now */
     rlk__host *host;          /* over the route's cores: the primitives join it */
     rlk__locks *lk;           /* the locks, joined to the host */
+    rlk__renewer *renewer;    /* the watchdog's rounds, joined to the host */
     rlk__rates *rates;        /* the rate limiter, joined to the host at its first call */
     struct rate_rec *rate_recs; /* the rate calls under way */
     int rate_due;             /* some rate call's result is owed to a loop */
@@ -873,9 +874,11 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     for (size_t i = 0; ok && i < cl->route.n; i++)
         if (rlk__route_is_data(&cl->route, i))
             ok = rlk__host_attach(cl->host, rlk__route_core(&cl->route, i)) == RLK_OK;
-    ok = ok && (cl->lk = rlk__locks_new(cl->host, &sc, NULL)) != NULL;
+    ok = ok && (cl->renewer = rlk__renewer_new(cl->host, sc.timing)) != NULL;
+    ok = ok && (cl->lk = rlk__locks_new(cl->host, cl->renewer, &sc, NULL)) != NULL;
     if (!ok) {
         rlk__locks_free(cl->lk);
+        rlk__renewer_free(cl->renewer);
         rlk__host_free(cl->host);
         rlk__route_destroy(&cl->route);
         pthread_cond_destroy(&cl->cv);
@@ -904,6 +907,7 @@ void rlk_client_free(rlk_client *cl)
     side_drop(cl);
     rates_end(cl);
     rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
+    rlk__renewer_free(cl->renewer);
     rlk__host_free(cl->host);
     rlk__route_destroy(&cl->route);
     while (cl->locks) free_handle(cl->locks);

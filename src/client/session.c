@@ -24,6 +24,7 @@
 struct rlk_session {
     rlk__core *core;
     rlk__host *host;
+    rlk__renewer *renewer;
     rlk__locks *locks;
 };
 
@@ -66,10 +67,12 @@ static rlk_session *session_new(const rlk_session_config *cfg, int routed)
     s->core = rlk__core_new(&cc);
     rlk__host_topo one = {one_core_for, one_redirect, s->core};
     s->host = s->core ? rlk__host_new(routed ? &one : NULL) : NULL;
-    s->locks = s->host && rlk__host_attach(s->host, s->core) == RLK_OK
-                   ? rlk__locks_new(s->host, cfg, s)
-                   : NULL;
+    s->renewer = s->host && rlk__host_attach(s->host, s->core) == RLK_OK
+                     ? rlk__renewer_new(s->host, cfg->timing)
+                     : NULL;
+    s->locks = s->renewer ? rlk__locks_new(s->host, s->renewer, cfg, s) : NULL;
     if (!s->locks) {
+        rlk__renewer_free(s->renewer);
         rlk__host_free(s->host);
         rlk__core_free(s->core);
         rlk__free(s);
@@ -86,6 +89,7 @@ void rlk_session_free(rlk_session *s)
 {
     if (!s) return;
     rlk__locks_free(s->locks);
+    rlk__renewer_free(s->renewer);
     rlk__host_free(s->host);
     rlk__core_free(s->core);
     rlk__free(s);

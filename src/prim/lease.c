@@ -31,6 +31,11 @@ int64_t rlk__leases_now(const rlk__leases *reg)
     return reg->manual_clock ? reg->clock_now : rlk__now_ms();
 }
 
+void rlk__leases_clock(rlk__leases *reg, int64_t now)
+{
+    if (now > reg->clock_now) reg->clock_now = now;
+}
+
 /* ------------------------------------------------------------------ */
 /* Timing                                                               */
 
@@ -69,6 +74,7 @@ int64_t rlk_plan_lost_after_ms(const rlk_client_config *cfg, int64_t ttl_ms,
  * rlk_lock_is_lost from any thread while the watchdog thread writes them. */
 void rlk__lease_set_validity(rlk__leases *reg, rlk__lease *l, int64_t start, int64_t ttl)
 {
+    reg->gen++;
     __atomic_store_n(&l->valid_until, start + rlk_plan_valid_ms(reg->cfg, ttl),
                      __ATOMIC_RELAXED);
     l->lost_at = start + rlk_plan_lost_after_ms(reg->cfg, ttl, l->margin);
@@ -85,6 +91,7 @@ void rlk__lease_set_validity(rlk__leases *reg, rlk__lease *l, int64_t start, int
 void rlk__lease_mark_lost(rlk__leases *reg, rlk__lease *l)
 {
     if (l->lost) return;
+    reg->gen++;
     __atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&l->valid_until, 0, __ATOMIC_RELAXED);
     if (l->on_lost && !l->lost_pending) {
@@ -97,6 +104,7 @@ void rlk__lease_mark_lost(rlk__leases *reg, rlk__lease *l)
 void rlk__lease_add(rlk__leases *reg, rlk__lease *l)
 {
     pthread_mutex_lock(&reg->mu);
+    reg->gen++;
     l->prev = NULL;
     l->next = reg->head;
     if (reg->head) reg->head->prev = l;
@@ -106,6 +114,7 @@ void rlk__lease_add(rlk__leases *reg, rlk__lease *l)
 
 int rlk__lease_unlink(rlk__leases *reg, rlk__lease *l)
 {
+    reg->gen++;
     if (l->lost_pending) {
         /* An on_lost call removed another lost lease before its turn. */
         for (rlk__lease **pp = &reg->lost_head; *pp; pp = &(*pp)->lost_next)

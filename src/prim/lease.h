@@ -4,8 +4,9 @@
  * watchdog renews (locks today; semaphore permits and read holds later).
  * Bookkeeping only, no I/O: the validity of each lease, which are due,
  * the renewal requests of a round grouped per hash slot, the results of
- * a round's replies, and the on_lost calls due.  Whoever drives a round
- * (the lock, lock.c, per connection) does its I/O.
+ * a round's replies, and the on_lost calls due.  The renewer
+ * (renewer.c), which owns the registry, drives the rounds, per core,
+ * through the primitive host; the primitives add their leases to it.
  *
  * Locking: the registry's mutex guards its list, the on_lost queue and
  * every lease's fields but key, token, kind and slot.  The functions
@@ -73,6 +74,10 @@ typedef struct rlk__leases {
      * (clock_now) stands for rlk__now_ms() when manual_clock is set. */
     int manual_clock;
     int64_t clock_now;
+    /* One more at every change of a lease's times or of the list (add,
+     * unlink, validity, loss): a cache of the next time due is stale
+     * when it moved. */
+    unsigned gen;
 } rlk__leases;
 
 /* 0, or -1 when the mutex cannot be made. */
@@ -81,6 +86,9 @@ void rlk__leases_destroy(rlk__leases *reg);
 
 /* The registry's time: rlk__now_ms(), or the session's clock. */
 int64_t rlk__leases_now(const rlk__leases *reg);
+/* The session's clock is now (a time before the last is taken as the
+ * last). */
+void rlk__leases_clock(rlk__leases *reg, int64_t now);
 
 /* The default lost margin of a TTL: a tenth, at least 5 ms. */
 int64_t rlk__lease_margin(int64_t ttl);

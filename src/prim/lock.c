@@ -23,6 +23,7 @@
 #include "lease.h"
 #include "lock.h"
 #include "lua.h"
+#include "renewer.h"
 #include "retry.h"
 #include "scriptcall.h"
 #include "serverinfo.h"
@@ -35,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_RENEW, SC_STATUS, SC_COUNT };
+enum { SC_ACQUIRE, SC_RELEASE, SC_EXTEND, SC_STATUS, SC_COUNT };
 
 /* What a connection may not subscribe to (rlk__locks.nosub). */
 enum {
@@ -145,9 +146,6 @@ struct lnode {
     rlk__locks *s;
     struct lnode *next;
     rlk__core *core;      /* not owned */
-    rlk__conn_round cr;   /* the renewal rounds of its leases (lease.h) */
-    int recheck_all;      /* a new connection: every lease of it is re-checked */
-    int rechecked;        /* a round went on this connection */
     /* RESP3: the release channel of the last lock waited for stays
      * subscribed after its wait (NULL: none), so that waiting for it
      * again starts in line (see start). */
@@ -178,7 +176,9 @@ struct rlk__locks {
     rlk_session_lock *head;
     rlk_session_lock *zombies;
     scall *calls;         /* calls without a handle under way */
-    rlk__leases leases;
+    rlk__renewer *renewer; /* the watchdog's rounds, the leases' registry */
+    rlk__renewer *own_renewer; /* ... made for one core by rlk__locks_new_on */
+    rlk__leases *leases;  /* ... the renewer's */
     /* RESP2: the caller relays this session's messages from a connection
      * of its own (rlk__locks_set_listener): waiters wait in line. */
     int listener;
@@ -209,19 +209,6 @@ static int fail(rlk__locks *s, int status, const char *fmt, ...)
     vfail(s, status, fmt, ap);
     va_end(ap);
     return status;
-}
-
-/* A failure the caller must answer by closing the connection. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int broken(rlk__locks *s, rlk__core *core, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfail(s, status, fmt, ap);
-    va_end(ap);
-    return rlk__core_fail(core, status, "%s", s->err);
 }
 
 /* The core failed (r, not RLK_OK): its reason becomes the lock's. */
@@ -291,7 +278,7 @@ static lnode *node_for(rlk__locks *s, unsigned slot)
 static void set_now(rlk__locks *s, int64_t now)
 {
     if (now > s->now) s->now = now;
-    s->leases.clock_now = s->now;
+    rlk__leases_clock(s->leases, s->now);
     rlk__host_clock(s->host, s->now);
 }
 
@@ -336,7 +323,7 @@ static void finish(rlk__locks *s, rlk_session_lock *l, rlk_session_event ev, int
     int mine = 1;
     if (l->leased) {
         l->leased = 0;
-        mine = rlk__lease_unlink(&s->leases, &l->lease);
+        mine = rlk__renewer_remove(s->renewer, &l->lease);
     }
     if (s->cfg.cb && ev) s->cfg.cb(s->cfg.ctx, s->owner, ev, l, status);
     if (mine) {
@@ -368,7 +355,7 @@ void rlk__locks_note(rlk__locks *s, const char *msg) { snprintf(s->err, sizeof s
 static int leave_core(rlk__locks *s, rlk__core *core, int r)
 {
     if (r != RLK_OK) core_failed(s, core, r);
-    rlk__leases_notify_lost(&s->leases, 0);
+    rlk__leases_notify_lost(s->leases, 0);
     leave(s);
     return r;
 }
@@ -497,19 +484,8 @@ static unsigned native_caps(const rlk__core *c, const rlk_session_lock *l)
 /* A native form's refusal of itself (not of the lock): an ACL without
  * the command, a server without it or the option after all.  The
  * capability is dropped for the connection, the script sent instead. */
-static int native_refused(const rlk_resp_value *v)
-{
-    return rlk__reply_class(v) == RLK_EC_NOPERM || rlk__error_starts(v, "ERR unknown command") ||
-           rlk__error_starts(v, "ERR syntax error") || rlk__error_starts(v, "ERR wrong number");
-}
-
-/* SET key token IFEQ token PX ms: the lock's TTL becomes ms if its value
- * is exactly the token (OK), else nothing (nil). */
-static int put_set_ifeq(rlk__core *c, const char *key, const char *token, const char *ms)
-{
-    const char *argv[7] = {"SET", key, token, "IFEQ", token, "PX", ms};
-    return rlk__core_put(c, 7, argv, NULL);
-}
+/* SET key token IFEQ token PX ms (rlk__put_set_ifeq): the lock's TTL
+ * becomes ms if its value is exactly the token (OK), else nothing (nil). */
 
 /* The extend script setting the lock's TTL (a handoff's confirmation),
  * or adding or setting ext_ms (rlk_session_extend's).  q->arg 1: by SET
@@ -523,7 +499,7 @@ static int build_extend_script(rlk__core *c, rlk__req *q, int confirm)
     ttl_str(ms, confirm ? l->ttl : l->ext_ms);
     if (q->arg == 1 && !confirm && (native_caps(c, l) & RLK_CAP_SET_IFEQ) &&
         l->ext_how == RLK_EXTEND_SET)
-        return put_set_ifeq(c, l->keys, l->token, ms);
+        return rlk__put_set_ifeq(c, l->keys, l->token, ms);
     q->arg = 0;
     /* A reentrant lock's confirmation also writes its holder's facts
      * (the handoff replaced the hash without them). */
@@ -708,14 +684,16 @@ static int send_release(rlk__locks *s, rlk_session_lock *l, int ignore)
 
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static const rlk__req_ops sub_ops = {NULL, on_sub, NULL, 0};
+static void on_msg(void *ctx, rlk__core *c, const rlk_resp_value *v);
 
-/* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3: its answer takes a
- * place in the queue like any reply (the server's confirmation, a push,
- * comes in the reply's place; a refusal is an error reply). */
+/* SUBSCRIBE (on) or UNSUBSCRIBE of ch, under RESP3, through the host
+ * (sharded on a cluster; ch's messages come to on_msg): its answer takes
+ * a place in the queue like any reply (the server's confirmation, a
+ * push, comes in the reply's place; a refusal is an error reply). */
 static int send_sub(lnode *n, int on, const char *ch)
 {
     n->s->dl_valid = 0;
-    int r = rlk__core_subscribe(n->core, on, ncluster(n), ch, &sub_ops, n,
+    int r = rlk__host_subscribe(n->s->host, n->core, on, ch, &sub_ops, on_msg, n->s,
                                 (int64_t)rlk__fnv1a(ch, strlen(ch)));
     return core_failed(n->s, n->core, r);
 }
@@ -792,7 +770,7 @@ static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t 
     l->srv_ms = (int64_t)(fence / 1000);
     l->srv_at = s->now;
     l->holds = holds;
-    rlk__lease_set_validity(&s->leases, &l->lease, l->try_start, ms);
+    rlk__lease_set_validity(s->leases, &l->lease, l->try_start, ms);
     if (l->lease.valid_until <= s->now) {
         /* The reply came after the validity it gave was over: no success
          * is reported for it; the lock is given back. */
@@ -806,7 +784,7 @@ static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t 
      * mark would answer a native release or renewal nil or 0, one round
      * trip more each; it goes by the scripts from the start. */
     if (l->waited) l->lease.scripted = 1;
-    rlk__lease_add(&s->leases, &l->lease);
+    rlk__renewer_add(s->renewer, &l->lease);
     l->leased = 1;
     l->state = L_HELD;
     if (l->cancel) return release_now(s, l);
@@ -924,9 +902,9 @@ static int confirmed(rlk__locks *s, rlk_session_lock *l, const rlk_resp_value *v
     rlk__lease *e = &l->lease;
     if (v && l->state == L_HELD && l->leased && !e->lost) {
         if (v->type == RLK_RESP_INTEGER && v->integer >= 0)
-            rlk__lease_set_validity(&s->leases, e, l->conf_start, l->ttl);
+            rlk__lease_set_validity(s->leases, e, l->conf_start, l->ttl);
         if (v->type != RLK_RESP_INTEGER || v->integer < 0 || e->valid_until <= s->now)
-            rlk__lease_mark_lost(&s->leases, e);
+            rlk__lease_mark_lost(s->leases, e);
     }
     end_forgotten(s, l);
     return RLK_OK;
@@ -1149,7 +1127,6 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     /* A failure here broke the session: the caller sees it at its next
      * feed or tick, and closing ends this acquire with the others. */
     l->node = node_for(s, e->slot);
-    e->group = l->node;
     if (nready(l->node)) start(s, l);
     leave(s);
     return l;
@@ -1310,12 +1287,6 @@ static void place(rlk__locks *s, rlk_session_lock *l)
     if (n == l->node || (!n && l->node)) return;
     not_listening(l); /* the old node's subscription goes with its slot */
     l->node = n;
-    l->lease.group = n;
-    if (l->leased && n) {
-        /* Renewed there at once: the lease's last renewal was elsewhere. */
-        n->recheck_all = 1;
-        n->rechecked = 0;
-    }
 }
 
 /* A handle waiting for its connection (L_PENDING, L_REL_PENDING) sends
@@ -1594,7 +1565,7 @@ static int native_missed(rlk__core *c, const rlk__req *q, const rlk_resp_value *
     if (rlk__is_error(v)) {
         /* SET is refused at maxmemory, the script (allow-oom) is not. */
         int oom = rlk__reply_class(v) == RLK_EC_OOM;
-        if (!oom && !native_refused(v)) return 0;
+        if (!oom && !rlk__set_ifeq_refused(v)) return 0;
         /* An extend's script would come after the release queued
          * behind it, which may have gone its own way: the refusal is
          * the extend's result. */
@@ -1710,12 +1681,12 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         /* A set TTL becomes the lock's TTL; an added time is a one-off
          * and renewals go on with the TTL the lock had. */
         if (l->ext_how == RLK_EXTEND_SET) e->ttl = l->ext_ms;
-        rlk__lease_set_validity(&s->leases, e, l->ext_start, after);
+        rlk__lease_set_validity(s->leases, e, l->ext_start, after);
         if (e->valid_until <= s->now)
             st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
     }
     if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
-        rlk__lease_mark_lost(&s->leases, e);
+        rlk__lease_mark_lost(s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l, st);
     end_forgotten(s, l);
 }
@@ -1925,25 +1896,23 @@ static int on_push(lnode *n, const rlk_resp_value *v)
  * refused UNSUBSCRIBE leaves a channel whose messages no waiter needs. */
 static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
-    lnode *n = q->ctx;
-    rlk__locks *s = n->s;
-    if (!v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
+    rlk__locks *s = q->ctx;
+    lnode *n = node_of(s, c);
+    if (!n || !v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
     uint64_t chan = (uint64_t)q->arg;
     rlk_error_class ec = rlk__reply_class(v);
     if (rlk__host_routed(s->host) && (ec == RLK_EC_MOVED || ec == RLK_EC_ASK ||
                                       ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN)) {
         /* A sharded channel whose slot moves: no refusal.  Its waits
-         * look again soon, and subscribe where the slot is then (a
-         * MOVED patched the table). */
-        int ask;
-        if (ec == RLK_EC_MOVED) rlk__host_redirect(s->host, c, v, &ask);
+         * look again soon, and subscribe where the slot is then (the
+         * host told the topology of a MOVED, and the handles follow the
+         * table at its changed). */
         for (rlk_session_lock *h = s->head; h; h = h->next) {
             const char *ch = key(h, RLK__K_CHANNEL);
             if (h->node != n || rlk__fnv1a(ch, strlen(ch)) != chan) continue;
             not_listening(h);
             if (h->state == L_WAIT && h->wake_at > s->now + 100) h->wake_at = s->now + 100;
         }
-        if (ec == RLK_EC_MOVED) rebind(s);
         return;
     }
     if (chan == s->handoff_hash) {
@@ -1967,121 +1936,6 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 /* ------------------------------------------------------------------ */
 /* Time                                                                 */
 
-/* The request of n's round that q is (q->ctx; q->arg: see
- * rlk__conn_round_arg), or NULL: of an earlier round (the host sends a
- * request again after a redirect, and its reply can come after that
- * round ended). */
-static const rlk_request *round_req(const lnode *n, const rlk__req *q, size_t *i)
-{
-    return rlk__conn_round_req(&n->cr, q->arg, i);
-}
-
-static int build_renew(rlk__core *c, rlk__req *q)
-{
-    lnode *n = q->ctx;
-    size_t i;
-    const rlk_request *r = round_req(n, q, &i);
-    if (!r) return RLK_ERR_INVALID; /* its round is over: not sent again */
-    if (!r->script) {
-        /* A simple lease alone (rlk__round.native): key, kind, token,
-         * ttl, each a string of the lease's. */
-        return put_set_ifeq(c, r->argv[0], r->argv[2], r->argv[3]);
-    }
-    return rlk__core_put_script(c, q, &n->s->scripts[SC_RENEW], r->nkeys, r->argc, r->argv,
-                                r->argvlen);
-}
-
-/* A round's reply: its leases' results.  A missing script is not sent
- * again (the round's time is short): the next round goes as EVAL. */
-static int renew_again(rlk__core *c, const rlk__req *q)
-{
-    (void)c;
-    (void)q;
-    return 0;
-}
-
-/* The reply of request i of n's round applied (v NULL: it will not
- * come).  The round that re-checked every lease of a new connection,
- * all its replies read, ends the re-check. */
-static void round_reply(lnode *n, size_t i, const rlk_resp_value *v)
-{
-    if (rlk__conn_round_reply(&n->s->leases, &n->cr, i, v)) n->recheck_all = 0;
-}
-
-/* Every reply of n's round not applied yet will not come (its
- * connection closed, or the lock goes). */
-static void round_abandon(lnode *n)
-{
-    rlk__conn_round_abandon(&n->s->leases, &n->cr);
-}
-
-static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
-{
-    lnode *n = q->ctx;
-    rlk__locks *s = n->s;
-    size_t i;
-    if (!round_req(n, q, &i)) return;
-    if (q->missing) n->cr.eval = 1;
-    rlk_error_class ec = v && rlk__host_routed(s->host) ? rlk__reply_class(v) : RLK_EC_NONE;
-    if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
-        /* Not run (the host's redirects ran out, or its time did): its
-         * leases keep their validity and are tried again soon. */
-        round_reply(n, i, NULL);
-        return;
-    }
-    /* A refused SET IFEQ: the script from now on, on this connection. */
-    if (v && c && rlk__round_native(&n->cr.round, i) && native_refused(v))
-        rlk__core_drop_caps(c, RLK_CAP_SET_IFEQ);
-    round_reply(n, i, v);
-    /* Answered where the host's redirects found the slot: the leases
-     * follow their slots (renewed there at once). */
-    if (v && c && c != n->core) rebind(s);
-}
-
-static const rlk__req_ops renew_ops = {build_renew, on_renew, renew_again, RLK__T_ARRAY};
-static const rlk__req_ops renew_native_ops = {build_renew, on_renew, renew_again,
-                                              RLK__T_SIMPLE | RLK__T_NULL};
-
-/* The leases of n due for renewal, in one round on n's connection. */
-static int send_round(rlk__locks *s, lnode *n)
-{
-    rlk__round *rd = &n->cr.round;
-    size_t nreq;
-    int eval;
-    /* A cluster's node refuses a script whose keys span slots: one call
-     * per slot there from the first round. */
-    int r = rlk__conn_round_plan(&s->leases, &n->cr, s->now, n, n->recheck_all,
-                                 &s->scripts[SC_RENEW],
-                                 (rlk__core_caps(n->core) & RLK_CAP_SET_IFEQ) != 0, ncluster(n),
-                                 &nreq, &eval);
-    if (r <= 0) return r == 0 ? RLK_OK : broken(s, n->core, r, "renew: out of memory");
-    int64_t dl = reply_deadline(s);
-    if (dl < 0 || rd->end < dl) dl = rd->end;
-    /* A cluster's node that does not answer in time may be frozen while
-     * its replica takes over: half the time left is kept to find the new
-     * primary and renew there before the leases are reported lost. */
-    if (ncluster(n) && rd->end > s->now && s->now + (rd->end - s->now) / 2 < dl)
-        dl = s->now + (rd->end - s->now) / 2;
-    n->rechecked = 1;
-    s->dl_valid = 0;
-    for (size_t i = 0; i < nreq; i++) {
-        /* For the slot of its first key (each within one slot on a
-         * cluster): the host follows a migration's ASK, or a MOVED, with
-         * it, within the round's time. */
-        const rlk_request *q = &rd->reqs[i];
-        unsigned slot = rlk__keyslot(q->argv[0], q->argvlen ? q->argvlen[0] : strlen(q->argv[0]));
-        r = rlk__host_submit(s->host, slot, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops,
-                             n, rlk__conn_round_arg(&n->cr, i), dl, eval ? RLK__REQ_EVAL : 0);
-        if (r != RLK_OK) {
-            /* Not queued (the connection broke): this one and those
-             * after it will not be answered. */
-            for (size_t k = i; k < nreq; k++) round_reply(n, k, NULL);
-            return core_failed(s, n->core, r);
-        }
-    }
-    return RLK_OK;
-}
-
 static int64_t deadline_now(const rlk__locks *s);
 
 static int64_t locks_deadline(const rlk__locks *s)
@@ -2096,12 +1950,6 @@ static int64_t locks_deadline(const rlk__locks *s)
     return m->dl_cache;
 }
 
-/* A round can be sent on n: connected, none in flight. */
-static int can_send(const lnode *n)
-{
-    return nready(n) && !n->cr.on && !rlk__core_broken(n->core);
-}
-
 static int64_t deadline_now(const rlk__locks *s)
 {
     int64_t next = -1;
@@ -2113,18 +1961,6 @@ static int64_t deadline_now(const rlk__locks *s)
         /* Its slot's connection up (found by a new table): it goes. */
         if ((l->state == L_PENDING || l->state == L_REL_PENDING) && !l->inflight && nready(l->node))
             AT(s->now);
-    }
-    /* A renewal is due when a round can be sent on its connection; a
-     * loss to report, always.  After a reconnect every lock there is
-     * checked at once (the server may have lost its keys), by the
-     * connection's first round. */
-    for (const rlk__lease *e = s->leases.head; e; e = e->next) {
-        if (!e->watchdog || e->lost) continue;
-        const lnode *n = e->group;
-        int send = can_send(n);
-        AT(send && !n->rechecked && n->recheck_all
-               ? s->now
-               : send && !e->inflight && e->renew_at < e->lost_at ? e->renew_at : e->lost_at);
     }
 #undef AT
     return next;
@@ -2154,10 +1990,6 @@ static int locks_tick(rlk__locks *s, lnode *from, int64_t now)
             nready(l->node) && !rlk__core_broken(l->node->core))
             resume(s, l);
     }
-    for (lnode *n = s->nodes; n; n = n->next)
-        if (can_send(n)) send_round(s, n);
-    rlk__leases_expire(&s->leases, s->now);
-    rlk__leases_notify_lost(&s->leases, 0);
     int r = RLK_OK;
     if (from && rlk__core_broken(from->core))
         r = core_failed(s, from->core, rlk__core_broken(from->core));
@@ -2174,11 +2006,8 @@ static void on_connected(void *ctx, rlk__core *c)
 {
     lnode *n = node_of(ctx, c);
     if (!n) return;
-    n->rechecked = 0;
     n->nosub = 0;
     n->note[0] = '\0';
-    for (const rlk__lease *e = n->s->leases.head; e && !n->recheck_all; e = e->next)
-        n->recheck_all = e->group == n;
 }
 
 /* The connection went (the core's hook), after each request owed
@@ -2191,10 +2020,6 @@ static void on_closed(void *ctx, rlk__core *c)
     lnode *n = node_of(s, c);
     if (!n) return;
     enter(s, rlk__core_now(c));
-    /* A round's requests sent elsewhere after a redirect (or held for a
-     * connection) answer later, after the round: it ends here, or no
-     * round would follow. */
-    round_abandon(n);
     rlk__free(n->kept);
     n->kept = NULL;
     for (rlk_session_lock *l = s->head; l; l = l->next) {
@@ -2249,7 +2074,7 @@ static void on_closed(void *ctx, rlk__core *c)
             finish(s, l, RLK_SEV_RELEASED, fail(s, RLK_ERR_CLOSED, "release: the connection closed"));
         }
     }
-    rlk__leases_notify_lost(&s->leases, 0);
+    rlk__leases_notify_lost(s->leases, 0);
     leave(s);
 }
 
@@ -2271,6 +2096,9 @@ static void host_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
     if (n) on_push(n, v);
 }
 
+/* A message on a channel the lock subscribed (the host's dispatch). */
+static void on_msg(void *ctx, rlk__core *c, const rlk_resp_value *v) { host_push(ctx, c, v); }
+
 /* Which core serves which slot changed (a cluster's new table): the
  * handles whose slot moved follow it (their leases are re-checked at
  * once on the new connection; waits and handles waiting for a
@@ -2291,7 +2119,7 @@ static void host_refused(void *ctx, int status, const char *msg)
         else if (l->state == L_REL_PENDING)
             finish(s, l, RLK_SEV_RELEASED, fail(s, status, "release: %s", msg));
     }
-    rlk__leases_notify_lost(&s->leases, 0);
+    rlk__leases_notify_lost(s->leases, 0);
 }
 
 static int64_t host_deadline(void *ctx) { return locks_deadline(ctx); }
@@ -2309,7 +2137,7 @@ static int host_leave(void *ctx, int r)
     rlk__locks *s = ctx;
     rlk__core *c = rlk__host_turning(s->host);
     if (c) return leave_core(s, c, r);
-    rlk__leases_notify_lost(&s->leases, 0);
+    rlk__leases_notify_lost(s->leases, 0);
     leave(s);
     return r;
 }
@@ -2319,7 +2147,8 @@ static const rlk__host_ops host_ops = {on_connected, host_ready,    on_closed,
                                        host_deadline, host_tick,    host_enter,
                                        host_leave};
 
-rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void *owner)
+rlk__locks *rlk__locks_new(rlk__host *host, rlk__renewer *renewer, const rlk_session_config *cfg,
+                           void *owner)
 {
     rlk__locks *s = rlk__malloc(sizeof *s);
     if (!s) return NULL;
@@ -2330,14 +2159,11 @@ rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void 
     /* The connection's strings are the core's. */
     s->cfg.username = s->cfg.password = s->cfg.client_name = NULL;
     s->host = host;
+    s->renewer = renewer;
+    s->leases = rlk__renewer_leases(renewer);
     s->owner = owner;
     unsigned char rnd[12 + 16];
-    if (rlk__random_bytes(rnd, sizeof rnd) != 0 || rlk__leases_init(&s->leases, &s->timing) != 0) {
-        rlk__free(s);
-        return NULL;
-    }
-    if (rlk__host_join(host, &host_ops, s) != RLK_OK) {
-        rlk__leases_destroy(&s->leases);
+    if (rlk__random_bytes(rnd, sizeof rnd) != 0 || rlk__host_join(host, &host_ops, s) != RLK_OK) {
         rlk__free(s);
         return NULL;
     }
@@ -2352,9 +2178,8 @@ rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void 
     if (gethostname(host_name, sizeof host_name - 1) != 0) host_name[0] = '\0';
     host_name[sizeof host_name - 1] = '\0';
     s->host_name[put_enc(s->host_name, host_name, RLK_HOLDER_HOST_MAX)] = '\0';
-    s->leases.manual_clock = 1;
     const char *texts[SC_COUNT] = {rlk__lua_acquire, rlk__lua_release, rlk__lua_extend,
-                                   rlk__lua_renew, rlk__lua_status};
+                                   rlk__lua_status};
     for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&s->scripts[i], texts[i], 0);
     return s;
 }
@@ -2362,12 +2187,15 @@ rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void 
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner)
 {
     rlk__host *h = rlk__host_new(NULL);
-    rlk__locks *s = h && rlk__host_attach(h, core) == RLK_OK ? rlk__locks_new(h, cfg, owner) : NULL;
+    rlk__renewer *rn = h && rlk__host_attach(h, core) == RLK_OK ? rlk__renewer_new(h, cfg->timing) : NULL;
+    rlk__locks *s = rn ? rlk__locks_new(h, rn, cfg, owner) : NULL;
     if (!s) {
+        rlk__renewer_free(rn);
         rlk__host_free(h);
         return NULL;
     }
     s->own_host = h;
+    s->own_renewer = rn;
     return s;
 }
 
@@ -2376,16 +2204,17 @@ void rlk__locks_free(rlk__locks *s)
     if (!s) return;
     rlk__host_part(s->host, &host_ops, s);
     s->depth++;
+    /* Rounds in flight hold leases of handles freed below. */
+    rlk__renewer_abandon(s->renewer);
     for (lnode *n = s->nodes; n; n = n->next) {
-        round_abandon(n);
         rlk__free(n->kept);
         n->kept = NULL;
     }
-    s->leases.lost_head = NULL; /* no event from here */
+    s->leases->lost_head = NULL; /* no event from here */
     while (s->head) {
         rlk_session_lock *l = s->head;
         unlink_handle(s, l);
-        if (l->leased) rlk__lease_unlink(&s->leases, &l->lease);
+        if (l->leased) rlk__renewer_remove(s->renewer, &l->lease);
         free_handle(l);
     }
     s->depth--;
@@ -2399,12 +2228,12 @@ void rlk__locks_free(rlk__locks *s)
         s->calls = k->next;
         rlk__free(k);
     }
-    rlk__leases_destroy(&s->leases);
     while (s->nodes) {
         lnode *n = s->nodes;
         s->nodes = n->next;
         rlk__free(n);
     }
+    rlk__renewer_free(s->own_renewer);
     rlk__host_free(s->own_host);
     rlk__free(s);
 }

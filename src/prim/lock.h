@@ -2,7 +2,8 @@
 /*
  * The lock, the first primitive over the request core (lock.c): simple
  * and reentrant locks, their waits (in line, woken by releases, handed
- * over), their leases and renewal rounds, and the calls without a handle
+ * over), their leases (which the renewer, renewer.h, renews in its
+ * rounds), and the calls without a handle
  * (status, release and extend by token), all as requests with callbacks
  * that it submits to the primitive host (host.h) for their slot: the
  * host holds them until the slot's connection is up and follows a
@@ -25,6 +26,7 @@
 
 #include "core.h"
 #include "host.h"
+#include "renewer.h"
 #include "resplock.h"
 
 typedef struct rlk__locks rlk__locks;
@@ -56,13 +58,16 @@ typedef void (*rlk__session_call_cb)(void *ctx, rlk_session *s, const rlk__sessi
 
 
 /* Locks over host's connections (they join it: its cores' events, its
- * routed requests), with cfg's timing and callback (its connection
- * fields are the cores' and not read); owner is what the callbacks get
- * as their rlk_session.  NULL when out of memory or random bytes. */
-rlk__locks *rlk__locks_new(rlk__host *host, const rlk_session_config *cfg, void *owner);
-/* Locks over one core that serves every slot, with a host of their own
- * over it (freed with them): for a caller that turns one core and has
- * no other primitive on it. */
+ * routed requests), their leases renewed by renewer's rounds (joined to
+ * the same host; renewer.h), with cfg's timing and callback (its
+ * connection fields are the cores' and not read); owner is what the
+ * callbacks get as their rlk_session.  NULL when out of memory or random
+ * bytes. */
+rlk__locks *rlk__locks_new(rlk__host *host, rlk__renewer *renewer, const rlk_session_config *cfg,
+                           void *owner);
+/* Locks over one core that serves every slot, with a host and a renewer
+ * of their own over it (freed with them): for a caller that turns one
+ * core and has no other primitive on it. */
 rlk__locks *rlk__locks_new_on(rlk__core *core, const rlk_session_config *cfg, void *owner);
 /* Frees the handles and calls (no event), parting from the host; the
  * host and the cores stay. */

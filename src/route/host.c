@@ -76,6 +76,26 @@ typedef struct member {
     void *ctx;
 } member;
 
+/* A subscription (on) or an unsubscribe on its way.  A subscription
+ * takes its channel's messages on its core from its sending until it
+ * ends (live); its record goes when it has ended and its answer came. */
+typedef struct hsub hsub;
+struct hsub {
+    hsub *next;
+    rlk__host *h;
+    rlk__core *core;
+    const rlk__req_ops *ops;    /* the caller's: its reply */
+    rlk__req_ops wops;          /* the core's view */
+    rlk__host_msg_fn on_msg;
+    void *ctx;                  /* NULL: its subscriber parted */
+    int64_t arg;
+    int on;
+    int live;                   /* takes its channel's messages */
+    int owed;                   /* its answer has not come */
+    size_t len;
+    char ch[];
+};
+
 struct rlk__host {
     rlk__host_topo topo;
     int routed;
@@ -90,6 +110,7 @@ struct rlk__host {
     size_t nheld;
     hreq *pool;
     size_t npool;
+    hsub *subs;
     int pumping, pump_again;
     rlk__core *turning;         /* the core whose call is under way */
     int64_t now;
@@ -160,6 +181,8 @@ int rlk__host_join(rlk__host *h, const rlk__host_ops *ops, void *ctx)
     return RLK_OK;
 }
 
+static void subs_sweep(rlk__host *h);
+
 void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx)
 {
     EACH(h, i, m) if (m->ops == ops && m->ctx == ctx) {
@@ -167,6 +190,12 @@ void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx)
         h->parted = 1;
     }
     if (!h->depth && h->parted) compact(h);
+    for (hsub *u = h->subs; u; u = u->next)
+        if (u->ctx == ctx) {
+            u->ctx = NULL;
+            u->live = 0;
+        }
+    subs_sweep(h);
 }
 
 /* ------------------------------------------------------------------ */
@@ -720,6 +749,11 @@ static void on_closed(void *ctx, rlk__core *c)
         }
         r = next;
     }
+    /* c's subscriptions went with its connection (their answers owed
+     * have come, NULL, before this hook). */
+    for (hsub *u = h->subs; u; u = u->next)
+        if (u->core == c) u->live = 0;
+    subs_sweep(h);
     EACH(h, i, m) if (m->ops->closed) m->ops->closed(m->ctx, c);
 }
 
@@ -727,6 +761,22 @@ static void on_push(void *ctx, rlk__core *c, const rlk_resp_value *v)
 {
     rlk__host *h = ((hnode *)ctx)->h;
     now_of(h, c);
+    /* A message on a channel subscribed through the host goes to its
+     * subscriber alone; so does the server's own SUNSUBSCRIBE of it (a
+     * sharded channel whose slot moved), which ends the subscription. */
+    const rlk_resp_value *kind = rlk_resp_value_at(v, 0), *ch = rlk_resp_value_at(v, 1);
+    int ends = rlk__str_is(kind, "sunsubscribe", 12);
+    if (ch && (ends || rlk__str_is(kind, "message", 7) || rlk__str_is(kind, "smessage", 8))) {
+        int taken = 0;
+        for (hsub *u = h->subs; u; u = u->next) {
+            if (!u->live || u->core != c || !rlk__str_is(ch, u->ch, u->len)) continue;
+            if (ends) u->live = 0;
+            if (u->on_msg) u->on_msg(u->ctx, c, v);
+            taken = 1;
+        }
+        if (ends) subs_sweep(h);
+        if (taken) return;
+    }
     EACH(h, i, m) if (m->ops->push) m->ops->push(m->ctx, c, v);
 }
 
@@ -771,11 +821,100 @@ static int on_leave(void *ctx, int status)
 
 rlk__core *rlk__host_turning(const rlk__host *h) { return h->turning; }
 
-rlk__core *rlk__host_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask)
+/* v, a reply of from that no routed request carried (a
+ * subscription's), is MOVED or ASK: the topology's answer (a MOVED
+ * patches its table); NULL, *ask 0 without a topology. */
+static rlk__core *topo_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask)
 {
     *ask = 0;
     if (!h->routed || !h->topo.redirect) return NULL;
     return h->topo.redirect(h->topo.ctx, from, v, ask);
+}
+
+/* ------------------------------------------------------------------ */
+/* Subscriptions                                                        */
+
+/* The records that have ended and been answered go. */
+static void subs_sweep(rlk__host *h)
+{
+    hsub **p = &h->subs;
+    while (*p) {
+        hsub *u = *p;
+        if (!u->live && !u->owed) {
+            *p = u->next;
+            rlk__free(u);
+        } else {
+            p = &u->next;
+        }
+    }
+}
+
+static void sub_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    hsub *u = q->ctx;
+    rlk__host *h = u->h;
+    now_of(h, c);
+    u->owed = 0;
+    int moved = 0;
+    if (!v || rlk__is_error(v)) {
+        u->live = 0; /* refused, or its connection went */
+        if (v) {
+            rlk_error_class ec = rlk__reply_class(v);
+            moved = ec == RLK_EC_MOVED || ec == RLK_EC_ASK;
+        }
+    }
+    if (moved) {
+        /* The channel's slot moved: the topology hears it (a MOVED
+         * patches its table), the subscriber sees the refusal, then
+         * every primitive follows the table. */
+        int ask;
+        topo_redirect(h, c, v, &ask);
+    }
+    if (u->ctx && u->ops && u->ops->reply) {
+        rlk__req cq = *q;
+        cq.ops = u->ops;
+        cq.ctx = u->ctx;
+        cq.arg = u->arg;
+        u->ops->reply(c, &cq, v);
+    }
+    if (moved && h->routed) EACH(h, i, m) if (m->ops->changed) m->ops->changed(m->ctx);
+    subs_sweep(h);
+}
+
+int rlk__host_subscribe(rlk__host *h, rlk__core *c, int on, const char *ch,
+                        const rlk__req_ops *ops, rlk__host_msg_fn on_msg, void *ctx, int64_t arg)
+{
+    size_t len = strlen(ch);
+    hsub *u = rlk__malloc(sizeof *u + len + 1);
+    if (!u) return RLK_ERR_NOMEM;
+    memset(u, 0, sizeof *u);
+    u->h = h;
+    u->core = c;
+    u->ops = ops;
+    u->wops.reply = sub_reply;
+    u->on_msg = on_msg;
+    u->ctx = ctx;
+    u->arg = arg;
+    u->on = on;
+    u->len = len;
+    memcpy(u->ch, ch, len + 1);
+    if (!on) /* no more messages from here */
+        for (hsub *o = h->subs; o; o = o->next)
+            if (o->live && o->core == c && o->ctx == ctx && o->len == len && memcmp(o->ch, ch, len) == 0)
+                o->live = 0;
+    int sharded = strcmp(rlk__core_info(c)->mode, "cluster") == 0;
+    int r = rlk__core_subscribe_n(c, on, sharded, ch, len, &u->wops, u, arg);
+    if (r != RLK_OK) {
+        subs_sweep(h);
+        rlk__free(u);
+        return r;
+    }
+    u->owed = 1;
+    u->live = on;
+    u->next = h->subs;
+    h->subs = u;
+    subs_sweep(h);
+    return RLK_OK;
 }
 
 int rlk__host_attach(rlk__host *h, rlk__core *core)
@@ -839,6 +978,11 @@ void rlk__host_free(rlk__host *h)
     while ((r = h->pool) != NULL) {
         h->pool = r->next;
         rlk__free(r);
+    }
+    hsub *u;
+    while ((u = h->subs) != NULL) {
+        h->subs = u->next;
+        rlk__free(u);
     }
     hnode *n;
     while ((n = h->nodes) != NULL) {

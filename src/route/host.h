@@ -84,7 +84,8 @@ void rlk__host_refuse(rlk__host *h, int status, const char *msg, int64_t now);
 
 /* ops (not copied: it must outlive the join) with ctx joins: RLK_OK,
  * RLK_ERR_NOMEM, RLK_ERR_INVALID (joined already).  part: no more
- * events (its requests in flight still get their replies). */
+ * events, no more messages or answers of its subscriptions (its routed
+ * requests in flight still get their replies). */
 int rlk__host_join(rlk__host *h, const rlk__host_ops *ops, void *ctx);
 void rlk__host_part(rlk__host *h, const rlk__host_ops *ops, void *ctx);
 
@@ -154,16 +155,32 @@ int rlk__host_why(const rlk__host *h, const char **msg);
  * this reply (a redirect loop's error has more than RLK__HOST_REDIRECTS). */
 int rlk__host_redirects(const rlk__host *h);
 
+/* Subscriptions, their messages dispatched by channel.
+ *
+ * SUBSCRIBE ch on core c (the core that serves the subscriber's slot,
+ * as rlk__host_core_for says), SSUBSCRIBE where c's server is a Redis
+ * Cluster node (channels are sharded by slot there); on 0: its
+ * UNSUBSCRIBE.  ops->reply (ops or it may be NULL) hears the answer as
+ * rlk__core_subscribe says, with ctx and arg.  A MOVED or ASK among
+ * them (the channel's slot moved) is told to the topology first (a
+ * MOVED patches its table); the subscriber sees that its subscription
+ * did not take, and then every joined primitive hears changed.  From
+ * the call on, until its unsubscribe, a refusal, c's close or the
+ * server's own sunsubscribe of it (given to on_msg, then the end), c's
+ * messages on ch (message, smessage) go to on_msg(ctx, c, v) alone, not
+ * to the members' push.  ctx is the subscriber's as it joined: its part
+ * ends its subscriptions (no more messages, no more answers).
+ * RLK_OK, RLK_ERR_NOMEM, or rlk__core_subscribe's failure. */
+typedef void (*rlk__host_msg_fn)(void *ctx, rlk__core *c, const rlk_resp_value *v);
+int rlk__host_subscribe(rlk__host *h, rlk__core *c, int on, const char *ch,
+                        const rlk__req_ops *ops, rlk__host_msg_fn on_msg, void *ctx, int64_t arg);
+
 /* The core that serves slot now (NULL: none known yet), as the
  * topology says; a host without one: its core. */
 rlk__core *rlk__host_core_for(rlk__host *h, unsigned slot);
 /* The core whose call (feed, tick, connected, closed) is under way, for
  * a primitive's enter, leave and tick (NULL: none, or the host's own). */
 rlk__core *rlk__host_turning(const rlk__host *h);
-/* v, a reply of from that the host did not carry (a subscription's), is
- * MOVED or ASK: the topology's answer, as rlk__host_topo.redirect (a
- * MOVED patches its table); NULL, *ask 0 without a topology. */
-rlk__core *rlk__host_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask);
 /* The caller's clock (a time before the last is taken as the last),
  * given to every core: a caller that submits sets it first. */
 void rlk__host_clock(rlk__host *h, int64_t now);
