@@ -123,6 +123,16 @@ struct rlk_lock {
     int doomed;               /* ...but out of the client's list */
 };
 
+/* Thread mode's own calls: reached through cl->th only, which the first
+ * rlk_client_watchdog_start sets, so that a program that never starts the
+ * thread (the static command) links none of them. */
+typedef struct thread_ops {
+    void (*signal)(rlk_client *cl);              /* a result came */
+    void (*wait)(rlk_client *cl, int64_t until); /* for a result, or until (-1: none) */
+    void (*join)(rlk_client *cl);                /* the thread, told to stop */
+    void (*end)(rlk_client *cl);                 /* the client is freed */
+} thread_ops;
+
 struct rlk_client {
     rlk_client_config cfg;
     char *strings;            /* cfg.conn's strings, copied */
@@ -141,7 +151,8 @@ struct rlk_client {
     int rate_due;             /* some rate call's result is owed to a loop */
     rlk_lock *locks;
     pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
-    pthread_cond_t cv;        /* a result came (thread mode) */
+    pthread_cond_t cv;        /* a result came (thread mode; made by its first start) */
+    const struct thread_ops *th; /* thread mode's calls, set by its first start */
     pthread_t thread;
     int thread_on;
     int stopping;
@@ -446,7 +457,7 @@ static void on_event(void *ctx, rlk_session *s, rlk_session_event ev, rlk_sessio
     l->done = 1;
     l->status = status;
     if (l->orphan && !l->sl) free_handle(l);
-    if (cl->thread_on) pthread_cond_broadcast(&cl->cv);
+    if (cl->thread_on) cl->th->signal(cl);
 }
 
 /* ------------------------------------------------------------------ */
@@ -684,24 +695,11 @@ static int drive_for(rlk_client *cl, int (*done)(void *), void *ctx, int64_t unt
                 r = h.fatal ? h.fatal : RLK_ERR_CLOSED;
                 break;
             }
-            if (until < 0) {
-                pthread_cond_wait(&cl->cv, &cl->mu);
-                continue;
-            }
-            int64_t left = until - rlk__now_ms();
-            if (left <= 0) {
+            if (until >= 0 && until <= rlk__now_ms()) {
                 r = RLK_ERR_TIMEOUT;
                 break;
             }
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+            cl->th->wait(cl, until);
         }
         if (r == RLK_OK && !done(ctx)) r = RLK_ERR_TIMEOUT;
     }
@@ -836,16 +834,8 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int ok = pthread_mutex_init(&cl->mu, &ma) == 0;
-    if (ok && pthread_cond_init(&cl->cv, &ca) != 0) {
-        pthread_mutex_destroy(&cl->mu);
-        ok = 0;
-    }
     pthread_mutexattr_destroy(&ma);
-    pthread_condattr_destroy(&ca);
     if (!ok) {
         rlk__free(cl->strings);
         rlk__free(cl);
@@ -881,7 +871,6 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
         rlk__renewer_free(cl->renewer);
         rlk__host_free(cl->host);
         rlk__route_destroy(&cl->route);
-        pthread_cond_destroy(&cl->cv);
         pthread_mutex_destroy(&cl->mu);
         rlk__free(cl->strings);
         rlk__free(cl);
@@ -914,7 +903,7 @@ void rlk_client_free(rlk_client *cl)
     rlk_conn_free(cl->own);
     rlk__free(cl->side_channel);
     rlk__free(cl->wp);
-    pthread_cond_destroy(&cl->cv);
+    if (cl->th) cl->th->end(cl);
     pthread_mutex_destroy(&cl->mu);
     rlk__free(cl->strings);
     rlk__free(cl);
@@ -1482,6 +1471,45 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Thread mode's own calls (cl->th). */
+static void th_signal(rlk_client *cl) { pthread_cond_broadcast(&cl->cv); }
+
+static void th_wait(rlk_client *cl, int64_t until)
+{
+    if (until < 0) {
+        pthread_cond_wait(&cl->cv, &cl->mu);
+        return;
+    }
+    int64_t left = until - rlk__now_ms();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += left / 1000;
+    ts.tv_nsec += (left % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+}
+
+static void th_join(rlk_client *cl) { pthread_join(cl->thread, NULL); }
+static void th_end(rlk_client *cl) { pthread_cond_destroy(&cl->cv); }
+
+static const thread_ops thread_calls = {th_signal, th_wait, th_join, th_end};
+
+/* The condition variable, at the first start. */
+static int th_make(rlk_client *cl)
+{
+    if (cl->th) return 0;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int r = pthread_cond_init(&cl->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (r == 0) cl->th = &thread_calls;
+    return r;
+}
+
 int rlk_client_watchdog_start(rlk_client *cl)
 {
     enter(cl);
@@ -1493,6 +1521,10 @@ int rlk_client_watchdog_start(rlk_client *cl)
         leave(cl);
         return cl_fail(cl, RLK_ERR_INVALID,
                        "watchdog: the client is turned by an event loop (rlk_client_watch)");
+    }
+    if (th_make(cl) != 0) {
+        leave(cl);
+        return cl_fail(cl, RLK_ERR_NOMEM, "watchdog: cannot make a condition variable");
     }
     if (pipe2(cl->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         leave(cl);
@@ -1523,7 +1555,7 @@ void rlk_client_watchdog_stop(rlk_client *cl)
     cl->stopping = 1;
     wake_thread(cl);
     pthread_mutex_unlock(&cl->mu);
-    pthread_join(cl->thread, NULL);
+    cl->th->join(cl);
     pthread_mutex_lock(&cl->mu);
     cl->thread_on = 0;
     close(cl->wake_pipe[0]);
@@ -1901,7 +1933,7 @@ static void rate_end(void *ctx, int status, const rlk_rate_result *res, const ch
     k->res = *res;
     snprintf(k->msg, sizeof k->msg, "%s", msg);
     if (k->cb) cl->rate_due = 1;
-    if (cl->thread_on) pthread_cond_broadcast(&cl->cv);
+    if (cl->thread_on) cl->th->signal(cl);
 }
 
 static int rec_done(void *ctx) { return ((rate_rec *)ctx)->done; }

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Text packed at build time by scripts/pack-text (its header gives the
+ * format), unpacked here.  Internal to the library (rlk__ prefix, not
+ * installed).  The static command keeps its usage text and the Lua
+ * scripts so: half the bytes. */
+#ifndef RESPLOCK_UNPACK_H
+#define RESPLOCK_UNPACK_H
+
+#include <stddef.h>
+
+/* Unpacks the n bytes at in into out, which has room for the text
+ * unpacked (pack-text prints its length) and a NUL; returns its length.
+ * The input is the build's own, and trusted: a back reference is not
+ * checked against the start of out. */
+size_t rlk__unpack(const unsigned char *in, size_t n, char *out);
+
+#endif
