@@ -4,7 +4,8 @@
 # stands against the built library (warnings are errors), run against a
 # throwaway redis-server (REDIS_URL, and HOST PORT as arguments; the
 # five-minute example its URL as its argument), and must exit 0 with the
-# output its kind of example prints.  A block this
+# output its kind of example prints (the rate limiter's: its refusal and
+# its wait within the limiter's interval, its key left to expire).  A block this
 # script does not know fails, so a new example comes with its check.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 readme="$top_srcdir/README.md"
@@ -44,7 +45,9 @@ build() {
 for src in "$work"/readme-*.c; do
   name=$(basename "$src" .c)
   first=$(grep -m1 -E 'adapters/poll\.h|conn\.url = argc|rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
+  grep -q 'rlk_rate_take(' "$src" && first=rate
   case $first in
+    rate) kind=rate ;;
     *adapters/poll.h*) kind=loop ;;
     *"conn.url = argc"*) kind=quick ;;
     *rlk_client_new*) kind=client ;;
@@ -62,6 +65,7 @@ for src in "$work"/readme-*.c; do
   # REDIS_URL or HOST PORT.
   lock=orders args=(127.0.0.1 "$port")
   [ "$kind" != quick ] || { lock=nightly-report args=("redis://127.0.0.1:$port"); }
+  [ "$kind" != rate ] || lock=resplock:rate:sms
   R DEL "$lock" >/dev/null
   REDIS_URL="redis://127.0.0.1:$port" $RLK_WRAP "$work/$name" "${args[@]}" \
     </dev/null >"$work/$name.out" 2>"$work/$name.err"
@@ -79,10 +83,23 @@ for src in "$work"/readme-*.c; do
       want=$'acquired orders fence [0-9]+\nreleased' ;;
     codec)
       want=$'1: "hello"\n1: 42\nneed more; [0-9]+ bytes kept for the next read' ;;
+    rate)
+      # Two at once from idle, the third refused for about the 1 s
+      # interval, the fourth taken after sleeping the server's wait.
+      want=$'refused: allowed again in [0-9]+ ms\nsent 3, refused 1, then waited [0-9]+ ms' ;;
   esac
   if [[ "$out" =~ ^$want$ ]]; then ok "$name ($kind): its output"
   else bad "$name ($kind): its output" "want /$want/" "${show[@]}"; fi
-  if [ "$kind" != codec ]; then
+  if [ "$kind" = rate ]; then
+    rw=$(sed -n 's/^refused: allowed again in \([0-9]*\) ms$/\1/p' "$work/$name.out")
+    rs=$(sed -n 's/^sent .*then waited \([0-9]*\) ms$/\1/p' "$work/$name.out")
+    if [ -n "$rw" ] && [ "$rw" -gt 0 ] && [ "$rw" -le 1000 ] && [ -n "$rs" ] && [ "$rs" -gt 0 ] && [ "$rs" -le 1002 ]
+    then ok "$name ($kind): refused for at most the 1 s interval ($rw ms), then slept about as long ($rs ms)"
+    else bad "$name ($kind): refused for $rw ms, slept $rs ms (want 1..1000 and 1..1002)"; fi
+    pt=$(R PTTL "$lock")
+    if [ "$pt" -gt 0 ] 2>/dev/null; then ok "$name ($kind): the limiter's key expires ($pt ms)"
+    else bad "$name ($kind): the limiter's key's PTTL is $pt"; fi
+  elif [ "$kind" != codec ]; then
     expect_eq "$name ($kind): the lock is released" "$(R EXISTS "$lock")" 0
   fi
 done
