@@ -566,6 +566,8 @@ static void test_two_primitives(void)
     teardown();
 }
 
+static int fail_next; /* the allocation hook's (below): the next allocation fails */
+
 /* A subscription's message (the host's dispatch by channel). */
 static void on_msg(void *ctx, rlk__core *c, const rlk_resp_value *v)
 {
@@ -639,6 +641,11 @@ static void test_subscriptions(void)
     CHECK_EQ_INT(P2.n, 1);
     CHECK_EQ_INT(P2.msgs, 2);
     CHECK_EQ_INT(P1.pushes, 5);
+    /* Out of memory: the core breaks, as by its own subscribe, so that
+     * its owner hears closed instead of waiting for an answer. */
+    fail_next = 1;
+    CHECK_EQ_INT(rlk__host_subscribe(H, T.core[0], 1, "c4", &ops1, on_msg, &P1, 16), RLK_ERR_NOMEM);
+    CHECK(rlk__core_broken(T.core[0]) != 0);
     teardown();
 }
 
@@ -681,9 +688,18 @@ static void test_sharded_subscriptions(void)
     teardown();
 }
 
-/* Allocations counted by the hook. */
+/* Allocations counted by the hook; fail_next: the next one fails. */
 static long allocs;
-static void *a_malloc(void *ctx, size_t n) { (void)ctx; allocs++; return malloc(n); }
+static void *a_malloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    allocs++;
+    if (fail_next) {
+        fail_next = 0;
+        return NULL;
+    }
+    return malloc(n);
+}
 static void *a_realloc(void *ctx, void *p, size_t n) { (void)ctx; allocs++; return realloc(p, n); }
 static void a_free(void *ctx, void *p) { (void)ctx; free(p); }
 

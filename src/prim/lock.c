@@ -125,6 +125,9 @@ struct rlk_session_lock {
     int full;             /* held only once a handoff is confirmed (full_ttl) */
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
+    int end_ev;           /* ended while its extend was in flight: the end's
+                             event and status, held until the extend's */
+    int end_status;
     int ext_on;           /* an extend in flight: */
     int ext_how;
     int64_t ext_ms;
@@ -318,6 +321,17 @@ static void unlink_handle(rlk__locks *s, rlk_session_lock *l)
  * goes on (zombies are chained by znext). */
 static void finish(rlk__locks *s, rlk_session_lock *l, rlk_session_event ev, int status)
 {
+    if (ev && l->ext_on) {
+        /* An extend asked before is still to be answered (the host
+         * sends it again after a TRYAGAIN, a CLUSTERDOWN or a MOVED,
+         * while the release sent after it was answered): its result
+         * comes first, then this end (extend_answered); the handle
+         * stays until then, its reply's context. */
+        l->state = L_DONE;
+        l->end_ev = ev;
+        l->end_status = status;
+        return;
+    }
     l->state = L_DONE;
     unlink_handle(s, l);
     int mine = 1;
@@ -860,6 +874,19 @@ static void end_forgotten(rlk__locks *s, rlk_session_lock *l)
 {
     if (l->forgotten && l->state == L_HELD && !l->inflight && !l->ext_on && !l->confirming)
         finish(s, l, 0, RLK_OK);
+}
+
+/* l's extend was answered (its EXTENDED given): an end held for it
+ * comes now. */
+static void extend_answered(rlk__locks *s, rlk_session_lock *l)
+{
+    if (l->end_ev) {
+        rlk_session_event ev = (rlk_session_event)l->end_ev;
+        l->end_ev = 0;
+        finish(s, l, ev, l->end_status);
+        return;
+    }
+    end_forgotten(s, l);
 }
 
 /* A handoff message came to a waiter in line, l.  Under RESP3 it came
@@ -1668,7 +1695,7 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         if (s->cfg.cb)
             s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
                       fail(s, st, "extend: %s", why_msg(s)));
-        end_forgotten(s, l);
+        extend_answered(s, l);
         return;
     }
     int64_t after = 0;
@@ -1685,10 +1712,11 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         if (e->valid_until <= s->now)
             st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
     }
-    if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
+    /* Not for a lock released meanwhile (its end held for this). */
+    if (!l->end_ev && (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT))
         rlk__lease_mark_lost(s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l, st);
-    end_forgotten(s, l);
+    extend_answered(s, l);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2046,6 +2074,7 @@ static void on_closed(void *ctx, rlk__core *c)
             if (s->cfg.cb)
                 s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
                           fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
+            if (l->end_ev) extend_answered(s, l);
             if (l->state == L_DONE) continue;
         }
         if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM) {

@@ -886,7 +886,14 @@ int rlk__host_subscribe(rlk__host *h, rlk__core *c, int on, const char *ch,
 {
     size_t len = strlen(ch);
     hsub *u = rlk__malloc(sizeof *u + len + 1);
-    if (!u) return RLK_ERR_NOMEM;
+    if (!u) {
+        /* As the core's own subscribe: out of memory breaks the core, so
+         * that its owner hears of it (closed) instead of waiting for an
+         * answer to a subscription never sent. */
+        if (rlk__core_connected_now(c) && !rlk__core_broken(c))
+            rlk__core_fail(c, RLK_ERR_NOMEM, "out of memory");
+        return RLK_ERR_NOMEM;
+    }
     memset(u, 0, sizeof *u);
     u->h = h;
     u->core = c;

@@ -170,7 +170,8 @@ int rlk__host_redirects(const rlk__host *h);
  * messages on ch (message, smessage) go to on_msg(ctx, c, v) alone, not
  * to the members' push.  ctx is the subscriber's as it joined: its part
  * ends its subscriptions (no more messages, no more answers).
- * RLK_OK, RLK_ERR_NOMEM, or rlk__core_subscribe's failure. */
+ * RLK_OK, RLK_ERR_NOMEM (c is broken then, as by its own subscribe),
+ * or rlk__core_subscribe's failure. */
 typedef void (*rlk__host_msg_fn)(void *ctx, rlk__core *c, const rlk_resp_value *v);
 int rlk__host_subscribe(rlk__host *h, rlk__core *c, int on, const char *ch,
                         const rlk__req_ops *ops, rlk__host_msg_fn on_msg, void *ctx, int64_t arg);
