@@ -125,9 +125,6 @@ struct rlk_session_lock {
     int full;             /* held only once a handoff is confirmed (full_ttl) */
     int subscribed;       /* to its release channel (RESP3) */
     int leased;           /* in the lease registry */
-    int end_ev;           /* ended while its extend was in flight: the end's
-                             event and status, held until the extend's */
-    int end_status;
     int ext_on;           /* an extend in flight: */
     int ext_how;
     int64_t ext_ms;
@@ -325,12 +322,15 @@ static void finish(rlk__locks *s, rlk_session_lock *l, rlk_session_event ev, int
         /* An extend asked before is still to be answered (the host
          * sends it again after a TRYAGAIN, a CLUSTERDOWN or a MOVED,
          * while the release sent after it was answered): its result
-         * comes first, then this end (extend_answered); the handle
-         * stays until then, its reply's context. */
-        l->state = L_DONE;
-        l->end_ev = ev;
-        l->end_status = status;
-        return;
+         * comes first, as it was asked first.  The lock has ended, so
+         * the extend keeps nothing (sent again, it finds another token
+         * or none).  Its reply, when it comes, is dropped: the handle
+         * is freed once no request of its is owed (leave). */
+        l->ext_on = 0;
+        if (s->cfg.cb)
+            s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
+                      fail(s, RLK_LOCK_NOT_HELD, "extend: lock '%s' ended before the extend was answered",
+                           l->keys));
     }
     l->state = L_DONE;
     unlink_handle(s, l);
@@ -356,9 +356,16 @@ static void enter(rlk__locks *s, int64_t now)
 static void leave(rlk__locks *s)
 {
     if (--s->depth > 0) return;
-    while (s->zombies) {
-        rlk_session_lock *l = s->zombies;
-        s->zombies = l->znext;
+    /* A handle ended with a request still owed (its extend, sent again
+     * by the host) stays until that reply, the request's context. */
+    rlk_session_lock **p = &s->zombies;
+    while (*p) {
+        rlk_session_lock *l = *p;
+        if (l->inflight > 0) {
+            p = &l->znext;
+            continue;
+        }
+        *p = l->znext;
         free_handle(l);
     }
 }
@@ -876,18 +883,6 @@ static void end_forgotten(rlk__locks *s, rlk_session_lock *l)
         finish(s, l, 0, RLK_OK);
 }
 
-/* l's extend was answered (its EXTENDED given): an end held for it
- * comes now. */
-static void extend_answered(rlk__locks *s, rlk_session_lock *l)
-{
-    if (l->end_ev) {
-        rlk_session_event ev = (rlk_session_event)l->end_ev;
-        l->end_ev = 0;
-        finish(s, l, ev, l->end_status);
-        return;
-    }
-    end_forgotten(s, l);
-}
 
 /* A handoff message came to a waiter in line, l.  Under RESP3 it came
  * on this connection after the reply of the waiter's last try, so the
@@ -1687,15 +1682,19 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rlk_session_lock *l = owed(q);
     rlk__locks *s = l->s;
+    if (l->state == L_DONE) return; /* its result was given at the end (finish) */
     int st;
     if (!arrived(s, l, c, v, &st)) {
         if (st == RLK_OK) return;
-        /* No connection to the node of its slot in time. */
+        /* No connection to the node of its slot in time; or its sending
+         * again (after a redirect) ran out of memory, which broke that
+         * connection: closed, as the header says of an extend. */
+        if (st == RLK_ERR_NOMEM) st = RLK_ERR_CLOSED;
         l->ext_on = 0;
         if (s->cfg.cb)
             s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
                       fail(s, st, "extend: %s", why_msg(s)));
-        extend_answered(s, l);
+        end_forgotten(s, l);
         return;
     }
     int64_t after = 0;
@@ -1712,11 +1711,10 @@ static void on_extend(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         if (e->valid_until <= s->now)
             st = fail(s, RLK_ERR_TIMEOUT, "extend: the reply came after the validity it gave");
     }
-    /* Not for a lock released meanwhile (its end held for this). */
-    if (!l->end_ev && (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT))
+    if (st == RLK_LOCK_NOT_HELD || st == RLK_LOCK_NOT_OWNER || st == RLK_ERR_TIMEOUT)
         rlk__lease_mark_lost(s->leases, e);
     if (s->cfg.cb) s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l, st);
-    extend_answered(s, l);
+    end_forgotten(s, l);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2074,7 +2072,6 @@ static void on_closed(void *ctx, rlk__core *c)
             if (s->cfg.cb)
                 s->cfg.cb(s->cfg.ctx, s->owner, RLK_SEV_EXTENDED, l,
                           fail(s, RLK_ERR_CLOSED, "extend: the connection closed"));
-            if (l->end_ev) extend_answered(s, l);
             if (l->state == L_DONE) continue;
         }
         if (l->state == L_TRY || l->state == L_WAIT || l->state == L_CONFIRM) {
