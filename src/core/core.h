@@ -235,6 +235,8 @@ int rlk__core_broken(const rlk__core *c);    /* the failure status, or 0 */
 const char *rlk__core_errmsg(const rlk__core *c);
 /* What the handshake learned (peer and TLS fields empty). */
 const rlk_conn_info *rlk__core_info(const rlk__core *c);
+/* Its server is a Redis Cluster node (its HELLO said mode "cluster"). */
+int rlk__core_cluster(const rlk__core *c);
 /* Requests owed, and bytes received not parsed yet. */
 size_t rlk__core_owed(const rlk__core *c);
 size_t rlk__core_buffered(const rlk__core *c);

@@ -247,8 +247,7 @@ static int nready(const lnode *n) { return n && rlk__core_ready(n->core); }
 /* A Redis Cluster node (its HELLO said so): subscriptions are sharded,
  * in the lock's slot, and so is the channel a waiter is handed a lock
  * on. */
-static int core_cluster(const rlk__core *c) { return strcmp(rlk__core_info(c)->mode, "cluster") == 0; }
-static int ncluster(const lnode *n) { return n && core_cluster(n->core); }
+static int ncluster(const lnode *n) { return n && rlk__core_cluster(n->core); }
 
 /* What the lock keeps for connection c, made when first needed (NULL:
  * c NULL, or out of memory: as a connection not up). */
@@ -489,7 +488,7 @@ static int build_acq(rlk__core *c, rlk__req *q)
     ttl_str(cs, p.claim);
     /* The channel the waiter is handed the lock on: the session's, or
      * on a cluster the lock's own (in its slot, where SPUBLISH reaches). */
-    const char *hand = core_cluster(c) ? key(l, RLK__K_CHANNEL) : s->handoff;
+    const char *hand = rlk__core_cluster(c) ? key(l, RLK__K_CHANNEL) : s->handoff;
     const char *argv[11] = {l->keys, key(l, RLK__K_QUEUE), key(l, RLK__K_WAITERS), l->token, ttl,
                             k, m, ls, hand, cs, l->facts};
     return rlk__core_put_script(c, q, &s->scripts[SC_ACQUIRE], 3, l->facts ? 11 : 10, argv, NULL);
@@ -570,7 +569,7 @@ static int build_release(rlk__core *c, rlk__req *q)
                                 l->token, "0", life, l->rel_na, "s"};
     int r = l->kind == 'r';
     /* On a cluster, ARGV[5] 's': SPUBLISH, in the lock's slot. */
-    int argc = core_cluster(c) ? (r ? 9 : 8) : r ? 8 : 4 + (l->rel_flag == '1');
+    int argc = rlk__core_cluster(c) ? (r ? 9 : 8) : r ? 8 : 4 + (l->rel_flag == '1');
     return rlk__core_put_script(c, q, &s->scripts[SC_RELEASE], r ? 4 : 3, argc,
                                 r ? reentrant : simple, NULL);
 }
@@ -1731,7 +1730,7 @@ static int build_call(rlk__core *c, rlk__req *q)
     ttl_str(ms, k->ms);
     const char *ext[5] = {k->keys, k->token, ms, k->how == RLK_EXTEND_ADD ? "add" : "set", "s"};
     int ext_call = k->which == SC_EXTEND;
-    int argc = ext_call ? 5 : k->which == SC_STATUS ? 3 : core_cluster(c) ? 8 : 4;
+    int argc = ext_call ? 5 : k->which == SC_STATUS ? 3 : rlk__core_cluster(c) ? 8 : 4;
     return rlk__core_put_script(c, q, &k->s->scripts[k->which], ext_call ? 1 : 3, argc,
                                 ext_call ? ext : ks, NULL);
 }
@@ -1926,9 +1925,7 @@ static void on_sub(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     lnode *n = node_of(s, c);
     if (!n || !v || q->sub != RLK__SUB_ON || !rlk__is_error(v)) return;
     uint64_t chan = (uint64_t)q->arg;
-    rlk_error_class ec = rlk__reply_class(v);
-    if (rlk__host_routed(s->host) && (ec == RLK_EC_MOVED || ec == RLK_EC_ASK ||
-                                      ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN)) {
+    if (rlk__host_redirect_class(s->host, v)) {
         /* A sharded channel whose slot moves: no refusal.  Its waits
          * look again soon, and subscribe where the slot is then (the
          * host told the topology of a MOVED, and the handles follow the

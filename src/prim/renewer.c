@@ -82,7 +82,7 @@ static rnode *node_of(rlk__renewer *rn, rlk__core *c)
 /* A Redis Cluster node (its HELLO said so). */
 static int cluster_node(const rnode *n)
 {
-    return n && strcmp(rlk__core_info(n->core)->mode, "cluster") == 0;
+    return n && rlk__core_cluster(n->core);
 }
 
 /* A round can be sent on n: connected, none in flight. */
@@ -166,8 +166,7 @@ static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     size_t i;
     if (!round_req(n, q, &i)) return;
     if (q->missing) n->cr.eval = 1;
-    rlk_error_class ec = v && rlk__host_routed(rn->host) ? rlk__reply_class(v) : RLK_EC_NONE;
-    if (ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN || ec == RLK_EC_CLUSTERDOWN) {
+    if (rlk__host_redirect_class(rn->host, v)) {
         /* Not run (the host's redirects ran out, or its time did): its
          * leases keep their validity and are tried again soon. */
         round_reply(n, i, NULL);

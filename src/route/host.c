@@ -89,7 +89,6 @@ struct hsub {
     rlk__host_msg_fn on_msg;
     void *ctx;                  /* NULL: its subscriber parted */
     int64_t arg;
-    int on;
     int live;                   /* takes its channel's messages */
     int owed;                   /* its answer has not come */
     size_t len;
@@ -510,8 +509,9 @@ static void pump(rlk__host *h)
 /* ------------------------------------------------------------------ */
 /* Replies                                                              */
 
-/* Whether v (of a routed host) is a redirect to follow: its class. */
-static int redirect_class(const rlk__host *h, const rlk_resp_value *v)
+static rlk__core *topo_redirect(rlk__host *h, rlk__core *from, const rlk_resp_value *v, int *ask);
+
+int rlk__host_redirect_class(const rlk__host *h, const rlk_resp_value *v)
 {
     if (!h->routed || !v || !rlk__is_error(v)) return 0;
     rlk_error_class ec = rlk__reply_class(v);
@@ -560,7 +560,7 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
     }
     r->missing[part] = q->missing;
     if (!v) r->lost = 1;
-    int ec = redirect_class(h, v);
+    int ec = rlk__host_redirect_class(h, v);
     if (ec && !r->redirected) {
         r->redirected = 1;
         r->moved = ec == RLK_EC_MOVED || ec == RLK_EC_ASK;
@@ -568,7 +568,7 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             r->redirs++;
             r->asks += ec == RLK_EC_ASK;
             int ask = 0;
-            rlk__core *to = h->topo.redirect ? h->topo.redirect(h->topo.ctx, c, v, &ask) : NULL;
+            rlk__core *to = topo_redirect(h, c, v, &ask);
             /* MOVED: the slot's core as the table now says (patched). */
             r->to = ask ? to : NULL;
             r->ask = ask && to;
@@ -595,7 +595,7 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         /* The part redirected hears that it was a loop, not a node's one
          * answer. */
         for (int i = 0; i < r->n; i++) {
-            if (!redirect_class(h, vals[i])) continue;
+            if (!rlk__host_redirect_class(h, vals[i])) continue;
             char m[300];
             snprintf(m, sizeof m,
                      "a redirect loop (more than %d MOVED%s in a row: the slot's nodes name "
@@ -902,15 +902,13 @@ int rlk__host_subscribe(rlk__host *h, rlk__core *c, int on, const char *ch,
     u->on_msg = on_msg;
     u->ctx = ctx;
     u->arg = arg;
-    u->on = on;
     u->len = len;
     memcpy(u->ch, ch, len + 1);
     if (!on) /* no more messages from here */
         for (hsub *o = h->subs; o; o = o->next)
             if (o->live && o->core == c && o->ctx == ctx && o->len == len && memcmp(o->ch, ch, len) == 0)
                 o->live = 0;
-    int sharded = strcmp(rlk__core_info(c)->mode, "cluster") == 0;
-    int r = rlk__core_subscribe_n(c, on, sharded, ch, len, &u->wops, u, arg);
+    int r = rlk__core_subscribe_n(c, on, rlk__core_cluster(c), ch, len, &u->wops, u, arg);
     if (r != RLK_OK) {
         subs_sweep(h);
         rlk__free(u);

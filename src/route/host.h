@@ -190,6 +190,12 @@ void rlk__host_clock(rlk__host *h, int64_t now);
 int64_t rlk__host_timeout_ms(const rlk__host *h);
 /* Whether MOVED and ASK are followed (a topology is given). */
 int rlk__host_routed(const rlk__host *h);
+/* v is a reply the host follows when it carries the request (MOVED, ASK,
+ * TRYAGAIN, CLUSTERDOWN, on a routed host): its class, else 0.  For a
+ * primitive that reads such a reply the host gave it as final (its
+ * redirects or its time ran out) or that no routed request carried (a
+ * subscription's). */
+int rlk__host_redirect_class(const rlk__host *h, const rlk_resp_value *v);
 /* Requests held (not sent yet): for tests and the fuzz harness. */
 size_t rlk__host_held(const rlk__host *h);
 /* The host's own next time (a held request's deadline or re-send),

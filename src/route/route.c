@@ -248,7 +248,7 @@ static void notice_cluster(rlk__route *r, int may_refuse)
     for (size_t i = 0; i < r->seeds; i++) {
         const rlk__core *c = r->drivers[i]->core;
         if (!rlk__core_ready(c)) continue;
-        if (strcmp(rlk__core_info(c)->mode, "cluster") == 0) {
+        if (rlk__core_cluster(c)) {
             if (!rlk__route_is_cluster(r) && become_cluster(r) == 0) table_due(r, rlk__core_now(c));
         } else if (r->seeds > 1) {
             if (!may_refuse) return;
