@@ -14,12 +14,18 @@
 
 static uint16_t crc16(const char *s, size_t n)
 {
-    /* CRC-16/XMODEM, the hash of Redis Cluster's key slots. */
+    /* CRC-16/XMODEM (polynomial 0x1021), the hash of Redis Cluster's key
+     * slots, four bits at a time: nib[i] is the CRC of the nibble i
+     * shifted out of the top (32 bytes of table instead of 512, and a
+     * quarter of the bitwise loop's steps: this runs once per acquire). */
+    static const uint16_t nib[16] = {0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5,
+                                     0x60c6, 0x70e7, 0x8108, 0x9129, 0xa14a, 0xb16b,
+                                     0xc18c, 0xd1ad, 0xe1ce, 0xf1ef};
     uint16_t crc = 0;
     for (size_t i = 0; i < n; i++) {
-        crc ^= (uint16_t)((unsigned char)s[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+        unsigned char b = (unsigned char)s[i];
+        crc = (uint16_t)((crc << 4) ^ nib[(crc >> 12) ^ (b >> 4)]);
+        crc = (uint16_t)((crc << 4) ^ nib[(crc >> 12) ^ (b & 15u)]);
     }
     return crc;
 }
