@@ -218,10 +218,18 @@ size_t rlk_resp_command_size(int argc, const char *const *argv,
 int rlk_resp_append_command(rlk_buf *b, int argc, const char *const *argv,
                             const size_t *argvlen)
 {
-    size_t size;
+    size_t size, lens[16];
     char *end;
     int rc;
 
+    if (!argvlen && argv && argc > 0 && argc <= 16) {
+        /* Each length read once, not again by command_write. */
+        for (int i = 0; i < argc; i++) {
+            if (!argv[i]) return RLK_ERR_INVALID;
+            lens[i] = strlen(argv[i]);
+        }
+        argvlen = lens;
+    }
     if ((rc = command_check(argc, argv, argvlen, &size)) != RLK_OK) return rc;
     if ((rc = rlk_buf_reserve(b, size)) != RLK_OK) return rc;
     end = command_write(b->data + b->len, argc, argv, argvlen);

@@ -158,6 +158,20 @@ int rlk__core_put_parts(rlk__core *c, int nhead, const char *const *head, const 
                         int argc, const char *const *argv, const size_t *lens)
 {
     if (nhead <= 0) return rlk__core_put(c, argc, argv, lens);
+    if (argc >= 0 && nhead + argc <= 16 && head && (argv || !argc)) {
+        /* One command of both parts, each length read once. */
+        const char *all[16];
+        size_t len[16];
+        for (int i = 0; i < nhead + argc; i++) {
+            const char *a = i < nhead ? head[i] : argv[i - nhead];
+            const size_t *l = i < nhead ? headlen : lens;
+            int j = i < nhead ? i : i - nhead;
+            if (!a && !(l && !l[j])) return put_status(c, RLK_ERR_INVALID);
+            all[i] = a;
+            len[i] = l ? l[j] : strlen(a);
+        }
+        return put_status(c, rlk_resp_append_command(&c->out, nhead + argc, all, len));
+    }
     /* Both parts checked first, and room for all of it at once (a few
      * bytes more: two array headers), as rlk_resp_append_command does. */
     size_t need = rlk_resp_command_size(nhead, head, headlen), more = 0;
