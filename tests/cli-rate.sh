@@ -13,9 +13,9 @@
 #     second that straddles a whole second of the server's clock: admitted
 #     at most 10/s * the time they ran + 3; beside them, in the same loop,
 #     a fixed-window counter (SET NX EX 1, INCRBY: rate-limiter-flexible's
-#     RateLimiterRedis; Redis 8.8's INCREX is the same window) whose window
-#     opened in the first 100 ms of that second, admitting more than that bound:
-#     up to twice the rate across the window's edge.
+#     RateLimiterRedis; Redis 8.8's INCREX is the same window) whose
+#     window opened in the first 100 ms of that second, admitting more
+#     than that bound: up to twice the rate across the window's edge.
 # The processes run resplock natively even under RLK_WRAP (valgrind would
 # make each decision a second long: the demand would not exceed the rate).
 . "$top_srcdir/tests/cli-lock-lib.sh"
