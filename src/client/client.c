@@ -1025,7 +1025,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
     int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last;
     int64_t pause = BUSY_PAUSE_MIN_MS;
-    int retries = 0, status, listened = 0;
+    int retries = 0, status, listened = 0, awaited = 0;
     /* RESP2 (asked for, or met already): one connection cannot both wait
      * for messages and send, so a wait that the first try finds busy
      * opens a listener of its own, as under RESP3 its subscriptions ride
@@ -1041,19 +1041,23 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             leave(cl);
             return status;
         }
+        awaited = 1;
     }
     int resp2 = cl->cfg.conn.protocol == 2 ||
                 (rlk__core_ready(core_of(cl)) && rlk__core_info(core_of(cl))->protocol == 2);
-    for (;;) {
+    /* The clock read once a try: the call's start for the first, when
+     * nothing was awaited before it. */
+    int64_t now = awaited ? rlk__now_ms() : start;
+    for (;; now = rlk__now_ms()) {
         so.wait_ms = o->wait_ms;
         if (o->wait_ms > 0) { /* what is left of the wait, after pauses */
-            int64_t left = start + o->wait_ms - rlk__now_ms();
+            int64_t left = start + o->wait_ms - now;
             so.wait_ms = left < 0 ? 0 : left;
         }
         int first = resp2 && !listened && so.wait_ms != 0;
         if (first) so.wait_ms = 0;
         l->done = 0;
-        l->sl = rlk__locks_acquire(cl->lk, name, &so, l, rlk__now_ms());
+        l->sl = rlk__locks_acquire(cl->lk, name, &so, l, now);
         if (!l->sl) {
             status = session_fail(cl, RLK_ERR_NOMEM);
             break;
@@ -1100,7 +1104,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             (o->wait_ms < 0 || rlk__now_ms() < start + o->wait_ms))
             continue;
         if (status != RLK_ERR_SERVER || !refused_for_now(cl)) break;
-        int64_t now = rlk__now_ms(), next = now + pause;
+        int64_t next = rlk__now_ms() + pause;
         if ((o->wait_ms == 0 && retries > 0) || (until >= 0 && next >= until)) break;
         retries++;
         pause = pause * 2 > BUSY_PAUSE_MAX_MS ? BUSY_PAUSE_MAX_MS : pause * 2;
@@ -1177,8 +1181,10 @@ int rlk_lock_release(rlk_lock *l)
     l->done = 0;
     /* Connected first (the session would end a release at once without
      * a connection); one that cannot be had leaves the lock to its TTL. */
+    int was_ready = rlk__route_seed_ready(&cl->route);
     int status = ready_by(cl, after_ms(cl, start, cl->timeout), "release");
-    if (status == RLK_OK && (status = rlk_session_release(l->sl, rlk__now_ms())) != RLK_OK)
+    if (status == RLK_OK &&
+        (status = rlk_session_release(l->sl, was_ready ? start : rlk__now_ms())) != RLK_OK)
         session_fail(cl, status);
     if (status == RLK_OK) {
         wake_thread(cl);

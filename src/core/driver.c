@@ -211,7 +211,9 @@ static int flush(rlk__driver *d)
 
 /* A read's result n, of buf: fed to the core, or the connection's
  * end. */
-static int take(rlk__driver *d, const char *buf, ssize_t n)
+/* n bytes read at now (the monotonic clock's, read once for a turn's
+ * reads and ticks). */
+static int take(rlk__driver *d, const char *buf, ssize_t n, int64_t now)
 {
     if (n == 0) {
         set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
@@ -221,7 +223,7 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
         set_err(d, (int)n, "%s", d->t.err);
         return drop(d, (int)n);
     }
-    int r = rlk__core_feed(d->core, buf, (size_t)n, rlk__now_ms());
+    int r = rlk__core_feed(d->core, buf, (size_t)n, now);
     if (r != RLK_OK) return core_failed(d, r);
     if ((d->fails || d->silent) && rlk__core_ready(d->core)) { /* the handshake is done */
         d->fails = 0;
@@ -231,13 +233,13 @@ static int take(rlk__driver *d, const char *buf, ssize_t n)
     return RLK_OK;
 }
 
-static int read_some(rlk__driver *d)
+static int read_some(rlk__driver *d, int64_t now)
 {
     char buf[READ_CHUNK];
     for (int i = 0; i < READS_PER_TURN && d->up; i++) {
         ssize_t n = d->t.ops->read(&d->t, buf, sizeof buf);
         if (n == RLK__WANT_READ || n == RLK__WANT_WRITE) break;
-        int r = take(d, buf, n);
+        int r = take(d, buf, n, now);
         if (r != RLK_OK) return r;
         /* A short read took what there was: no read that would only say
          * so (a TLS layer's own buffer is asked by the turn). */
@@ -254,10 +256,13 @@ static int64_t sooner(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-static int tick_if_due(rlk__driver *d)
+/* now: the monotonic clock's, or -1 to read it here. */
+static int tick_if_due(rlk__driver *d, int64_t now)
 {
-    int64_t due = rlk__core_deadline(d->core), now = rlk__now_ms();
-    if (due < 0 || due > now) return RLK_OK;
+    int64_t due = rlk__core_deadline(d->core);
+    if (due < 0) return RLK_OK;
+    if (now < 0) now = rlk__now_ms();
+    if (due > now) return RLK_OK;
     int r = rlk__core_tick(d->core, now);
     if (r != RLK_OK && d->up) return core_failed(d, r);
     return RLK_OK;
@@ -274,7 +279,7 @@ static int reconnect_allowed(const rlk__driver *d)
  * once) or not (after the backoff's pause). */
 static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
 {
-    tick_if_due(d);
+    tick_if_due(d, -1);
     *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->backoff.at);
     return status;
 }
@@ -291,7 +296,7 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     if (!d->up && !connecting(d)) {
         int64_t now = rlk__now_ms();
         if (!reconnect_allowed(d)) {
-            tick_if_due(d);
+            tick_if_due(d, -1);
             return set_err(d, RLK_ERR_CLOSED, "not connected, and reconnecting is off");
         }
         if (now < d->backoff.at) {
@@ -325,24 +330,31 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     return RLK_OK;
 }
 
-int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd)
+/* rlk__driver_after, now the clock's after the wait (-1: read here). */
+static int after_at(rlk__driver *d, const struct pollfd *pfd, int64_t now)
 {
     int r;
     if (connecting(d)) {
         short revents = pfd->fd >= 0 && pfd->fd == d->t.fd ? pfd->revents : 0;
-        if ((r = connect_result(d, rlk__connect_step(&d->t, revents))) != RLK_OK) {
-            tick_if_due(d);
+        r = connect_result(d, rlk__connect_step(&d->t, revents));
+        now = -1; /* a handshake's step takes its time */
+        if (r != RLK_OK) {
+            tick_if_due(d, now);
             return r;
         }
     } else if (d->up && pfd->fd == d->t.fd &&
-        (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0)) &&
-        (r = read_some(d)) != RLK_OK) {
-        tick_if_due(d);
-        return r;
+               (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0))) {
+        if (now < 0) now = rlk__now_ms();
+        if ((r = read_some(d, now)) != RLK_OK) {
+            tick_if_due(d, now);
+            return r;
+        }
     }
-    if ((r = tick_if_due(d)) != RLK_OK) return r;
+    if ((r = tick_if_due(d, now)) != RLK_OK) return r;
     return flush(d);
 }
+
+int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd) { return after_at(d, pfd, -1); }
 
 int rlk__driver_step(rlk__driver *d, int64_t until)
 {
@@ -357,10 +369,11 @@ int rlk__driver_step(rlk__driver *d, int64_t until)
     return rlk__driver_after(d, &p);
 }
 
-int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
+int rlk__driver_turn_alone(rlk__driver *d, int64_t until, int64_t *now)
 {
     struct pollfd p;
     int64_t wake;
+    *now = -1;
     int r = rlk__driver_prepare(d, &p, until, &wake);
     if (r == RLK_OK && d->up && p.fd >= 0 && p.events == POLLIN && !d->t.tls) {
         /* All sent, a plain socket, only a reply to wait for: one
@@ -368,18 +381,19 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
         char buf[READ_CHUNK];
         ssize_t n = rlk__transport_recv_until(&d->t, buf, sizeof buf, wake);
         p.revents = 0;
+        *now = rlk__now_ms();
         if (n != RLK__WANT_READ) {
-            if ((r = take(d, buf, n)) != RLK_OK) {
-                tick_if_due(d);
+            if ((r = take(d, buf, n, *now)) != RLK_OK) {
+                tick_if_due(d, *now);
                 return r;
             }
             if ((size_t)n == sizeof buf) p.revents = POLLIN; /* more may wait */
         }
-        return rlk__driver_after(d, &p);
+        return after_at(d, &p, *now);
     }
     if (r != RLK_OK && !rlk__driver_can_go_on(d)) return r;
     rlk__poll_until(&p, 1, wake);
-    int r2 = rlk__driver_after(d, &p);
+    int r2 = after_at(d, &p, *now = rlk__now_ms());
     return r != RLK_OK ? r : r2;
 }
 

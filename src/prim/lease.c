@@ -97,7 +97,7 @@ void rlk__lease_mark_lost(rlk__leases *reg, rlk__lease *l)
     if (l->on_lost && !l->lost_pending) {
         l->lost_pending = 1;
         l->lost_next = reg->lost_head;
-        reg->lost_head = l;
+        __atomic_store_n(&reg->lost_head, l, __ATOMIC_RELEASE);
     }
 }
 
@@ -119,7 +119,7 @@ int rlk__lease_unlink(rlk__leases *reg, rlk__lease *l)
         /* An on_lost call removed another lost lease before its turn. */
         for (rlk__lease **pp = &reg->lost_head; *pp; pp = &(*pp)->lost_next)
             if (*pp == l) {
-                *pp = l->lost_next;
+                __atomic_store_n(pp, l->lost_next, __ATOMIC_RELAXED);
                 break;
             }
         l->lost_pending = 0;
@@ -137,11 +137,15 @@ int rlk__lease_unlink(rlk__leases *reg, rlk__lease *l)
 
 void rlk__leases_notify_lost(rlk__leases *reg, int locked)
 {
+    /* None lost (the rule): no mutex taken.  One marked lost just after
+     * this look is told at the next call, as it would be had it come
+     * just after the mutex was let go. */
+    if (!locked && !__atomic_load_n(&reg->lost_head, __ATOMIC_ACQUIRE)) return;
     for (;;) {
         if (!locked) pthread_mutex_lock(&reg->mu);
         rlk__lease *l = reg->lost_head;
         if (l) {
-            reg->lost_head = l->lost_next;
+            __atomic_store_n(&reg->lost_head, l->lost_next, __ATOMIC_RELAXED);
             l->lost_pending = 0;
         }
         if (!locked) pthread_mutex_unlock(&reg->mu);
