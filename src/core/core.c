@@ -91,7 +91,10 @@ void rlk__core_drop_caps(rlk__core *c, unsigned caps) { c->caps &= ~caps; }
 int rlk__core_broken(const rlk__core *c) { return c->broken; }
 const char *rlk__core_errmsg(const rlk__core *c) { return c->err; }
 const rlk_conn_info *rlk__core_info(const rlk__core *c) { return &c->info; }
-int rlk__core_cluster(const rlk__core *c) { return strcmp(c->info.mode, "cluster") == 0; }
+int rlk__core_cluster(const rlk__core *c)
+{
+    return c->info.mode[0] == 'c' && strcmp(c->info.mode, "cluster") == 0;
+}
 size_t rlk__core_owed(const rlk__core *c) { return c->qtail - c->qhead; }
 size_t rlk__core_buffered(const rlk__core *c) { return c->in.len; }
 int64_t rlk__core_now(const rlk__core *c) { return c->now; }

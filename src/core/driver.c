@@ -290,10 +290,15 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     pfd->events = pfd->revents = 0;
     *wake = until;
     if (!d->core) return d->url_status != RLK_OK ? d->url_status : RLK_ERR_NOMEM;
-    *wake = sooner(rlk__core_deadline(d->core), until);
-    if (d->fatal) return d->fatal;
+    /* The core's deadline is read where a branch returns; a connection
+     * that sends reads it once, after the flush (the rule). */
+    if (d->fatal) {
+        *wake = sooner(rlk__core_deadline(d->core), until);
+        return d->fatal;
+    }
     int r;
     if (!d->up && !connecting(d)) {
+        *wake = sooner(rlk__core_deadline(d->core), until);
         int64_t now = rlk__now_ms();
         if (!reconnect_allowed(d)) {
             tick_if_due(d, -1);
@@ -317,7 +322,7 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
          * time (its deadline, or a Unix socket's next try). */
         pfd->fd = d->t.cs.events ? d->t.fd : -1;
         pfd->events = d->t.cs.events;
-        *wake = sooner(*wake, d->t.cs.wake);
+        *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->t.cs.wake);
         return RLK_OK;
     }
     if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
