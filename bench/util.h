@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What the lock benchmarks share: clocks, quantiles of rounds, rates in
- * print, the CPU time of a process, and a server's INFO commandstats.
+ * print, the CPU time of a process, and a server's INFO (commandstats,
+ * its CPU, its fields).
  * Nothing here ends the program: failures are returned for the caller to
  * report. */
 #ifndef RESPLOCK_BENCH_UTIL_H
@@ -98,12 +99,13 @@ static inline double bench_machine_busy(void)
     return (double)busy / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* INFO commandstats of c as a NUL-terminated text the caller frees;
- * NULL when the call failed or the reply is not a string (the reason in
- * *why, a static text or c's message). */
-static inline char *bench_cmdstats_text(rlk_conn *c, const char **why)
+/* INFO section of c ("commandstats", "cpu", "server") as a
+ * NUL-terminated text the caller frees; NULL when the call failed or the
+ * reply is not a string (the reason in *why, a static text or c's
+ * message). */
+static inline char *bench_info_text(rlk_conn *c, const char *section, const char **why)
 {
-    const char *argv[2] = {"INFO", "commandstats"};
+    const char *argv[2] = {"INFO", section};
     rlk_resp_value *v;
     if (rlk_conn_command(c, &v, 2, argv, NULL) != RLK_OK) {
         *why = rlk_conn_errmsg(c);
@@ -121,6 +123,49 @@ static inline char *bench_cmdstats_text(rlk_conn *c, const char **why)
     memcpy(text, v->str, v->len);
     text[v->len] = '\0';
     return text;
+}
+
+/* INFO commandstats of c: bench_info_text's. */
+static inline char *bench_cmdstats_text(rlk_conn *c, const char **why)
+{
+    return bench_info_text(c, "commandstats", why);
+}
+
+/* The value of field key (a line "key:value") of an INFO text into
+ * out[0..cap); "" when it has no such line. */
+static inline void bench_info_field(const char *text, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+    out[0] = '\0';
+    for (const char *p = text; *p;) {
+        if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+            size_t n = strcspn(p + klen + 1, "\r\n");
+            if (n >= cap) n = cap - 1;
+            memcpy(out, p + klen + 1, n);
+            out[n] = '\0';
+            return;
+        }
+        p += strcspn(p, "\n");
+        if (*p) p++;
+    }
+}
+
+/* The CPU seconds the server has used so far by its INFO cpu
+ * (used_cpu_sys + used_cpu_user: all its threads, microsecond
+ * resolution); -1 with the reason in *why. */
+static inline double bench_server_cpu(rlk_conn *c, const char **why)
+{
+    char sys[32], user[32];
+    char *text = bench_info_text(c, "cpu", why);
+    if (!text) return -1;
+    bench_info_field(text, "used_cpu_sys", sys, sizeof sys);
+    bench_info_field(text, "used_cpu_user", user, sizeof user);
+    free(text);
+    if (!sys[0] || !user[0]) {
+        *why = "INFO cpu has no used_cpu_sys or used_cpu_user";
+        return -1;
+    }
+    return atof(sys) + atof(user);
 }
 
 /* The calls of and the server's time (us) in command name ("set",
