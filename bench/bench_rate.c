@@ -429,17 +429,21 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl)
                 run_phase(admin, cl, side, k, &g->ph[k][side], r);
             }
 
-    printf("   1. decisions per second, %d rounds of %ld per side and kind\n", ROUNDS, n_round);
-    printf("    %-8s %-24s %10s %10s %12s %14s\n", "decision", "client", "median/s", "best/s",
+    printf("   1. decisions per second, %d rounds of %ld per side and kind; resplock/rlf:\n"
+           "      the median of same-round ratios (in brackets the ratio of the medians)\n",
+           ROUNDS, n_round);
+    printf("    %-8s %-24s %10s %10s %12s %16s\n", "decision", "client", "median/s", "best/s",
            "client cpu", "resplock/rlf");
     for (int k = 0; k < NKIND; k++)
         for (int i = 0; i < NSIDE; i++) {
             const phase *p = &g->ph[k][i];
-            char m[32], b[32], ratio[16] = "";
+            char m[32], b[32], ratio[32] = "";
             bench_fmt_rate(m, sizeof m, rate_med(p));
             bench_fmt_rate(b, sizeof b, rate_best(p));
-            if (i == RLK) snprintf(ratio, sizeof ratio, "%.2fx", speed_ratio(g, k));
-            printf("    %-8s %-24s %10s %10s %9.1f us %14s\n", i == 0 ? kind_name[k] : "",
+            if (i == RLK)
+                snprintf(ratio, sizeof ratio, "%.2fx (%.2fx)", speed_ratio(g, k),
+                         rate_med(p) / rate_med(&g->ph[k][RLF]));
+            printf("    %-8s %-24s %10s %10s %9.1f us %16s\n", i == 0 ? kind_name[k] : "",
                    side_label[i], m, b, med(p->cpu) / (double)n_round * 1e6, ratio);
         }
     printf("\n   2. server time per decision, same rounds: the script calls' time (INFO\n"
