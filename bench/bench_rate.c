@@ -618,7 +618,7 @@ int main(void)
     const rlk_conn_info *ci = rlk_client_info(cl);
 
     printf("resplock rate-limiter benchmark on %s %s: resplock %s against\n"
-           "rate-limiter-flexible %s (RateLimiterRedis, ioredis %s, node %s)\n"
+           "rate-limiter-flexible %s (rlf: RateLimiterRedis, ioredis %s, node %s)\n"
            "server: %s %s on 127.0.0.1:%d, started by this program; %ld CPUs online,\n"
            "load average %s at the start.  resplock speaks RESP%d, ioredis RESP2.\n\n",
            srv_name, srv_version, RLK_VERSION, node.rlf_version, node.ioredis_version,
