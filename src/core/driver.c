@@ -211,9 +211,7 @@ static int flush(rlk__driver *d)
 
 /* A read's result n, of buf: fed to the core, or the connection's
  * end. */
-/* n bytes read at now (the monotonic clock's, read once for a turn's
- * reads and ticks). */
-static int take(rlk__driver *d, const char *buf, ssize_t n, int64_t now)
+static int take(rlk__driver *d, const char *buf, ssize_t n)
 {
     if (n == 0) {
         set_err(d, RLK_ERR_CLOSED, "%s closed the connection", d->t.peer);
@@ -223,7 +221,7 @@ static int take(rlk__driver *d, const char *buf, ssize_t n, int64_t now)
         set_err(d, (int)n, "%s", d->t.err);
         return drop(d, (int)n);
     }
-    int r = rlk__core_feed(d->core, buf, (size_t)n, now);
+    int r = rlk__core_feed(d->core, buf, (size_t)n, rlk__now_ms());
     if (r != RLK_OK) return core_failed(d, r);
     if ((d->fails || d->silent) && rlk__core_ready(d->core)) { /* the handshake is done */
         d->fails = 0;
@@ -233,13 +231,13 @@ static int take(rlk__driver *d, const char *buf, ssize_t n, int64_t now)
     return RLK_OK;
 }
 
-static int read_some(rlk__driver *d, int64_t now)
+static int read_some(rlk__driver *d)
 {
     char buf[READ_CHUNK];
     for (int i = 0; i < READS_PER_TURN && d->up; i++) {
         ssize_t n = d->t.ops->read(&d->t, buf, sizeof buf);
         if (n == RLK__WANT_READ || n == RLK__WANT_WRITE) break;
-        int r = take(d, buf, n, now);
+        int r = take(d, buf, n);
         if (r != RLK_OK) return r;
         /* A short read took what there was: no read that would only say
          * so (a TLS layer's own buffer is asked by the turn). */
@@ -256,13 +254,16 @@ static int64_t sooner(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* now: the monotonic clock's, or -1 to read it here. */
-static int tick_if_due(rlk__driver *d, int64_t now)
+/* The wake-up of a wait until: the core's deadline if sooner. */
+static __attribute__((noinline)) int64_t core_wake(const rlk__driver *d, int64_t until)
 {
-    int64_t due = rlk__core_deadline(d->core);
-    if (due < 0) return RLK_OK;
-    if (now < 0) now = rlk__now_ms();
-    if (due > now) return RLK_OK;
+    return sooner(rlk__core_deadline(d->core), until);
+}
+
+static int tick_if_due(rlk__driver *d)
+{
+    int64_t due = rlk__core_deadline(d->core), now = rlk__now_ms();
+    if (due < 0 || due > now) return RLK_OK;
     int r = rlk__core_tick(d->core, now);
     if (r != RLK_OK && d->up) return core_failed(d, r);
     return RLK_OK;
@@ -279,8 +280,8 @@ static int reconnect_allowed(const rlk__driver *d)
  * once) or not (after the backoff's pause). */
 static int prepare_lost(rlk__driver *d, int64_t until, int64_t *wake, int status)
 {
-    tick_if_due(d, -1);
-    *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->backoff.at);
+    tick_if_due(d);
+    *wake = sooner(core_wake(d, until), d->backoff.at);
     return status;
 }
 
@@ -293,15 +294,15 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     /* The core's deadline is read where a branch returns; a connection
      * that sends reads it once, after the flush (the rule). */
     if (d->fatal) {
-        *wake = sooner(rlk__core_deadline(d->core), until);
+        *wake = core_wake(d, until);
         return d->fatal;
     }
     int r;
     if (!d->up && !connecting(d)) {
-        *wake = sooner(rlk__core_deadline(d->core), until);
+        *wake = core_wake(d, until);
         int64_t now = rlk__now_ms();
         if (!reconnect_allowed(d)) {
-            tick_if_due(d, -1);
+            tick_if_due(d);
             return set_err(d, RLK_ERR_CLOSED, "not connected, and reconnecting is off");
         }
         if (now < d->backoff.at) {
@@ -322,11 +323,11 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
          * time (its deadline, or a Unix socket's next try). */
         pfd->fd = d->t.cs.events ? d->t.fd : -1;
         pfd->events = d->t.cs.events;
-        *wake = sooner(sooner(rlk__core_deadline(d->core), until), d->t.cs.wake);
+        *wake = sooner(core_wake(d, until), d->t.cs.wake);
         return RLK_OK;
     }
     if ((r = flush(d)) != RLK_OK) return prepare_lost(d, until, wake, r);
-    *wake = sooner(rlk__core_deadline(d->core), until);
+    *wake = core_wake(d, until);
     const char *out;
     pfd->fd = d->t.fd;
     pfd->events = (short)(POLLIN | (rlk__core_output(d->core, &out) > 0 ? POLLOUT : 0));
@@ -335,31 +336,24 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     return RLK_OK;
 }
 
-/* rlk__driver_after, now the clock's after the wait (-1: read here). */
-static int after_at(rlk__driver *d, const struct pollfd *pfd, int64_t now)
+int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd)
 {
     int r;
     if (connecting(d)) {
         short revents = pfd->fd >= 0 && pfd->fd == d->t.fd ? pfd->revents : 0;
-        r = connect_result(d, rlk__connect_step(&d->t, revents));
-        now = -1; /* a handshake's step takes its time */
-        if (r != RLK_OK) {
-            tick_if_due(d, now);
+        if ((r = connect_result(d, rlk__connect_step(&d->t, revents))) != RLK_OK) {
+            tick_if_due(d);
             return r;
         }
     } else if (d->up && pfd->fd == d->t.fd &&
-               (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0))) {
-        if (now < 0) now = rlk__now_ms();
-        if ((r = read_some(d, now)) != RLK_OK) {
-            tick_if_due(d, now);
-            return r;
-        }
+        (pfd->revents || (d->t.ops->pending && d->t.ops->pending(&d->t) > 0)) &&
+        (r = read_some(d)) != RLK_OK) {
+        tick_if_due(d);
+        return r;
     }
-    if ((r = tick_if_due(d, now)) != RLK_OK) return r;
+    if ((r = tick_if_due(d)) != RLK_OK) return r;
     return flush(d);
 }
-
-int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd) { return after_at(d, pfd, -1); }
 
 int rlk__driver_step(rlk__driver *d, int64_t until)
 {
@@ -374,11 +368,10 @@ int rlk__driver_step(rlk__driver *d, int64_t until)
     return rlk__driver_after(d, &p);
 }
 
-int rlk__driver_turn_alone(rlk__driver *d, int64_t until, int64_t *now)
+int rlk__driver_turn_alone(rlk__driver *d, int64_t until)
 {
     struct pollfd p;
     int64_t wake;
-    *now = -1;
     int r = rlk__driver_prepare(d, &p, until, &wake);
     if (r == RLK_OK && d->up && p.fd >= 0 && p.events == POLLIN && !d->t.tls) {
         /* All sent, a plain socket, only a reply to wait for: one
@@ -386,19 +379,18 @@ int rlk__driver_turn_alone(rlk__driver *d, int64_t until, int64_t *now)
         char buf[READ_CHUNK];
         ssize_t n = rlk__transport_recv_until(&d->t, buf, sizeof buf, wake);
         p.revents = 0;
-        *now = rlk__now_ms();
         if (n != RLK__WANT_READ) {
-            if ((r = take(d, buf, n, *now)) != RLK_OK) {
-                tick_if_due(d, *now);
+            if ((r = take(d, buf, n)) != RLK_OK) {
+                tick_if_due(d);
                 return r;
             }
             if ((size_t)n == sizeof buf) p.revents = POLLIN; /* more may wait */
         }
-        return after_at(d, &p, *now);
+        return rlk__driver_after(d, &p);
     }
     if (r != RLK_OK && !rlk__driver_can_go_on(d)) return r;
     rlk__poll_until(&p, 1, wake);
-    int r2 = after_at(d, &p, *now = rlk__now_ms());
+    int r2 = rlk__driver_after(d, &p);
     return r != RLK_OK ? r : r2;
 }
 

@@ -107,10 +107,9 @@ int rlk__driver_after(rlk__driver *d, const struct pollfd *pfd);
  * of a client without its thread): as prepare, poll and after, but on a
  * plain socket with everything sent it waits in one recv (see
  * rlk__transport_recv_until).  A signal ends it early, as it ends
- * poll's.  *now gets the monotonic clock read after the wait, the turn's
- * time (-1 when prepare ended it).  Statuses as rlk__driver_after's, or
- * prepare's when it cannot go on. */
-int rlk__driver_turn_alone(rlk__driver *d, int64_t until, int64_t *now);
+ * poll's.  Statuses as rlk__driver_after's, or prepare's when it cannot
+ * go on. */
+int rlk__driver_turn_alone(rlk__driver *d, int64_t until);
 
 /* 0 when no turn can do anything any more: a failure no retry mends,
  * or closed with reconnecting off (until rlk__driver_reconnect). */

@@ -637,9 +637,8 @@ int rlk__route_step(rlk__route *r, int64_t until)
 int rlk__route_turn_alone(rlk__route *r, int64_t until)
 {
     if (r->n != 1 || rlk__route_is_cluster(r)) return rlk__route_step(r, until);
-    int64_t now;
-    int st = rlk__driver_turn_alone(r->drivers[0], until, &now);
-    int64_t w = r->ops->upkeep(r, now >= 0 ? now : rlk__now_ms());
+    int st = rlk__driver_turn_alone(r->drivers[0], until);
+    int64_t w = r->ops->upkeep(r, rlk__now_ms());
     (void)w;
     return note(r, RLK_OK, st, 0);
 }
