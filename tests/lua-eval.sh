@@ -83,6 +83,16 @@ expect_match "rate: the key holds the TAT, server microseconds" "$(R GET $RK)" '
 expect_match "rate: n > burst is an error" "$(ev rate.lua $RK , 10 1000 3 4 2>&1)" 'n > burst'
 expect_match "rate: a rate of 0 is an error" "$(ev rate.lua $RK , 0 1000 3 1 2>&1)" 'positive integers'
 expect_match "rate: a burst of 0 is an error" "$(ev rate.lua $RK , 10 1000 0 0 2>&1)" 'positive integers'
+# The TAT counts the server's microseconds: an emission interval below
+# one would not move it (SET ... PX 0, a count of what is left one short).
+expect_match "rate: more than one decision a microsecond is an error" \
+    "$(ev rate.lua $RK , 1000000000 1000 3 1 2>&1)" 'over one decision a microsecond'
+expect_match "rate: ... 1,000,001 a second too" "$(ev rate.lua $RK , 1000001 1000 3 1 2>&1)" \
+    'over one decision a microsecond'
+R DEL $RK >/dev/null
+expect_eq "rate: one a microsecond (10^6 a second, burst 10^6): allowed, 999,999 left" \
+    "$(ev rate.lua $RK , 1000000 1000 1000000 1 2>&1 | sed -n '1p;3p' | tr '\n' ' ')" "1 999999 "
+R DEL $RK >/dev/null
 R SET $RK notanumber >/dev/null
 expect_match "rate: a key that is no limiter's is an error" "$(ev rate.lua $RK , 10 1000 3 1 2>&1)" "no limiter"
 expect_eq "rate: ... and is left as it was" "$(R GET $RK)" notanumber

@@ -83,6 +83,8 @@ static void test_bad_arguments(void)
         {10, 1000, 5, 0, 0, "api", "at least 1 token"},
         {10, 1000, 5, 1, -5, "api", "negative wait"},
         {10, 1000, 5, 1, 0, "", "empty"},
+        {1000001, 1000, 5, 1, 0, "api", "microsecond"}, /* the server's clock's grain */
+        {1000000000, 1000, 5, 1, 0, "api", "microsecond"},
     };
     reset_stats(admin);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

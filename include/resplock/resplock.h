@@ -1370,7 +1370,8 @@ enum {
 };
 
 typedef struct rlk_rate_options {
-    int64_t count;        /* decisions per period: > 0 (no default)     */
+    int64_t count;        /* decisions per period: 1..period_ms * 1000
+                             (one a microsecond at most; no default)     */
     int64_t period_ms;    /* > 0; the init's: 1000                       */
     int64_t burst;        /* decisions at once from idle, > 0; init's: 1 */
     int64_t n;            /* tokens one decision takes, 1..burst; init's:
@@ -1417,7 +1418,8 @@ typedef struct rlk_rate_result {
  * CLUSTERDOWN within its deadline.  res (may be NULL) gets the last
  * decision.  Returns RLK_OK (allowed: the tokens are taken);
  * RLK_RATE_LIMITED (refused, for the whole wait); RLK_ERR_INVALID (an
- * empty name, count, period_ms or burst < 1, n < 1 or n > burst, which
+ * empty name, count, period_ms or burst < 1, a rate above one decision
+ * a microsecond (count > period_ms * 1000), n < 1 or n > burst, which
  * no decision would ever allow, a negative wait other than
  * RLK_WAIT_FOREVER; nothing is sent; the reason in rlk_client_errmsg);
  * RLK_ERR_SERVER (the script refused: the key holds something else than

@@ -1025,7 +1025,10 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
     int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last;
     int64_t pause = BUSY_PAUSE_MIN_MS;
-    int retries = 0, status, listened = 0, awaited = 0;
+    int retries = 0, status, listened = 0;
+    /* The clock read once a try: the call's start for the first, when
+     * nothing was awaited before it. */
+    int64_t now = start;
     /* RESP2 (asked for, or met already): one connection cannot both wait
      * for messages and send, so a wait that the first try finds busy
      * opens a listener of its own, as under RESP3 its subscriptions ride
@@ -1041,13 +1044,10 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
             leave(cl);
             return status;
         }
-        awaited = 1;
+        now = rlk__now_ms();
     }
     int resp2 = cl->cfg.conn.protocol == 2 ||
                 (rlk__core_ready(core_of(cl)) && rlk__core_info(core_of(cl))->protocol == 2);
-    /* The clock read once a try: the call's start for the first, when
-     * nothing was awaited before it. */
-    int64_t now = awaited ? rlk__now_ms() : start;
     for (;; now = rlk__now_ms()) {
         so.wait_ms = o->wait_ms;
         if (o->wait_ms > 0) { /* what is left of the wait, after pauses */

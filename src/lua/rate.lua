@@ -11,6 +11,7 @@
 -- allowed), left (tokens that could be taken now, after this decision),
 -- reset (ms until the limiter is idle again, its whole burst back)}.
 -- An error when the arguments are not positive integers (n may be 0),
+-- the rate is above one decision a microsecond (count > period * 1000),
 -- n > burst (never allowed), or the key is not a limiter's.
 --
 -- One emission interval is T = period / count; a decision of n is
@@ -40,6 +41,11 @@ local function whole(x, least)
 end
 if not (whole(count, 1) and whole(period, 1) and whole(burst, 1) and whole(n, 0)) then
   return redis.error_reply('ERR resplock rate: count, period, burst must be positive integers, n >= 0')
+end
+-- The TAT counts the server's microseconds: an emission interval below
+-- one would not move it.
+if count > period * 1000 then
+  return redis.error_reply('ERR resplock rate: over one decision a microsecond')
 end
 if n > burst then
   return redis.error_reply('ERR resplock rate: n > burst is never allowed')

@@ -83,6 +83,10 @@ int rlk__rate_check(const char *name, const rlk_rate_options *o, int status_only
     else if (o->count > ((int64_t)1 << 40) || o->period_ms > ((int64_t)1 << 40) ||
              o->burst > ((int64_t)1 << 40))
         why = "count, period and burst must be below 2^40";
+    /* The limiter counts the server's microseconds: a shorter emission
+     * interval would not move it. */
+    else if (o->count > o->period_ms * 1000)
+        why = "over one decision a microsecond";
     if (!why) return RLK_OK;
     snprintf(err, errlen, "rate: %s", why);
     return RLK_ERR_INVALID;
