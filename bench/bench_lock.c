@@ -971,34 +971,14 @@ static void reset_stats(rlk_conn *c)
 
 #define MAXCMD 24 /* commands of one round told apart */
 
-typedef struct cmdstat {
-    char name[32];
-    long long calls;
-    double usec;
-} cmdstat;
+typedef bench_cmdstat_row cmdstat;
 
-/* Every command INFO commandstats names but INFO and CONFIG (the
- * benchmark's own), into out[0..return). */
+/* Every command INFO commandstats names but INFO and CONFIG. */
 static int cmdstats_all(rlk_conn *c, cmdstat *out, int cap)
 {
-    const char *why;
-    char *text = bench_cmdstats_text(c, &why);
-    if (!text) die2("INFO", why);
-    int n = 0;
-    for (const char *p = strstr(text, "cmdstat_"); p; p = strstr(p + 8, "cmdstat_")) {
-        const char *name = p + 8;
-        size_t len = strcspn(name, ":\r\n");
-        if (name[len] != ':' || len >= sizeof out->name) continue;
-        if ((len == 4 && memcmp(name, "info", 4) == 0) ||
-            (len >= 6 && memcmp(name, "config", 6) == 0))
-            continue;
-        if (n == cap) die("INFO commandstats: more commands than expected in a round");
-        memcpy(out[n].name, name, len);
-        out[n].name[len] = '\0';
-        bench_cmdstat(text, out[n].name, &out[n].calls, &out[n].usec);
-        n++;
-    }
-    free(text);
+    const char *why = "";
+    int n = bench_cmdstats_all(c, out, cap, &why);
+    if (n < 0) die2("INFO commandstats", why);
     return n;
 }
 
@@ -1014,24 +994,6 @@ typedef struct srvfacts {
 } srvfacts;
 
 static srvfacts facts;
-
-/* The value of field key of an INFO text into out ("" when absent). */
-static void info_field(const char *text, const char *key, char *out, size_t cap)
-{
-    size_t klen = strlen(key);
-    out[0] = '\0';
-    for (const char *p = text; *p;) {
-        if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
-            size_t n = strcspn(p + klen + 1, "\r\n");
-            if (n >= cap) n = cap - 1;
-            memcpy(out, p + klen + 1, n);
-            out[n] = '\0';
-            return;
-        }
-        p += strcspn(p, "\n");
-        if (*p) p++;
-    }
-}
 
 /* Valkey where INFO server has valkey_version or server_name valkey, at
  * that version (valkey_version, else redis_version); else Redis at
@@ -1051,9 +1013,9 @@ static void server_facts(srvfacts *f)
     text[v->len] = '\0';
     rlk_conn_free(c);
     memset(f, 0, sizeof *f);
-    info_field(text, "server_name", f->server_name, sizeof f->server_name);
-    info_field(text, "valkey_version", f->valkey_version, sizeof f->valkey_version);
-    info_field(text, "redis_version", f->redis_version, sizeof f->redis_version);
+    bench_info_field(text, "server_name", f->server_name, sizeof f->server_name);
+    bench_info_field(text, "valkey_version", f->valkey_version, sizeof f->valkey_version);
+    bench_info_field(text, "redis_version", f->redis_version, sizeof f->redis_version);
     free(text);
     int valkey = f->valkey_version[0] || strcasecmp(f->server_name, "valkey") == 0;
     snprintf(f->name, sizeof f->name, "%s", valkey ? "valkey" : "redis");

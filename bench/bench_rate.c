@@ -153,11 +153,7 @@ static double server_cpu(rlk_conn *c)
     return s;
 }
 
-typedef struct cmdstat {
-    char name[32];
-    long long calls;
-    double usec;
-} cmdstat;
+typedef bench_cmdstat_row cmdstat;
 
 static int is_script_call(const char *n)
 {
@@ -165,28 +161,12 @@ static int is_script_call(const char *n)
            strcmp(n, "evalsha_ro") == 0 || strcmp(n, "fcall_ro") == 0 || strcmp(n, "eval_ro") == 0;
 }
 
-/* Every command INFO commandstats names but INFO and CONFIG (this
- * program's own), into out[0..return). */
+/* Every command INFO commandstats names but INFO and CONFIG. */
 static int cmdstats_all(rlk_conn *c, cmdstat *out, int cap)
 {
-    const char *why;
-    char *text = bench_cmdstats_text(c, &why);
-    if (!text) die2("INFO commandstats", why);
-    int n = 0;
-    for (const char *p = strstr(text, "cmdstat_"); p; p = strstr(p + 8, "cmdstat_")) {
-        const char *name = p + 8;
-        size_t len = strcspn(name, ":\r\n");
-        if (name[len] != ':' || len >= sizeof out->name) continue;
-        if ((len == 4 && memcmp(name, "info", 4) == 0) ||
-            (len >= 6 && memcmp(name, "config", 6) == 0))
-            continue;
-        if (n == cap) die("INFO commandstats: more commands than expected in a phase");
-        memcpy(out[n].name, name, len);
-        out[n].name[len] = '\0';
-        bench_cmdstat(text, out[n].name, &out[n].calls, &out[n].usec);
-        n++;
-    }
-    free(text);
+    const char *why = "";
+    int n = bench_cmdstats_all(c, out, cap, &why);
+    if (n < 0) die2("INFO commandstats", why);
     return n;
 }
 

@@ -184,6 +184,43 @@ static inline void bench_cmdstat(const char *text, const char *name, long long *
     *usec = u && u < eol ? atof(u + 5) : 0;
 }
 
+/* One command's line of INFO commandstats. */
+typedef struct bench_cmdstat_row {
+    char name[32];
+    long long calls;
+    double usec;
+} bench_cmdstat_row;
+
+/* Every command INFO commandstats names but INFO and CONFIG (the
+ * benchmark's own), into out[0..return); -1 with the reason in *why when
+ * INFO fails or there are more than cap. */
+static inline int bench_cmdstats_all(rlk_conn *c, bench_cmdstat_row *out, int cap,
+                                     const char **why)
+{
+    char *text = bench_cmdstats_text(c, why);
+    if (!text) return -1;
+    int n = 0;
+    for (const char *p = strstr(text, "cmdstat_"); p; p = strstr(p + 8, "cmdstat_")) {
+        const char *name = p + 8;
+        size_t len = strcspn(name, ":\r\n");
+        if (name[len] != ':' || len >= sizeof out->name) continue;
+        if ((len == 4 && memcmp(name, "info", 4) == 0) ||
+            (len >= 6 && memcmp(name, "config", 6) == 0))
+            continue;
+        if (n == cap) {
+            free(text);
+            *why = "more commands than expected";
+            return -1;
+        }
+        memcpy(out[n].name, name, len);
+        out[n].name[len] = '\0';
+        bench_cmdstat(text, out[n].name, &out[n].calls, &out[n].usec);
+        n++;
+    }
+    free(text);
+    return n;
+}
+
 /* A client of url (HELLO 3 and the defaults, as shipped), connected; NULL
  * with the reason in why[0..cap). */
 static inline rlk_client *bench_client(const char *url, char *why, size_t cap)

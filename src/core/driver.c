@@ -292,7 +292,7 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
     *wake = until;
     if (!d->core) return d->url_status != RLK_OK ? d->url_status : RLK_ERR_NOMEM;
     /* The core's deadline is read where a branch returns; a connection
-     * that sends reads it once, after the flush (the rule). */
+     * that sends (the common case) reads it once, after the flush. */
     if (d->fatal) {
         *wake = core_wake(d, until);
         return d->fatal;
