@@ -26,11 +26,17 @@
  * the C library's resolver calls it to check a host name, where the C
  * library's is a converter for every locale.
  *
+ * strerror knows the errors a network client meets (its sockets, files,
+ * fork and exec), in GNU libc's words, the default build's: the C
+ * library's table of every error is 2 KiB.  Others are "Unknown error
+ * N", as GNU libc says of those it does not know.
+ *
  * The unit test compiles this file with RLK_LIBC_NAME(f) naming the
  * functions otherwise and compares them with the C library's.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +51,7 @@ unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end
 unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base);
 void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn);
+char *RLK_LIBC_NAME(strerror)(int e);
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {
@@ -167,4 +174,35 @@ size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, siz
     for (; k < wn && s[k]; k++) ws[k] = (wchar_t)(0xdfff & (signed char)s[k]);
     if (k < wn) ws[k] = 0;
     return k;
+}
+
+/* The errors known, and their words in the same order. */
+static const unsigned char codes[] = {
+    0,           EPERM,       ENOENT,        EINTR,        EIO,          E2BIG,        ENOEXEC,
+    EBADF,       EAGAIN,        ENOMEM,       EACCES,       ENOTDIR,      EISDIR,
+    EINVAL,      ENFILE,        EMFILE,       ENOSPC,       EPIPE,        ENAMETOOLONG,
+    ELOOP,       EPROTO,        ENOTSOCK,     EAFNOSUPPORT, EADDRINUSE,   EADDRNOTAVAIL,
+    ENETDOWN,    ENETUNREACH,   ECONNABORTED, ECONNRESET,   ENOBUFS,      ENOTCONN,
+    ETIMEDOUT,   ECONNREFUSED,  EHOSTDOWN,    EHOSTUNREACH, EINPROGRESS};
+static const char words[] =
+    "Success\0Operation not permitted\0No such file or directory\0Interrupted system call\0"
+    "Input/output error\0Argument list too long\0Exec format error\0Bad file descriptor\0"
+    "Resource temporarily unavailable\0Cannot allocate memory\0Permission denied\0"
+    "Not a directory\0Is a directory\0Invalid argument\0Too many open files in system\0"
+    "Too many open files\0No space left on device\0Broken pipe\0File name too long\0"
+    "Too many levels of symbolic links\0Protocol error\0Socket operation on non-socket\0"
+    "Address family not supported by protocol\0Address already in use\0"
+    "Cannot assign requested address\0Network is down\0Network is unreachable\0"
+    "Software caused connection abort\0Connection reset by peer\0"
+    "No buffer space available\0Transport endpoint is not connected\0Connection timed out\0"
+    "Connection refused\0Host is down\0No route to host\0Operation now in progress";
+
+char *RLK_LIBC_NAME(strerror)(int e)
+{
+    const char *w = words;
+    for (size_t i = 0; i < sizeof codes; i++, w += strlen(w) + 1)
+        if (codes[i] == e) return (char *)w;
+    static char unknown[32];
+    snprintf(unknown, sizeof unknown, "Unknown error %d", e);
+    return unknown;
 }

@@ -12,9 +12,10 @@ size_t rlk__unpack(const unsigned char *in, size_t n, char *out)
         } else if (b == 0x80) {
             out[o++] = (char)in[i++];
         } else {
-            size_t len = b - 0x80 + 3, back = ((size_t)in[i] << 8 | in[i + 1]) + 1;
-            i += 2;
-            for (; len; len--, o++) out[o] = out[o - back];
+            /* Near: one byte of distance; far: two. */
+            size_t len = b < 0xc0 ? b - 0x81 + 3 : b - 0xc0 + 4, back = in[i++];
+            if (b >= 0xc0) back = back << 8 | in[i++];
+            for (back++; len; len--, o++) out[o] = out[o - back];
         }
     }
     out[o] = '\0';

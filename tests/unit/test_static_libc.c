@@ -14,6 +14,8 @@
  *   and some longer, of elements of 1 to 24 bytes, with equal keys;
  * - its mbstowcs against the C library's on ASCII, and the C locale's
  *   mapping of the bytes past 0x7f;
+ * - its strerror against the C library's (GNU libc's words) for every
+ *   error it knows and for some it does not;
  * - the command's UTC date (src/cli/utc.c) against gmtime_r.
  */
 #define _GNU_SOURCE 1
@@ -48,6 +50,7 @@ unsigned long rlk__t_strtoul(const char *restrict s, char **restrict end, int ba
 unsigned long long rlk__t_strtoull(const char *restrict s, char **restrict end, int base);
 void rlk__t_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 size_t rlk__t_mbstowcs(wchar_t *restrict ws, const char *restrict s, size_t wn);
+char *rlk__t_strerror(int e);
 
 /* A small generator of its own, so that threads do not share one. */
 static uint64_t next_rand(uint64_t *s)
@@ -457,6 +460,28 @@ static void test_mbstowcs(void)
     CHECK(w[128] == L'z' && w[129] == 0);
 }
 
+/* Every error it names has the C library's words; the others, the C
+ * library's "Unknown error N" where it does not know them either, and
+ * words of their own where it does (never empty). */
+static void test_strerror(void)
+{
+    static const int known[] = {
+        EPERM,       ENOENT,        EINTR,        EIO,          E2BIG,        ENOEXEC,
+        EBADF,       EAGAIN,        ENOMEM,       EACCES,       ENOTDIR,      EISDIR,
+        EINVAL,      ENFILE,        EMFILE,       ENOSPC,       EPIPE,        ENAMETOOLONG,
+        ELOOP,       EPROTO,        ENOTSOCK,     EAFNOSUPPORT, EADDRINUSE,   EADDRNOTAVAIL,
+        ENETDOWN,    ENETUNREACH,   ECONNABORTED, ECONNRESET,   ENOBUFS,      ENOTCONN,
+        ETIMEDOUT,   ECONNREFUSED,  EHOSTDOWN,    EHOSTUNREACH, EINPROGRESS};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        CHECK_MSG(strcmp(rlk__t_strerror(known[i]), strerror(known[i])) == 0, "strerror(%d): '%s', libc '%s'",
+                  known[i], rlk__t_strerror(known[i]), strerror(known[i]));
+    CHECK_EQ_STR(rlk__t_strerror(0), strerror(0));
+    CHECK_EQ_STR(rlk__t_strerror(-3), "Unknown error -3");
+    CHECK_EQ_STR(rlk__t_strerror(4000), "Unknown error 4000");
+    CHECK_EQ_STR(rlk__t_strerror(4000), strerror(4000));
+    CHECK(strncmp(rlk__t_strerror(EDOM), "Unknown error ", 14) == 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* The UTC date                                                         */
 
@@ -512,4 +537,5 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_strtol),
            TL_TEST(test_qsort),
            TL_TEST(test_mbstowcs),
+           TL_TEST(test_strerror),
            TL_TEST(test_utc));
