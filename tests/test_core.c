@@ -367,6 +367,57 @@ static void test_deadlines(void)
     rlk__core_free(c);
 }
 
+/* A request whose build says the server may hold the connection (a
+ * WAIT, rlk__core_hold) moves its own reply deadline and those of the
+ * requests queued behind it while the hold lasts, not those before it
+ * nor those queued after it ended; a new connection forgets it. */
+static int build_hold(rlk__core *c, rlk__req *q)
+{
+    rlk__core_hold(c, q, 700);
+    return build_words(c, q);
+}
+static const rlk__req_ops hold_ops = {build_hold, on_reply, NULL, RLK__T_ANY};
+
+static void test_hold(void)
+{
+    rlk__core *c = ready_core(HELLO7);
+    static const char w[] = "WAIT\0" "1\0" "700\0", p[] = "PING\0";
+    rlk__core_clock(c, 1000);
+    CHECK_EQ_INT(rlk__core_submit(c, &any_ops, (void *)p, 1, RLK__DL_DEFAULT, 0), RLK_OK);
+    CHECK_EQ_INT(rlk__core_deadline(c), 2000);
+    rlk__core_clock(c, 1100);
+    CHECK_EQ_INT(rlk__core_submit(c, &hold_ops, (void *)w, 2, RLK__DL_DEFAULT, 0), RLK_OK);
+    rlk__core_clock(c, 1200);
+    /* Behind the WAIT: 1200 + 1000, plus the 600 ms the hold has left. */
+    CHECK_EQ_INT(rlk__core_submit(c, &any_ops, (void *)p, 3, RLK__DL_DEFAULT, 0), RLK_OK);
+    char out[512];
+    take(c, out, sizeof out);
+    CHECK(strstr(out, "WAIT") != NULL);
+    CHECK_EQ_INT(feed(c, "+PONG\r\n", 1300), RLK_OK);
+    /* The WAIT's own: 1100 + 1000 + 700. */
+    CHECK_EQ_INT(rlk__core_deadline(c), 2800);
+    CHECK_EQ_INT(rlk__core_tick(c, 2799), RLK_OK);
+    CHECK_EQ_INT(feed(c, ":1\r\n", 2799), RLK_OK);
+    CHECK_EQ_INT(rlk__core_deadline(c), 2800);
+    CHECK_EQ_INT(rlk__core_tick(c, 2799), RLK_OK);
+    CHECK_EQ_INT(feed(c, "+PONG\r\n", 2799), RLK_OK);
+    CHECK_EQ_INT(S.n, 3);
+    /* The hold is over: a request queued now has its own deadline. */
+    CHECK_EQ_INT(rlk__core_submit(c, &any_ops, (void *)p, 4, RLK__DL_DEFAULT, 0), RLK_OK);
+    CHECK_EQ_INT(rlk__core_deadline(c), 3799);
+    CHECK_EQ_INT(rlk__core_tick(c, 3799), RLK_ERR_TIMEOUT);
+    rlk__core_closed(c, 3800);
+    /* A new connection starts with no hold. */
+    CHECK_EQ_INT(rlk__core_connected(c, 3900), RLK_OK);
+    take(c, out, sizeof out);
+    CHECK_EQ_INT(feed(c, HELLO7, 3901), RLK_OK);
+    take(c, out, sizeof out);
+    CHECK_EQ_INT(feed(c, "+OK\r\n", 3901), RLK_OK);
+    CHECK_EQ_INT(rlk__core_submit(c, &hold_ops, (void *)w, 5, RLK__DL_DEFAULT, 0), RLK_OK);
+    CHECK_EQ_INT(rlk__core_deadline(c), 3901 + 1000 + 700);
+    rlk__core_free(c);
+}
+
 /* Confirmations answer their own (UN)SUBSCRIBE; one naming another
  * channel is out of step; an unsubscribe the server sends by itself (a
  * slot that moved) is a push. */
@@ -548,6 +599,7 @@ int main(int argc, char **argv)
     tl_run("NOSCRIPT: built again as EVAL, answered once", test_noscript_again);
     tl_run("FCALL, FUNCTION LOAD, EVALSHA after a refusal", test_fcall_and_load);
     tl_run("deadlines", test_deadlines);
+    tl_run("hold", test_hold);
     tl_run("subscriptions and their confirmations", test_subscriptions);
     tl_run("the handshake", test_handshake);
     tl_run("the input bound", test_input_bound);

@@ -29,6 +29,9 @@ struct rlk__core {
     rlk__core_config cfg;
     char *strings;            /* cfg's strings, copied */
     int64_t now;
+    /* The server may hold the connection's replies until then (a WAIT
+     * queued: rlk__core_hold): later requests' deadlines count from it. */
+    int64_t hold_until;
     int connected, ready, resp3, broken;
     /* Script calls go as FCALL (HELLO told a server with FUNCTIONs and a
      * library is known, and none was refused since); a FUNCTION LOAD is
@@ -237,6 +240,7 @@ static int enqueue(rlk__core *c, const rlk__req *t)
     rlk__req *q = &c->q[c->qtail];
     *q = *t;
     q->script = q->fcall = 0;
+    if (q->deadline >= 0 && c->hold_until > c->now) q->deadline += c->hold_until - c->now;
     int r = q->ops->build(c, q);
     if (r != RLK_OK) {
         c->out.len = was;
@@ -745,6 +749,13 @@ void rlk__core_consume(rlk__core *c, size_t n)
     }
 }
 
+void rlk__core_hold(rlk__core *c, rlk__req *q, int64_t ms)
+{
+    if (ms <= 0) return;
+    if (q->deadline >= 0) q->deadline += ms;
+    if (c->now + ms > c->hold_until) c->hold_until = c->now + ms;
+}
+
 int64_t rlk__core_deadline(const rlk__core *c)
 {
     int64_t next = c->cfg.hooks.deadline ? c->cfg.hooks.deadline(c->cfg.hooks.ctx) : -1;
@@ -777,6 +788,7 @@ int rlk__core_connected(rlk__core *c, int64_t now)
     enter(c, now);
     c->connected = 1;
     c->broken = c->ready = c->resp3 = 0;
+    c->hold_until = 0;
     c->hs_left = 0;
     c->subs = 0;
     c->fcall = c->loading = c->script_flags = 0;

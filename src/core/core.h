@@ -206,6 +206,12 @@ int rlk__core_put_parts(rlk__core *c, int nhead, const char *const *head, const 
 int rlk__core_put_script(rlk__core *c, rlk__req *q, const rlk_script *s, int nkeys, int argc,
                          const char *const *argv, const size_t *lens);
 
+/* For build: the server may hold q's reply, and so every reply after
+ * it on this connection, up to ms (a WAIT's timeout): q's reply
+ * deadline is ms later, and so is that of every request queued while
+ * the hold lasts, so that no reply behind it is overdue for it. */
+void rlk__core_hold(rlk__core *c, rlk__req *q, int64_t ms);
+
 /* The command timeout from now (-1: none), and the timeout itself. */
 int64_t rlk__core_reply_deadline(const rlk__core *c);
 int64_t rlk__core_timeout_ms(const rlk__core *c);
