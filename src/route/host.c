@@ -117,6 +117,9 @@ struct rlk__host {
     /* Of the reply callback under way. */
     int why;
     int cur_redirs;
+    /* The replies of the group being delivered (NULL: none). */
+    rlk_resp_value *const *cur_vals;
+    int cur_n;
     char msg[320];
 };
 
@@ -405,7 +408,10 @@ static rlk__core *target(rlk__host *h, hreq *r)
  * c (NULL: no core answered; why and h->msg say why then), and frees r. */
 static void deliver(rlk__host *h, hreq *r, rlk__core *c, rlk_resp_value *const *vals, int why)
 {
-    int saved_why = h->why, saved_redirs = h->cur_redirs;
+    int saved_why = h->why, saved_redirs = h->cur_redirs, saved_n = h->cur_n;
+    rlk_resp_value *const *saved_vals = h->cur_vals;
+    h->cur_vals = vals;
+    h->cur_n = r->n;
     for (int i = 0; i < r->n; i++) {
         rlk__req q;
         memset(&q, 0, sizeof q);
@@ -420,6 +426,8 @@ static void deliver(rlk__host *h, hreq *r, rlk__core *c, rlk_resp_value *const *
     }
     h->why = saved_why;
     h->cur_redirs = saved_redirs;
+    h->cur_vals = saved_vals;
+    h->cur_n = saved_n;
     rec_free(h, r);
 }
 
@@ -673,6 +681,12 @@ int rlk__host_why(const rlk__host *h, const char **msg)
 }
 
 int rlk__host_redirects(const rlk__host *h) { return h->cur_redirs; }
+
+const rlk_resp_value *rlk__host_part_reply(const rlk__host *h, int k)
+{
+    if (k < 0) k += h->cur_n;
+    return h->cur_vals && k >= 0 && k < h->cur_n ? h->cur_vals[k] : NULL;
+}
 
 rlk__core *rlk__host_core_for(rlk__host *h, unsigned slot)
 {

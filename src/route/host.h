@@ -155,6 +155,13 @@ int rlk__host_why(const rlk__host *h, const char **msg);
  * this reply (a redirect loop's error has more than RLK__HOST_REDIRECTS). */
 int rlk__host_redirects(const rlk__host *h);
 
+/* Within a group part's reply callback: the reply of part k of the
+ * same sending (k < 0 counts from the last: -1 is the last part's), so
+ * that a part may read what the parts after it were answered (a WAIT
+ * sent after a write); NULL when there is none (not in a group's
+ * callback, k out of range, or no reply came). */
+const rlk_resp_value *rlk__host_part_reply(const rlk__host *h, int k);
+
 /* Subscriptions, their messages dispatched by channel.
  *
  * SUBSCRIBE ch on core c (the core that serves the subscriber's slot,
