@@ -534,6 +534,8 @@ while read -r o ph; do
     --rate) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl "$o" 1/s -- true ;;
     --burst) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl --rate 1/s "$o" 3 -- true ;;
     --json) check "the man page's $o is accepted (status)" 69 '' '' -- -u "$down" status optl "$o" ;;
+    --replicas-timeout) check "the man page's $o is accepted (run, with --replicas)" 69 '' '' \
+      -- -u "$down" run optl --replicas 1 "$o" "${v[@]}" -- true ;;
     # Without TLS compiled in, asking for it is a configuration error.
     --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;

@@ -62,8 +62,10 @@ enum {
     RLK_ERR_SERVER = -16,  /* the server answered with an error where the
                               library needed success (handshake, SELECT,
                               SCRIPT LOAD)                                 */
-    RLK_ERR_CLOSED = -17   /* not connected, and reconnecting is off or
+    RLK_ERR_CLOSED = -17,  /* not connected, and reconnecting is off or
                               every attempt failed                          */
+    RLK_ERR_REPLICAS = -18 /* fewer replicas acknowledged a lock's write in
+                              time than it asked for (WAIT, WAITAOF)        */
 };
 
 /* ------------------------------------------------------------------ */
@@ -657,6 +659,44 @@ typedef enum rlk_lock_kind {
 
 #define RLK_WAIT_FOREVER (-1)
 
+/*
+ * Replicas (min_replicas, min_replicas_aof below).  Redis replicates
+ * asynchronously: a primary that fails over right after an acquire or a
+ * renewal may hand its role to a replica that never saw it, and the new
+ * primary then lets another holder in.  With min_replicas N, every write
+ * of the lock (the acquire's try, a handoff's confirmation, each
+ * watchdog renewal) is followed on the same connection, in the same
+ * pipeline, by WAIT N timeout (a blocking command cannot run inside a
+ * script), and counts only when N replicas acknowledged it:
+ * - an acquire they did not acknowledge in time fails with
+ *   RLK_ERR_REPLICAS ("1 of 2 replicas acknowledged ...") and the lock is
+ *   given back at once; a server that refuses WAIT (an ACL, a proxy, a
+ *   replica) fails it with RLK_ERR_SERVER and the server's words, the
+ *   lock given back, and every later acquire that asks for replicas on
+ *   that connection fails so without sending anything (until it
+ *   reconnects).  Never a silent acquire without the replicas asked for.
+ * - a renewal they did not acknowledge counts as a failed renewal: tried
+ *   again soon, and the lock is reported lost (on_lost) at its lost
+ *   margin, as for any renewal that fails, although the primary still
+ *   holds it.
+ * - a release never waits and never fails for lack of replicas, and an
+ *   extend by rlk_lock_extend (or rlk_extend_token) does not wait for
+ *   them either: its new TTL is the primary's alone.
+ * min_replicas_aof N sends WAITAOF 1 N timeout instead: the primary's
+ * own AOF and N replicas' have it fsynced (the primary needs appendonly
+ * yes; Redis or Valkey 7.2 or later, else the server's error as above).
+ * WAIT holds the connection on the server until N replicas answered or
+ * the timeout: other requests on it (other locks' renewals) wait behind
+ * it, and their reply deadlines count that much later, so none of them
+ * times out for it; a lagging replica slows the connection by up to the
+ * timeout each time.  What it narrows: the window in which a failover
+ * forgets a lock that was acknowledged.  What it cannot close: a replica
+ * that acknowledged and then lost the write itself (restarted without
+ * AOF), a failover to a replica that did not acknowledge (WAIT counts,
+ * it does not choose the next primary), and a primary that restarts
+ * empty without failing over.  WAIT makes replication synchronous for
+ * the lock, not consistent.
+ */
 typedef struct rlk_lock_options {
     int64_t ttl_ms;       /* 0: RLK_DEFAULT_TTL_MS                           */
     int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this    */
@@ -708,7 +748,17 @@ typedef struct rlk_lock_options {
      * NULL: none.  The host name, process id and wall-clock time of the
      * acquire's start are always recorded. */
     const char *holder_cmd;
-    void *reserved_[5];   /* zero: room for later fields                  */
+    /* Replicas that must have the lock before it counts (see "Replicas"
+     * below): the acquire and every renewal are followed, on the same
+     * connection, by WAIT min_replicas, or by WAITAOF 1 min_replicas_aof
+     * (the primary's own AOF and that many replicas' have it fsynced;
+     * appendonly on the primary, Redis or Valkey 7.2 or later), within
+     * replicas_timeout_ms (0: a tenth of the TTL, at most 1000 ms; at
+     * most a quarter of the TTL).  One of the two, or neither (0). */
+    long min_replicas;
+    long min_replicas_aof;
+    long replicas_timeout_ms;
+    void *reserved_[2];   /* zero: room for later fields                  */
 } rlk_lock_options;
 
 /* Fills *o with the defaults (all 0/NULL, the reserved fields included).

@@ -50,12 +50,15 @@ typedef struct lock_args {
     int add;                 /* extend: add instead of set */
     unsigned from_conf;      /* bit CLI_D_*: the value is the config file's */
     int json;                /* status, list: one JSON object per lock */
+    long replicas, replicas_aof; /* --replicas, --replicas-aof (0: none) */
+    int64_t replicas_ms;     /* --replicas-timeout (0: the library's) */
 } lock_args;
 
 /* A value no option gave (yet): the config file's, or the default. */
 #define UNSET INT64_MIN
 
-enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON };
+enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON, OPT_REPLICAS,
+       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT };
 
 static const cli_option lock_long[] = {
     {"ttl", 1, 't'},
@@ -68,6 +71,9 @@ static const cli_option lock_long[] = {
     {"command", 1, 'c'},
     {"max-time", 1, OPT_MAX_TIME},
     {"json", 0, OPT_JSON},
+    {"replicas", 1, OPT_REPLICAS},
+    {"replicas-aof", 1, OPT_REPLICAS_AOF},
+    {"replicas-timeout", 1, OPT_REPLICAS_TIMEOUT},
     {NULL, 0, 0}};
 
 static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
@@ -106,6 +112,16 @@ static int lock_opt(void *ctx, int c, const char *arg)
     case 'c': a->shell = arg; return 1;
     case OPT_MAX_TIME: return duration_opt("--max-time", arg, &a->max_time_ms, 0);
     case OPT_JSON: a->json = 1; return 1;
+    case OPT_REPLICAS:
+    case OPT_REPLICAS_AOF: {
+        long v = strtol(arg, &end, 10);
+        if (!*arg || *end || v < 1 || v > 1000000)
+            return cli_usage_error("bad --%s '%s' (1 to 1000000 replicas)",
+                                   c == OPT_REPLICAS ? "replicas" : "replicas-aof", arg), -1;
+        *(c == OPT_REPLICAS ? &a->replicas : &a->replicas_aof) = v;
+        return 1;
+    }
+    case OPT_REPLICAS_TIMEOUT: return duration_opt("--replicas-timeout", arg, &a->replicas_ms, 0);
     default: return 0;
     }
 }
@@ -257,6 +273,10 @@ static int fill_defaults(cli_opts *o, lock_args *a, int run)
         *v[d] = mine && o->conf_set[d] ? o->conf_ms[d] : dflt[d];
         if (mine && o->conf_set[d]) a->from_conf |= 1u << d;
     }
+    if ((a->replicas && a->replicas_aof) || (a->replicas_ms && !a->replicas && !a->replicas_aof) ||
+        a->replicas_ms > a->ttl_ms / 4)
+        return cli_usage_error("--replicas or --replicas-aof: one of them, with a "
+                               "--replicas-timeout within a quarter of the TTL");
     return 0;
 }
 
@@ -288,6 +308,9 @@ static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lo
     lo.watchdog = watchdog;
     lo.on_lost = on_lost;
     lo.lost_margin_ms = margin;
+    lo.min_replicas = a->replicas;
+    lo.min_replicas_aof = a->replicas_aof;
+    lo.replicas_timeout_ms = a->replicas_ms;
     /* acquire hands the token on and ends: no turn would read a
      * handoff's confirmation after it. */
     lo.full_ttl = !watchdog;

@@ -159,7 +159,7 @@ int cli_exit_for(int status)
     case RLK_OK: return 0;
     case RLK_ERR_CONNECT: case RLK_ERR_TIMEOUT: case RLK_ERR_TLS: case RLK_ERR_AUTH:
     case RLK_ERR_URL: case RLK_ERR_IO: case RLK_ERR_CLOSED: case RLK_ERR_PROTO:
-    case RLK_ERR_SERVER: case RLK_ERR_LIMIT:
+    case RLK_ERR_SERVER: case RLK_ERR_LIMIT: case RLK_ERR_REPLICAS:
         return CLI_EX_UNAVAILABLE;
     case RLK_ERR_INVALID: /* options the library refuses: several -u not one cluster */
         return CLI_EX_CONFIG;

@@ -22,6 +22,7 @@ const char *rlk_strerror(int status)
     case RLK_ERR_URL: return "the URL cannot be parsed";
     case RLK_ERR_SERVER: return "the server answered with an error";
     case RLK_ERR_CLOSED: return "the connection closed";
+    case RLK_ERR_REPLICAS: return "too few replicas acknowledged the write in time";
     /* The lock's. */
     case RLK_LOCK_BUSY: return "not acquired: the lock is held by someone else";
     case RLK_LOCK_NOT_HELD: return "the lock is not held any more";

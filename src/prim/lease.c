@@ -310,6 +310,28 @@ static int64_t retry_at(const rlk__leases *reg, const rlk__lease *l)
     return rlk__leases_now(reg) + rlk__lease_margin(l->ttl) / 2 + 1;
 }
 
+int64_t rlk__acks_ms(int64_t ttl)
+{
+    int64_t t = ttl / 10;
+    return t > 1000 ? 1000 : t < 1 ? 1 : t;
+}
+
+long rlk__wait_count(const rlk_resp_value *v, int aof)
+{
+    if (!v) return -1;
+    if (!aof) return v->type == RLK_RESP_INTEGER ? (long)v->integer : -1;
+    const rlk_resp_value *x = v->type == RLK_RESP_ARRAY && v->len == 2 ? v->child : NULL;
+    if (!x || x->type != RLK_RESP_INTEGER || x->integer < 1 || x->next->type != RLK_RESP_INTEGER)
+        return -1;
+    return (long)x->next->integer;
+}
+
+/* Whether l's renewal lacks the replicas it asked for. */
+static int short_of_acks(const rlk__round *rd, const rlk__lease *l)
+{
+    return l->acks && (l->acks_aof ? rd->acked_aof : rd->acked) < l->acks;
+}
+
 /* Applies the reply v of the request whose leases are e[first..first +
  * cnt), with the mutex held. */
 static void apply_locked(rlk__leases *reg, const rlk__round *rd, size_t first, size_t cnt,
@@ -327,8 +349,9 @@ static void apply_locked(rlk__leases *reg, const rlk__round *rd, size_t first, s
             l->renew_at = retry_at(reg, l);
             continue;
         }
-        if (x->integer == 1) rlk__lease_set_validity(reg, l, rd->start, w->ttl);
-        else rlk__lease_mark_lost(reg, l);
+        if (x->integer != 1) rlk__lease_mark_lost(reg, l);
+        else if (short_of_acks(rd, l)) l->renew_at = retry_at(reg, l);
+        else rlk__lease_set_validity(reg, l, rd->start, w->ttl);
     }
 }
 
@@ -354,16 +377,21 @@ int rlk__round_apply_one(rlk__leases *reg, rlk__round *rd, const rlk_resp_value 
     return i < rd->nreq ? rlk__round_apply_at(reg, rd, i, v) : 1;
 }
 
+size_t rlk__round_leases(const rlk__round *rd, size_t i, size_t *first)
+{
+    /* Request i's arguments start at argv[3 first + i] (see
+     * rlk__round_requests). */
+    *first = ((size_t)(rd->reqs[i].argv - rd->argv) - i) / 3;
+    return (size_t)rd->reqs[i].nkeys;
+}
+
 int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_resp_value *v)
 {
     if (i >= rd->nreq || rd->got[i]) return 0;
     pthread_mutex_lock(&reg->mu);
     rd->got[i] = 1;
     rd->applied++;
-    /* Request i's arguments start at argv[3 first + i] (see
-     * rlk__round_requests): its leases are e[first..first + cnt). */
-    size_t cnt = (size_t)rd->reqs[i].nkeys;
-    size_t first = ((size_t)(rd->reqs[i].argv - rd->argv) - i) / 3;
+    size_t first, cnt = rlk__round_leases(rd, i, &first);
     int crossslot = !rd->per_slot && rlk__round_crossslot(v);
     if (crossslot) reg->per_slot = 1;
     if (!v || crossslot) {
@@ -383,7 +411,8 @@ int rlk__round_apply_at(rlk__leases *reg, rlk__round *rd, size_t i, const rlk_re
         rlk__lease *l = rd->e[first].l;
         if (!l->dead && l->watchdog && !l->lost) {
             if (v->type == RLK_RESP_SIMPLE) {
-                rlk__lease_set_validity(reg, l, rd->start, rd->e[first].ttl);
+                if (short_of_acks(rd, l)) l->renew_at = retry_at(reg, l);
+                else rlk__lease_set_validity(reg, l, rd->start, rd->e[first].ttl);
             } else {
                 l->scripted = 1;
                 l->renew_at = rlk__leases_now(reg);

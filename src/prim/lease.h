@@ -49,6 +49,13 @@ struct rlk__lease {
      * compare-and-set found its value not exactly its token (waiters'
      * mark, see src/lua/acquire.lua), or refused. */
     int scripted;
+    /* Replicas that must have each write of it (acquire, renewal) before
+     * it counts: WAIT acks ms, or with acks_aof WAITAOF 1 acks ms (the
+     * primary's AOF and the replicas'); 0: none asked.  A renewal they
+     * did not acknowledge in time counts as failed. */
+    int acks;
+    int acks_aof;
+    int64_t acks_ms;
     void (*on_lost)(void *ctx, void *owner);
     void *ctx;
     void *owner;             /* what on_lost and destroy are given */
@@ -89,6 +96,10 @@ int64_t rlk__leases_now(const rlk__leases *reg);
 /* The session's clock is now (a time before the last is taken as the
  * last). */
 void rlk__leases_clock(rlk__leases *reg, int64_t now);
+
+/* The default wait for replicas of a TTL: a tenth, at most 1000 ms, at
+ * least 1 (WAIT's 0 waits for ever). */
+int64_t rlk__acks_ms(int64_t ttl);
 
 /* The default lost margin of a TTL: a tenth, at least 5 ms. */
 int64_t rlk__lease_margin(int64_t ttl);
@@ -150,7 +161,20 @@ typedef struct rlk__round {
     const void *group;       /* the leases it took (NULL: all) */
     int64_t start;           /* validity counts from here */
     int64_t end;             /* the first lost_at of its leases */
+    /* While a request's reply is applied: the replicas its WAIT and its
+     * WAITAOF counted (see rlk__wait_count; RLK__ACKED_ALL: not sent). */
+    long acked, acked_aof;
 } rlk__round;
+
+#define RLK__ACKED_ALL 0x7fffffffL
+
+/* The replicas a WAIT's reply (aof: WAITAOF 1 n's, [local, replicas])
+ * counted: -1 for none (an error, no reply, the primary's own AOF not
+ * written).  v NULL: -1. */
+long rlk__wait_count(const rlk_resp_value *v, int aof);
+
+/* The leases of round request i: e[*first..*first + return). */
+size_t rlk__round_leases(const rlk__round *rd, size_t i, size_t *first);
 
 #define RLK__RENEW_BATCH 1000
 

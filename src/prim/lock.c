@@ -154,6 +154,9 @@ struct lnode {
      * without the channel), and why (rlk__locks_wait_note; "": none). */
     int nosub;
     char note[320];
+    /* The server refused a WAIT (or WAITAOF) on this connection: its
+     * reply ("": none).  Locks that ask for replicas fail at once. */
+    char nowait[208];
 };
 
 struct rlk__locks {
@@ -599,7 +602,32 @@ static const rlk__req_ops extend_native_ops = {build_extend, on_set_ifeq, extend
 static const rlk__req_ops release_ops = {build_release, on_release, NULL, RLK__T_INTEGER};
 static const rlk__req_ops ignore_ops = {build_release, on_ignored, NULL, RLK__T_INTEGER};
 
-static const rlk__req_ops *const first_try_ops[3] = {&set_ops, &yield_ops, &time_ops};
+/* The replicas a lock asks for: WAIT (or WAITAOF) pipelined after the
+ * request that takes or confirms it, the last part of its group, whose
+ * reply acquired reads (rlk__host_part_reply); its own reply is not read. */
+static int build_wait(rlk__core *c, rlk__req *q)
+{
+    const rlk__lease *e = &((rlk_session_lock *)q->ctx)->lease;
+    return rlk__put_wait(c, q, e->acks, e->acks_aof, e->acks_ms);
+}
+
+static void on_waited(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    (void)c;
+    (void)v;
+    owed(q);
+}
+
+static const rlk__req_ops wait_ops = {build_wait, on_waited, NULL, RLK__T_ANY};
+static const rlk__req_ops *const first_try_ops[4] = {&set_ops, &yield_ops, &time_ops, &wait_ops};
+
+/* ops, then the WAIT where l asks for replicas. */
+static int submit_w(rlk__locks *s, const rlk__req_ops *ops, rlk_session_lock *l, int64_t arg,
+                    int64_t deadline)
+{
+    const rlk__req_ops *parts[2] = {ops, &wait_ops};
+    return submit_n(s, 1 + (l->lease.acks != 0), parts, l, arg, -1, deadline, 0);
+}
 
 static int send_try(rlk__locks *s, rlk_session_lock *l)
 {
@@ -616,8 +644,8 @@ static int send_try(rlk__locks *s, rlk_session_lock *l)
      * leave the core a reply overdue that no tick had failed. */
     if (!l->resent && dl >= 0 && dl <= s->now) dl = RLK__DL_DEFAULT;
     l->resent = 0; /* the tries after it are the acquire's own */
-    if (!l->mode) return submit_n(s, 3, first_try_ops, l, 0, -1, dl, 0);
-    return submit(s, &acq_ops, l, l->mode, dl, 0);
+    if (!l->mode) return submit_n(s, 3 + (l->lease.acks != 0), first_try_ops, l, 0, -1, dl, 0);
+    return submit_w(s, &acq_ops, l, l->mode, dl);
 }
 
 /* A confirmation and an extend end a command timeout from now
@@ -633,7 +661,7 @@ static int send_confirm(rlk__locks *s, rlk_session_lock *l)
         l->try_start = s->now;
         l->state = L_CONFIRM;
     }
-    return submit(s, &confirm_ops, l, 0, reply_deadline(s), 0);
+    return submit_w(s, &confirm_ops, l, 0, reply_deadline(s));
 }
 
 static int send_extend(rlk__locks *s, rlk_session_lock *l)
@@ -778,6 +806,21 @@ static const rlk_session_lock *held_before(const rlk__locks *s, const rlk_sessio
     return NULL;
 }
 
+static int errlen(const rlk_resp_value *v);
+
+/* Too few replicas acknowledged l's write (got, as rlk__wait_count
+ * counts; w the reply), or the server refused the wait. */
+static int not_acked(rlk__locks *s, const rlk_session_lock *l, const rlk_resp_value *w, long got)
+{
+    const rlk__lease *e = &l->lease;
+    const char *cmd = e->acks_aof ? "WAITAOF" : "WAIT";
+    if (w && rlk__is_error(w))
+        return of_reply(s, fail(s, RLK_ERR_SERVER, "acquire: the server refused %s (%.*s): released",
+                                cmd, errlen(w), w->str), w);
+    return fail(s, RLK_ERR_REPLICAS, "acquire: %ld of %d replicas acknowledged the lock within %lld "
+                "ms (%s): released", got < 0 ? 0 : got, e->acks, (long long)e->acks_ms, cmd);
+}
+
 /* The wait is over with the lock held (holds of it by its holder, as
  * the server counted them), valid for ms from l->try_start. */
 static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t holds,
@@ -785,6 +828,21 @@ static int acquired(rlk__locks *s, rlk_session_lock *l, uint64_t fence, int64_t 
 {
     int r = subscribe(s, l, 0);
     if (r != RLK_OK) return r;
+    if (l->lease.acks) {
+        /* The WAIT after it (the group's last part) counted too few
+         * replicas, or was refused: given back, not acquired. */
+        const rlk__lease *e = &l->lease;
+        const rlk_resp_value *w = rlk__host_part_reply(s->host, -1);
+        long got = rlk__wait_count(w, e->acks_aof);
+        if (got < e->acks) {
+            r = send_release(s, l, 1);
+            if (w && rlk__is_error(w) && l->node)
+                snprintf(l->node->nowait, sizeof l->node->nowait, "%.*s", errlen(w), w->str);
+            finish(s, l, l->cancel ? RLK_SEV_RELEASED : RLK_SEV_NOT_ACQUIRED,
+                   l->cancel ? RLK_LOCK_NOT_HELD : not_acked(s, l, w, got));
+            return r;
+        }
+    }
     const rlk_session_lock *before = holds > 1 ? held_before(s, l) : NULL;
     l->fence = before ? before->fence : fence;
     l->srv_ms = (int64_t)(fence / 1000);
@@ -938,6 +996,10 @@ static void lost_cb(void *ctx, void *owner);
  * hold of its holder. */
 static int start(rlk__locks *s, rlk_session_lock *l)
 {
+    if (l->lease.acks && l->node && l->node->nowait[0])
+        return not_acquired(s, l, fail(s, RLK_ERR_SERVER, "acquire: the server refused %s on this "
+                                       "connection (%s): nothing sent",
+                                       l->lease.acks_aof ? "WAITAOF" : "WAIT", l->node->nowait));
     l->resent = l->resend;
     if (l->resend) {
         l->resend = 0;
@@ -1060,6 +1122,11 @@ int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_opt
     /* A lock valid for no time would be given back by every try that
      * takes it, and tried again at once: a busy loop on the server. */
     int64_t ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    if (o->min_replicas < 0 || o->min_replicas_aof < 0 || o->replicas_timeout_ms < 0 ||
+        o->min_replicas > RLK__ACKED_ALL || o->min_replicas_aof > RLK__ACKED_ALL ||
+        (o->min_replicas && o->min_replicas_aof) || o->replicas_timeout_ms > ttl / 4)
+        return fail(s, RLK_ERR_INVALID, "acquire: min_replicas or min_replicas_aof: one of them, "
+                                        "with a replicas timeout within a quarter of the TTL");
     if (rlk_plan_valid_ms(&s->timing, ttl) <= 0)
         return fail(s, RLK_ERR_INVALID,
                     "acquire: TTL %lld ms leaves the lock no validity (the drift allowance "
@@ -1137,6 +1204,11 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     e->ttl = l->ttl;
     e->watchdog = o->watchdog;
     e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
+    e->acks_aof = o->min_replicas_aof > 0;
+    e->acks = (int)(e->acks_aof ? o->min_replicas_aof : o->min_replicas);
+    e->acks_ms = o->replicas_timeout_ms > 0 ? o->replicas_timeout_ms : rlk__acks_ms(l->ttl);
+    /* A handoff is reported held once confirmed, as the replicas counted. */
+    if (e->acks) l->full = 1;
     e->owner = l;
     e->destroy = destroy_handle;
     e->on_lost = lost_cb;
@@ -2030,7 +2102,7 @@ static void on_connected(void *ctx, rlk__core *c)
     lnode *n = node_of(ctx, c);
     if (!n) return;
     n->nosub = 0;
-    n->note[0] = '\0';
+    n->note[0] = n->nowait[0] = '\0';
 }
 
 /* The connection went (the core's hook), after each request owed

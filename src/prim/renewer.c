@@ -57,6 +57,22 @@ int rlk__put_set_ifeq(rlk__core *c, const char *key, const char *token, const ch
     return rlk__core_put(c, 7, argv, NULL);
 }
 
+int rlk__put_wait(rlk__core *c, rlk__req *q, int n, int aof, int64_t ms)
+{
+    char ns[24], mss[24];
+    rlk__i64_dec(ns, n);
+    rlk__i64_dec(mss, (long long)ms);
+    const char *argv[4] = {"WAIT", ns, mss, NULL};
+    if (aof) {
+        argv[0] = "WAITAOF";
+        argv[1] = "1";
+        argv[2] = ns;
+        argv[3] = mss;
+    }
+    rlk__core_hold(c, q, ms);
+    return rlk__core_put(c, 3 + (aof != 0), argv, NULL);
+}
+
 static void set_now(rlk__renewer *rn, int64_t now)
 {
     if (now > rn->now) rn->now = now;
@@ -159,12 +175,49 @@ static void round_abandon(rnode *n)
     rlk__conn_round_abandon(&n->rn->leases, &n->cr);
 }
 
+/* The replicas request i's leases ask for: the most of those that ask
+ * by WAIT (w) and by WAITAOF (a), and the longest wait (the return). */
+static int64_t acks_of(const rlk__round *rd, size_t i, int *w, int *a)
+{
+    size_t first, cnt = rlk__round_leases(rd, i, &first);
+    int64_t ms = 0;
+    *w = *a = 0;
+    for (size_t k = first; k < first + cnt; k++) {
+        const rlk__lease *l = rd->e[k].l;
+        int *m = l->acks_aof ? a : w;
+        if (l->acks > *m) *m = l->acks;
+        if (l->acks && l->acks_ms > ms) ms = l->acks_ms;
+    }
+    return ms;
+}
+
+static int build_wait(rlk__core *c, rlk__req *q, int aof)
+{
+    rnode *n = q->ctx;
+    size_t i;
+    int w, a;
+    if (!round_req(n, q, &i)) return RLK_ERR_INVALID;
+    int64_t ms = acks_of(&n->cr.round, i, &w, &a);
+    return rlk__put_wait(c, q, aof ? a : w, aof, ms);
+}
+
+static int build_wait_n(rlk__core *c, rlk__req *q) { return build_wait(c, q, 0); }
+static int build_wait_aof(rlk__core *c, rlk__req *q) { return build_wait(c, q, 1); }
+static const rlk__req_ops wait_ops = {build_wait_n, NULL, NULL, RLK__T_ANY};
+static const rlk__req_ops waitaof_ops = {build_wait_aof, NULL, NULL, RLK__T_ANY};
+
 static void on_renew(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
 {
     rnode *n = q->ctx;
     rlk__renewer *rn = n->rn;
     size_t i;
     if (!round_req(n, q, &i)) return;
+    /* The WAIT and WAITAOF sent after it, in this order (see send_round). */
+    rlk__round *rd = &n->cr.round;
+    int w, a;
+    acks_of(rd, i, &w, &a);
+    rd->acked = w ? rlk__wait_count(rlk__host_part_reply(rn->host, 1), 0) : RLK__ACKED_ALL;
+    rd->acked_aof = a ? rlk__wait_count(rlk__host_part_reply(rn->host, w ? 2 : 1), 1) : RLK__ACKED_ALL;
     if (q->missing) n->cr.eval = 1;
     if (rlk__host_redirect_class(rn->host, v)) {
         /* Not run (the host's redirects ran out, or its time did): its
@@ -219,8 +272,15 @@ static int send_round(rlk__renewer *rn, rnode *n)
          * it, within the round's time. */
         const rlk_request *q = &rd->reqs[i];
         unsigned slot = rlk__keyslot(q->argv[0], q->argvlen ? q->argvlen[0] : strlen(q->argv[0]));
-        r = rlk__host_submit(rn->host, slot, rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops,
-                             n, rlk__conn_round_arg(&n->cr, i), dl, eval ? RLK__REQ_EVAL : 0);
+        /* Leases that ask for replicas: WAIT, WAITAOF after it, in one
+         * group that a redirect sends again whole. */
+        const rlk__req_ops *parts[3] = {rlk__round_native(rd, i) ? &renew_native_ops : &renew_ops};
+        int w, a, np = 1;
+        acks_of(rd, i, &w, &a);
+        if (w) parts[np++] = &wait_ops;
+        if (a) parts[np++] = &waitaof_ops;
+        r = rlk__host_submit_group(rn->host, slot, np, parts, n, rlk__conn_round_arg(&n->cr, i), dl,
+                                   eval ? RLK__REQ_EVAL : 0);
         if (r != RLK_OK) {
             /* Not queued (the connection broke): this one and those
              * after it will not be answered. */

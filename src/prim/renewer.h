@@ -55,4 +55,8 @@ int rlk__set_ifeq_refused(const rlk_resp_value *v);
 /* SET key token IFEQ token PX ms, put on c (within a build). */
 int rlk__put_set_ifeq(rlk__core *c, const char *key, const char *token, const char *ms);
 
+/* WAIT n ms (aof: WAITAOF 1 n ms) put on c within q's build, its hold
+ * told to the core (rlk__core_hold). */
+int rlk__put_wait(rlk__core *c, rlk__req *q, int n, int aof, int64_t ms);
+
 #endif

@@ -460,9 +460,9 @@ static void test_mbstowcs(void)
     CHECK(w[128] == L'z' && w[129] == 0);
 }
 
-/* Every error it names has the C library's words; the others, the C
- * library's "Unknown error N" where it does not know them either, and
- * words of their own where it does (never empty). */
+/* Every error it names has the C library's words; the others, "Unknown
+ * error N", GNU libc's words for those it does not know (not asked of it
+ * here: it keeps that text in memory of its own). */
 static void test_strerror(void)
 {
     static const int known[] = {
@@ -478,7 +478,6 @@ static void test_strerror(void)
     CHECK_EQ_STR(rlk__t_strerror(0), strerror(0));
     CHECK_EQ_STR(rlk__t_strerror(-3), "Unknown error -3");
     CHECK_EQ_STR(rlk__t_strerror(4000), "Unknown error 4000");
-    CHECK_EQ_STR(rlk__t_strerror(4000), strerror(4000));
     CHECK(strncmp(rlk__t_strerror(EDOM), "Unknown error ", 14) == 0);
 }
 
