@@ -817,8 +817,10 @@ static int not_acked(rlk__locks *s, const rlk_session_lock *l, const rlk_resp_va
     if (w && rlk__is_error(w))
         return of_reply(s, fail(s, RLK_ERR_SERVER, "acquire: the server refused %s (%.*s): released",
                                 cmd, errlen(w), w->str), w);
+    /* WAITAOF counts no replica when the primary's own AOF lacks it. */
     return fail(s, RLK_ERR_REPLICAS, "acquire: %ld of %d replicas acknowledged the lock within %lld "
-                "ms (%s): released", got < 0 ? 0 : got, e->acks, (long long)e->acks_ms, cmd);
+                "ms (%s%s): released", got < 0 ? 0 : got, e->acks, (long long)e->acks_ms, cmd,
+                got < 0 && e->acks_aof ? ": not the primary's AOF" : "");
 }
 
 /* The wait is over with the lock held (holds of it by its holder, as
