@@ -393,11 +393,30 @@ static int ping_once(const ts_server *s, int ms)
     return ok;
 }
 
+/* DIR/sentinel.conf into path, written from opt.sentinel_conf when it is
+ * not there yet.  0 or -1. */
+static int write_sentinel_conf(const ts_server *s, char *path, size_t n)
+{
+    FILE *f;
+    snprintf(path, n, "%s/sentinel.conf", s->dir);
+    if (access(path, F_OK) == 0) return 0;
+    f = fopen(path, "w");
+    if (f && fputs(s->opt.sentinel_conf, f) < 0) {
+        fclose(f);
+        f = NULL;
+    }
+    if (!f || fclose(f) != 0) {
+        fprintf(stderr, "test server: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs redis-server on s->port; waits until it answers.  1 ready, 0 the
  * port was taken (try another), -1 failure. */
 static int launch(ts_server *s)
 {
-    char port[16], log[300], out[300];
+    char port[16], log[300], out[300], conf[300];
     const char *argv[64];
     int n = 0, i, status;
     int64_t deadline;
@@ -407,6 +426,11 @@ static int launch(ts_server *s)
     snprintf(log, sizeof log, "%s/redis.log", s->dir);
     snprintf(out, sizeof out, "%s/stdout.log", s->dir);
     argv[n++] = "redis-server";
+    if (o->sentinel_conf) {
+        if (write_sentinel_conf(s, conf, sizeof conf) != 0) return -1;
+        argv[n++] = conf;
+        argv[n++] = "--sentinel";
+    }
     if (o->tls_cert) {
         argv[n++] = "--port";
         argv[n++] = "0";

@@ -37,6 +37,13 @@ typedef struct ts_options {
     int tls_auth_clients;
     const char *tls_client_cert, *tls_client_key;
     const char *const *extra;    /* more arguments, NULL-terminated        */
+    /* Sentinel mode: this text is written to DIR/sentinel.conf (on the
+     * first start only: Sentinel rewrites the file with what it learns,
+     * and a restart must keep that), and the server runs as
+     * `redis-server DIR/sentinel.conf --sentinel` and then the usual
+     * options: Sentinel takes its config file only as the first
+     * argument, and refuses to run without one it can write. */
+    const char *sentinel_conf;
 } ts_options;
 
 typedef struct ts_server {
