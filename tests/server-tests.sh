@@ -4,12 +4,12 @@
 # server: scripts/check-all runs those again against each server of
 # scripts/servers, and a test that starts a server but is missing from
 # the list would never meet them.  A test talks to a server when its
-# source starts one: ts_start or tc_start (tests/server.h, cluster.h),
-# locktest_setup, or (a script) tests/redis-lib.sh, directly or through
-# tests/cli-lock-lib.sh.  Every test of TESTS is looked at (its source
-# is tests/NAME.c or the script itself): all of them under make check,
-# those named under make check TESTS=....  NO_SERVER_TESTS names the
-# others (make distcheck and a build without OpenSSL run them): each
+# source starts one: ts_start, tc_start or tsn_start (tests/server.h,
+# cluster.h, sentinel.h), locktest_setup, or (a script)
+# tests/redis-lib.sh, directly or through tests/cli-lock-lib.sh.  Every
+# test of TESTS is looked at (its source is tests/NAME.c or the script
+# itself): all of them under make check, those named under make check
+# TESTS=....  NO_SERVER_TESTS names the others (make distcheck and a build without OpenSSL run them): each
 # test of TESTS is in exactly one of the two lists.
 set -u
 pass=0 fail=0
@@ -24,7 +24,7 @@ source_of() {
     *) echo "$top_srcdir/$1.c" ;;
   esac
 }
-talks() { grep -qE 'ts_start|tc_start|locktest_setup|redis-lib\.sh|cli-lock-lib\.sh' "$1"; }
+talks() { grep -qE 'ts_start|tc_start|tsn_start|locktest_setup|redis-lib\.sh|cli-lock-lib\.sh' "$1"; }
 listed() { case " $RLK_SERVER_TESTS " in *" $1 "*) return 0 ;; esac; return 1; }
 unlisted() { case " ${RLK_NO_SERVER_TESTS:-} " in *" $1 "*) return 0 ;; esac; return 1; }
 
