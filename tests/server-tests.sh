@@ -9,8 +9,9 @@
 # tests/redis-lib.sh, directly or through tests/cli-lock-lib.sh.  Every
 # test of TESTS is looked at (its source is tests/NAME.c or the script
 # itself): all of them under make check, those named under make check
-# TESTS=....  NO_SERVER_TESTS names the others (make distcheck and a build without OpenSSL run them): each
-# test of TESTS is in exactly one of the two lists.
+# TESTS=....  NO_SERVER_TESTS names the others (make distcheck and a
+# build without OpenSSL run them): each test of TESTS is in exactly one
+# of the two lists.
 set -u
 pass=0 fail=0
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
