@@ -178,6 +178,29 @@ static void test_frozen_replica(void)
     rlk_client_free(cl);
 }
 
+/* A WAIT that waits longer than the command timeout: the blocking call
+ * waits for it (its deadline allows for the wait, as the core's do),
+ * and tells the replicas' count, not a timeout. */
+static void test_wait_longer_than_the_command_timeout(void)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, srv_url);
+    cfg.conn.command_timeout_ms = 300;
+    rlk_client *cl = CLIENT_WITH(&cfg);
+    if (!cl) return;
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    wopts(&o, 10000, 2, 0, 700);
+    int64_t t0 = ts_now_ms();
+    int rc = rlk_lock_acquire(cl, "wait-long", &o, &l);
+    CHECK_MSG(rc == RLK_ERR_REPLICAS, "%d %s", rc, rlk_client_errmsg(cl));
+    CHECK(ts_now_ms() - t0 >= 700);
+    CHECK(wait_exists(admin, "wait-long", 0, LONG_MS));
+    /* The connection stayed up: nothing timed out behind the WAIT. */
+    CHECK_EQ_INT((int)rlk_client_generation(cl), 1);
+    rlk_client_free(cl);
+}
+
 /* The watchdog's renewals wait for the replica too: frozen, they count
  * as failed, and the lock is reported lost before its validity ends
  * while the primary, which took every renewal, still holds it. */
@@ -313,6 +336,7 @@ int main(int argc, char **argv)
     RUN(test_defaults_and_bad_options);
     RUN(test_acquire_waits_for_the_replica);
     RUN(test_more_replicas_than_there_are);
+    RUN(test_wait_longer_than_the_command_timeout);
     RUN(test_frozen_replica);
     RUN(test_renewal_needs_the_replica);
     RUN(test_wait_refused_by_acl);

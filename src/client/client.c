@@ -1023,7 +1023,13 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
      * a pause, while the wait lasts (without one: once). */
     int64_t start = rlk__now_ms();
     int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
-    int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last;
+    /* A try that asks for replicas may be held by its WAIT that long
+     * more (the core's deadlines allow for it; so does this one). */
+    int64_t ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
+    int64_t held = !o->min_replicas && !o->min_replicas_aof ? 0
+                   : o->replicas_timeout_ms > 0 ? o->replicas_timeout_ms : rlk__acks_ms(ttl);
+    if (t >= 0) t += held;
+    int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last + held;
     int64_t pause = BUSY_PAUSE_MIN_MS;
     int retries = 0, status, listened = 0;
     /* The clock read once a try: the call's start for the first, when
