@@ -1025,9 +1025,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
     int64_t t = cl->timeout, last = t >= 0 && t < 250 ? t : 250;
     /* A try that asks for replicas may be held by its WAIT that long
      * more (the core's deadlines allow for it; so does this one). */
-    int64_t ttl = o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
-    int64_t held = !o->min_replicas && !o->min_replicas_aof ? 0
-                   : o->replicas_timeout_ms > 0 ? o->replicas_timeout_ms : rlk__acks_ms(ttl);
+    int64_t held = rlk__locks_acks_ms(o);
     if (t >= 0) t += held;
     int64_t until = o->wait_ms < 0 ? -1 : o->wait_ms == 0 ? after_ms(cl, start, t) : start + o->wait_ms + last + held;
     int64_t pause = BUSY_PAUSE_MIN_MS;

@@ -310,12 +310,6 @@ static int64_t retry_at(const rlk__leases *reg, const rlk__lease *l)
     return rlk__leases_now(reg) + rlk__lease_margin(l->ttl) / 2 + 1;
 }
 
-int64_t rlk__acks_ms(int64_t ttl)
-{
-    int64_t t = ttl / 10;
-    return t > 1000 ? 1000 : t < 1 ? 1 : t;
-}
-
 long rlk__wait_count(const rlk_resp_value *v, int aof)
 {
     if (!v) return -1;

@@ -97,10 +97,6 @@ int64_t rlk__leases_now(const rlk__leases *reg);
  * last). */
 void rlk__leases_clock(rlk__leases *reg, int64_t now);
 
-/* The default wait for replicas of a TTL: a tenth, at most 1000 ms, at
- * least 1 (WAIT's 0 waits for ever). */
-int64_t rlk__acks_ms(int64_t ttl);
-
 /* The default lost margin of a TTL: a tenth, at least 5 ms. */
 int64_t rlk__lease_margin(int64_t ttl);
 

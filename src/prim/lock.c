@@ -1137,6 +1137,14 @@ int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_opt
     return RLK_OK;
 }
 
+int64_t rlk__locks_acks_ms(const rlk_lock_options *o)
+{
+    if (!o->min_replicas && !o->min_replicas_aof) return 0;
+    if (o->replicas_timeout_ms > 0) return o->replicas_timeout_ms;
+    int64_t t = (o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS) / 10;
+    return t > 1000 ? 1000 : t < 1 ? 1 : t;
+}
+
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now)
 {
@@ -1208,7 +1216,7 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     e->margin = o->lost_margin_ms > 0 ? o->lost_margin_ms : 0;
     e->acks_aof = o->min_replicas_aof > 0;
     e->acks = (int)(e->acks_aof ? o->min_replicas_aof : o->min_replicas);
-    e->acks_ms = o->replicas_timeout_ms > 0 ? o->replicas_timeout_ms : rlk__acks_ms(l->ttl);
+    e->acks_ms = rlk__locks_acks_ms(o);
     /* A handoff is reported held once confirmed, as the replicas counted. */
     if (e->acks) l->full = 1;
     e->owner = l;

@@ -86,6 +86,10 @@ const char *rlk__locks_wait_note(const rlk__locks *s);
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o,
                                      void *user, int64_t now);
 int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o);
+/* How long each WAIT of a lock acquired with o waits: its
+ * replicas_timeout_ms, or a tenth of its TTL, at most 1000 ms, at least 1
+ * (WAIT's 0 waits for ever); 0 when it asks for no replicas. */
+int64_t rlk__locks_acks_ms(const rlk_lock_options *o);
 void rlk__locks_forget(rlk_session_lock *l, int64_t now);
 int rlk__locks_status(rlk__locks *s, const char *name, rlk__session_call_cb cb, void *ctx,
                       int64_t now);
