@@ -31,14 +31,23 @@
  * library's table of every error is 2 KiB.  Others are "Unknown error
  * N", as GNU libc says of those it does not know.
  *
+ * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
+ * 1.2's for a numeric service: the command passes the port as digits
+ * with AI_NUMERICSERV, which never reads /etc/services, where musl's
+ * links in its reader of that file.  A name is EAI_NONAME, as musl says
+ * of it with AI_NUMERICSERV.  With another C library nothing calls it.
+ *
  * The unit test compiles this file with RLK_LIBC_NAME(f) naming the
  * functions otherwise and compares them with the C library's.
  */
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #ifndef RLK_LIBC_NAME
 #define RLK_LIBC_NAME(f) f
@@ -205,4 +214,40 @@ char *RLK_LIBC_NAME(strerror)(int e)
     static char unknown[32];
     snprintf(unknown, sizeof unknown, "Unknown error %d", e);
     return unknown;
+}
+
+/* musl's struct service (src/network/lookup.h); buf has room for 2. */
+struct rlk_musl_service {
+    unsigned short port;
+    unsigned char proto, socktype;
+};
+int RLK_LIBC_NAME(__lookup_serv)(struct rlk_musl_service *buf, const char *name, int proto, int socktype,
+                                 int flags);
+
+int RLK_LIBC_NAME(__lookup_serv)(struct rlk_musl_service *buf, const char *name, int proto, int socktype, int flags)
+{
+    (void)flags;
+    if (socktype == SOCK_STREAM || socktype == SOCK_DGRAM) {
+        int own = socktype == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP;
+        if (proto && proto != own) return EAI_SERVICE;
+        proto = own;
+    } else if (socktype) {
+        if (name) return EAI_SERVICE;
+        buf[0].port = 0;
+        buf[0].proto = (unsigned char)proto;
+        buf[0].socktype = (unsigned char)socktype;
+        return 1;
+    }
+    char *z = "";
+    unsigned long port = 0;
+    if (name) {
+        if (!*name) return EAI_SERVICE;
+        port = strtoul(name, &z, 10);
+    }
+    if (*z) return EAI_NONAME;
+    if (port > 65535) return EAI_SERVICE;
+    int cnt = 0;
+    if (proto != IPPROTO_UDP) buf[cnt++] = (struct rlk_musl_service){(unsigned short)port, IPPROTO_TCP, SOCK_STREAM};
+    if (proto != IPPROTO_TCP) buf[cnt++] = (struct rlk_musl_service){(unsigned short)port, IPPROTO_UDP, SOCK_DGRAM};
+    return cnt;
 }

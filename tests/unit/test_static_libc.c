@@ -16,6 +16,8 @@
  *   mapping of the bytes past 0x7f;
  * - its strerror against the C library's (GNU libc's words) for every
  *   error it knows and for some it does not;
+ * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
+ *   gives for numeric services, and EAI_NONAME for a name;
  * - the command's UTC date (src/cli/utc.c) against gmtime_r.
  */
 #define _GNU_SOURCE 1
@@ -25,6 +27,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +56,11 @@ unsigned long long rlk__t_strtoull(const char *restrict s, char **restrict end, 
 void rlk__t_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 size_t rlk__t_mbstowcs(wchar_t *restrict ws, const char *restrict s, size_t wn);
 char *rlk__t_strerror(int e);
+struct serv {
+    unsigned short port;
+    unsigned char proto, socktype;
+};
+int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
 static uint64_t next_rand(uint64_t *s)
@@ -523,6 +533,28 @@ static void test_utc(void)
         if (!same_utc(day * 86400)) break;
 }
 
+static void test_lookup_serv(void)
+{
+    struct serv b[2];
+    CHECK(rlk__t___lookup_serv(b, "6379", 0, SOCK_STREAM, AI_NUMERICSERV) == 1);
+    CHECK(b[0].port == 6379 && b[0].proto == IPPROTO_TCP && b[0].socktype == SOCK_STREAM);
+    CHECK(rlk__t___lookup_serv(b, "65535", IPPROTO_TCP, SOCK_STREAM, 0) == 1 && b[0].port == 65535);
+    CHECK(rlk__t___lookup_serv(b, "53", 0, SOCK_DGRAM, 0) == 1);
+    CHECK(b[0].port == 53 && b[0].proto == IPPROTO_UDP && b[0].socktype == SOCK_DGRAM);
+    CHECK(rlk__t___lookup_serv(b, "80", 0, 0, 0) == 2);
+    CHECK(b[0].port == 80 && b[0].proto == IPPROTO_TCP && b[0].socktype == SOCK_STREAM);
+    CHECK(b[1].port == 80 && b[1].proto == IPPROTO_UDP && b[1].socktype == SOCK_DGRAM);
+    CHECK(rlk__t___lookup_serv(b, NULL, 0, SOCK_STREAM, 0) == 1 && b[0].port == 0);
+    CHECK(rlk__t___lookup_serv(b, NULL, 7, SOCK_RAW, 0) == 1);
+    CHECK(b[0].port == 0 && b[0].proto == 7 && b[0].socktype == SOCK_RAW);
+    CHECK(rlk__t___lookup_serv(b, "1", 0, SOCK_RAW, 0) == EAI_SERVICE);
+    CHECK(rlk__t___lookup_serv(b, "1", IPPROTO_UDP, SOCK_STREAM, 0) == EAI_SERVICE);
+    CHECK(rlk__t___lookup_serv(b, "", 0, SOCK_STREAM, 0) == EAI_SERVICE);
+    CHECK(rlk__t___lookup_serv(b, "65536", 0, SOCK_STREAM, 0) == EAI_SERVICE);
+    CHECK(rlk__t___lookup_serv(b, "http", 0, SOCK_STREAM, AI_NUMERICSERV) == EAI_NONAME);
+    CHECK(rlk__t___lookup_serv(b, "80x", 0, SOCK_STREAM, 0) == EAI_NONAME);
+}
+
 TL_PROGRAM(NULL, NULL,
            TL_TEST(test_malloc_sizes),
            TL_TEST(test_malloc_too_big),
@@ -537,4 +569,5 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_qsort),
            TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
+           TL_TEST(test_lookup_serv),
            TL_TEST(test_utc));
