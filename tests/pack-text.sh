@@ -3,8 +3,9 @@
 # one and unpacked by the other come back byte for byte (the usage text,
 # the Lua scripts, bytes that are not ASCII, a run longer than a match,
 # back references further than 4 KB and than 64 KB away, the empty text,
-# text whose every byte is a literal), and the packed form of the usage
-# text is at most 60% of it.  Ends with "N passed, N failed".
+# text whose every byte is a literal), two functions of one text (the
+# second's after a NUL), and the packed form of the usage text is at
+# most 60% of it.  Ends with "N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0
@@ -48,6 +49,24 @@ round "100 KB, its first line again past the 64 KB reach" "$work/far"
 round "the empty text" "$work/empty"
 printf 'abcdefghijklmnopqrstuvwxyz0123456789' >"$work/lit"
 round "no match at all" "$work/lit"
+cat >"$work/two.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+const char *first(void);
+const char *second(void);
+int main(void)
+{
+    printf("%s|%s|%s\n", first(), second(), second() + strlen(second()) + 1);
+    return 0;
+}
+C
+printf 'the first text\0the second\0and after it' >"$work/nul"
+if sh "$top/scripts/pack-text" --function first second <"$work/nul" >"$work/p2.c" &&
+    ${CC:-cc} -Wall -Wextra -Werror -I"$top/src/net" -o "$work/t2" "$work/two.c" "$work/p2.c" \
+      "$top/src/net/unpack.c" &&
+    [ "$("$work/t2")" = "the first text|the second|and after it" ]; then
+  ok "two functions, the second's text after the first NUL"
+else bad "two functions, the second's text after the first NUL"; fi
 p=$(sh "$top/scripts/pack-text" <"$top/src/cli/usage.txt" | sed '$d' |
     sed -e 's/^ *"//' -e 's/"$//' -e 's/\\[0-7][0-7][0-7]/x/g' | tr -d '\n' | wc -c)
 n=$(wc -c <"$top/src/cli/usage.txt")

@@ -28,7 +28,8 @@
  *
  * strerror knows the errors a network client meets (its sockets, files,
  * fork and exec), in GNU libc's words, the default build's: the C
- * library's table of every error is 2 KiB.  Others are "Unknown error
+ * library's table of every error is 2 KiB; these words are packed with
+ * the usage text.  Others are "Unknown error
  * N", as GNU libc says of those it does not know.
  *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
@@ -185,7 +186,9 @@ size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, siz
     return k;
 }
 
-/* The errors known, and their words in the same order. */
+/* The errors known; their words, in the same order, are
+ * src/cli/strerror.txt's lines, packed with the usage text (usage.c). */
+const char *cli_errors(void);
 static const unsigned char codes[] = {
     0,           EPERM,       ENOENT,        EINTR,        EIO,          E2BIG,        ENOEXEC,
     EBADF,       EAGAIN,        ENOMEM,       EACCES,       ENOTDIR,      EISDIR,
@@ -193,22 +196,10 @@ static const unsigned char codes[] = {
     ELOOP,       EPROTO,        ENOTSOCK,     EAFNOSUPPORT, EADDRINUSE,   EADDRNOTAVAIL,
     ENETDOWN,    ENETUNREACH,   ECONNABORTED, ECONNRESET,   ENOBUFS,      ENOTCONN,
     ETIMEDOUT,   ECONNREFUSED,  EHOSTDOWN,    EHOSTUNREACH, EINPROGRESS};
-static const char words[] =
-    "Success\0Operation not permitted\0No such file or directory\0Interrupted system call\0"
-    "Input/output error\0Argument list too long\0Exec format error\0Bad file descriptor\0"
-    "Resource temporarily unavailable\0Cannot allocate memory\0Permission denied\0"
-    "Not a directory\0Is a directory\0Invalid argument\0Too many open files in system\0"
-    "Too many open files\0No space left on device\0Broken pipe\0File name too long\0"
-    "Too many levels of symbolic links\0Protocol error\0Socket operation on non-socket\0"
-    "Address family not supported by protocol\0Address already in use\0"
-    "Cannot assign requested address\0Network is down\0Network is unreachable\0"
-    "Software caused connection abort\0Connection reset by peer\0"
-    "No buffer space available\0Transport endpoint is not connected\0Connection timed out\0"
-    "Connection refused\0Host is down\0No route to host\0Operation now in progress";
 
 char *RLK_LIBC_NAME(strerror)(int e)
 {
-    const char *w = words;
+    const char *w = cli_errors();
     for (size_t i = 0; i < sizeof codes; i++, w += strlen(w) + 1)
         if (codes[i] == e) return (char *)w;
     static char unknown[32];

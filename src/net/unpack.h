@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Text packed at build time by scripts/pack-text (its header gives the
  * format), unpacked here.  Internal to the library (rlk__ prefix, not
- * installed).  The static command keeps its usage text and the Lua
- * scripts so: less than half the bytes. */
+ * installed).  The command keeps its usage text (and the static one
+ * its strerror's words and the Lua scripts) so: less than half the
+ * bytes. */
 #ifndef RESPLOCK_UNPACK_H
 #define RESPLOCK_UNPACK_H
 
