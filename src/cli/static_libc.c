@@ -29,7 +29,7 @@
  * strerror knows the errors a network client meets (its sockets, files,
  * fork and exec), in GNU libc's words, the default build's: the C
  * library's table of every error is 2 KiB; these words are packed with
- * the usage text.  Others are "Unknown error
+ * the usage text.  gai_strerror is musl's, its words packed so too.  Others are "Unknown error
  * N", as GNU libc says of those it does not know.
  *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
@@ -62,6 +62,7 @@ unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restri
 void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn);
 char *RLK_LIBC_NAME(strerror)(int e);
+const char *RLK_LIBC_NAME(gai_strerror)(int e);
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {
@@ -205,6 +206,18 @@ char *RLK_LIBC_NAME(strerror)(int e)
     static char unknown[32];
     snprintf(unknown, sizeof unknown, "Unknown error %d", e);
     return unknown;
+}
+
+/* musl's: its words (src/cli/gai_strerror.txt's lines, after strerror's)
+ * from EAI_BADFLAGS (-1) down, then an empty one and the word of the
+ * others. */
+const char *RLK_LIBC_NAME(gai_strerror)(int e)
+{
+    const char *s = cli_errors();
+    for (size_t i = 0; i < sizeof codes; i++) s += strlen(s) + 1;
+    for (e++; e && *s; e++, s++)
+        while (*s) s++;
+    return *s ? s : s + 1;
 }
 
 /* musl's struct service (src/network/lookup.h); buf has room for 2. */

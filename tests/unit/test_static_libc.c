@@ -16,6 +16,7 @@
  *   mapping of the bytes past 0x7f;
  * - its strerror against the C library's (GNU libc's words) for every
  *   error it knows and for some it does not;
+ * - its gai_strerror against musl's words, for each error and others;
  * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
  *   gives for numeric services, and EAI_NONAME for a name;
  * - the command's UTC date (src/cli/utc.c) against gmtime_r.
@@ -60,6 +61,7 @@ struct serv {
     unsigned short port;
     unsigned char proto, socktype;
 };
+const char *rlk__t_gai_strerror(int e);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -533,6 +535,20 @@ static void test_utc(void)
         if (!same_utc(day * 86400)) break;
 }
 
+static void test_gai_strerror(void)
+{
+    static const char *const musl[] = {"Invalid flags", "Name does not resolve", "Try again",
+                                       "Non-recoverable error", "Unknown error",
+                                       "Unrecognized address family or invalid length",
+                                       "Unrecognized socket type", "Unrecognized service", "Unknown error",
+                                       "Out of memory", "System error", "Overflow"};
+    for (int i = 0; i < 12; i++) CHECK_EQ_STR(rlk__t_gai_strerror(-1 - i), musl[i]);
+    CHECK_EQ_STR(rlk__t_gai_strerror(0), "Unknown error");
+    CHECK_EQ_STR(rlk__t_gai_strerror(5), "Unknown error");
+    CHECK_EQ_STR(rlk__t_gai_strerror(-13), "Unknown error");
+    CHECK_EQ_STR(rlk__t_gai_strerror(-100), "Unknown error");
+}
+
 static void test_lookup_serv(void)
 {
     struct serv b[2];
@@ -569,5 +585,6 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_qsort),
            TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
+           TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
            TL_TEST(test_utc));
