@@ -29,7 +29,14 @@
  * strerror knows the errors a network client meets (its sockets, files,
  * fork and exec), in GNU libc's words, the default build's: the C
  * library's table of every error is 2 KiB; these words are packed with
- * the usage text.  gai_strerror is musl's, its words packed so too.  Others are "Unknown error
+ * the usage text.  gai_strerror is musl's, its words packed so too.
+ *
+ * inet_ntop writes what musl's does: IPv4 as four decimals, IPv6 as
+ * eight hexadecimal groups (the last 32 bits as IPv4 after ::ffff: and
+ * five zero groups), the longest run of two or more zero groups (the
+ * first of equal ones) written "::"; ENOSPC when it does not fit, and
+ * EAFNOSUPPORT for another family.  The C library's is general code
+ * over its printf (musl's, with snprintf's own, twice this).  Others are "Unknown error
  * N", as GNU libc says of those it does not know.
  *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
@@ -44,6 +51,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +71,7 @@ void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const vo
 size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn);
 char *RLK_LIBC_NAME(strerror)(int e);
 const char *RLK_LIBC_NAME(gai_strerror)(int e);
+const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {
@@ -218,6 +227,40 @@ const char *RLK_LIBC_NAME(gai_strerror)(int e)
     for (e++; e && *s; e++, s++)
         while (*s) s++;
     return *s ? s : s + 1;
+}
+
+const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l)
+{
+    const unsigned char *a = a0;
+    char buf[48];
+    if (af == AF_INET) {
+        if (snprintf(s, l, "%d.%d.%d.%d", a[0], a[1], a[2], a[3]) < (int)l) return s;
+        errno = ENOSPC;
+        return NULL;
+    }
+    if (af != AF_INET6) {
+        errno = EAFNOSUPPORT;
+        return NULL;
+    }
+    int n = 0, mapped = !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\377\377", 12);
+    for (int i = 0; i < (mapped ? 12 : 16); i += 2) n += snprintf(buf + n, 6, "%x:", a[i] << 8 | a[i + 1]);
+    if (mapped) snprintf(buf + n, 16, "%d.%d.%d.%d", a[12], a[13], a[14], a[15]);
+    else buf[n - 1] = '\0';
+    /* The longest run of ':' and '0' at the start or from a ':', if it is
+     * more than one zero group. */
+    size_t best = 0, max = 2, i = 0;
+    for (; buf[i]; i++) {
+        if (i && buf[i] != ':') continue;
+        size_t j = strspn(buf + i, ":0");
+        if (j > max) best = i, max = j;
+    }
+    if (max > 3) {
+        buf[best] = buf[best + 1] = ':';
+        memmove(buf + best + 2, buf + best + max, i - best - max + 1);
+    }
+    if (strlen(buf) < l) return strcpy(s, buf);
+    errno = ENOSPC;
+    return NULL;
 }
 
 /* musl's struct service (src/network/lookup.h); buf has room for 2. */

@@ -16,6 +16,10 @@
  *   mapping of the bytes past 0x7f;
  * - its strerror against the C library's (GNU libc's words) for every
  *   error it knows and for some it does not;
+ * - its inet_ntop against the C library's on IPv4, on IPv6 addresses of
+ *   many zero groups and buffers of every length (the addresses whose
+ *   first 96 bits are zero but not ::ffff:0:0/96 apart: GNU libc writes
+ *   them as IPv4, musl does not), and on musl's own forms of those;
  * - its gai_strerror against musl's words, for each error and others;
  * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
  *   gives for numeric services, and EAI_NONAME for a name;
@@ -27,6 +31,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -62,6 +67,7 @@ struct serv {
     unsigned char proto, socktype;
 };
 const char *rlk__t_gai_strerror(int e);
+const char *rlk__t_inet_ntop(int af, const void *restrict a0, char *restrict s, socklen_t l);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -535,6 +541,85 @@ static void test_utc(void)
         if (!same_utc(day * 86400)) break;
 }
 
+/* The longest runs of two or more zero groups in a: how many there are. */
+static int longest_runs(const unsigned char *a)
+{
+    int best = 1, count = 0;
+    for (int i = 0; i < 8;) {
+        int j = i;
+        while (j < 8 && !a[2 * j] && !a[2 * j + 1]) j++;
+        if (j - i > best) best = j - i, count = 1;
+        else if (j - i == best && best > 1) count++;
+        i = j > i ? j : i + 1;
+    }
+    return count;
+}
+
+/* inet_ntop on a, with buffers of every length to 50: the C library's
+ * words where the longest run of zero groups is one (where there are
+ * more, GNU libc shortens the first, musl the first not at the start),
+ * else an address inet_pton reads back as a, NULL (ENOSPC) when short. */
+static int same_ntop(int af, const unsigned char *a)
+{
+    char x[64], y[64];
+    int like_c = af == AF_INET || longest_runs(a) <= 1;
+    for (socklen_t l = 0; l <= 50; l++) {
+        errno = 0;
+        const char *p = rlk__t_inet_ntop(af, a, x, l);
+        int e = errno, ok;
+        if (like_c) {
+            errno = 0;
+            const char *q = inet_ntop(af, a, y, l);
+            ok = (p == NULL) == (q == NULL) && (p ? !strcmp(x, y) && p == x : e == errno);
+        } else {
+            unsigned char back[16];
+            rlk__t_inet_ntop(af, a, y, sizeof y);
+            ok = inet_pton(af, y, back) == 1 && !memcmp(back, a, 16) && strstr(y, "::") &&
+                 (l > strlen(y) ? p == x && !strcmp(x, y) : !p && e == ENOSPC);
+        }
+        if (!CHECK(ok)) {
+            fprintf(stderr, "  inet_ntop, %u bytes: %s\n", (unsigned)l, p ? x : "NULL");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void test_inet_ntop(void)
+{
+    unsigned char a[16] = {127, 0, 0, 1};
+    same_ntop(AF_INET, a);
+    memset(a, 255, 4);
+    same_ntop(AF_INET, a);
+    uint64_t seed = 7;
+    for (int k = 0; k < 20000; k++) {
+        unsigned r = (unsigned)next_rand(&seed);
+        for (int i = 0; i < 16; i += 2) { /* each group zero half the time */
+            unsigned v = (unsigned)next_rand(&seed);
+            a[i] = (unsigned char)(r >> i & 1 ? v : 0);
+            a[i + 1] = (unsigned char)(r >> i & 1 ? v >> 8 : 0);
+        }
+        if (k % 5 == 0) memcpy(a, "\0\0\0\0\0\0\0\0\0\0\377\377", 12);
+        if (!memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0", 12)) continue;
+        if (!same_ntop(AF_INET6, a)) break;
+    }
+    char x[64];
+    memset(a, 0, 16);
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, a, x, sizeof x), "::");
+    a[15] = 1;
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, a, x, sizeof x), "::1");
+    a[15] = 2;
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, a, x, sizeof x), "::2");
+    a[12] = 10;
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, a, x, sizeof x), "::a00:2");
+    static const unsigned char two[16] = {0, 0, 0, 0, 0x3c, 0x96, 0, 0, 0, 0, 0x26, 0xc2, 0, 0, 0x2a, 0x0d};
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, two, x, sizeof x), "0:0:3c96::26c2:0:2a0d");
+    static const unsigned char ends[16] = {0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK_EQ_STR(rlk__t_inet_ntop(AF_INET6, ends, x, sizeof x), "1:0:0:2::");
+    errno = 0;
+    CHECK(rlk__t_inet_ntop(AF_UNIX, a, x, sizeof x) == NULL && errno == EAFNOSUPPORT);
+}
+
 static void test_gai_strerror(void)
 {
     static const char *const musl[] = {"Invalid flags", "Name does not resolve", "Try again",
@@ -585,6 +670,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_qsort),
            TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
+           TL_TEST(test_inet_ntop),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
            TL_TEST(test_utc));
