@@ -36,7 +36,14 @@
  * five zero groups), the longest run of two or more zero groups (the
  * first of equal ones) written "::"; ENOSPC when it does not fit, and
  * EAFNOSUPPORT for another family.  The C library's is general code
- * over its printf (musl's, with snprintf's own, twice this).  Others are "Unknown error
+ * over its printf (musl's, with snprintf's own, twice this).
+ *
+ * setenv is musl's but for one thing: the "NAME=value" it replaces stays
+ * allocated, where musl's keeps a list of those it allocated to free
+ * them (the command sets a few variables once, before it runs a
+ * command).  A NAME that is NULL, empty or with '=' is EINVAL; the
+ * first entry of NAME is replaced, else the environment grows (into an
+ * array of its own, copied from the first one).  Others are "Unknown error
  * N", as GNU libc says of those it does not know.
  *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
@@ -72,6 +79,7 @@ size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, siz
 char *RLK_LIBC_NAME(strerror)(int e);
 const char *RLK_LIBC_NAME(gai_strerror)(int e);
 const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
+int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {
@@ -261,6 +269,42 @@ const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *rest
     if (strlen(buf) < l) return strcpy(s, buf);
     errno = ENOSPC;
     return NULL;
+}
+
+int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite)
+{
+    extern char **environ;
+    static char **own;
+    size_t l = k ? strcspn(k, "=") : 0, i = 0;
+    if (!l || k[l]) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!overwrite && getenv(k)) return 0;
+    size_t n = strlen(v) + 1;
+    char *s = malloc(l + 1 + n), **e;
+    if (!s) return -1;
+    memcpy(s, k, l);
+    s[l] = '=';
+    memcpy(s + l + 1, v, n);
+    for (e = environ; e && *e; e++, i++)
+        if (!strncmp(s, *e, l + 1)) {
+            *e = s;
+            return 0;
+        }
+    e = realloc(environ == own ? own : NULL, (i + 2) * sizeof *e);
+    if (!e) {
+        free(s);
+        return -1;
+    }
+    if (environ != own) {
+        if (i) memcpy(e, environ, i * sizeof *e);
+        free(own);
+    }
+    e[i] = s;
+    e[i + 1] = NULL;
+    environ = own = e;
+    return 0;
 }
 
 /* musl's struct service (src/network/lookup.h); buf has room for 2. */

@@ -20,6 +20,8 @@
  *   many zero groups and buffers of every length (the addresses whose
  *   first 96 bits are zero but not ::ffff:0:0/96 apart: GNU libc writes
  *   them as IPv4, musl does not), and on musl's own forms of those;
+ * - its setenv: a new variable, one replaced (and not, without
+ *   overwrite), the others kept, and EINVAL for a bad name;
  * - its gai_strerror against musl's words, for each error and others;
  * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
  *   gives for numeric services, and EAI_NONAME for a name;
@@ -67,6 +69,7 @@ struct serv {
     unsigned char proto, socktype;
 };
 const char *rlk__t_gai_strerror(int e);
+int rlk__t_setenv(const char *k, const char *v, int overwrite);
 const char *rlk__t_inet_ntop(int af, const void *restrict a0, char *restrict s, socklen_t l);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
@@ -620,6 +623,49 @@ static void test_inet_ntop(void)
     CHECK(rlk__t_inet_ntop(AF_UNIX, a, x, sizeof x) == NULL && errno == EAFNOSUPPORT);
 }
 
+static size_t env_count(void)
+{
+    size_t n = 0;
+    while (environ[n]) n++;
+    return n;
+}
+
+static void test_setenv(void)
+{
+    CHECK(setenv("RLK_T_KEPT", "kept", 1) == 0);
+    size_t n = env_count();
+    CHECK(getenv("RLK_T_NEW") == NULL);
+    CHECK(rlk__t_setenv("RLK_T_NEW", "one", 1) == 0 && env_count() == n + 1);
+    CHECK_EQ_STR(getenv("RLK_T_NEW"), "one");
+    CHECK(rlk__t_setenv("RLK_T_NEW", "two=2", 1) == 0 && env_count() == n + 1);
+    CHECK_EQ_STR(getenv("RLK_T_NEW"), "two=2");
+    CHECK(rlk__t_setenv("RLK_T_NEW", "three", 0) == 0);
+    CHECK_EQ_STR(getenv("RLK_T_NEW"), "two=2");
+    CHECK(rlk__t_setenv("RLK_T_NE", "short", 0) == 0 && env_count() == n + 2);
+    CHECK_EQ_STR(getenv("RLK_T_NE"), "short");
+    CHECK_EQ_STR(getenv("RLK_T_NEW"), "two=2");
+    CHECK(rlk__t_setenv("RLK_T_EMPTY", "", 1) == 0);
+    CHECK_EQ_STR(getenv("RLK_T_EMPTY"), "");
+    for (int i = 0; i < 100; i++) { /* the array grows, its entries kept */
+        char k[32];
+        snprintf(k, sizeof k, "RLK_T_%d", i);
+        CHECK(rlk__t_setenv(k, k, 1) == 0);
+    }
+    CHECK(env_count() == n + 103);
+    CHECK_EQ_STR(getenv("RLK_T_0"), "RLK_T_0");
+    CHECK_EQ_STR(getenv("RLK_T_99"), "RLK_T_99");
+    CHECK_EQ_STR(getenv("RLK_T_KEPT"), "kept");
+    CHECK_EQ_STR(getenv("RLK_T_NE"), "short");
+    static const char *const bad[] = {"", "A=B", "=A"};
+    for (size_t i = 0; i < 3; i++) {
+        errno = 0;
+        CHECK(rlk__t_setenv(bad[i], "x", 1) == -1 && errno == EINVAL);
+    }
+    errno = 0;
+    CHECK(rlk__t_setenv(NULL, "x", 1) == -1 && errno == EINVAL);
+    CHECK(env_count() == n + 103);
+}
+
 static void test_gai_strerror(void)
 {
     static const char *const musl[] = {"Invalid flags", "Name does not resolve", "Try again",
@@ -671,6 +717,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
            TL_TEST(test_inet_ntop),
+           TL_TEST(test_setenv),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
            TL_TEST(test_utc));
