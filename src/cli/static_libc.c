@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The static command's strstr, strtol family, qsort and mbstowcs
+ * The static command's strstr, strtol family, qsort, mbstowcs,
+ * strerror, gai_strerror, inet_ntop, setenv and musl's __lookup_serv
  * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
