@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The static command's strstr, strtol family, qsort, mbstowcs,
- * strerror, gai_strerror, inet_ntop, setenv and musl's __lookup_serv
+ * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
+ * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
+ * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, setenv and musl's
+ * __strchrnul and __lookup_serv
  * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
  * code where the library's is general: its strstr is a two-way search of
  * over a kilobyte, its strtol a scanner shared with scanf.  The default
  * build keeps the C library's.
+ *
+ * strlen, memchr, musl's __strchrnul (its strchr's and getenv's: the
+ * first c, else the end), the comparisons (strcasecmp's case is the C
+ * locale's: A to Z), strcpy, strncpy (the rest of n zeroed), strspn and
+ * strcspn go a byte at a time: the strings are short, where the C
+ * library's go a word at a time or through a table of bytes, a few
+ * hundred bytes of code each.
  *
  * strstr compares at each place in turn: the strings searched are short
  * (URLs, host names, messages).  strtol, strtoll, strtoul and strtoull
@@ -30,7 +39,9 @@
  * strerror knows the errors a network client meets (its sockets, files,
  * fork and exec), in GNU libc's words, the default build's: the C
  * library's table of every error is 2 KiB; these words are packed with
- * the usage text.  gai_strerror is musl's, its words packed so too.
+ * the usage text.  Others are "Unknown error N", as GNU libc says of
+ * those it does not know.  gai_strerror is musl's, its words packed so
+ * too.
  *
  * inet_ntop writes what musl's does: IPv4 as four decimals, IPv6 as
  * eight hexadecimal groups (the last 32 bits as IPv4 after ::ffff: and
@@ -44,8 +55,7 @@
  * them (the command sets a few variables once, before it runs a
  * command).  A NAME that is NULL, empty or with '=' is EINVAL; the
  * first entry of NAME is replaced, else the environment grows (into an
- * array of its own, copied from the first one).  Others are "Unknown error
- * N", as GNU libc says of those it does not know.
+ * array of its own, copied from the first one).
  *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
  * 1.2's for a numeric service: the command passes the port as digits
@@ -81,6 +91,114 @@ char *RLK_LIBC_NAME(strerror)(int e);
 const char *RLK_LIBC_NAME(gai_strerror)(int e);
 const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
+
+size_t RLK_LIBC_NAME(strlen)(const char *s);
+void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
+char *RLK_LIBC_NAME(__strchrnul)(const char *s, int c);
+int RLK_LIBC_NAME(strcmp)(const char *a, const char *b);
+int RLK_LIBC_NAME(strncmp)(const char *a, const char *b, size_t n);
+int RLK_LIBC_NAME(strcasecmp)(const char *a, const char *b);
+int RLK_LIBC_NAME(strncasecmp)(const char *a, const char *b, size_t n);
+char *RLK_LIBC_NAME(strcpy)(char *restrict d, const char *restrict s);
+char *RLK_LIBC_NAME(strncpy)(char *restrict d, const char *restrict s, size_t n);
+size_t RLK_LIBC_NAME(strspn)(const char *s, const char *c);
+size_t RLK_LIBC_NAME(strcspn)(const char *s, const char *c);
+
+/* A byte at a time: the strings are short, where the C library's read
+ * a word at a time (a few hundred bytes of code each). */
+size_t RLK_LIBC_NAME(strlen)(const char *s)
+{
+    const char *p = s;
+    while (*p) p++;
+    return (size_t)(p - s);
+}
+
+void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n)
+{
+    for (const unsigned char *p = s; n; n--, p++)
+        if (*p == (unsigned char)c) return (void *)p;
+    return NULL;
+}
+
+/* musl's own (its strchr's and getenv's): the first c in s, else its end. */
+char *RLK_LIBC_NAME(__strchrnul)(const char *s, int c)
+{
+    while (*s && *s != (char)c) s++;
+    return (char *)s;
+}
+
+static int ncmp(const char *a, const char *b, size_t n)
+{
+    for (; n; n--, a++, b++)
+        if (*a != *b || !*a) return (unsigned char)*a - (unsigned char)*b;
+    return 0;
+}
+
+int RLK_LIBC_NAME(strncmp)(const char *a, const char *b, size_t n)
+{
+    return ncmp(a, b, n);
+}
+
+int RLK_LIBC_NAME(strcmp)(const char *a, const char *b)
+{
+    return ncmp(a, b, (size_t)-1);
+}
+
+/* The C locale's: only A to Z are letters with another case. */
+static int lower(unsigned char c)
+{
+    return (unsigned)(c - 'A') < 26 ? c | 32 : c;
+}
+
+static int ncasecmp(const char *a, const char *b, size_t n)
+{
+    for (; n; n--, a++, b++) {
+        int d = lower((unsigned char)*a) - lower((unsigned char)*b);
+        if (d || !*a) return d;
+    }
+    return 0;
+}
+
+int RLK_LIBC_NAME(strncasecmp)(const char *a, const char *b, size_t n)
+{
+    return ncasecmp(a, b, n);
+}
+
+int RLK_LIBC_NAME(strcasecmp)(const char *a, const char *b)
+{
+    return ncasecmp(a, b, (size_t)-1);
+}
+
+char *RLK_LIBC_NAME(strcpy)(char *restrict d, const char *restrict s)
+{
+    char *p = d;
+    while ((*p++ = *s++)) continue;
+    return d;
+}
+
+char *RLK_LIBC_NAME(strncpy)(char *restrict d, const char *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) d[i] = *s ? *s++ : 0;
+    return d;
+}
+
+/* The length of s's start of bytes in c (in 1), or not in c (in 0). */
+static size_t span(const char *s, const char *c, int in)
+{
+    size_t i = 0;
+    while (s[i] && (*RLK_LIBC_NAME(__strchrnul)(c, s[i]) != 0) == in) i++;
+    return i;
+}
+
+size_t RLK_LIBC_NAME(strspn)(const char *s, const char *c)
+{
+    return span(s, c, 1);
+}
+
+size_t RLK_LIBC_NAME(strcspn)(const char *s, const char *c)
+{
+    return span(s, c, 0);
+}
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n)
 {

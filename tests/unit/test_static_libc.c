@@ -7,6 +7,10 @@
  *   overflow, requests too big, freed blocks reused (the bytes mapped
  *   stop growing), big blocks given back, threads at once, and fork
  *   while another thread allocates (the child can still allocate);
+ * - its strlen, memchr, __strchrnul (musl's strchrnul), strcmp,
+ *   strncmp, strcasecmp, strncasecmp, strcpy, strncpy, strspn and
+ *   strcspn against the C library's on generated strings (bytes past
+ *   0x7f too), the comparisons by sign;
  * - its strstr and strtol family (src/cli/static_libc.c, as rlk__t_...)
  *   against the C library's: value, errno and end, on edge cases and on
  *   generated strings;
@@ -71,6 +75,17 @@ struct serv {
 const char *rlk__t_gai_strerror(int e);
 int rlk__t_setenv(const char *k, const char *v, int overwrite);
 const char *rlk__t_inet_ntop(int af, const void *restrict a0, char *restrict s, socklen_t l);
+size_t rlk__t_strlen(const char *s);
+void *rlk__t_memchr(const void *s, int c, size_t n);
+char *rlk__t___strchrnul(const char *s, int c);
+int rlk__t_strcmp(const char *a, const char *b);
+int rlk__t_strncmp(const char *a, const char *b, size_t n);
+int rlk__t_strcasecmp(const char *a, const char *b);
+int rlk__t_strncasecmp(const char *a, const char *b, size_t n);
+char *rlk__t_strcpy(char *restrict d, const char *restrict s);
+char *rlk__t_strncpy(char *restrict d, const char *restrict s, size_t n);
+size_t rlk__t_strspn(const char *s, const char *c);
+size_t rlk__t_strcspn(const char *s, const char *c);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -315,6 +330,52 @@ static void test_fork(void)
 
 /* ------------------------------------------------------------------ */
 /* strstr and the strtol family                                         */
+
+static int sign(int v)
+{
+    return (v > 0) - (v < 0);
+}
+
+/* A string of up to n - 1 bytes from a small alphabet (which has a case,
+ * and bytes past 0x7f), so that strings often share a start. */
+static void gen(char *a, size_t n, uint64_t *seed)
+{
+    static const char set[] = "aAbB:.0\x80\xe9\xff";
+    size_t l = next_rand(seed) % n;
+    for (size_t k = 0; k < l; k++) a[k] = set[next_rand(seed) % (sizeof set - 1)];
+    a[l] = '\0';
+}
+
+static void test_strings(void)
+{
+    uint64_t seed = 11;
+    for (int i = 0; i < 20000; i++) {
+        char a[12], b[12], x[16], y[16];
+        gen(a, sizeof a, &seed);
+        gen(b, sizeof b, &seed);
+        if (i % 4 == 0) memcpy(b, a, sizeof a);
+        size_t n = next_rand(&seed) % 14, la = strlen(a);
+        int c = (unsigned char)b[0];
+        int ok = CHECK(rlk__t_strlen(a) == la);
+        ok = ok && CHECK(rlk__t_memchr(a, c, n < la ? n : la + 1) == memchr(a, c, n < la ? n : la + 1));
+        ok = ok && CHECK(rlk__t___strchrnul(a, c) == strchrnul(a, c));
+        ok = ok && CHECK(sign(rlk__t_strcmp(a, b)) == sign(strcmp(a, b)));
+        ok = ok && CHECK(sign(rlk__t_strncmp(a, b, n)) == sign(strncmp(a, b, n)));
+        ok = ok && CHECK(sign(rlk__t_strcasecmp(a, b)) == sign(strcasecmp(a, b)));
+        ok = ok && CHECK(sign(rlk__t_strncasecmp(a, b, n)) == sign(strncasecmp(a, b, n)));
+        ok = ok && CHECK(rlk__t_strspn(a, b) == strspn(a, b) && rlk__t_strcspn(a, b) == strcspn(a, b));
+        memset(x, 1, sizeof x), memset(y, 1, sizeof y);
+        ok = ok && CHECK(rlk__t_strcpy(x, a) == x && !memcmp(x, strcpy(y, a), sizeof x));
+        memset(x, 1, sizeof x), memset(y, 1, sizeof y);
+        ok = ok && CHECK(rlk__t_strncpy(x, a, n) == x && !memcmp(x, strncpy(y, a, n), sizeof x));
+        if (!ok) {
+            fprintf(stderr, "  strings \"%s\", \"%s\", n %zu\n", a, b, n);
+            break;
+        }
+    }
+    CHECK(rlk__t_strcasecmp("Redis", "rEDIS") == 0 && rlk__t_strncasecmp("abc", "ABD", 2) == 0);
+    CHECK(rlk__t_strncmp("abc", "abd", 0) == 0 && rlk__t_memchr("abc", 'c', 2) == NULL);
+}
 
 static void test_strstr(void)
 {
@@ -711,6 +772,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_reuse),
            TL_TEST(test_threads),
            TL_TEST(test_fork),
+           TL_TEST(test_strings),
            TL_TEST(test_strstr),
            TL_TEST(test_strtol),
            TL_TEST(test_qsort),
