@@ -2,8 +2,8 @@
 /*
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
- * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, setenv and musl's
- * __strchrnul and __lookup_serv
+ * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, inet_pton, setenv
+ * and musl's __strchrnul and __lookup_serv
  * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
@@ -50,6 +50,13 @@
  * EAFNOSUPPORT for another family.  The C library's is general code
  * over its printf (musl's, with snprintf's own, twice this).
  *
+ * inet_pton reads what musl's does (and GNU libc's): IPv4 as four
+ * decimals of one to three digits, none above 255 or with a leading 0;
+ * IPv6 as eight groups of one to four hexadecimal digits, or fewer and
+ * one "::" for one or more zero groups, the last two groups may be an
+ * IPv4 address; -1 with EAFNOSUPPORT for another family.  It is two
+ * thirds of musl's.
+ *
  * setenv is musl's but for one thing: the "NAME=value" it replaces stays
  * allocated, where musl's keeps a list of those it allocated to free
  * them (the command sets a few variables once, before it runs a
@@ -91,6 +98,7 @@ char *RLK_LIBC_NAME(strerror)(int e);
 const char *RLK_LIBC_NAME(gai_strerror)(int e);
 const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
+int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -388,6 +396,72 @@ const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *rest
     if (strlen(buf) < l) return strcpy(s, buf);
     errno = ENOSPC;
     return NULL;
+}
+
+/* The value of a hexadecimal digit, or -1. */
+static int hex(char c)
+{
+    unsigned d = digit(c);
+    return d < 16 ? (int)d : -1;
+}
+
+int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0)
+{
+    unsigned char *a = a0;
+    if (af == AF_INET) {
+        /* Four decimals of one to three digits, none with a leading 0,
+         * none above 255, each written to a as it is read. */
+        for (int i = 0;; i++, s++) {
+            int v = 0, j = 0;
+            for (; j < 3 && (unsigned)(s[j] - '0') < 10; j++) v = v * 10 + s[j] - '0';
+            if (!j || (j > 1 && *s == '0') || v > 255) return 0;
+            a[i] = (unsigned char)v;
+            s += j;
+            if (i == 3) return !*s;
+            if (*s != '.') return 0;
+        }
+    }
+    if (af != AF_INET6) {
+        errno = EAFNOSUPPORT;
+        return -1;
+    }
+    /* Groups of one to four hexadecimal digits; one "::" (at brk) for
+     * zero groups, or none there; the last two groups may be an IPv4
+     * address. */
+    unsigned short ip[8];
+    int i = 0, brk = -1, v4 = 0;
+    if (*s == ':' && *++s != ':') return 0;
+    for (;; i++) {
+        if (*s == ':' && brk < 0) {
+            brk = i;
+            ip[i & 7] = 0;
+            if (!*++s) break;
+            if (i == 7) return 0;
+            continue;
+        }
+        int v = 0, j = 0, d;
+        for (; j < 4 && (d = hex(s[j])) >= 0; j++) v = v * 16 + d;
+        if (!j) return 0;
+        ip[i & 7] = (unsigned short)v;
+        if (!s[j] && (brk >= 0 || i == 7)) break;
+        if (i == 7) return 0;
+        if (s[j] != ':') {
+            if (s[j] != '.' || (i < 6 && brk < 0)) return 0;
+            v4 = 1;
+            ip[++i & 7] = 0;
+            break;
+        }
+        s += j + 1;
+    }
+    if (brk >= 0) {
+        memmove(ip + brk + 7 - i, ip + brk, 2 * (size_t)(i + 1 - brk));
+        memset(ip + brk, 0, 2 * (size_t)(7 - i));
+    }
+    for (int j = 0; j < 8; j++) {
+        a[2 * j] = (unsigned char)(ip[j] >> 8);
+        a[2 * j + 1] = (unsigned char)ip[j];
+    }
+    return !v4 || RLK_LIBC_NAME(inet_pton)(AF_INET, s, a + 12) > 0;
 }
 
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite)

@@ -24,6 +24,10 @@
  *   many zero groups and buffers of every length (the addresses whose
  *   first 96 bits are zero but not ::ffff:0:0/96 apart: GNU libc writes
  *   them as IPv4, musl does not), and on musl's own forms of those;
+ * - its inet_pton against the C library's (musl's and GNU libc's rules
+ *   agree) on generated strings of address characters, on inet_ntop's
+ *   forms of random addresses and on those changed a little, and
+ *   EAFNOSUPPORT for another family;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its gai_strerror against musl's words, for each error and others;
@@ -86,6 +90,7 @@ char *rlk__t_strcpy(char *restrict d, const char *restrict s);
 char *rlk__t_strncpy(char *restrict d, const char *restrict s, size_t n);
 size_t rlk__t_strspn(const char *s, const char *c);
 size_t rlk__t_strcspn(const char *s, const char *c);
+int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -375,6 +380,55 @@ static void test_strings(void)
     }
     CHECK(rlk__t_strcasecmp("Redis", "rEDIS") == 0 && rlk__t_strncasecmp("abc", "ABD", 2) == 0);
     CHECK(rlk__t_strncmp("abc", "abd", 0) == 0 && rlk__t_memchr("abc", 'c', 2) == NULL);
+}
+
+/* inet_pton on s, mine against the C library's: the result, and the
+ * address when it is one. */
+static int same_pton(int af, const char *s)
+{
+    unsigned char x[16], y[16];
+    int p = rlk__t_inet_pton(af, s, x), q = inet_pton(af, s, y);
+    return CHECK_MSG(p == q && (p != 1 || !memcmp(x, y, af == AF_INET ? 4 : 16)),
+                     "inet_pton(%d, \"%s\"): %d, the C library's %d", af, s, p, q);
+}
+
+static void test_inet_pton(void)
+{
+    static const char *const v4[] = {"0.0.0.0", "127.0.0.1", "255.255.255.255", "256.1.1.1", "01.2.3.4",
+                                      "1.2.3", "1.2.3.4.", "1.2.3.4.5", "1..2.3", ".1.2.3", "1.2.3.04",
+                                      "1.2.3.0", "1.2.3.4 ", "1.2.3.1000", "", "0x1.2.3.4", "1.2.3.-4"};
+    static const char *const v6[] = {"::", "::1", "1::", ":::", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9",
+                                     "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8", "1:2:3:4::5:6:7:8", ":1::2",
+                                     "1::2::3", "::ffff:1.2.3.4", "1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:7:1.2.3.4",
+                                     "1:2:3:4:5::1.2.3.4", "::1.2.3", "::01.2.3.4", "12345::", "ABCD:ef01::",
+                                     "1:", "1:2:3:4:5:6:7:", "fe80::1%eth0", "::1.2.3.4:5", "", ":", "g::"};
+    for (size_t i = 0; i < sizeof v4 / sizeof v4[0]; i++) same_pton(AF_INET, v4[i]);
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++) same_pton(AF_INET6, v6[i]);
+    uint64_t seed = 5;
+    static const char set[] = "0123456789aF:.";
+    for (int k = 0; k < 100000; k++) {
+        char s[48];
+        size_t l = next_rand(&seed) % 40;
+        for (size_t i = 0; i < l; i++) s[i] = set[next_rand(&seed) % (sizeof set - 1)];
+        s[l] = '\0';
+        if (!same_pton(AF_INET6, s) || !same_pton(AF_INET, s)) break;
+    }
+    for (int k = 0; k < 20000; k++) {
+        unsigned char a[16];
+        char s[64];
+        unsigned r = (unsigned)next_rand(&seed);
+        for (int i = 0; i < 16; i++) a[i] = r >> (i / 2) & 1 ? (unsigned char)next_rand(&seed) : 0;
+        if (k % 3 == 0) memcpy(a, "\0\0\0\0\0\0\0\0\0\0\377\377", 12);
+        inet_ntop(AF_INET6, a, s, sizeof s);
+        if (!same_pton(AF_INET6, s)) break;
+        size_t l = strlen(s), at = next_rand(&seed) % (l + 1);
+        if (k % 2) memmove(s + at + 1, s + at, l - at + 1), s[at] = set[next_rand(&seed) % (sizeof set - 1)];
+        else memmove(s + at, s + at + 1, l - at + (at < l));
+        if (!same_pton(AF_INET6, s)) break;
+    }
+    unsigned char a[16];
+    errno = 0;
+    CHECK(rlk__t_inet_pton(AF_UNIX, "::1", a) == -1 && errno == EAFNOSUPPORT);
 }
 
 static void test_strstr(void)
@@ -779,6 +833,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
            TL_TEST(test_inet_ntop),
+           TL_TEST(test_inet_pton),
            TL_TEST(test_setenv),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
