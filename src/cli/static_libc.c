@@ -2,8 +2,8 @@
 /*
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
- * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, inet_pton, setenv
- * and musl's __strchrnul and __lookup_serv
+ * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, inet_pton, setenv,
+ * fstat (x86-64) and musl's __strchrnul and __lookup_serv
  * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
@@ -64,6 +64,12 @@
  * first entry of NAME is replaced, else the environment grows (into an
  * array of its own, copied from the first one).
  *
+ * fstat, on x86-64 (where struct stat is the kernel's), is the system
+ * call: musl's goes through its fstatat, which for a descriptor opened
+ * with O_PATH on a kernel before 3.6 (fstat's EBADF there) tries again
+ * by its name under /proc; the command's one call is on stderr (is it
+ * the journal's stream?).  Elsewhere the C library's stays.
+ *
  * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
  * 1.2's for a numeric service: the command passes the port as digits
  * with AI_NUMERICSERV, which never reads /etc/services, where musl's
@@ -82,6 +88,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef RLK_LIBC_NAME
 #define RLK_LIBC_NAME(f) f
@@ -99,6 +108,7 @@ const char *RLK_LIBC_NAME(gai_strerror)(int e);
 const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
 int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0);
+int RLK_LIBC_NAME(fstat)(int fd, struct stat *st);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -499,6 +509,14 @@ int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite)
     environ = own = e;
     return 0;
 }
+
+#if defined(__x86_64__)
+/* Where struct stat is the kernel's (x86-64), the system call fills it. */
+int RLK_LIBC_NAME(fstat)(int fd, struct stat *st)
+{
+    return (int)syscall(SYS_fstat, fd, st);
+}
+#endif
 
 /* musl's struct service (src/network/lookup.h); buf has room for 2. */
 struct rlk_musl_service {

@@ -28,6 +28,8 @@
  *   agree) on generated strings of address characters, on inet_ntop's
  *   forms of random addresses and on those changed a little, and
  *   EAFNOSUPPORT for another family;
+ * - its fstat (x86-64) against the C library's on a file, a pipe and a
+ *   closed descriptor;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its gai_strerror against musl's words, for each error and others;
@@ -91,6 +93,11 @@ char *rlk__t_strncpy(char *restrict d, const char *restrict s, size_t n);
 size_t rlk__t_strspn(const char *s, const char *c);
 size_t rlk__t_strcspn(const char *s, const char *c);
 int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
+#if defined(__x86_64__)
+#include <sys/stat.h>
+#include <fcntl.h>
+int rlk__t_fstat(int fd, struct stat *st);
+#endif
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -429,6 +436,32 @@ static void test_inet_pton(void)
     unsigned char a[16];
     errno = 0;
     CHECK(rlk__t_inet_pton(AF_UNIX, "::1", a) == -1 && errno == EAFNOSUPPORT);
+}
+
+static void test_fstat(void)
+{
+#if defined(__x86_64__)
+    struct stat x, y;
+    int fd[2];
+    FILE *f = tmpfile();
+    if (!CHECK(f && fputs("twelve bytes", f) >= 0 && fflush(f) == 0 && pipe(fd) == 0)) return;
+    int fds[] = {fileno(f), fd[0], fd[1]};
+    for (size_t i = 0; i < 3; i++) {
+        memset(&x, 0, sizeof x);
+        CHECK(rlk__t_fstat(fds[i], &x) == 0 && fstat(fds[i], &y) == 0);
+        CHECK(x.st_dev == y.st_dev && x.st_ino == y.st_ino && x.st_mode == y.st_mode &&
+              x.st_size == y.st_size && x.st_nlink == y.st_nlink);
+    }
+    CHECK(x.st_size == 0 && S_ISFIFO(x.st_mode));
+    CHECK(rlk__t_fstat(fileno(f), &x) == 0 && x.st_size == 12 && S_ISREG(x.st_mode));
+    close(fd[0]);
+    close(fd[1]);
+    fclose(f);
+    errno = 0;
+    CHECK(rlk__t_fstat(fd[0], &x) == -1 && errno == EBADF);
+    errno = 0;
+    CHECK(rlk__t_fstat(-1, &x) == -1 && errno == EBADF);
+#endif
 }
 
 static void test_strstr(void)
@@ -834,6 +867,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_strerror),
            TL_TEST(test_inet_ntop),
            TL_TEST(test_inet_pton),
+           TL_TEST(test_fstat),
            TL_TEST(test_setenv),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
