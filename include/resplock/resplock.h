@@ -89,7 +89,15 @@ typedef struct rlk_conn_config {
      * unix:///path[?db=N]; NULL or "": $REDIS_URL, else
      * redis://127.0.0.1:6379.  An rlk_conn talks to that server alone;
      * an rlk_client given any node of a Redis Cluster finds the others
-     * (see rlk_client_new). */
+     * (see rlk_client_new).  Behind Redis Sentinel:
+     * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/NAME[/db]
+     * [?sentinel_user=U&sentinel_password=P] (rediss+sentinel:// for
+     * TLS; sentinels' port 26379 by default): the sentinels are asked
+     * for the primary NAME before each connect, and its ROLE must say
+     * primary; the user and password are the data nodes', the query's
+     * the sentinels'.  An rlk_client also leaves the primary at once on
+     * +switch-master or a READONLY reply; it takes no cfg.seeds with
+     * such a URL (rlk_client_new returns NULL). */
     const char *url;
     rlk_tls_config tls;
     const char *client_name;   /* sent with HELLO SETNAME / CLIENT SETNAME */

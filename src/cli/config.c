@@ -11,6 +11,7 @@
 #endif
 
 #include "cli.h"
+#include "url.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -542,6 +543,11 @@ static int resolve(cli_opts *o)
                CLI_EX_USAGE;
     o->final_url = base;
     o->server = "the server";
+    if (rlk__url_is_sentinel(base) &&
+        (o->nseeds || host || port || user || o->password_from != CLI_PW_NONE || tls))
+        return url_error(o, o->nseeds ? "a Sentinel URL lists its sentinels itself: give one -u"
+                                      : "a Sentinel URL carries its own user and password "
+                                        "(-h, -p, --user, -a and --tls do not apply to it)");
     if (split != 0 && !(host || port || user || password || tls))
         return 0; /* the library says what is wrong with it */
     if (split == -1) return url_error(o, "missing scheme (redis://, rediss://, unix://)");

@@ -1094,7 +1094,8 @@ static void print_status(const char *name, const char *where, const char *kind,
 }
 
 /* The server of key: on a Redis Cluster the node serving its slot, named
- * in where as "HOST:PORT (slot N)"; elsewhere the one given (where "").
+ * in where as "HOST:PORT (slot N)"; behind Sentinel the primary, named
+ * so; elsewhere the one given (where "").
  * Its URL, or NULL with an exit code in *code after a message. */
 static const char *locate(cli_opts *o, const char *key, char *where, size_t n, int *code)
 {
@@ -1128,6 +1129,8 @@ static const char *locate(cli_opts *o, const char *key, char *where, size_t n, i
             url = NULL;
         }
         rlk__slots_free(&t);
+    } else if (rlk__url_is_sentinel(url)) {
+        snprintf(where, n, "%.200s (the primary the sentinels name)", rlk_conn_get_info(c)->peer);
     }
     rlk_conn_free(c);
     return url;

@@ -8,7 +8,9 @@
 #endif
 
 #include "cli.h"
+#include "reply.h"
 #include "slots.h"
+#include "url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +175,42 @@ static int show_cluster(const cli_opts *o, rlk_conn *c)
     return 0;
 }
 
+/* Behind Sentinel: what each sentinel names, and how many agree with
+ * the primary reached (peer); one that disagrees or does not answer is
+ * shown, not a failure (the primary answered).  0. */
+static int show_sentinels(const cli_opts *o, const char *peer)
+{
+    rlk__sentinel_url su;
+    if (rlk__sentinel_url_split(&su, o->final_url, NULL, 0) != RLK_OK) return 0;
+    const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", su.master};
+    size_t agree = 0;
+    printf("sentinels:\n");
+    for (size_t i = 0; i < su.n; i++) {
+        rlk_conn *c = cli_conn_new(o, su.sentinels[i]);
+        rlk_resp_value *v = NULL;
+        char host[256];
+        int port = 0;
+        int r = c ? rlk_conn_connect(c) : RLK_ERR_NOMEM;
+        if (r == RLK_OK) r = rlk_conn_command(c, &v, 3, argv, NULL);
+        if (r == RLK_OK) port = rlk__addr_reply(v, host);
+        const char *at = strstr(su.sentinels[i], "@");
+        at = at ? at + 1 : strstr(su.sentinels[i], "//") + 2;
+        if (port) {
+            char named[300];
+            snprintf(named, sizeof named, "%s:%d", host, port);
+            int same = strcmp(named, peer) == 0;
+            agree += same;
+            printf("  %-21s names %s%s\n", at, named, same ? "" : " (not the primary reached)");
+        } else {
+            printf("  %-21s %s\n", at, r != RLK_OK ? rlk_conn_errmsg(c) : "does not know the name");
+        }
+        rlk_conn_free(c);
+    }
+    printf("agreed:     %zu of %zu sentinels name %s as '%s'\n", agree, su.n, peer, su.master);
+    rlk__sentinel_url_free(&su);
+    return 0;
+}
+
 int cmd_ping(cli_opts *o, int argc, char **argv)
 {
     int next;
@@ -227,7 +265,9 @@ int cmd_ping(cli_opts *o, int argc, char **argv)
     printf("round trip: %.3f ms (median of %d PINGs)\n", rtt, PINGS);
     /* A cluster: its nodes too.  Another server: what it printed before
      * clusters were known, nothing more. */
-    r = cli_is_cluster(c) ? show_cluster(o, c) : 0;
+    r = cli_is_cluster(c)                       ? show_cluster(o, c)
+        : rlk__url_is_sentinel(o->final_url) ? show_sentinels(o, in->peer)
+                                             : 0;
     rlk_conn_free(c);
     return r;
 }

@@ -57,6 +57,7 @@
 #include "rate.h"
 #include "reply.h"
 #include "transport.h"
+#include "sentinel.h"
 #include "url.h"
 #include "waiter.h"
 
@@ -723,6 +724,9 @@ static int not_connected(rlk_client *cl, int r, const char *doing)
 {
     rlk__route_health h;
     rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
+    if (r == RLK_ERR_TIMEOUT && h.held && !h.fails && h.err[0])
+        return cl_fail(cl, r, "%s: timed out asking the sentinels for the primary: %s", doing,
+                       h.err);
     if (r == RLK_ERR_TIMEOUT && h.fails && h.last) r = h.last;
     if (r == RLK_ERR_TIMEOUT || !h.err[0]) return cl_fail(cl, r, "%s: %s", doing, rlk_strerror(r));
     return cl_fail(cl, r, "%s: %s", doing, h.err);
@@ -852,8 +856,10 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
         seeds[i + 1] = cl->cfg.conn;
         seeds[i + 1].url = cl->cfg.seeds[i] ? cl->cfg.seeds[i] : "";
     }
-    int r = rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1 + nseeds, seeds, &cc);
-    if (cl->cfg.seeds && cl->cfg.nseeds > 15) r = RLK_ERR_INVALID;
+    int sentinel = rlk__url_is_sentinel(cl->cfg.conn.url);
+    int r = sentinel ? rlk__route_init_kind(&cl->route, &rlk__route_kind_sentinel, seeds, &cc)
+                     : rlk__route_init(&cl->route, RLK__ROUTE_ONE, 1 + nseeds, seeds, &cc);
+    if ((cl->cfg.seeds && cl->cfg.nseeds > 15) || (sentinel && nseeds)) r = RLK_ERR_INVALID;
     cl->cfg.seeds = NULL; /* the caller's: not kept */
     rlk__host_topo topo;
     rlk__route_topo(&cl->route, &topo);

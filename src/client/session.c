@@ -65,7 +65,7 @@ static rlk_session *session_new(const rlk_session_config *cfg, int routed)
     cc.max_input = cfg->max_input;
     cc.library = &rlk__lua_library;
     s->core = rlk__core_new(&cc);
-    rlk__host_topo one = {one_core_for, one_redirect, s->core};
+    rlk__host_topo one = {one_core_for, one_redirect, 0, s->core};
     s->host = s->core ? rlk__host_new(routed ? &one : NULL) : NULL;
     s->renewer = s->host && rlk__host_attach(s->host, s->core) == RLK_OK
                      ? rlk__renewer_new(s->host, cfg->timing)

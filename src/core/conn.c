@@ -54,6 +54,9 @@ struct rlk_conn {
     char *strings;            /* one block holding the copied strings */
     rlk__url url;
     int url_status;
+    /* A Sentinel URL's parts (sentinel.block NULL: a plain URL): url is
+     * the data nodes', whose address each connect asks the sentinels. */
+    rlk__sentinel_url sentinel;
     rlk__transport t;
     rlk__core *core;
     int64_t cap;              /* rlk__conn_cap's deadline, or -1 */
@@ -245,7 +248,13 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
         seed = (uint64_t)rlk__now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)c;
     rlk__backoff_init(&c->backoff, c->cfg.backoff_initial_ms, c->cfg.backoff_max_ms, seed);
-    c->url_status = rlk__url_parse(&c->url, c->cfg.url, c->err, sizeof c->err);
+    if (rlk__url_is_sentinel(c->cfg.url)) {
+        c->url_status = rlk__sentinel_url_split(&c->sentinel, c->cfg.url, c->err, sizeof c->err);
+        if (c->url_status == RLK_OK)
+            c->url_status = rlk__url_parse(&c->url, c->sentinel.data, c->err, sizeof c->err);
+    } else {
+        c->url_status = rlk__url_parse(&c->url, c->cfg.url, c->err, sizeof c->err);
+    }
 
     /* One bound for a reply's bytes and, apart from them, for its tree
      * (the core's while it reads it, then the copy kept here): a reply
@@ -271,10 +280,12 @@ rlk_conn *rlk_conn_new(const rlk_conn_config *cfg)
     k.max_tree = max;
     k.limits = &lim;
     k.stray_confirmations = 1;
+    k.require_primary = c->sentinel.block != NULL;
     k.hooks.push = on_push;
     k.hooks.ctx = c;
     if (!(c->core = rlk__core_new(&k))) {
         rlk__url_free(&c->url);
+        rlk__sentinel_url_free(&c->sentinel);
         rlk__free(c->strings);
         rlk__free(c);
         return NULL;
@@ -313,6 +324,7 @@ void rlk_conn_free(rlk_conn *c)
     rlk__core_free(c->core);
     rlk_resp_arena_free(&c->arena);
     rlk__url_free(&c->url);
+    rlk__sentinel_url_free(&c->sentinel);
     rlk__free(c->strings);
     rlk__free(c);
 }
@@ -520,6 +532,51 @@ static void begin_call(rlk_conn *c)
 /* ------------------------------------------------------------------ */
 /* Connecting                                                           */
 
+/* A Sentinel URL's: the primary's address, asked of each sentinel in
+ * turn until one names it, into c->url.  RLK_OK, or the last reason
+ * none did. */
+static int ask_sentinels(rlk_conn *c, int64_t deadline)
+{
+    const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->sentinel.master};
+    int r = RLK_ERR_CONNECT;
+    for (size_t i = 0; i < c->sentinel.n; i++) {
+        rlk_conn_config sc = c->cfg;
+        sc.url = c->sentinel.sentinels[i];
+        sc.reconnect_attempts = -1;
+        sc.on_push = NULL;
+        sc.on_connect = NULL;
+        int left = rlk__ms_left(deadline);
+        if (left == 0) break;
+        if (left > 0) sc.connect_timeout_ms = sc.command_timeout_ms = left;
+        rlk_conn *s = rlk_conn_new(&sc);
+        if (!s) return set_err(c, RLK_ERR_NOMEM, "out of memory");
+        rlk_resp_value *v = NULL;
+        r = rlk_conn_connect(s);
+        if (r == RLK_OK) r = rlk_conn_command(s, &v, 3, argv, NULL);
+        char addr[256];
+        int port = r == RLK_OK ? rlk__addr_reply(v, addr) : 0;
+        if (port) {
+            size_t n = strlen(addr) + 1;
+            char *host = rlk__malloc(n);
+            if (host) memcpy(host, addr, n);
+            rlk_conn_free(s);
+            if (!host) return set_err(c, RLK_ERR_NOMEM, "out of memory");
+            rlk__free(c->url.host);
+            c->url.host = host;
+            c->url.port = port;
+            return RLK_OK;
+        }
+        if (r == RLK_OK) {
+            r = RLK_ERR_CONNECT;
+            set_err(c, r, "sentinel %s: no primary named '%.64s' known", sc.url, c->sentinel.master);
+        } else {
+            set_err(c, r, "sentinel %.100s: %.300s", sc.url, rlk_conn_errmsg(s));
+        }
+        rlk_conn_free(s);
+    }
+    return r;
+}
+
 static int connect_once(rlk_conn *c)
 {
     if (c->url_status != RLK_OK) return c->url_status == RLK_ERR_NOMEM
@@ -530,7 +587,9 @@ static int connect_once(rlk_conn *c)
     c->info.client_id = -1;
     int64_t now = rlk__now_ms();
     int64_t deadline = deadline_from(c, now, c->cfg.connect_timeout_ms);
-    int r = rlk__connect_url(&c->t, &c->url, &c->cfg.tls, deadline);
+    int r = c->sentinel.block ? ask_sentinels(c, deadline) : RLK_OK;
+    if (r != RLK_OK) return broken(c, r);
+    r = rlk__connect_url(&c->t, &c->url, &c->cfg.tls, deadline);
     if (r != RLK_OK) {
         set_err(c, r, "%s", c->t.err[0] ? c->t.err : rlk_strerror(r));
         return broken(c, r);

@@ -20,7 +20,7 @@
 #define DEFAULT_MAX_INPUT (1u << 20)
 
 /* The handshake's steps (rlk__req.arg of the core's own requests). */
-enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_NOEVICT, HS_LOAD };
+enum { HS_HELLO, HS_AUTH, HS_SETNAME, HS_SELECT, HS_ROLE, HS_NOEVICT, HS_LOAD };
 
 /* The arena's room inside the core (see arena0). */
 #define CORE_ARENA0 1024
@@ -363,6 +363,9 @@ static int build_hs(rlk__core *c, rlk__req *q)
         argv[argc++] = "SETNAME";
         argv[argc++] = c->cfg.client_name;
         break;
+    case HS_ROLE:
+        argv[argc++] = "ROLE";
+        break;
     case HS_NOEVICT:
         argv[argc++] = "CLIENT";
         argv[argc++] = "NO-EVICT";
@@ -408,6 +411,7 @@ static int send_auth_select(rlk__core *c, int auth, int setname)
     if (auth && c->cfg.password) r = send_hs(c, HS_AUTH);
     if (r == RLK_OK && setname && c->cfg.client_name) r = send_hs(c, HS_SETNAME);
     if (r == RLK_OK && c->cfg.db > 0) r = send_hs(c, HS_SELECT);
+    if (r == RLK_OK && c->cfg.require_primary) r = send_hs(c, HS_ROLE);
     return r;
 }
 
@@ -483,9 +487,22 @@ static void on_hs(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             rlk__core_fail(c, RLK_ERR_AUTH, "authentication failed: %.*s", errlen(v), v->str);
         else
             rlk__core_fail(c, RLK_ERR_SERVER, "%s refused: %.*s",
-                           step == HS_HELLO ? "HELLO 3" : step == HS_AUTH ? "AUTH" : "SELECT",
+                           step == HS_HELLO ? "HELLO 3" : step == HS_AUTH ? "AUTH"
+                           : step == HS_ROLE ? "ROLE" : "SELECT",
                            errlen(v), v->str);
         return;
+    }
+    if (step == HS_ROLE) {
+        /* A server named as the primary must say it is one: a replica
+         * (a primary that failed over and came back as one) is not
+         * written to.  Another try asks again who the primary is. */
+        const rlk_resp_value *role = rlk_resp_value_at(v, 0);
+        if (!rlk__str_is(role, "master", 6)) {
+            int str = role && (role->type == RLK_RESP_BULK || role->type == RLK_RESP_SIMPLE);
+            rlk__core_fail(c, RLK_ERR_SERVER, "ROLE: the server is %.*s, not a primary",
+                           str ? (int)(role->len > 20 ? 20 : role->len) : 1, str ? role->str : "?");
+            return;
+        }
     }
     if (step == HS_HELLO) {
         if (v->type != RLK_RESP_MAP && c->cfg.protocol == 3) {

@@ -132,6 +132,10 @@ typedef struct rlk__core_config {
      * has FUNCTIONs, FUNCTION LOAD sending its text (scriptlib.h); it
      * outlives the core.  NULL: FCALL is never used. */
     const rlk__script_library *library;
+    /* The handshake asks ROLE and fails (RLK_ERR_SERVER, a failure
+     * another try may mend) unless the server says it is a primary: a
+     * server that was named as the primary (by sentinels). */
+    int require_primary;
     rlk__core_hooks hooks;
 } rlk__core_config;
 

@@ -76,10 +76,14 @@ int rlk__driver_init_at(rlk__driver *d, const rlk_conn_config *conn,
                         const rlk__core_config *cc, const char *host, int port)
 {
     int r = rlk__driver_init(d, conn, cc);
-    if (r != RLK_OK) return r;
+    return r == RLK_OK ? rlk__driver_set_addr(d, host, port) : r;
+}
+
+int rlk__driver_set_addr(rlk__driver *d, const char *host, int port)
+{
     if (d->url.kind == RLK__URL_UNIX || port < 1 || port > 65535 || !host || !*host) {
         d->fatal = RLK_ERR_URL;
-        return set_err(d, RLK_ERR_URL, "no TCP address for a cluster node (%s:%d)",
+        return set_err(d, RLK_ERR_URL, "no TCP address for a server (%s:%d)",
                        host ? host : "", port);
     }
     size_t n = strlen(host) + 1;
@@ -89,6 +93,7 @@ int rlk__driver_init_at(rlk__driver *d, const rlk_conn_config *conn,
     rlk__free(d->url.host);
     d->url.host = h;
     d->url.port = port;
+    d->held = 0;
     return RLK_OK;
 }
 
@@ -118,6 +123,7 @@ static int drop(rlk__driver *d, int status)
      * and the reconnect that follows looks connected.  The route reads
      * its table again meanwhile. */
     if (status == RLK_ERR_TIMEOUT) d->silent = 1;
+    d->held = d->ask_each;
     rlk__transport_close(&d->t);
     int64_t now = rlk__now_ms();
     if (d->up) {
@@ -139,8 +145,12 @@ void rlk__driver_close(rlk__driver *d)
 {
     /* A connect try given up is no failed try: the next turn may start
      * another at once. */
-    if (connecting(d)) rlk__transport_close(&d->t);
-    else if (d->t.fd >= 0 || d->up) drop(d, RLK_ERR_CLOSED);
+    if (connecting(d)) {
+        rlk__transport_close(&d->t);
+        d->held = d->ask_each;
+    } else if (d->t.fd >= 0 || d->up) {
+        drop(d, RLK_ERR_CLOSED);
+    }
 }
 
 static int core_failed(rlk__driver *d, int status)
@@ -307,6 +317,10 @@ int rlk__driver_prepare(rlk__driver *d, struct pollfd *pfd, int64_t until, int64
         }
         if (now < d->backoff.at) {
             *wake = sooner(*wake, d->backoff.at);
+            return RLK_OK;
+        }
+        if (d->held) {
+            tick_if_due(d);
             return RLK_OK;
         }
         r = connect_start(d);

@@ -64,6 +64,11 @@ typedef struct rlk__driver {
                               may be frozen behind a connection that is up */
     int last;              /* the status of the last failure (0: none) */
     int allow_once;        /* rlk__driver_reconnect: connect though off */
+    /* No connect try while held: the address is being asked for
+     * (rlk__driver_set_addr ends it); ask_each: held again after every
+     * connection lost and every failed try (a server found by asking
+     * sentinels is asked for before each connect). */
+    int held, ask_each;
     rlk__backoff backoff;  /* and its at: no connect try before */
     char err[512];
 } rlk__driver;
@@ -82,6 +87,10 @@ int rlk__driver_init(rlk__driver *d, const rlk_conn_config *conn,
 int rlk__driver_init_at(rlk__driver *d, const rlk_conn_config *conn,
                         const struct rlk__core_config *cc, const char *host, int port);
 void rlk__driver_destroy(rlk__driver *d);
+/* The server's address from now on (the next connect's), and the hold
+ * ended.  RLK_OK; RLK_ERR_URL (a Unix socket's URL, or no address: the
+ * driver fails so from then on); RLK_ERR_NOMEM. */
+int rlk__driver_set_addr(rlk__driver *d, const char *host, int port);
 
 /* One turn, blocking until something happened or until (monotonic ms;
  * -1: no bound besides the core's own deadlines): connect when due,

@@ -49,3 +49,21 @@ rlk_error_class rlk__reply_class(const rlk_resp_value *v)
             return codes[i].ec;
     return RLK_EC_OTHER;
 }
+
+int rlk__addr_reply(const rlk_resp_value *v, char *host)
+{
+    if (!v || v->type != RLK_RESP_ARRAY || v->len != 2) return 0;
+    const rlk_resp_value *h = rlk_resp_value_at(v, 0), *p = rlk_resp_value_at(v, 1);
+    if (h->type != RLK_RESP_BULK || !h->len || h->len > 255 || memchr(h->str, '\0', h->len) ||
+        p->type != RLK_RESP_BULK || !p->len || p->len > 5)
+        return 0;
+    long port = 0;
+    for (size_t i = 0; i < p->len; i++) {
+        if (p->str[i] < '0' || p->str[i] > '9') return 0;
+        port = port * 10 + (p->str[i] - '0');
+    }
+    if (port < 1 || port > 65535) return 0;
+    memcpy(host, h->str, h->len);
+    host[h->len] = '\0';
+    return (int)port;
+}

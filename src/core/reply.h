@@ -20,6 +20,10 @@ rlk_error_class rlk__reply_class(const rlk_resp_value *v);
 int rlk__int_at(const rlk_resp_value *v, size_t i, int64_t *out);
 /* v is the string s[0..n) (simple or bulk). */
 int rlk__str_is(const rlk_resp_value *v, const char *s, size_t n);
+/* v is [host, port] (SENTINEL GET-MASTER-ADDR-BY-NAME's answer): the
+ * host into host (256 bytes: shorter than that, no NUL), the port (1 to
+ * 65535, in digits) returned; else 0. */
+int rlk__addr_reply(const rlk_resp_value *v, char *host);
 
 /* Decimal digits of v into out (at least 11 bytes), NUL-terminated;
  * returns their count.  For hot paths where snprintf costs more than the

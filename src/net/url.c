@@ -348,3 +348,141 @@ int rlk__conn_config_copy(rlk_conn_config *cfg, char **strings)
     cfg->tls.server_name = copy_str(&p, s.tls.server_name);
     return RLK_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* Sentinel URLs                                                        */
+
+/* The scheme's length when url is a Sentinel URL's ("redis+sentinel"
+ * or "rediss+sentinel"), else 0. */
+static size_t sentinel_scheme(const char *url)
+{
+    if (!url) return 0;
+    if (strncasecmp(url, "redis+sentinel://", 17) == 0) return 14;
+    if (strncasecmp(url, "rediss+sentinel://", 18) == 0) return 15;
+    return 0;
+}
+
+int rlk__url_is_sentinel(const char *url)
+{
+    if (!url || !*url) url = getenv("REDIS_URL");
+    return sentinel_scheme(url) != 0;
+}
+
+/* Appends n bytes of s at *w. */
+static void put(char **w, const char *s, size_t n)
+{
+    memcpy(*w, s, n);
+    *w += n;
+}
+
+int rlk__sentinel_url_split(rlk__sentinel_url *s, const char *url, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    if (err && errlen) err[0] = '\0';
+    if (!url || !*url) url = getenv("REDIS_URL");
+    size_t slen = sentinel_scheme(url);
+    if (!slen) return fail(err, errlen, "not a Sentinel URL (redis+sentinel://, rediss+sentinel://)");
+    for (const char *p = url; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return fail(err, errlen, "control character in the URL");
+    const char *scheme = slen == 15 ? "rediss://" : "redis://";
+    const char *rest = url + slen + 3, *end = rest + strlen(rest);
+    if (memchr(rest, '#', (size_t)(end - rest))) return fail(err, errlen, "fragment ('#') not allowed");
+    const char *q = memchr(rest, '?', (size_t)(end - rest)), *qend = end;
+    if (q) end = q++;
+    const char *slash = memchr(rest, '/', (size_t)(end - rest));
+    if (!slash || slash + 1 >= end)
+        return fail(err, errlen, "Sentinel URL: no primary's name (redis+sentinel://HOST:PORT[,...]/NAME)");
+    const char *at = NULL;
+    for (const char *p = rest; p < slash; p++)
+        if (*p == '@') at = p;
+    const char *hosts = at ? at + 1 : rest;
+    /* The name, then an optional /db. */
+    const char *name = slash + 1, *nend = memchr(name, '/', (size_t)(end - name));
+    const char *db = nend ? nend + 1 : NULL;
+    if (!nend) nend = end;
+    if (nend == name) return fail(err, errlen, "Sentinel URL: an empty primary's name");
+    for (const char *p = name; p < nend; p++)
+        if (*p == '%' || *p == ' ')
+            return fail(err, errlen, "Sentinel URL: the primary's name must be plain (no '%' or space)");
+    /* The query: the sentinels' own credentials, nothing else. */
+    const char *su = NULL, *sp = NULL;
+    size_t sul = 0, spl = 0;
+    for (const char *p = q; p && p < qend;) {
+        const char *amp = memchr(p, '&', (size_t)(qend - p)), *e = amp ? amp : qend;
+        size_t n = (size_t)(e - p);
+        if (n > 14 && memcmp(p, "sentinel_user=", 14) == 0) {
+            su = p + 14;
+            sul = n - 14;
+        } else if (n > 18 && memcmp(p, "sentinel_password=", 18) == 0) {
+            sp = p + 18;
+            spl = n - 18;
+        } else {
+            return fail(err, errlen, "Sentinel URL: unknown query parameter (sentinel_user=, "
+                                     "sentinel_password=)");
+        }
+        p = e + 1;
+    }
+    /* Each string is shorter than the URL and a default port. */
+    size_t count = 1;
+    for (const char *p = hosts; p < slash; p++) count += *p == ',';
+    char *w = rlk__malloc(((size_t)(qend - url) + 8) * (count + 2));
+    if (!w) {
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        return RLK_ERR_NOMEM;
+    }
+    s->block = w;
+    /* The primary's name. */
+    s->master = w;
+    put(&w, name, (size_t)(nend - name));
+    *w++ = '\0';
+    /* Each sentinel: host[:port], 26379 by default. */
+    const char *h = hosts, *first = NULL;
+    for (;;) {
+        const char *comma = memchr(h, ',', (size_t)(slash - h)), *he = comma ? comma : slash;
+        if (he == h) {
+            rlk__sentinel_url_free(s);
+            return fail(err, errlen, "Sentinel URL: an empty sentinel address");
+        }
+        if (s->n == RLK__SENTINELS_MAX) {
+            rlk__sentinel_url_free(s);
+            return fail(err, errlen, "Sentinel URL: more than 16 sentinels");
+        }
+        const char *close = *h == '[' ? memchr(h, ']', (size_t)(he - h)) : NULL;
+        const char *colon = memchr(close ? close : h, ':', (size_t)(he - (close ? close : h)));
+        s->sentinels[s->n++] = w;
+        put(&w, scheme, strlen(scheme));
+        if (su || sp) {
+            if (su) put(&w, su, sul);
+            if (sp) {
+                *w++ = ':';
+                put(&w, sp, spl);
+            }
+            *w++ = '@';
+        }
+        if (!first) first = w;
+        put(&w, h, (size_t)(he - h));
+        if (!colon) put(&w, ":26379", 6);
+        *w++ = '\0';
+        if (!comma) break;
+        h = comma + 1;
+    }
+    /* The data nodes' URL: the URL's own credentials and db, at the
+     * first sentinel's address until a sentinel names the primary. */
+    s->data = w;
+    put(&w, scheme, strlen(scheme));
+    if (at) put(&w, rest, (size_t)(at - rest + 1));
+    put(&w, first, strlen(first));
+    if (db) {
+        *w++ = '/';
+        put(&w, db, (size_t)(end - db));
+    }
+    *w = '\0';
+    return RLK_OK;
+}
+
+void rlk__sentinel_url_free(rlk__sentinel_url *s)
+{
+    rlk__free(s->block);
+    memset(s, 0, sizeof *s);
+}

@@ -37,6 +37,30 @@ typedef struct rlk__url {
 int rlk__url_parse(rlk__url *u, const char *url, char *err, size_t errlen);
 void rlk__url_free(rlk__url *u);
 
+/* A Sentinel URL, redis+sentinel://[user[:password]@]host[:port][,host
+ * [:port]...]/NAME[/db][?sentinel_user=U&sentinel_password=P] (rediss+
+ * sentinel:// for TLS to the sentinels and the data nodes alike), split
+ * into plain URLs: each sentinel's (port 26379 by default; the
+ * credentials of the query, still percent-encoded as given), and the
+ * data nodes' (the URL's own credentials and db, at the first
+ * sentinel's address until a sentinel names the primary).  NAME is the
+ * primary's name as the sentinels know it, taken as it stands (no '%'
+ * or space). */
+#define RLK__SENTINELS_MAX 16
+typedef struct rlk__sentinel_url {
+    char *block;           /* the strings below point into it */
+    const char *master;
+    const char *data;
+    size_t n;
+    const char *sentinels[RLK__SENTINELS_MAX];
+} rlk__sentinel_url;
+/* Whether url (NULL or "": $REDIS_URL) is a Sentinel URL. */
+int rlk__url_is_sentinel(const char *url);
+/* RLK_OK, RLK_ERR_URL (the reason in err), RLK_ERR_NOMEM; free with
+ * rlk__sentinel_url_free (allowed after a failure too). */
+int rlk__sentinel_url_split(rlk__sentinel_url *s, const char *url, char *err, size_t errlen);
+void rlk__sentinel_url_free(rlk__sentinel_url *s);
+
 /* Copies cfg's strings (URL, client name, TLS files) into one block,
  * *strings, and points cfg at the copies, so that whoever keeps a
  * configuration does not depend on the caller's strings living on; the

@@ -524,7 +524,7 @@ int rlk__host_redirect_class(const rlk__host *h, const rlk_resp_value *v)
     if (!h->routed || !v || !rlk__is_error(v)) return 0;
     rlk_error_class ec = rlk__reply_class(v);
     return ec == RLK_EC_MOVED || ec == RLK_EC_ASK || ec == RLK_EC_TRYAGAIN ||
-                   ec == RLK_EC_CLUSTERDOWN
+                   ec == RLK_EC_CLUSTERDOWN || (ec == RLK_EC_READONLY && h->topo.readonly_follows)
                ? (int)ec
                : 0;
 }
@@ -580,6 +580,9 @@ static void wrap_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             /* MOVED: the slot's core as the table now says (patched). */
             r->to = ask ? to : NULL;
             r->ask = ask && to;
+        } else if (ec == RLK_EC_READONLY) {
+            int ask = 0;
+            topo_redirect(h, c, v, &ask); /* the topology looks for the primary */
         }
     }
     if (part < r->n - 1) {

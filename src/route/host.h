@@ -35,6 +35,10 @@ typedef struct rlk__host_topo {
      * not known yet: the slot's once core_for knows it), *ask set for
      * ASK (ASKING first, this once). */
     rlk__core *(*redirect)(void *ctx, rlk__core *from, const rlk_resp_value *v, int *ask);
+    /* READONLY is followed too (a primary found by asking sentinels,
+     * demoted under its clients): redirect hears it, and the request
+     * goes again after a pause, as after TRYAGAIN, within its bound. */
+    int readonly_follows;
     void *ctx;
 } rlk__host_topo;
 

@@ -22,8 +22,8 @@
 #define TABLE_PAUSE_MS 250
 #define TABLE_RETRY_MS 1000
 
-static rlk__driver *new_driver(rlk__route *r, const rlk_conn_config *conn, const char *host,
-                               int port, int *status)
+rlk__driver *rlk__route_new_driver(rlk__route *r, const rlk_conn_config *conn, const char *host,
+                                   int port, int *status)
 {
     rlk__driver *d = rlk__malloc(sizeof *d);
     if (!d) {
@@ -59,10 +59,27 @@ int rlk__route_init(rlk__route *r, int kind, size_t n, const rlk_conn_config *co
     r->conn = conns[0];
     for (size_t i = 0; i < n; i++) {
         int st;
-        new_driver(r, &conns[i], NULL, 0, &st);
+        rlk__route_new_driver(r, &conns[i], NULL, 0, &st);
         if (st != RLK_OK) return st;
     }
     return RLK_OK;
+}
+
+int rlk__route_init_kind(rlk__route *r, const rlk__route_kind *kind, const rlk_conn_config *conn,
+                         const rlk__core_config *cc)
+{
+    memset(r, 0, sizeof *r);
+    r->refresh_at = -1;
+    r->drivers = rlk__malloc(RLK__ROUTE_MAX * sizeof *r->drivers);
+    if (!r->drivers) {
+        snprintf(r->err, sizeof r->err, "out of memory");
+        return RLK_ERR_NOMEM;
+    }
+    r->ops = kind;
+    r->seeds = 1;
+    if (cc) r->cc = *cc;
+    r->conn = *conn;
+    return kind->init(r, conn);
 }
 
 void rlk__route_destroy(rlk__route *r)
@@ -75,6 +92,8 @@ void rlk__route_destroy(rlk__route *r)
     rlk__free(r->drivers);
     r->drivers = NULL;
     r->n = r->polled = 0;
+    rlk__free(r->sn.master);
+    r->sn.master = NULL;
     if (r->slots) {
         rlk__slots_free(r->slots);
         rlk__free(r->slots);
@@ -142,7 +161,7 @@ static rlk__driver *node_driver(rlk__route *r, const char *host, int port, int o
         return NULL;
     }
     int st;
-    rlk__driver *d = new_driver(r, &r->conn, host, port, &st);
+    rlk__driver *d = rlk__route_new_driver(r, &r->conn, host, port, &st);
     if (st == RLK_OK && r->hooks.added) {
         st = r->hooks.added(r->hooks.ctx, d->core);
         if (st != RLK_OK) snprintf(r->err, sizeof r->err, "cluster: node %s:%d: out of memory", host, port);
@@ -456,7 +475,7 @@ static int64_t cluster_due(const rlk__route *r)
 /* The kinds                                                            */
 
 /* The core of every kind but the set: the slot's one. */
-static size_t cores_of_slot(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
+size_t rlk__route_cores_of_slot(rlk__route *r, unsigned slot, rlk__core **out, size_t max)
 {
     rlk__core *c = r->ops->core_for(r, slot);
     if (!c || max == 0) return 0;
@@ -496,7 +515,7 @@ static int every_member(const rlk__route *r, size_t i)
 /* The first server given: one server's only one, a cluster's first seed
  * (its connection the one rlk_client_fd gives, its health the client's
  * while no table is read), a set's first. */
-static size_t first_given(const rlk__route *r)
+size_t rlk__route_first_given(const rlk__route *r)
 {
     (void)r;
     return 0;
@@ -511,13 +530,13 @@ static size_t set_cores(rlk__route *r, unsigned slot, rlk__core **out, size_t ma
     return k;
 }
 
-static rlk__core *set_core_for(rlk__route *r, unsigned slot)
+rlk__core *rlk__route_first_core(rlk__route *r, unsigned slot)
 {
     (void)slot;
     return r->seeds > 1 ? NULL : r->drivers[0]->core;
 }
 
-static rlk__core *no_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
+rlk__core *rlk__route_no_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v, int *ask)
 {
     (void)r;
     (void)from;
@@ -534,14 +553,16 @@ static int64_t no_upkeep(rlk__route *r, int64_t now)
 }
 
 const rlk__route_kind rlk__route_kind_one = {
-    "one", cores_of_slot, one_core_for, cluster_redirect, one_upkeep, none_due, every_member, first_given,
+    "one", rlk__route_cores_of_slot, one_core_for, cluster_redirect, one_upkeep, none_due,
+    every_member, rlk__route_first_given, NULL, 0,
 };
 const rlk__route_kind rlk__route_kind_cluster = {
-    "cluster", cores_of_slot, cluster_core_for, cluster_redirect, cluster_upkeep, cluster_due, every_member,
-    first_given,
+    "cluster", rlk__route_cores_of_slot, cluster_core_for, cluster_redirect, cluster_upkeep,
+    cluster_due, every_member, rlk__route_first_given, NULL, 0,
 };
 const rlk__route_kind rlk__route_kind_set = {
-    "set", set_cores, set_core_for, no_redirect, no_upkeep, none_due, every_member, first_given,
+    "set", set_cores, rlk__route_first_core, rlk__route_no_redirect, no_upkeep, none_due,
+    every_member, rlk__route_first_given, NULL, 0,
 };
 
 rlk__core *rlk__route_core_for(rlk__route *r, unsigned slot) { return r->ops->core_for(r, slot); }
@@ -572,6 +593,7 @@ void rlk__route_topo(rlk__route *r, rlk__host_topo *topo)
 {
     topo->core_for = topo_core_for;
     topo->redirect = topo_redirect;
+    topo->readonly_follows = r->ops && r->ops->readonly_follows; /* none: not made */
     topo->ctx = r;
 }
 
@@ -684,6 +706,7 @@ void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h)
     h->retry_at = d->backoff.at;
     h->err = d->err;
     h->parked = r->parked[i];
+    h->held = d->held;
 }
 
 int rlk__route_fd(const rlk__route *r, size_t i) { return rlk__driver_fd(r->drivers[i]); }
@@ -714,7 +737,17 @@ int rlk__route_side_open(rlk__route *r, const rlk_conn_config *conn, const rlk__
         snprintf(r->err, sizeof r->err, "out of memory");
         return RLK_ERR_NOMEM;
     }
-    int st = rlk__driver_init(d, conn, cc);
+    int st;
+    const rlk__driver *p = r->n ? r->drivers[rlk__route_primary(r)] : NULL;
+    if (p && p->ask_each) {
+        /* At the address the primary's member was given last (one
+         * asked of sentinels), with its credentials. */
+        rlk_conn_config c = *conn;
+        c.url = p->cfg.url;
+        st = rlk__driver_init_at(d, &c, cc, p->url.host, p->url.port);
+    } else {
+        st = rlk__driver_init(d, conn, cc);
+    }
     if (st != RLK_OK) {
         snprintf(r->err, sizeof r->err, "%s", d->err);
         rlk__driver_destroy(d);

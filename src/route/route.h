@@ -17,8 +17,8 @@
  * client's), until that server turns out to be a Redis Cluster node
  * (below), when the route switches to the kind "cluster"; "set", every
  * key on each of several independent servers (the ground of Redlock,
- * whose quorum is counted over them; nothing makes one yet).  Sentinel
- * (a server found by asking sentinels) is to come as a kind of its own.
+ * whose quorum is counted over them; nothing makes one yet);
+ * "sentinel" (sentinel.c), a primary found by asking Redis Sentinels.
  * The owner names members by role (rlk__route_primary), never by index:
  * a kind decides what stands at which place.
  *
@@ -93,6 +93,12 @@ typedef struct rlk__route_kind {
     /* The member a one-server owner talks to: its connection's health,
      * socket and facts are the client's. */
     size_t (*primary)(const rlk__route *r);
+    /* A kind of its own file, made by rlk__route_init_kind: its members
+     * from conn (the route's drivers array made, the rest zero).  NULL
+     * for the kinds of rlk__route_init. */
+    int (*init)(rlk__route *r, const rlk_conn_config *conn);
+    /* READONLY is followed (host.h's readonly_follows). */
+    int readonly_follows;
 } rlk__route_kind;
 
 /* One server (a cluster's seeds until the cluster is found); a Redis
@@ -131,8 +137,38 @@ struct rlk__route {
      * one its after turns. */
     rlk__driver *side;
     unsigned side_gen, side_seen;
+    /* SENTINEL (sentinel.c): member 0 holds data, at the address the
+     * sentinels (members 1 to n-1) name before each of its connects. */
+    struct {
+        char *master;         /* the primary's name, as they know it */
+        size_t next;          /* the sentinel asked next */
+        size_t asked;         /* sentinels asked in this round in vain */
+        int asking;           /* a question under way */
+        int named;            /* an answer taken, its connect not judged */
+        int leave;            /* READONLY heard: member 0's connection goes */
+        int64_t round_at;     /* the next question no sooner than */
+    } sn;
     char err[600];
 };
+
+/* For the kinds' files: a new member (its driver for conn, at host:port
+ * when host is given; *status RLK_OK or its failure, the reason in
+ * r->err; NULL out of memory), and the table entries kinds share: the
+ * slot's one core (core_for's), the first member's core, no redirect,
+ * the first member as the primary. */
+rlk__driver *rlk__route_new_driver(rlk__route *r, const rlk_conn_config *conn, const char *host,
+                                   int port, int *status);
+size_t rlk__route_cores_of_slot(rlk__route *r, unsigned slot, rlk__core **out, size_t max);
+rlk__core *rlk__route_first_core(rlk__route *r, unsigned slot);
+rlk__core *rlk__route_no_redirect(rlk__route *r, rlk__core *from, const rlk_resp_value *v,
+                                  int *ask);
+size_t rlk__route_first_given(const rlk__route *r);
+/* A route of a kind of its own file (its init makes the members from
+ * conn, a URL of its own form), every core with cc's library and input
+ * bound.  Statuses as rlk__route_init's; rlk__route_destroy in every
+ * case. */
+int rlk__route_init_kind(rlk__route *r, const rlk__route_kind *kind, const rlk_conn_config *conn,
+                         const rlk__core_config *cc);
 
 /* n servers (ONE: one, or several seeds of one Redis Cluster, which
  * must then all be nodes of it), each from its rlk_conn_config, every
@@ -223,6 +259,7 @@ typedef struct rlk__route_health {
     int64_t retry_at;      /* no connect try before (monotonic ms) */
     const char *err;       /* the last failure's reason ("": none) */
     int parked;            /* a cluster node's, closed and left so */
+    int held;              /* waiting for its address (from sentinels) */
 } rlk__route_health;
 void rlk__route_health_of(const rlk__route *r, size_t i, rlk__route_health *h);
 

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lock client over a redis+sentinel:// URL, against the real
+ * Sentinel setup of tests/sentinel.h (a primary, a replica, three
+ * sentinels with quorum 2): the primary is asked of the sentinels and
+ * the lock lands there; a sentinel that is down, listed first, is passed
+ * over; a primary's name no sentinel knows, and a URL without one, fail
+ * with words that say so; a sentinel that names a replica (a fake one:
+ * real sentinels cannot be made to lie) costs a try whose ROLE refuses
+ * it, and the next sentinel is asked; after SENTINEL FAILOVER a new acquire lands
+ * on the new primary, never on the old one (now a replica).
+ *
+ * The tests run in order on one setup (each finds the primary the one
+ * before left).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#define TESTLIB_MAIN
+#include "testlib.h"
+
+#include "conntest.h"
+#include "fakeserver.h"
+#include "resplock.h"
+#include "sentinel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tsn_env *env;
+
+static rlk_client *client_for(const char *url, int connect_ms)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    cfg.conn.url = url;
+    cfg.conn.connect_timeout_ms = connect_ms;
+    cfg.conn.command_timeout_ms = 3000;
+    return rlk_client_new(&cfg);
+}
+
+/* The value of key on data node i ("" when none, or no answer). */
+static const char *value_on(int i, const char *key)
+{
+    static char got[256];
+    char url[64];
+    got[0] = '\0';
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", tsn_data_port(env, i));
+    rlk_conn *c = CONNECT(url);
+    if (c && CMD_STR(c, got, "GET", key) < 0) got[0] = '\0';
+    rlk_conn_free(c);
+    return got;
+}
+
+/* Acquires name through url, and checks that data node at holds it
+ * with the lock's token; released after. */
+static void lock_lands_on(const char *url, const char *name, int at)
+{
+    rlk_client *cl = client_for(url, 5000);
+    if (!CHECK(cl != NULL)) return;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 30000;
+    rlk_lock *l = NULL;
+    int rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (CHECK_MSG(rc == RLK_OK, "%d: %s", rc, rlk_client_errmsg(cl))) {
+        CHECK_MSG(strcmp(value_on(at, name), rlk_lock_token(l)) == 0, "node %d holds '%s'", at,
+                  value_on(at, name));
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        CHECK_EQ_STR(value_on(at, name), "");
+    }
+    rlk_client_free(cl);
+}
+
+static void test_acquire_on_the_primary(void)
+{
+    char url[256];
+    tsn_url(env, url, sizeof url);
+    int p = tsn_primary(env);
+    if (!CHECK(p >= 0)) return;
+    lock_lands_on(url, "sn-first", p);
+}
+
+static void test_a_sentinel_down_is_passed_over(void)
+{
+    char url[320], good[256];
+    tsn_url(env, good, sizeof good);
+    /* A port nobody listens on, first. */
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d,%s", ts_free_port(0),
+             good + strlen("redis+sentinel://"));
+    int p = tsn_primary(env);
+    if (!CHECK(p >= 0)) return;
+    lock_lands_on(url, "sn-passed-over", p);
+}
+
+/* A sentinel that names data node *arg whatever it is asked. */
+static void lying_sentinel(fake_conn *fc, void *arg)
+{
+    int node = *(int *)arg;
+    char **argv;
+    int argc;
+    while ((argc = fake_read_command(fc, &argv, -1, NULL)) > 0) {
+        if (strcmp(argv[0], "HELLO") == 0) {
+            fake_send_str(fc, "-ERR unknown command 'HELLO'\r\n");
+        } else if (argc == 3 && strcmp(argv[0], "SENTINEL") == 0) {
+            char port[8], reply[64];
+            snprintf(port, sizeof port, "%d", tsn_data_port(env, node));
+            snprintf(reply, sizeof reply, "*2\r\n$9\r\n127.0.0.1\r\n$%zu\r\n%s\r\n",
+                     strlen(port), port);
+            fake_send_str(fc, reply);
+        } else {
+            fake_send_str(fc, "+OK\r\n");
+        }
+    }
+}
+
+static void test_a_sentinel_naming_a_replica(void)
+{
+    int p = tsn_primary(env), rep = 1 - p;
+    if (!CHECK(p >= 0)) return;
+    fake_server *fs = fake_start(lying_sentinel, &rep);
+    if (!CHECK(fs != NULL)) return;
+    char url[320], good[256];
+    /* Alone, it is never believed: the replica's ROLE refuses it. */
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/%s", fake_port(fs), TSN_NAME);
+    rlk_client *cl = client_for(url, 1500);
+    if (CHECK(cl != NULL)) {
+        CHECK(rlk_client_connect(cl) != RLK_OK);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(cl), "ROLE: the server is slave, not a primary"),
+                  "errmsg: %s", rlk_client_errmsg(cl));
+    }
+    rlk_client_free(cl);
+    /* First of several: the next sentinel is asked, and the lock lands
+     * on the primary. */
+    tsn_url(env, good, sizeof good);
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d,%s", fake_port(fs),
+             good + strlen("redis+sentinel://"));
+    lock_lands_on(url, "sn-lied-to", p);
+    fake_stop(fs);
+}
+
+static void test_unknown_name_and_bad_urls(void)
+{
+    char url[320];
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/nosuch", tsn_sentinel_port(env, 0));
+    rlk_client *cl = client_for(url, 1500);
+    if (CHECK(cl != NULL)) {
+        CHECK(rlk_client_connect(cl) != RLK_OK);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(cl), "no primary named 'nosuch'"), "errmsg: %s",
+                  rlk_client_errmsg(cl));
+    }
+    rlk_client_free(cl);
+
+    static const struct {
+        const char *url, *words;
+    } bad[] = {
+        {"redis+sentinel://127.0.0.1:26379", "no primary's name"},
+        {"redis+sentinel://127.0.0.1:26379/", "no primary's name"},
+        {"redis+sentinel://127.0.0.1:26379,/m", "empty sentinel address"},
+        {"redis+sentinel://127.0.0.1:26379/m?db=2", "unknown query parameter"},
+        {"redis+sentinel://127.0.0.1:26379/m%41", "must be plain"},
+        {"redis+sentinel://127.0.0.1:26379/m#x", "fragment"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cl = client_for(bad[i].url, 1000);
+        if (!CHECK(cl != NULL)) continue;
+        CHECK_EQ_INT(rlk_client_connect(cl), RLK_ERR_URL);
+        CHECK_MSG(ts_contains(rlk_client_errmsg(cl), bad[i].words), "%s: %s", bad[i].url,
+                  rlk_client_errmsg(cl));
+        rlk_client_free(cl);
+    }
+}
+
+/* After a failover, a client made before it acquires on the new
+ * primary: its connection to the old one was closed by the sentinels'
+ * reconfiguration, and the next connect asks them again. */
+static void test_after_a_failover(void)
+{
+    char url[256];
+    tsn_url(env, url, sizeof url);
+    int old = tsn_primary(env);
+    if (!CHECK(old >= 0)) return;
+    rlk_client *cl = client_for(url, 5000);
+    if (!CHECK(cl != NULL)) return;
+    CHECK_EQ_INT(rlk_client_connect(cl), RLK_OK);
+    int ms = tsn_failover(env, TSN_READY_MS);
+    if (CHECK_MSG(ms >= 0, "no failover") && CHECK(tsn_primary(env) == 1 - old)) {
+        printf("# failover in %d ms\n", ms);
+        rlk_lock_options o;
+        rlk_lock_options_init(&o);
+        o.ttl_ms = 30000;
+        o.wait_ms = 10000;
+        rlk_lock *l = NULL;
+        int rc = rlk_lock_acquire(cl, "sn-after", &o, &l);
+        if (CHECK_MSG(rc == RLK_OK, "%d: %s", rc, rlk_client_errmsg(cl))) {
+            CHECK_EQ_STR(value_on(1 - old, "sn-after"), rlk_lock_token(l));
+            CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+        }
+    }
+    rlk_client_free(cl);
+}
+
+int main(int argc, char **argv)
+{
+    tl_init(argc, argv);
+    env = tsn_start(0);
+    if (!CHECK_MSG(env != NULL, "the sentinel setup did not start")) return tl_finish();
+    RUN_TEST(test_acquire_on_the_primary);
+    RUN_TEST(test_a_sentinel_down_is_passed_over);
+    RUN_TEST(test_a_sentinel_naming_a_replica);
+    RUN_TEST(test_unknown_name_and_bad_urls);
+    RUN_TEST(test_after_a_failover);
+    tsn_stop(env);
+    return tl_finish();
+}
