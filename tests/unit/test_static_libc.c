@@ -781,11 +781,15 @@ static size_t env_count(void)
 static void test_setenv(void)
 {
     CHECK(setenv("RLK_T_KEPT", "kept", 1) == 0);
+    char **saved = environ;
     size_t n = env_count();
     CHECK(getenv("RLK_T_NEW") == NULL);
     CHECK(rlk__t_setenv("RLK_T_NEW", "one", 1) == 0 && env_count() == n + 1);
     CHECK_EQ_STR(getenv("RLK_T_NEW"), "one");
+    /* What it replaces it keeps (see static_libc.c): freed here. */
+    char *replaced = getenv("RLK_T_NEW") - strlen("RLK_T_NEW=");
     CHECK(rlk__t_setenv("RLK_T_NEW", "two=2", 1) == 0 && env_count() == n + 1);
+    free(replaced);
     CHECK_EQ_STR(getenv("RLK_T_NEW"), "two=2");
     CHECK(rlk__t_setenv("RLK_T_NEW", "three", 0) == 0);
     CHECK_EQ_STR(getenv("RLK_T_NEW"), "two=2");
@@ -812,6 +816,15 @@ static void test_setenv(void)
     errno = 0;
     CHECK(rlk__t_setenv(NULL, "x", 1) == -1 && errno == EINVAL);
     CHECK(env_count() == n + 103);
+    /* The environment as it was, and what the test made freed. */
+    char **mine = environ;
+    environ = saved;
+    for (char **e = mine; *e; e++) {
+        int theirs = 0;
+        for (char **o = saved; *o && !theirs; o++) theirs = *o == *e;
+        if (!theirs) free(*e);
+    }
+    if (mine != saved) free(mine);
 }
 
 static void test_gai_strerror(void)
