@@ -549,7 +549,13 @@ typedef struct rlk_client_config {
      * conn.url alone, which is enough for a cluster too. */
     const char *const *seeds;
     size_t nseeds;
-    void *reserved_[6];   /* zero: room for later fields                  */
+    /* 1: Redlock (see "Redlock" below): conn.url and each of seeds are
+     * independent servers (3 or more, an odd number, at most 15; else
+     * rlk_client_new fails), each a single server or a Cluster, and a
+     * lock is held while a majority of them hold it.  0: seeds are
+     * nodes of one cluster. */
+    long redlock;
+    void *reserved_[5];   /* zero: room for later fields                  */
 } rlk_client_config;
 
 /* Fills *cfg with the defaults (all 0/NULL, the reserved fields
@@ -1157,7 +1163,11 @@ typedef struct rlk_lock_status {
                             first hold was taken)                         */
     char host[RLK_HOLDER_HOST_MAX + 1]; /* gethostname, decoded          */
     char cmd[RLK_HOLDER_CMD_MAX + 1];   /* holder_cmd, decoded ("": none) */
-    void *reserved_[8];  /* room for later fields (the library fills them) */
+    /* Under Redlock: the servers, how many answered, and on how many of
+     * them the holder above (the one most of them name) holds it; the
+     * fields above are one of those servers'.  0 otherwise. */
+    int servers, answered, held_on, unused_;
+    void *reserved_[6];  /* room for later fields (the library fills them) */
 } rlk_lock_status;
 
 /* What the server holds at NAME, with its holder's facts and whether it

@@ -30,6 +30,7 @@ typedef struct cli_opts {
     /* -u given again: more nodes of the same Redis Cluster (seeds). */
     const char *seeds[15];
     int nseeds;
+    int redlock;            /* --redlock: url and seeds are independent servers */
     const char *host;
     int port;               /* 0: not given */
     const char *user;

@@ -167,9 +167,15 @@ static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, in
 {
     *code = cli_resolve(o);
     if (*code) return NULL;
+    if (o->redlock && (url || o->nseeds < 2 || o->nseeds % 2 || o->nseeds > 14)) {
+        *code = cli_usage_error("--redlock needs 3 to 15 servers, an odd number of them (a -u "
+                                "for each; %d given)", url ? 1 : 1 + o->nseeds);
+        return NULL;
+    }
     rlk_client_config cfg;
     rlk_client_config_init(&cfg);
     cfg.conn.url = url ? url : o->final_url;
+    cfg.redlock = o->redlock;
     /* More seeds (-u again), each with the options' user, password and
      * TLS, as the first URL has them once resolved. */
     char *seedbuf[15] = {NULL};
@@ -180,7 +186,8 @@ static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, in
         char err[160];
         int ur = rlk__url_parse(&su, o->seeds[i], err, sizeof err);
         if (ur == RLK_OK && su.kind == RLK__URL_UNIX) {
-            snprintf(err, sizeof err, "a cluster node needs a host");
+            snprintf(err, sizeof err, o->redlock ? "a Redlock server needs a host here"
+                                                 : "a cluster node needs a host");
             ur = RLK_ERR_URL;
         }
         if (ur != RLK_OK) {
@@ -209,8 +216,9 @@ static rlk_client *lock_client(cli_opts *o, const char *url, int64_t wait_ms, in
         *code = CLI_EX_SOFTWARE;
         return NULL;
     }
-    if (wait_ms > 0) {
-        /* The acquisition connects, within its wait. */
+    if (wait_ms > 0 || o->redlock) {
+        /* The acquisition connects, within its wait (under Redlock, to
+         * every server at once, within its own deadline). */
         cli_verbose("connecting to %s within the wait", o->server);
         return cl;
     }
@@ -1054,6 +1062,9 @@ static void print_status(const char *name, const char *where, const char *kind,
         putchar('{');
         json_field("name", name);
         if (where[0]) printf(",\"node\":"), json_str(where);
+        if (st->servers)
+            printf(",\"servers\":%d,\"answered\":%d,\"held_on\":%d", st->servers, st->answered,
+                   st->held_on);
         printf(",\"held\":%s", st->held ? "true" : "false");
         if (st->held) {
             printf(",\"kind\":"), json_str(kind);
@@ -1075,6 +1086,9 @@ static void print_status(const char *name, const char *where, const char *kind,
     }
     put_line("name:  ", name);
     if (where[0]) put_line("node:  ", where);
+    if (st->servers)
+        printf("servers: held on %d of %d (%d answered, a majority of %d needed)\n", st->held_on,
+               st->servers, st->answered, st->servers / 2 + 1);
     printf("held:  %s\n", st->held ? "yes" : "no");
     if (st->held) {
         put_line("kind:  ", kind);
@@ -1142,9 +1156,11 @@ static int status_of(cli_opts *o, lock_args *a, const char *name, char *where, s
                      rlk_client **cl, rlk_lock_status *st, char *kind, size_t kn)
 {
     int r;
-    /* On a cluster the lock is read where it lives. */
-    const char *url = locate(o, name, where, wn, &r);
-    if (!url) return r;
+    /* On a cluster the lock is read where it lives; under Redlock on
+     * every server. */
+    const char *url = o->redlock ? NULL : locate(o, name, where, wn, &r);
+    if (!url && !o->redlock) return r;
+    if (o->redlock) where[0] = '\0';
     *cl = lock_client(o, url, a->wait_ms, &r);
     if (!*cl) return r;
     r = rlk_lock_get_status(*cl, name, st);

@@ -32,6 +32,7 @@ enum {
     OPT_TLS,
     OPT_PREFIX,
     OPT_NO_AUTH_WARNING,
+    OPT_REDLOCK,
     OPT_HELP
 };
 
@@ -58,6 +59,7 @@ static const cli_option global_long[] = {
     {"tls-insecure", 0, OPT_TLS_INSECURE},
     {"prefix", 1, OPT_PREFIX},
     {"no-auth-warning", 0, OPT_NO_AUTH_WARNING},
+    {"redlock", 0, OPT_REDLOCK},
     {"timeout", 1, 'T'},
     {"verbose", 0, 'v'},
     {"quiet", 0, 'q'},
@@ -73,7 +75,8 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
         if (!o->url) {
             o->url = arg;
         } else {
-            /* Several: seeds of one cluster (the library checks that). */
+            /* Several: seeds of one cluster (the library checks that),
+             * or with --redlock independent servers. */
             if (o->nseeds >= 15) return cli_usage_error("at most 16 --url (seeds of one cluster)"), -1;
             o->seeds[o->nseeds++] = arg;
         }
@@ -102,6 +105,7 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
     case OPT_TLS: o->tls_on = 1; return 1;
     case OPT_PREFIX: o->prefix = arg; return 1;
     case OPT_NO_AUTH_WARNING: o->no_auth_warning = 1; return 1;
+    case OPT_REDLOCK: o->redlock = 1; return 1;
     case 'T':
         if (cli_parse_duration(arg, &o->timeout_ms) != 0 || o->timeout_ms <= 0 ||
             o->timeout_ms > 86400000)

@@ -211,12 +211,56 @@ static int show_sentinels(const cli_opts *o, const char *peer)
     return 0;
 }
 
+/* Under Redlock: each server, whether it answers and how fast; 0 when a
+ * majority does, else 69. */
+static int show_redlock(cli_opts *o)
+{
+    int code = cli_resolve(o);
+    if (code) return code;
+    size_t n = 1 + (size_t)o->nseeds, up = 0;
+    printf("redlock:    %zu servers, a majority of %zu needed\n", n, n / 2 + 1);
+    for (size_t i = 0; i < n; i++) {
+        char url[1100], err[400];
+        const char *name = i ? o->seeds[i - 1] : o->final_url;
+        snprintf(url, sizeof url, "%s", name);
+        if (i) {
+            rlk__url su;
+            if (rlk__url_parse(&su, name, err, sizeof err) == RLK_OK && su.kind != RLK__URL_UNIX) {
+                const char *nu = cli_node_url(o, su.host, su.port);
+                if (nu) snprintf(url, sizeof url, "%s", nu);
+            }
+            rlk__url_free(&su);
+        }
+        const char *at = strstr(name, "@");
+        at = at ? at + 1 : strstr(name, "//") ? strstr(name, "//") + 2 : name;
+        rlk_conn *c = cli_conn_new(o, url);
+        int r = c ? rlk_conn_connect(c) : RLK_ERR_NOMEM;
+        double rtt = 0;
+        snprintf(err, sizeof err, "%s", c ? rlk_conn_errmsg(c) : "out of memory");
+        if (r == RLK_OK) r = round_trip(c, &rtt, err, sizeof err);
+        if (r == RLK_OK) {
+            const rlk_conn_info *in = rlk_conn_get_info(c);
+            up++;
+            printf("  %-21s %s %s, RESP%d, %.3f ms\n", at, in->server[0] ? in->server : "server",
+                   in->version[0] ? in->version : "(version unknown)", in->protocol, rtt);
+        } else {
+            printf("  %-21s %s\n", at, err);
+        }
+        rlk_conn_free(c);
+    }
+    printf("answer:     %zu of %zu servers\n", up, n);
+    if (up > n / 2) return 0;
+    cli_err("no majority of the Redlock servers answers (%zu of %zu)", up, n);
+    return CLI_EX_UNAVAILABLE;
+}
+
 int cmd_ping(cli_opts *o, int argc, char **argv)
 {
     int next;
     int r = cli_getopt(o, argc, argv, NULL, NULL, NULL, &next);
     if (r) return r;
     if (next < argc) return cli_usage_error("ping takes no arguments");
+    if (o->redlock) return show_redlock(o);
 
     int status;
     rlk_conn *c = cli_connect(o, &status);

@@ -55,6 +55,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "rate.h"
+#include "redlock.h"
 #include "reply.h"
 #include "transport.h"
 #include "sentinel.h"
@@ -119,6 +120,7 @@ struct rlk_lock {
     int64_t rel_by;           /* ...until (-1: no bound) */
     int rel_lost;             /* lost before its release */
     owed_result res[2];       /* RES_OP's (acquire, release), RES_EXT's */
+    rlk__rl_lock *rl;         /* a Redlock client's: the lock over its servers */
     int mark;                 /* owed when deliver began */
     int pinned;               /* in deliver's hands: not freed... */
     int doomed;               /* ...but out of the client's list */
@@ -143,6 +145,10 @@ struct rlk_client {
      * a holder whatever their configuration (two containers each
      * running as PID 1 with one client_id have the same thread ids). */
     char client_id[104];
+    /* A Redlock client (cfg.redlock) is its servers' clients, each a
+     * client of this file, and the lock over them (redlock.h): every
+     * call goes there, and nothing below is used. */
+    rlk__rl *rl;
     rlk__route route;         /* one server, for now */
     rlk__host *host;          /* over the route's cores: the primitives join it */
     rlk__locks *lk;           /* the locks, joined to the host */
@@ -225,8 +231,14 @@ static int driver_fail(rlk_client *cl, int status)
     return cl_fail(cl, status, "%s", h.err[0] ? h.err : rlk_strerror(status));
 }
 
-const char *rlk_client_errmsg(const rlk_client *cl) { return cl->err; }
-rlk_error_class rlk_client_errclass(const rlk_client *cl) { return cl->errclass; }
+const char *rlk_client_errmsg(const rlk_client *cl)
+{
+    return cl->rl ? rlk__rl_errmsg(cl->rl) : cl->err;
+}
+rlk_error_class rlk_client_errclass(const rlk_client *cl)
+{
+    return cl->rl ? RLK_EC_NONE : cl->errclass;
+}
 
 static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
 
@@ -796,11 +808,22 @@ static void route_refused(void *ctx)
     rlk__host_refuse(cl->host, RLK_ERR_INVALID, cl->route.err, rlk__now_ms());
 }
 
+static const rlk__rl_api member_api;
+
 rlk_client *rlk_client_new(const rlk_client_config *cfg)
 {
     rlk_client *cl = rlk__malloc(sizeof *cl);
     if (!cl) return NULL;
     memset(cl, 0, sizeof *cl);
+    if (cfg && cfg->redlock) {
+        /* Its servers' clients are all it has. */
+        cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
+        if (!(cl->rl = rlk__rl_new(&member_api, cfg))) {
+            rlk__free(cl);
+            return NULL;
+        }
+        return cl;
+    }
     if (cfg) cl->cfg = *cfg;
     cl->wake_pipe[0] = cl->wake_pipe[1] = -1;
     if (!cl->cfg.drift_ms) cl->cfg.drift_ms = RLK__DEFAULT_DRIFT_MS;
@@ -887,6 +910,7 @@ rlk_client *rlk_client_new(const rlk_client_config *cfg)
 
 int rlk_client_connect(rlk_client *cl)
 {
+    if (cl->rl) return rlk__rl_connect(cl->rl);
     enter(cl);
     int r = ready_by(cl, rlk__now_ms() + cl->cfg.conn.connect_timeout_ms, "connect");
     leave(cl);
@@ -898,6 +922,12 @@ static void rates_end(rlk_client *cl);
 void rlk_client_free(rlk_client *cl)
 {
     if (!cl) return;
+    if (cl->rl) {
+        rlk__rl_free(cl->rl);
+        while (cl->locks) free_handle(cl->locks);
+        rlk__free(cl);
+        return;
+    }
     rlk_client_watchdog_stop(cl);
     side_drop(cl);
     rates_end(cl);
@@ -917,6 +947,7 @@ void rlk_client_free(rlk_client *cl)
 
 rlk_conn *rlk_client_conn(rlk_client *cl)
 {
+    if (cl->rl) return rlk_client_conn(rlk__rl_member(cl->rl, 0));
     if (!cl->own) {
         rlk_conn_config cc = cl->cfg.conn;
         cc.on_push = NULL;
@@ -931,6 +962,7 @@ rlk_conn *rlk_client_conn(rlk_client *cl)
 
 const rlk_conn_info *rlk_client_info(rlk_client *cl)
 {
+    if (cl->rl) return rlk__rl_info(cl->rl);
     enter(cl);
     size_t seed = seed_of(cl);
     const rlk_conn_info *si = rlk__core_info(core_of(cl));
@@ -948,6 +980,7 @@ const rlk_conn_info *rlk_client_info(rlk_client *cl)
 
 const char *rlk_client_wait_note(rlk_client *cl)
 {
+    if (cl->rl) return NULL;
     enter(cl);
     const char *n = rlk__locks_wait_note(cl->lk);
     if (!n && cl->side_note[0]) n = cl->side_note;
@@ -957,6 +990,7 @@ const char *rlk_client_wait_note(rlk_client *cl)
 
 uint64_t rlk_client_generation(rlk_client *cl)
 {
+    if (cl->rl) return rlk__rl_generation(cl->rl);
     enter(cl);
     rlk__route_health h;
     rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
@@ -985,6 +1019,25 @@ static const char *holder_of(const rlk_client *cl, char *out, size_t n)
     return out;
 }
 
+/* Under Redlock: the lock over the servers, and a handle for it. */
+static int rl_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                      rlk_lock **out)
+{
+    rlk_lock *l = new_handle(cl, name ? name : "", o);
+    if (!l) return RLK_ERR_NOMEM;
+    int r = rlk__rl_acquire(cl->rl, name, o, l, &l->rl);
+    if (r != RLK_OK) {
+        free_handle(l);
+        return r;
+    }
+    snprintf(l->token, sizeof l->token, "%s", rlk__rl_token(l->rl));
+    l->fence = rlk__rl_fence(l->rl);
+    l->holds = 1;
+    l->held = 1;
+    *out = l;
+    return RLK_OK;
+}
+
 int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o,
                      rlk_lock **out)
 {
@@ -994,6 +1047,7 @@ int rlk_lock_acquire(rlk_client *cl, const char *name, const rlk_lock_options *o
         rlk_lock_options_init(&defaults);
         o = &defaults;
     }
+    if (cl->rl) return rl_acquire(cl, name, o, out);
     enter(cl);
     /* Refused before anything is queued, as the session would refuse it
      * (o->holder is not the blocking client's). */
@@ -1165,6 +1219,11 @@ static int loop_busy(rlk_client *cl, const rlk_lock *l, const char *doing)
 int rlk_lock_release(rlk_lock *l)
 {
     rlk_client *cl = l->cl;
+    if (l->rl) {
+        int r = rlk__rl_release(l->rl);
+        free_handle(l);
+        return r;
+    }
     enter(cl);
     if (l->op || l->ext_on || l->doomed) {
         leave(cl);
@@ -1223,6 +1282,11 @@ int rlk_lock_release(rlk_lock *l)
 void rlk_lock_forget(rlk_lock *l)
 {
     rlk_client *cl = l->cl;
+    if (l->rl) {
+        rlk__rl_forget(l->rl);
+        free_handle(l);
+        return;
+    }
     enter(cl);
     if (l->releasing) { /* from its on_lost, during its release: that frees it */
         leave(cl);
@@ -1236,6 +1300,11 @@ void rlk_lock_forget(rlk_lock *l)
 int rlk_lock_extend(rlk_lock *l, int64_t ms, int how)
 {
     rlk_client *cl = l->cl;
+    if (l->rl) {
+        int r = rlk__rl_extend(l->rl, ms, how);
+        __atomic_store_n(&l->ttl, rlk__rl_ttl(l->rl), __ATOMIC_RELAXED);
+        return r;
+    }
     enter(cl);
     if (l->op || l->ext_on || l->doomed) {
         leave(cl);
@@ -1340,6 +1409,7 @@ static int call(rlk_client *cl, int which, const char *name, const char *token, 
 
 int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 {
+    if (cl->rl) return rlk__rl_release_token(cl->rl, name, token);
     call_result c;
     enter(cl);
     int r = call(cl, CALL_RELEASE, name, token, 0, 0, 0, &c);
@@ -1350,6 +1420,7 @@ int rlk_release_token(rlk_client *cl, const char *name, const char *token)
 int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_t ms, int how,
                      int64_t *ttl_ms_after)
 {
+    if (cl->rl) return rlk__rl_extend_token(cl->rl, name, token, ms, how, ttl_ms_after);
     call_result c;
     if (ms < 1 || (how != RLK_EXTEND_ADD && how != RLK_EXTEND_SET))
         return cl_fail(cl, RLK_ERR_INVALID, "extend: bad duration or mode");
@@ -1363,6 +1434,7 @@ int rlk_extend_token(rlk_client *cl, const char *name, const char *token, int64_
 int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 {
     call_result c;
+    if (cl->rl) return rlk__rl_get_status(cl->rl, name, st);
     enter(cl);
     int r = call(cl, CALL_STATUS, name, NULL, 0, 0, 1, &c);
     if (r == RLK_OK) *st = c.res.lock;
@@ -1375,6 +1447,7 @@ int rlk_lock_get_status(rlk_client *cl, const char *name, rlk_lock_status *st)
 
 int64_t rlk_lock_remaining_ms(const rlk_lock *l)
 {
+    if (l->rl) return rlk__rl_remaining(l->rl);
     /* Without the mutex (an owner's call may hold it across its wait):
      * the validity is read atomically; l->sl changes only when the
      * handle ends, by its owner. */
@@ -1383,6 +1456,7 @@ int64_t rlk_lock_remaining_ms(const rlk_lock *l)
 
 int rlk_lock_is_lost(const rlk_lock *l)
 {
+    if (l->rl) return rlk__rl_is_lost(l->rl);
     if (__atomic_load_n(&l->lost, __ATOMIC_RELAXED)) return 1;
     /* Its validity over, whatever renews it or not: lost, before any
      * call marks it so. */
@@ -1399,11 +1473,13 @@ int64_t rlk_lock_holds(const rlk_lock *l) { return l->holds; }
 
 int rlk_client_fd(const rlk_client *cl)
 {
+    if (cl->rl) return rlk__rl_fd(cl->rl);
     return rlk__route_fd(&cl->route, rlk__route_primary(&cl->route));
 }
 
 int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
 {
+    if (cl->rl) return rlk__rl_tick(cl->rl, next_ms);
     enter(cl);
     if (cl->thread_on) {
         leave(cl);
@@ -1528,6 +1604,7 @@ static int th_make(rlk_client *cl)
 
 int rlk_client_watchdog_start(rlk_client *cl)
 {
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the watchdog thread");
     enter(cl);
     if (cl->thread_on) {
         leave(cl);
@@ -1563,6 +1640,7 @@ int rlk_client_watchdog_start(rlk_client *cl)
 
 void rlk_client_watchdog_stop(rlk_client *cl)
 {
+    if (cl->rl) return;
     pthread_mutex_lock(&cl->mu);
     if (!cl->thread_on) {
         pthread_mutex_unlock(&cl->mu);
@@ -1707,6 +1785,7 @@ static void rates_deliver(rlk_client *cl);
 
 int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline_ms)
 {
+    if (cl->rl) return rlk__rl_watch(cl->rl, w, max, deadline_ms);
     enter(cl);
     *deadline_ms = -1;
     int r = loop_start(cl, "watch");
@@ -1748,6 +1827,7 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
 
 int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n)
 {
+    if (cl->rl) return rlk__rl_handle(cl->rl, w, n);
     enter(cl);
     int r = loop_start(cl, "handle");
     if (r != RLK_OK) {
@@ -1795,8 +1875,9 @@ int rlk_client_handle(rlk_client *cl, const rlk_watch *w, size_t n)
     return r;
 }
 
-int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_options *o,
-                           rlk_lock_done done, void *ctx, rlk_lock **out)
+/* rlk_lock_acquire_async, a simple lock's token given (NULL: drawn). */
+static int acquire_async_as(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                            const char *token, rlk_lock_done done, void *ctx, rlk_lock **out)
 {
     rlk_lock_options defaults;
     *out = NULL;
@@ -1821,7 +1902,7 @@ int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_opti
         l->op = OP_ACQUIRE;
         l->op_done = done;
         l->op_ctx = ctx;
-        l->sl = rlk__locks_acquire(cl->lk, name, &so, l, rlk__now_ms());
+        l->sl = rlk__locks_acquire_as(cl->lk, name, &so, token, l, rlk__now_ms());
         if (!l->sl) {
             r = session_fail(cl, RLK_ERR_NOMEM);
             free_handle(l);
@@ -1833,9 +1914,34 @@ int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_opti
     return r;
 }
 
+int rlk_lock_acquire_async(rlk_client *cl, const char *name, const rlk_lock_options *o,
+                           rlk_lock_done done, void *ctx, rlk_lock **out)
+{
+    *out = NULL;
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "rlk_lock_acquire_async");
+    return acquire_async_as(cl, name, o, NULL, done, ctx, out);
+}
+
+/* A handle's token while its acquire is under way. */
+static const char *pending_token(const rlk_lock *l)
+{
+    return l->sl ? rlk_session_lock_token(l->sl) : l->token;
+}
+
+/* A Redlock client's servers: clients of this file, each turned by
+ * the Redlock client as an event loop would. */
+static const rlk__rl_api member_api = {
+    rlk_client_new,         rlk_client_free,   rlk_client_errmsg,       rlk_client_info,
+    rlk_client_generation,  rlk_client_connect, acquire_async_as,       pending_token,
+    rlk_lock_release_async, rlk_lock_extend_async, rlk_lock_forget,     rlk_client_watch,
+    rlk_client_handle,      rlk_lock_remaining_ms, rlk_lock_is_lost,    rlk_lock_fence,
+    rlk_lock_get_status,    rlk_release_token, rlk_extend_token,
+};
+
 int rlk_lock_release_async(rlk_lock *l, rlk_lock_done done, void *ctx)
 {
     rlk_client *cl = l->cl;
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "rlk_lock_release_async");
     enter(cl);
     int r = loop_start(cl, "release");
     if (r == RLK_OK && l->doomed)
@@ -1883,6 +1989,7 @@ int rlk_lock_release_async(rlk_lock *l, rlk_lock_done done, void *ctx)
 
 int rlk_lock_extend_async(rlk_lock *l, int64_t ms, int how, rlk_lock_done done, void *ctx)
 {
+    if (l->cl->rl) return rlk__rl_refuse(l->cl->rl, "rlk_lock_extend_async");
     rlk_client *cl = l->cl;
     enter(cl);
     int r = loop_start(cl, "extend");
@@ -2039,18 +2146,21 @@ static int rate_call(rlk_client *cl, const char *name, const rlk_rate_options *o
 int rlk_rate_take(rlk_client *cl, const char *name, const rlk_rate_options *o,
                   rlk_rate_result *res)
 {
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the rate limiter");
     return rate_call(cl, name, o, 0, res);
 }
 
 int rlk_rate_status(rlk_client *cl, const char *name, const rlk_rate_options *o,
                     rlk_rate_result *res)
 {
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the rate limiter");
     return rate_call(cl, name, o, 1, res);
 }
 
 int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options *o,
                         rlk_rate_done done, void *ctx)
 {
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the rate limiter");
     enter(cl);
     int st = loop_start(cl, "rate");
     if (st == RLK_OK && !done) st = cl_fail(cl, RLK_ERR_INVALID, "rate: no callback");

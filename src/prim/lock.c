@@ -1148,6 +1148,13 @@ int64_t rlk__locks_acks_ms(const rlk_lock_options *o)
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
                                       const rlk_lock_options *o, void *user, int64_t now)
 {
+    return rlk__locks_acquire_as(s, name, o, NULL, user, now);
+}
+
+rlk_session_lock *rlk__locks_acquire_as(rlk__locks *s, const char *name,
+                                         const rlk_lock_options *o, const char *token,
+                                         void *user, int64_t now)
+{
     rlk_lock_options d;
     if (!o) {
         rlk_lock_options_init(&d);
@@ -1162,7 +1169,11 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
      * A reentrant release's tombstone: its prefix, ':' and 32 hex
      * digits; then its facts. */
     size_t cap = rlk__key_cap(name);
-    size_t tl = !reentrant ? 4 + 32 + 1 + fl : o->holder ? strlen(o->holder) : strlen(s->id) + 20;
+    if (token && (reentrant || strlen(token) >= RLK__TOKEN_MAX)) token = NULL;
+    size_t tl = token      ? strlen(token)
+                : !reentrant ? 4 + 32 + 1 + fl
+                : o->holder  ? strlen(o->holder)
+                             : strlen(s->id) + 20;
     size_t keys = RLK__NKEYS * cap, all = keys + tl + 1 + (reentrant ? cap + 34 + fl + 1 : 0);
     rlk_session_lock *l = rlk__malloc(sizeof *l);
     if (!l) return NULL;
@@ -1179,7 +1190,9 @@ rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name,
     rlk__make_keys(name, l->keys, l->cap);
     l->token = l->keys + keys;
     l->kind = reentrant ? 'r' : 's';
-    if (!reentrant) {
+    if (token) {
+        memcpy(l->token, token, tl + 1);
+    } else if (!reentrant) {
         /* "rlk:": resplock's token, which its waiters may mark (see
          * src/lua/acquire.lua); others' are never touched. */
         memcpy(l->token, "rlk:", 4);

@@ -85,6 +85,11 @@ const char *rlk__locks_wait_note(const rlk__locks *s);
 
 rlk_session_lock *rlk__locks_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o,
                                      void *user, int64_t now);
+/* As rlk__locks_acquire, a simple lock's token given (NULL, or one of
+ * RLK__TOKEN_MAX bytes or more: drawn as usual): Redlock's, the same on
+ * every server. */
+rlk_session_lock *rlk__locks_acquire_as(rlk__locks *s, const char *name, const rlk_lock_options *o,
+                                        const char *token, void *user, int64_t now);
 int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o);
 /* How long each WAIT of a lock acquired with o waits: its
  * replicas_timeout_ms, or a tenth of its TTL, at most 1000 ms, at least 1
