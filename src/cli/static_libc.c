@@ -3,7 +3,7 @@
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, inet_pton, setenv,
- * fstat (x86-64) and musl's __strchrnul and __lookup_serv
+ * execvp, fstat (x86-64) and musl's __strchrnul and __lookup_serv
  * (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls (its resolver's), as small
@@ -64,6 +64,16 @@
  * first entry of NAME is replaced, else the environment grows (into an
  * array of its own, copied from the first one).
  *
+ * execvp runs a FILE with '/' as it is, else looks for it in each
+ * directory of PATH in turn (an empty one is the current directory;
+ * without PATH, /usr/local/bin:/bin:/usr/bin): the first that execve
+ * runs; a directory where it is missing (ENOENT, ENOTDIR) or may not be
+ * run (EACCES), or too long a path with FILE, is passed over, and EACCES is the error when one was so
+ * and none ran; another error ends the search with it.  A file the
+ * kernel will not run (ENOEXEC: no "#!" line) fails so, as musl's does,
+ * where GNU libc's hands it to /bin/sh.  musl's is its own code around
+ * the same search.
+ *
  * fstat, on x86-64 (where struct stat is the kernel's), is the system
  * call: musl's goes through its fstatat, which for a descriptor opened
  * with O_PATH on a kernel before 3.6 (fstat's EBADF there) tries again
@@ -109,6 +119,7 @@ const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *rest
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
 int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0);
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st);
+int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[]);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -508,6 +519,37 @@ int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite)
     e[i + 1] = NULL;
     environ = own = e;
     return 0;
+}
+
+int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[])
+{
+    extern char **environ;
+    size_t k = strlen(file);
+    if (!k) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (*RLK_LIBC_NAME(__strchrnul)(file, '/')) return execve(file, argv, environ);
+    const char *p = getenv("PATH");
+    if (!p) p = "/usr/local/bin:/bin:/usr/bin";
+    int denied = 0;
+    for (;; p++) {
+        const char *z = RLK_LIBC_NAME(__strchrnul)(p, ':');
+        size_t l = (size_t)(z - p);
+        char b[PATH_MAX];
+        if (l + k + 2 <= sizeof b) {
+            memcpy(b, p, l);
+            b[l] = '/';
+            memcpy(b + l + !!l, file, k + 1);
+            execve(b, argv, environ);
+            if (errno == EACCES) denied = 1;
+            else if (errno != ENOENT && errno != ENOTDIR) return -1;
+        }
+        p = z;
+        if (!*p) break;
+    }
+    errno = denied ? EACCES : ENOENT;
+    return -1;
 }
 
 #if defined(__x86_64__)

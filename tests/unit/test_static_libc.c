@@ -32,6 +32,11 @@
  *   closed descriptor;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
+ * - its execvp: a script found through PATH (past a directory that does
+ *   not exist, and past one where the name is not executable), the
+ *   current directory as an empty element, a name with '/' run as it
+ *   is, "true" without PATH, ENOENT for a missing name and EACCES when
+ *   only a file that may not be run has it;
  * - its gai_strerror against musl's words, for each error and others;
  * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
  *   gives for numeric services, and EAI_NONAME for a name;
@@ -55,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +104,7 @@ int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 #include <fcntl.h>
 int rlk__t_fstat(int fd, struct stat *st);
 #endif
+int rlk__t_execvp(const char *file, char *const argv[]);
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -827,6 +834,64 @@ static void test_setenv(void)
     if (mine != saved) free(mine);
 }
 
+/* The exit status of rlk__t_execvp(name) with PATH path (unset when
+ * NULL) in a child in directory dir: the program's, or 100 + errno. */
+static int exec_status(const char *dir, const char *path, const char *name)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *argv[] = {(char *)name, NULL};
+        if (chdir(dir) != 0) _exit(99);
+        if (path) setenv("PATH", path, 1);
+        else unsetenv("PATH");
+        rlk__t_execvp(name, argv);
+        _exit(100 + errno);
+    }
+    int st = 0;
+    if (!CHECK(pid > 0) || !CHECK(waitpid(pid, &st, 0) == pid) || !CHECK(WIFEXITED(st))) return -1;
+    return WEXITSTATUS(st);
+}
+
+static void test_execvp(void)
+{
+    char dir[] = "/tmp/rlk-t-execvp-XXXXXX", a[64], b[64], path[256];
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    CHECK(mkdir(a, 0700) == 0 && mkdir(b, 0700) == 0);
+    /* a/rlk-t-run may not be run; b/rlk-t-run exits 7. */
+    static const char *const files[][2] = {{"a/rlk-t-run", "#!/bin/sh\nexit 5\n"}, {"b/rlk-t-run", "#!/bin/sh\nexit 7\n"}};
+    for (int i = 0; i < 2; i++) {
+        char f[96];
+        snprintf(f, sizeof f, "%s/%s", dir, files[i][0]);
+        FILE *o = fopen(f, "w");
+        if (!CHECK(o != NULL)) return;
+        fputs(files[i][1], o);
+        fclose(o);
+        CHECK(chmod(f, i ? 0700 : 0600) == 0);
+    }
+    snprintf(path, sizeof path, "%s/none:%s:%s", dir, a, b);
+    CHECK_EQ_INT(exec_status(dir, path, "rlk-t-run"), 7);
+    snprintf(path, sizeof path, "/nonexistent::%s", a);
+    CHECK_EQ_INT(exec_status(b, path, "rlk-t-run"), 7); /* "": the current directory */
+    CHECK_EQ_INT(exec_status(dir, "/nonexistent", "b/rlk-t-run"), 7);
+    CHECK_EQ_INT(exec_status(dir, "/nonexistent", "./a/rlk-t-run"), 100 + EACCES);
+    CHECK_EQ_INT(exec_status(dir, NULL, "true"), 0);
+    CHECK_EQ_INT(exec_status(dir, path, "rlk-t-none"), 100 + ENOENT);
+    CHECK_EQ_INT(exec_status(dir, "", "rlk-t-none"), 100 + ENOENT);
+    CHECK_EQ_INT(exec_status(dir, "/nonexistent", ""), 100 + ENOENT);
+    snprintf(path, sizeof path, "/nonexistent:%s:%s/none", a, dir);
+    CHECK_EQ_INT(exec_status(dir, path, "rlk-t-run"), 100 + EACCES);
+    snprintf(path, sizeof path, "%s/a/rlk-t-run:%s", dir, b); /* a file as a directory: ENOTDIR */
+    CHECK_EQ_INT(exec_status(dir, path, "rlk-t-run"), 7);
+    char f[96];
+    for (int i = 0; i < 2; i++) {
+        snprintf(f, sizeof f, "%s/%s", dir, files[i][0]);
+        unlink(f);
+    }
+    CHECK(rmdir(a) == 0 && rmdir(b) == 0 && rmdir(dir) == 0);
+}
+
 static void test_gai_strerror(void)
 {
     static const char *const musl[] = {"Invalid flags", "Name does not resolve", "Try again",
@@ -882,6 +947,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_inet_pton),
            TL_TEST(test_fstat),
            TL_TEST(test_setenv),
+           TL_TEST(test_execvp),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
            TL_TEST(test_utc));
