@@ -2,11 +2,11 @@
 /*
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
- * qsort, mbstowcs, strerror, gai_strerror, inet_ntop, inet_pton, setenv,
- * execvp, fstat (x86-64) and musl's __strchrnul and __lookup_serv
- * (--enable-static-binary):
+ * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
+ * fstat (x86-64), musl's __strchrnul and the __lookup_serv of the
+ * command's getaddrinfo (src/cli/static_resolv.c) (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
- * command and for the C library's own calls (its resolver's), as small
+ * command and for the C library's own calls, as small
  * code where the library's is general: its strstr is a two-way search of
  * over a kilobyte, its strtol a scanner shared with scanf.  The default
  * build keeps the C library's.
@@ -29,12 +29,7 @@
  * qsort is a heapsort: no memory of its own, n log n compares at worst,
  * a few lines where the C library's smoothsort is 2 KiB; like the C
  * library's, it does not keep the order of equal elements (the command
- * sorts round trips, and a renewal round by hash slot).  mbstowcs is the
- * C locale's, the only one the command runs in (it never calls
- * setlocale): one character per byte, a byte past 0x7f as the C
- * library's C locale maps it (0xdf80 + byte - 0x80), so it never fails;
- * the C library's resolver calls it to check a host name, where the C
- * library's is a converter for every locale.
+ * sorts round trips, and a renewal round by hash slot).
  *
  * strerror knows the errors a network client meets (its sockets, files,
  * fork and exec), in GNU libc's words, the default build's: the C
@@ -80,11 +75,12 @@
  * by its name under /proc; the command's one call is on stderr (is it
  * the journal's stream?).  Elsewhere the C library's stays.
  *
- * __lookup_serv is musl's own (getaddrinfo's, for the service), as musl
- * 1.2's for a numeric service: the command passes the port as digits
- * with AI_NUMERICSERV, which never reads /etc/services, where musl's
- * links in its reader of that file.  A name is EAI_NONAME, as musl says
- * of it with AI_NUMERICSERV.  With another C library nothing calls it.
+ * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
+ * the service), is the service lookup of the command's getaddrinfo
+ * (src/cli/static_resolv.c), as musl 1.2's for a numeric service: the
+ * command passes the port as digits with AI_NUMERICSERV, and
+ * /etc/services is never read.  A name is EAI_NONAME, as musl says of
+ * it with AI_NUMERICSERV.
  *
  * The unit test compiles this file with RLK_LIBC_NAME(f) naming the
  * functions otherwise and compares them with the C library's.
@@ -112,7 +108,6 @@ long long RLK_LIBC_NAME(strtoll)(const char *restrict s, char **restrict end, in
 unsigned long RLK_LIBC_NAME(strtoul)(const char *restrict s, char **restrict end, int base);
 unsigned long long RLK_LIBC_NAME(strtoull)(const char *restrict s, char **restrict end, int base);
 void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn);
 char *RLK_LIBC_NAME(strerror)(int e);
 const char *RLK_LIBC_NAME(gai_strerror)(int e);
 const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *restrict s, socklen_t l);
@@ -341,15 +336,6 @@ void RLK_LIBC_NAME(qsort)(void *base, size_t n, size_t size, int (*cmp)(const vo
             swap(b + r * size, b + c * size, size);
         }
     }
-}
-
-size_t RLK_LIBC_NAME(mbstowcs)(wchar_t *restrict ws, const char *restrict s, size_t wn)
-{
-    if (!ws) return strlen(s);
-    size_t k = 0;
-    for (; k < wn && s[k]; k++) ws[k] = (wchar_t)(0xdfff & (signed char)s[k]);
-    if (k < wn) ws[k] = 0;
-    return k;
 }
 
 /* The errors known; their words, in the same order, are

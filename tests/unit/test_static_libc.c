@@ -16,8 +16,6 @@
  *   generated strings;
  * - its qsort against the C library's, on arrays of every length to 70
  *   and some longer, of elements of 1 to 24 bytes, with equal keys;
- * - its mbstowcs against the C library's on ASCII, and the C locale's
- *   mapping of the bytes past 0x7f;
  * - its strerror against the C library's (GNU libc's words) for every
  *   error it knows and for some it does not;
  * - its inet_ntop against the C library's on IPv4, on IPv6 addresses of
@@ -40,6 +38,18 @@
  * - its gai_strerror against musl's words, for each error and others;
  * - its __lookup_serv (musl's, for getaddrinfo) against what musl 1.2's
  *   gives for numeric services, and EAI_NONAME for a name;
+ * - its getaddrinfo (src/cli/static_resolv.c, with the files it reads and
+ *   the nameservers' port set here): numeric hosts of every form (a
+ *   scope too), the errors for a bad family, flags or service, no host,
+ *   "localhost" (::1 first where it can be reached), a hosts file of the
+ *   test's own (any case, comments, bad lines), and a DNS server of the
+ *   test's own on 127.0.0.1 (a thread) that answers A, AAAA, a CNAME
+ *   chain out of order, a CNAME loop, NXDOMAIN, SERVFAIL, REFUSED, a
+ *   reply with another id, another question or from another port before
+ *   the real one, a record cut short, an rdlength past the end, a
+ *   name pointing at itself, the TC bit, and nothing (EAI_AGAIN after
+ *   the 1 s asked); search domains with ndots, a final '.', names that
+ *   are no DNS names, and the order of the names asked;
  * - the command's UTC date (src/cli/utc.c) against gmtime_r.
  */
 #define _GNU_SOURCE 1
@@ -64,7 +74,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <wchar.h>
 
 void *rlk__t_malloc(size_t n);
 void *rlk__t_calloc(size_t k, size_t n);
@@ -78,7 +87,6 @@ long long rlk__t_strtoll(const char *restrict s, char **restrict end, int base);
 unsigned long rlk__t_strtoul(const char *restrict s, char **restrict end, int base);
 unsigned long long rlk__t_strtoull(const char *restrict s, char **restrict end, int base);
 void rlk__t_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-size_t rlk__t_mbstowcs(wchar_t *restrict ws, const char *restrict s, size_t wn);
 char *rlk__t_strerror(int e);
 struct serv {
     unsigned short port;
@@ -105,6 +113,11 @@ int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 int rlk__t_fstat(int fd, struct stat *st);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
+int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
+                       struct addrinfo **restrict res);
+void rlk__t_freeaddrinfo(struct addrinfo *ai);
+extern const char *rlk__t_hosts_path, *rlk__t_resolv_path;
+extern unsigned short rlk__t_dns_port;
 int rlk__t___lookup_serv(struct serv *buf, const char *name, int proto, int socktype, int flags);
 
 /* A small generator of its own, so that threads do not share one. */
@@ -549,7 +562,7 @@ static void test_strtol(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* qsort and mbstowcs                                                   */
+/* qsort                                                                */
 
 /* An element of `size` bytes is ordered by its first byte, so that equal
  * keys are common; the rest of it is a tag, to find one lost or copied. */
@@ -608,32 +621,6 @@ static void test_qsort(void)
             }
         }
     }
-}
-
-static void test_mbstowcs(void)
-{
-    static const char *cases[] = {"", "a", "localhost", "redis-1.example.com", "x y\t~\x7f"};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *s = cases[i];
-        CHECK_MSG(rlk__t_mbstowcs(NULL, s, 0) == mbstowcs(NULL, s, 0), "mbstowcs(NULL, \"%s\")", s);
-        for (size_t wn = 0; wn <= strlen(s) + 2; wn++) {
-            wchar_t a[32], b[32];
-            for (size_t k = 0; k < 32; k++) a[k] = b[k] = L'#';
-            size_t ra = rlk__t_mbstowcs(a, s, wn), rb = mbstowcs(b, s, wn);
-            CHECK_MSG(ra == rb && memcmp(a, b, sizeof a) == 0, "mbstowcs(\"%s\", %zu): %zu, libc %zu",
-                      s, wn, ra, rb);
-        }
-    }
-    char high[130];
-    for (int c = 0; c < 128; c++) high[c] = (char)(0x80 + c);
-    high[128] = 'z';
-    high[129] = '\0';
-    wchar_t w[131];
-    CHECK(rlk__t_mbstowcs(NULL, high, 0) == 129);
-    CHECK(rlk__t_mbstowcs(w, high, 131) == 129);
-    for (int c = 0; c < 128; c++)
-        CHECK_MSG(w[c] == 0xdf80 + c, "mbstowcs: byte 0x%x is U+%04X", 0x80 + c, (unsigned)w[c]);
-    CHECK(w[128] == L'z' && w[129] == 0);
 }
 
 /* Every error it names has the C library's words; the others, "Unknown
@@ -928,6 +915,493 @@ static void test_lookup_serv(void)
     CHECK(rlk__t___lookup_serv(b, "80x", 0, SOCK_STREAM, 0) == EAI_NONAME);
 }
 
+/* ------------------------------------------------------------------ */
+/* getaddrinfo (src/cli/static_resolv.c)                               */
+
+/* The addresses rlk__t_getaddrinfo gives host (port 6379, SOCK_STREAM,
+ * AI_NUMERICSERV and flags) as text, one space between; its result. */
+static int resolve(const char *host, int family, int flags, char *out, size_t n)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = family;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | flags;
+    out[0] = '\0';
+    int rc = rlk__t_getaddrinfo(host, "6379", &hints, &res);
+    if (rc) return rc;
+    size_t k = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        char b[INET6_ADDRSTRLEN + 16];
+        const void *a;
+        unsigned port;
+        if (ai->ai_family == AF_INET) {
+            const struct sockaddr_in *s = (const void *)ai->ai_addr;
+            CHECK(ai->ai_addrlen == sizeof *s && s->sin_family == AF_INET);
+            a = &s->sin_addr;
+            port = ntohs(s->sin_port);
+        } else {
+            const struct sockaddr_in6 *s = (const void *)ai->ai_addr;
+            CHECK(ai->ai_family == AF_INET6 && ai->ai_addrlen == sizeof *s && s->sin6_family == AF_INET6);
+            a = &s->sin6_addr;
+            port = ntohs(s->sin6_port);
+        }
+        CHECK(port == 6379 && ai->ai_socktype == SOCK_STREAM && ai->ai_protocol == IPPROTO_TCP);
+        CHECK(ai->ai_canonname == NULL);
+        inet_ntop(ai->ai_family, a, b, sizeof b);
+        k += (size_t)snprintf(out + k, n - k, "%s%s", k ? " " : "", b);
+        if (k >= n) break;
+    }
+    rlk__t_freeaddrinfo(res);
+    return 0;
+}
+
+#define CHECK_RESOLVE(host, family, flags, want) do { \
+        char got_[512]; \
+        int rc_ = resolve(host, family, flags, got_, sizeof got_); \
+        CHECK_MSG(rc_ == 0, "%s: %s", host, gai_strerror(rc_)); \
+        CHECK_EQ_STR(got_, want); \
+    } while (0)
+#define CHECK_RESOLVE_FAILS(host, family, flags, err) do { \
+        char got_[512]; \
+        int rc_ = resolve(host, family, flags, got_, sizeof got_); \
+        CHECK_MSG(rc_ == (err), "%s: %d (%s), want %d", host, rc_, got_, err); \
+    } while (0)
+
+/* A file of the test's own with text s: its name into path (64 bytes). */
+static int write_temp(char *path, const char *s)
+{
+    strcpy(path, "/tmp/rlk-t-resolv-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) return 0;
+    size_t l = strlen(s);
+    int ok = write(fd, s, l) == (ssize_t)l;
+    close(fd);
+    return ok;
+}
+
+/* Can a UDP socket be connected to ::1 (is the IPv6 loopback there)? */
+static int ipv6_loopback(void)
+{
+    struct sockaddr_in6 sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(9);
+    sa.sin6_addr = in6addr_loopback;
+    int fd = socket(AF_INET6, SOCK_DGRAM, 0), ok = fd >= 0 && connect(fd, (void *)&sa, sizeof sa) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+static void test_gai_numeric(void)
+{
+    rlk__t_hosts_path = rlk__t_resolv_path = "/nonexistent/rlk-t";
+    CHECK_RESOLVE("127.0.0.1", AF_UNSPEC, 0, "127.0.0.1");
+    CHECK_RESOLVE("192.0.2.1", AF_INET, AI_NUMERICHOST, "192.0.2.1");
+    CHECK_RESOLVE("127.1", AF_UNSPEC, AI_NUMERICHOST, "127.0.0.1");
+    CHECK_RESOLVE("10.1.258", AF_UNSPEC, AI_NUMERICHOST, "10.1.1.2");
+    CHECK_RESOLVE("0x7f.0.0.01", AF_UNSPEC, AI_NUMERICHOST, "127.0.0.1");
+    CHECK_RESOLVE("2130706433", AF_UNSPEC, AI_NUMERICHOST, "127.0.0.1");
+    CHECK_RESOLVE("::1", AF_UNSPEC, 0, "::1");
+    CHECK_RESOLVE("2001:db8::1:2", AF_INET6, AI_NUMERICHOST, "2001:db8::1:2");
+    CHECK_RESOLVE("::ffff:192.0.2.1", AF_UNSPEC, AI_NUMERICHOST, "::ffff:192.0.2.1");
+    static const char *const bad[] = {"256.0.0.1", "1.2.3.4.5", "1.2.3.", "08.1.1.1", "1.2.3.4 ", "1..2",
+                                      "4294967296", "1.16777216", "fe80::1%eth0", "fe80::1%", "::1::2",
+                                      "example.test", "localhost", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) CHECK_RESOLVE_FAILS(bad[i], AF_UNSPEC, AI_NUMERICHOST, EAI_NONAME);
+    CHECK_RESOLVE_FAILS("127.0.0.1", AF_INET6, 0, EAI_NONAME);
+    CHECK_RESOLVE_FAILS("::1", AF_INET, 0, EAI_NONAME);
+
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_INET6;
+    CHECK(rlk__t_getaddrinfo("fe80::1%7", "80", &hints, &res) == 0);
+    if (res) {
+        const struct sockaddr_in6 *s = (const void *)res->ai_addr;
+        CHECK(s->sin6_scope_id == 7 && ntohs(s->sin6_port) == 80);
+        /* No socket type asked: one entry for TCP, one for UDP. */
+        CHECK(res->ai_socktype == SOCK_STREAM && res->ai_protocol == IPPROTO_TCP && res->ai_next);
+        CHECK(res->ai_next && res->ai_next->ai_socktype == SOCK_DGRAM && !res->ai_next->ai_next);
+        rlk__t_freeaddrinfo(res);
+    }
+    /* No host: the wildcard (AI_PASSIVE) or the loopback address. */
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    res = NULL;
+    CHECK(rlk__t_getaddrinfo(NULL, "6379", &hints, &res) == 0);
+    if (res) {
+        const struct sockaddr_in *s = (const void *)res->ai_addr;
+        CHECK(s->sin_addr.s_addr == htonl(INADDR_ANY) && ntohs(s->sin_port) == 6379 && !res->ai_next);
+        rlk__t_freeaddrinfo(res);
+    }
+    hints.ai_flags = 0;
+    res = NULL;
+    CHECK(rlk__t_getaddrinfo(NULL, "6379", &hints, &res) == 0);
+    if (res) {
+        const struct sockaddr_in *s = (const void *)res->ai_addr;
+        CHECK(s->sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+        rlk__t_freeaddrinfo(res);
+    }
+    CHECK(rlk__t_getaddrinfo(NULL, NULL, &hints, &res) == EAI_NONAME);
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "http", &hints, &res) == EAI_NONAME);
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "65536", &hints, &res) == EAI_SERVICE);
+    hints.ai_protocol = IPPROTO_UDP;
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "1", &hints, &res) == EAI_SERVICE);
+    hints.ai_protocol = 0;
+    hints.ai_family = AF_UNIX;
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "1", &hints, &res) == EAI_FAMILY);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_flags = 0x40000000;
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "1", &hints, &res) == EAI_BADFLAGS);
+    res = NULL;
+    CHECK(rlk__t_getaddrinfo("127.0.0.1", "1", NULL, &res) == 0 && res && res->ai_next);
+    rlk__t_freeaddrinfo(res);
+}
+
+static void test_gai_localhost(void)
+{
+    rlk__t_hosts_path = rlk__t_resolv_path = "/nonexistent/rlk-t";
+    CHECK_RESOLVE("localhost", AF_INET, 0, "127.0.0.1");
+    CHECK_RESOLVE("localhost", AF_INET6, 0, "::1");
+    CHECK_RESOLVE("LocalHost.", AF_INET, 0, "127.0.0.1");
+    /* ::1 first where it can be reached (its precedence is higher). */
+    CHECK_RESOLVE("localhost", AF_UNSPEC, 0, ipv6_loopback() ? "::1 127.0.0.1" : "127.0.0.1 ::1");
+}
+
+static void test_gai_hosts(void)
+{
+    char hosts[64], conf[64];
+    if (!CHECK(write_temp(hosts, "# the test's\n"
+                                 "192.0.2.10 one.test alias.test   # a comment\n"
+                                 "2001:db8::10\tone.test\n"
+                                 "\n"
+                                 "   192.0.2.11\ttwo.test\r\n"
+                                 "bogus three.test\n"
+                                 "192.0.2.12 other.test Three.Test\n"
+                                 "192.0.2.13 x.test\n"
+                                 "192.0.2.14 ones.test one.tes\n"
+                                 "192.0.2.15 last.test")) ||
+        !CHECK(write_temp(conf, "options timeout:1 attempts:1\n")))
+        return;
+    rlk__t_hosts_path = hosts;
+    rlk__t_resolv_path = conf;
+    CHECK_RESOLVE("one.test", AF_INET, 0, "192.0.2.10");
+    CHECK_RESOLVE("one.test", AF_INET6, 0, "2001:db8::10");
+    CHECK_RESOLVE("ALIAS.test", AF_UNSPEC, 0, "192.0.2.10");
+    CHECK_RESOLVE("two.test", AF_UNSPEC, 0, "192.0.2.11");
+    CHECK_RESOLVE("three.test", AF_UNSPEC, 0, "192.0.2.12");
+    CHECK_RESOLVE("last.test", AF_UNSPEC, 0, "192.0.2.15");
+    char got[512];
+    CHECK(resolve("one.test", AF_UNSPEC, 0, got, sizeof got) == 0);
+    CHECK_MSG(!strcmp(got, "192.0.2.10 2001:db8::10") || !strcmp(got, "2001:db8::10 192.0.2.10"), "%s", got);
+    /* Not in the file: DNS, here 127.0.0.1:53 (nobody, or a server
+     * that does not know the name): a failure either way. */
+    rlk__t_dns_port = 1;
+    CHECK(resolve("a.test", AF_INET, 0, got, sizeof got) != 0);
+    CHECK(resolve("comment", AF_INET, 0, got, sizeof got) != 0);
+    rlk__t_dns_port = 53;
+    unlink(hosts);
+    unlink(conf);
+}
+
+/* The test's DNS server: on 127.0.0.1 (a port of its own), it answers
+ * each query as its name's first label says (dns_answer), and writes
+ * "name/type " to its log. */
+struct dns_server {
+    int fd, other;
+    unsigned short port;
+    pthread_mutex_t mu;
+    char log[1024];
+};
+
+static size_t put_name(unsigned char *p, const char *name)
+{
+    size_t k = 0;
+    while (*name) {
+        size_t l = strcspn(name, ".");
+        p[k] = (unsigned char)l;
+        memcpy(p + k + 1, name, l);
+        k += l + 1;
+        name += l + !!name[l];
+    }
+    p[k++] = 0;
+    return k;
+}
+
+/* An answer record: owner (NULL: a pointer to the question's name),
+ * type, class IN, TTL 60 and rdlength rdlen with rdata d (len bytes of
+ * it written). */
+static size_t put_rr(unsigned char *p, const char *owner, unsigned type, const void *d, size_t len, size_t rdlen)
+{
+    size_t k = owner ? put_name(p, owner) : (p[0] = 0xc0, p[1] = 12, 2);
+    unsigned char f[10] = {0, (unsigned char)type, 0, 1, 0, 0, 0, 60, (unsigned char)(rdlen >> 8), (unsigned char)rdlen};
+    memcpy(p + k, f, 10);
+    memcpy(p + k + 10, d, len);
+    return k + 10 + len;
+}
+
+static size_t put_a(unsigned char *p, const char *owner, const char *ip)
+{
+    unsigned char a[16];
+    int six = strchr(ip, ':') != NULL;
+    inet_pton(six ? AF_INET6 : AF_INET, ip, a);
+    return put_rr(p, owner, six ? 28 : 1, a, six ? 16 : 4, six ? 16 : 4);
+}
+
+static size_t put_cname(unsigned char *p, const char *owner, const char *to)
+{
+    unsigned char n[256];
+    size_t l = put_name(n, to);
+    return put_rr(p, owner, 5, n, l, l);
+}
+
+/* The reply to query q (n bytes; name its question's name, type its
+ * type) into r: its length, 0 for none; *again set to send it twice
+ * (the first time spoiled as dns_serve says). */
+static size_t dns_answer(const unsigned char *q, size_t n, const char *name, unsigned type, unsigned char *r,
+                         int *spoil)
+{
+    size_t k = n, an = 0;
+    int rcode = 0, tc = 0;
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(name, "."), name);
+    for (char *c = first; *c; c++) *c = (char)(*c | 32); /* letters alone: any case */
+    size_t l = strlen(name);
+    memcpy(r, q, n);
+    *spoil = 0;
+    if (l > 8 && !strcmp(name + l - 8, ".s1.test") && strcmp(first, "fail")) {
+        rcode = 3;
+    } else if (!strcmp(name, "host.s2.test")) {
+        if (type == 1) k += put_a(r + k, NULL, "192.0.2.20"), an++;
+    } else if (!strcmp(first, "a")) {
+        if (type == 1) k += put_a(r + k, NULL, "192.0.2.1"), k += put_a(r + k, NULL, "192.0.2.2"), an += 2;
+    } else if (!strcmp(first, "six")) {
+        if (type == 28) k += put_a(r + k, NULL, "2001:db8::6"), an++;
+    } else if (!strcmp(first, "both")) {
+        k += put_a(r + k, NULL, type == 1 ? "192.0.2.5" : "2001:db8::5"), an++;
+    } else if (!strcmp(first, "cname")) {
+        /* The last name's address first, then the chain, and others. */
+        if (type == 1) k += put_a(r + k, "c3.test", "192.0.2.3"), an++;
+        k += put_a(r + k, "other.test", "192.0.2.66");
+        k += put_cname(r + k, NULL, "c2.test");
+        k += put_cname(r + k, "C2.test", "c3.test");
+        an += 3;
+    } else if (!strcmp(first, "cloop")) {
+        k += put_cname(r + k, NULL, "c4.test");
+        k += put_cname(r + k, "c4.test", name);
+        k += put_a(r + k, "c4.test", "192.0.2.66");
+        an += 3;
+    } else if (!strcmp(first, "fail")) {
+        rcode = 2;
+    } else if (!strcmp(first, "refused")) {
+        rcode = 5;
+    } else if (!strcmp(first, "wrongid") || !strcmp(first, "wrongq") || !strcmp(first, "spoof")) {
+        *spoil = first[5] == 'i' ? 1 : first[5] == 'q' ? 2 : 3;
+        k += put_a(r + k, NULL, "192.0.2.7"), an++;
+    } else if (!strcmp(first, "short")) {
+        k += put_a(r + k, NULL, "192.0.2.66") - 6, an++;
+    } else if (!strcmp(first, "rdlen")) {
+        unsigned char a[4] = {192, 0, 2, 66};
+        k += put_rr(r + k, NULL, 1, a, 4, 200), an++;
+    } else if (!strcmp(first, "loop")) {
+        /* The owner a pointer to itself. */
+        r[k] = 0xc0;
+        r[k + 1] = (unsigned char)k;
+        unsigned char f[14] = {0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 66};
+        memcpy(r + k + 2, f, 14);
+        k += 16, an++;
+    } else if (!strcmp(first, "tc")) {
+        tc = 1;
+        k += put_a(r + k, NULL, "192.0.2.66"), an++;
+    } else if (!strcmp(first, "silent")) {
+        return 0;
+    } else {
+        rcode = 3;
+    }
+    r[2] = (unsigned char)(0x81 | tc << 1);
+    r[3] = (unsigned char)(0x80 | rcode);
+    r[6] = (unsigned char)(an >> 8);
+    r[7] = (unsigned char)an;
+    return k;
+}
+
+static void *dns_serve(void *arg)
+{
+    struct dns_server *s = arg;
+    for (;;) {
+        unsigned char q[512], r[2048];
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(s->fd, q, sizeof q, 0, (struct sockaddr *)&from, &fl);
+        if (n == 1 && q[0] == 'q') break;
+        if (n < 17) continue;
+        char name[256];
+        size_t k = 0, p = 12;
+        while (p < (size_t)n && q[p] && p + q[p] < (size_t)n) {
+            k += (size_t)snprintf(name + k, sizeof name - k, "%s%.*s", k ? "." : "", q[p], (char *)q + p + 1);
+            p += q[p] + 1u;
+        }
+        name[k] = '\0';
+        if (p + 5 > (size_t)n) continue;
+        unsigned type = (unsigned)q[p + 1] << 8 | q[p + 2];
+        pthread_mutex_lock(&s->mu);
+        size_t ll = strlen(s->log);
+        snprintf(s->log + ll, sizeof s->log - ll, "%s/%u ", name, type);
+        pthread_mutex_unlock(&s->mu);
+        int spoil;
+        size_t len = dns_answer(q, (size_t)n, name, type, r, &spoil);
+        if (!len) continue;
+        if (spoil) {
+            /* First an answer that must not count: another id, another
+             * question, or from another port; then the real one. */
+            unsigned char bad[2048];
+            memcpy(bad, r, len);
+            bad[len - 1] = 66;
+            if (spoil == 1) bad[1] ^= 1;
+            if (spoil == 2) bad[13] ^= 1; /* the name's first letter */
+            sendto(spoil == 3 ? s->other : s->fd, bad, len, 0, (struct sockaddr *)&from, fl);
+        }
+        sendto(s->fd, r, len, 0, (struct sockaddr *)&from, fl);
+    }
+    return NULL;
+}
+
+static int udp_bound(unsigned short *port)
+{
+    struct sockaddr_in sa;
+    socklen_t l = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &l) != 0)
+        return -1;
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* The server's log since the last call, emptied. */
+static void take_log(struct dns_server *s, char *out, size_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(out, n, "%s", s->log);
+    s->log[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
+}
+
+#define CHECK_LOG(s, want) do { \
+        char log_[1024]; \
+        take_log(s, log_, sizeof log_); \
+        CHECK_EQ_STR(log_, want); \
+    } while (0)
+
+static void test_gai_dns(void)
+{
+    static struct dns_server s;
+    unsigned short other;
+    s.fd = udp_bound(&s.port);
+    s.other = udp_bound(&other);
+    pthread_mutex_init(&s.mu, NULL);
+    s.log[0] = '\0';
+    pthread_t t;
+    char conf[64], conf2[64], hosts[64];
+    if (!CHECK(s.fd >= 0 && s.other >= 0) || !CHECK(pthread_create(&t, NULL, dns_serve, &s) == 0)) return;
+    /* Two nameservers: nobody answers on 127.0.0.2 (or it refuses). */
+    CHECK(write_temp(conf, "# the test's\n"
+                           "domain ignored.test\n"
+                           "nameserver 127.0.0.2\n"
+                           "nameserver 127.0.0.1 ; a comment\n"
+                           "search s1.test s2.test\n"
+                           "options timeout:1 attempts:1 ndots:1\n"));
+    CHECK(write_temp(conf2, "nameserver 127.0.0.1\nsearch s1.test s2.test\noptions ndots:2 timeout:1 attempts:1\n"));
+    CHECK(write_temp(hosts, "192.0.2.99 other.test\n"));
+    rlk__t_resolv_path = conf;
+    rlk__t_hosts_path = hosts;
+    rlk__t_dns_port = s.port;
+
+    CHECK_RESOLVE("a.test", AF_INET, 0, "192.0.2.1 192.0.2.2");
+    CHECK_LOG(&s, "a.test/1 ");
+    CHECK_RESOLVE("a.test", AF_UNSPEC, 0, "192.0.2.1 192.0.2.2");
+    CHECK_LOG(&s, "a.test/1 a.test/28 ");
+    CHECK_RESOLVE_FAILS("a.test", AF_INET6, 0, EAI_NONAME);
+    CHECK_LOG(&s, "a.test/28 ");
+    CHECK_RESOLVE("six.test", AF_INET6, 0, "2001:db8::6");
+    CHECK_RESOLVE("SIX.test", AF_UNSPEC, 0, "2001:db8::6");
+    char got[512];
+    CHECK(resolve("both.test", AF_UNSPEC, 0, got, sizeof got) == 0);
+    CHECK_MSG(!strcmp(got, "192.0.2.5 2001:db8::5") || !strcmp(got, "2001:db8::5 192.0.2.5"), "%s", got);
+    CHECK_RESOLVE("cname.test", AF_INET, 0, "192.0.2.3");
+    CHECK_RESOLVE_FAILS("cname.test", AF_INET6, 0, EAI_NONAME);
+    CHECK_RESOLVE_FAILS("cloop.test", AF_INET, 0, EAI_FAIL);
+    take_log(&s, got, sizeof got);
+
+    CHECK_RESOLVE_FAILS("nx.test", AF_UNSPEC, 0, EAI_NONAME);
+    CHECK_RESOLVE_FAILS("fail.test", AF_INET, 0, EAI_AGAIN);
+    CHECK_RESOLVE_FAILS("refused.test", AF_INET, 0, EAI_FAIL);
+    CHECK_RESOLVE("wrongid.test", AF_INET, 0, "192.0.2.7");
+    CHECK_RESOLVE("wrongq.test", AF_INET, 0, "192.0.2.7");
+    CHECK_RESOLVE("spoof.test", AF_INET, 0, "192.0.2.7");
+    CHECK_RESOLVE_FAILS("short.test", AF_INET, 0, EAI_FAIL);
+    CHECK_RESOLVE_FAILS("rdlen.test", AF_INET, 0, EAI_FAIL);
+    CHECK_RESOLVE_FAILS("loop.test", AF_INET, 0, EAI_FAIL);
+    CHECK_RESOLVE_FAILS("tc.test", AF_INET, 0, EAI_AGAIN);
+    CHECK_LOG(&s, "nx.test/1 nx.test/28 fail.test/1 refused.test/1 wrongid.test/1 wrongq.test/1 spoof.test/1 "
+                  "short.test/1 rdlen.test/1 loop.test/1 tc.test/1 ");
+    /* No answer: EAI_AGAIN after the one attempt of 1 s. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_RESOLVE_FAILS("silent.test", AF_INET, 0, EAI_AGAIN);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    CHECK_MSG(ms >= 900 && ms < 3000, "%ld ms", ms);
+    CHECK_LOG(&s, "silent.test/1 ");
+    /* The hosts file before DNS. */
+    CHECK_RESOLVE("other.test", AF_INET, 0, "192.0.2.99");
+    CHECK_LOG(&s, "");
+
+    /* Search domains: fewer dots than ndots, each domain then the name
+     * alone; a final '.', as it is; another failure than NXDOMAIN ends it. */
+    CHECK_RESOLVE("host", AF_INET, 0, "192.0.2.20");
+    CHECK_LOG(&s, "host.s1.test/1 host.s2.test/1 ");
+    CHECK_RESOLVE_FAILS("host.", AF_INET, 0, EAI_NONAME);
+    CHECK_LOG(&s, "host/1 ");
+    CHECK_RESOLVE_FAILS("x.y", AF_INET, 0, EAI_NONAME);
+    CHECK_LOG(&s, "x.y/1 ");
+    CHECK_RESOLVE_FAILS("fail", AF_INET, 0, EAI_AGAIN);
+    CHECK_LOG(&s, "fail.s1.test/1 ");
+    CHECK_RESOLVE_FAILS("nothere", AF_INET, 0, EAI_NONAME);
+    CHECK_LOG(&s, "nothere.s1.test/1 nothere.s2.test/1 nothere/1 ");
+    rlk__t_resolv_path = conf2;
+    CHECK_RESOLVE_FAILS("x.y", AF_INET, 0, EAI_NONAME);
+    CHECK_LOG(&s, "x.y.s1.test/1 x.y.s2.test/1 x.y/1 ");
+    CHECK_RESOLVE("a.b.test", AF_INET, 0, "192.0.2.1 192.0.2.2");
+    CHECK_LOG(&s, "a.b.test/1 ");
+    /* Names that are no DNS names are not asked. */
+    CHECK_RESOLVE_FAILS("a..test", AF_INET, 0, EAI_NONAME);
+    CHECK_RESOLVE_FAILS("a.0123456789012345678901234567890123456789012345678901234567890123.test", AF_INET, 0,
+                        EAI_NONAME);
+    CHECK_LOG(&s, "");
+
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(s.port);
+    sendto(s.other, "q", 1, 0, (struct sockaddr *)&sa, sizeof sa);
+    pthread_join(t, NULL);
+    close(s.fd);
+    close(s.other);
+    pthread_mutex_destroy(&s.mu);
+    unlink(conf);
+    unlink(conf2);
+    unlink(hosts);
+    rlk__t_hosts_path = "/etc/hosts";
+    rlk__t_resolv_path = "/etc/resolv.conf";
+    rlk__t_dns_port = 53;
+}
+
 TL_PROGRAM(NULL, NULL,
            TL_TEST(test_malloc_sizes),
            TL_TEST(test_malloc_too_big),
@@ -941,7 +1415,6 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_strstr),
            TL_TEST(test_strtol),
            TL_TEST(test_qsort),
-           TL_TEST(test_mbstowcs),
            TL_TEST(test_strerror),
            TL_TEST(test_inet_ntop),
            TL_TEST(test_inet_pton),
@@ -950,4 +1423,8 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_execvp),
            TL_TEST(test_gai_strerror),
            TL_TEST(test_lookup_serv),
+           TL_TEST(test_gai_numeric),
+           TL_TEST(test_gai_localhost),
+           TL_TEST(test_gai_hosts),
+           TL_TEST(test_gai_dns),
            TL_TEST(test_utc));
