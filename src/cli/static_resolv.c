@@ -35,7 +35,7 @@
  * SERVFAIL EAI_AGAIN, another error EAI_FAIL, a truncated one (TC: the
  * answer would not fit in UDP, and the TCP that would carry it is not
  * spoken) EAI_AGAIN, one that cannot be read whole (a name past the end
- * or pointing forward or more than 64 times, a record's data past the
+ * or following more than 64 pointers, a record's data past the
  * end) EAI_FAIL.  Without an answer after every attempt it is
  * EAI_AGAIN, sooner when every nameserver refused (ICMP: nobody on
  * its port), as it is asked no more.  The answer section's CNAME records are followed from the
