@@ -3,7 +3,7 @@
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
- * fstat (x86-64), musl's __strchrnul and the __lookup_serv of the
+ * fstat and fcntl (x86-64), musl's __strchrnul and the __lookup_serv of the
  * command's getaddrinfo (src/cli/static_resolv.c) (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls, as small
@@ -73,7 +73,14 @@
  * call: musl's goes through its fstatat, which for a descriptor opened
  * with O_PATH on a kernel before 3.6 (fstat's EBADF there) tries again
  * by its name under /proc; the command's one call is on stderr (is it
- * the journal's stream?).  Elsewhere the C library's stays.
+ * the journal's stream?).  fcntl, on x86-64 too, is the system call
+ * with its third argument read as an unsigned long (none is read as
+ * what the register holds, which the kernel then ignores): the
+ * command's calls are F_GETFL, F_SETFL and F_DUPFD.  musl's also turns
+ * F_GETOWN into F_GETOWN_EX, whose answer cannot be mistaken for an
+ * error when the owner is a process group, and tries F_DUPFD_CLOEXEC
+ * again as F_DUPFD and F_SETFD on a kernel before 2.6.24: this one does
+ * neither.  Elsewhere the C library's stays.
  *
  * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
  * the service), is the service lookup of the command's getaddrinfo
@@ -90,6 +97,7 @@
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +122,7 @@ const char *RLK_LIBC_NAME(inet_ntop)(int af, const void *restrict a0, char *rest
 int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
 int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0);
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st);
+int RLK_LIBC_NAME(fcntl)(int fd, int cmd, ...);
 int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[]);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
@@ -543,6 +552,15 @@ int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[])
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st)
 {
     return (int)syscall(SYS_fstat, fd, st);
+}
+
+int RLK_LIBC_NAME(fcntl)(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    unsigned long arg = va_arg(ap, unsigned long);
+    va_end(ap);
+    return (int)syscall(SYS_fcntl, fd, cmd, arg);
 }
 #endif
 

@@ -28,6 +28,9 @@
  *   EAFNOSUPPORT for another family;
  * - its fstat (x86-64) against the C library's on a file, a pipe and a
  *   closed descriptor;
+ * - its fcntl (x86-64) against the C library's on a pipe: the status
+ *   flags and the descriptor's flags, got and set, F_DUPFD and
+ *   F_DUPFD_CLOEXEC above a bound, EBADF and EINVAL;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its execvp: a script found through PATH (past a directory that does
@@ -111,6 +114,7 @@ int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 #include <sys/stat.h>
 #include <fcntl.h>
 int rlk__t_fstat(int fd, struct stat *st);
+int rlk__t_fcntl(int fd, int cmd, ...);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
@@ -481,6 +485,36 @@ static void test_fstat(void)
     CHECK(rlk__t_fstat(fd[0], &x) == -1 && errno == EBADF);
     errno = 0;
     CHECK(rlk__t_fstat(-1, &x) == -1 && errno == EBADF);
+#endif
+}
+
+static void test_fcntl(void)
+{
+#if defined(__x86_64__)
+    int fd[2];
+    if (!CHECK(pipe(fd) == 0)) return;
+    CHECK(rlk__t_fcntl(fd[0], F_GETFL) == fcntl(fd[0], F_GETFL));
+    CHECK(!(rlk__t_fcntl(fd[1], F_GETFL) & O_NONBLOCK));
+    CHECK(rlk__t_fcntl(fd[1], F_SETFL, rlk__t_fcntl(fd[1], F_GETFL) | O_NONBLOCK) == 0);
+    CHECK(fcntl(fd[1], F_GETFL) & O_NONBLOCK);
+    CHECK(rlk__t_fcntl(fd[1], F_GETFL) == fcntl(fd[1], F_GETFL));
+    CHECK(rlk__t_fcntl(fd[0], F_GETFD) == 0);
+    CHECK(rlk__t_fcntl(fd[0], F_SETFD, FD_CLOEXEC) == 0 && fcntl(fd[0], F_GETFD) == FD_CLOEXEC);
+    CHECK(rlk__t_fcntl(fd[0], F_GETFD) == FD_CLOEXEC);
+    int d = rlk__t_fcntl(fd[0], F_DUPFD, 40);
+    CHECK(d >= 40 && fcntl(d, F_GETFD) == 0);
+    int e = rlk__t_fcntl(fd[0], F_DUPFD_CLOEXEC, 50);
+    CHECK(e >= 50 && fcntl(e, F_GETFD) == FD_CLOEXEC);
+    struct stat x, y;
+    CHECK(fstat(e, &x) == 0 && fstat(fd[0], &y) == 0 && x.st_ino == y.st_ino);
+    close(d);
+    close(e);
+    errno = 0;
+    CHECK(rlk__t_fcntl(d, F_GETFL) == -1 && errno == EBADF);
+    errno = 0;
+    CHECK(rlk__t_fcntl(fd[0], -5, 0) == -1 && errno == EINVAL);
+    close(fd[0]);
+    close(fd[1]);
 #endif
 }
 
@@ -1419,6 +1453,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_inet_ntop),
            TL_TEST(test_inet_pton),
            TL_TEST(test_fstat),
+           TL_TEST(test_fcntl),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
            TL_TEST(test_gai_strerror),
