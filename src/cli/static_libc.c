@@ -3,7 +3,7 @@
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
- * fstat and fcntl (x86-64), musl's __strchrnul and the __lookup_serv of the
+ * fstat, fcntl and clock_gettime (x86-64), musl's __strchrnul and the __lookup_serv of the
  * command's getaddrinfo (src/cli/static_resolv.c) (--enable-static-binary):
  * linked before the C library, they replace the library's, for the
  * command and for the C library's own calls, as small
@@ -80,7 +80,13 @@
  * F_GETOWN into F_GETOWN_EX, whose answer cannot be mistaken for an
  * error when the owner is a process group, and tries F_DUPFD_CLOEXEC
  * again as F_DUPFD and F_SETFD on a kernel before 2.6.24: this one does
- * neither.  Elsewhere the C library's stays.
+ * neither.  clock_gettime, on x86-64 too, is the system call (and so is
+ * musl's internal __clock_gettime, which its own calls name), where
+ * musl's first looks for the kernel's vDSO and its symbol (700 bytes of
+ * ELF reading) to read the clocks without one: a read costs a system
+ * call now (a fraction of a microsecond), and the command reads the
+ * clock a few times per round trip, not in loops of its own.
+ * Elsewhere the C library's stays.
  *
  * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
  * the service), is the service lookup of the command's getaddrinfo
@@ -104,6 +110,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef RLK_LIBC_NAME
@@ -123,6 +130,8 @@ int RLK_LIBC_NAME(setenv)(const char *k, const char *v, int overwrite);
 int RLK_LIBC_NAME(inet_pton)(int af, const char *restrict s, void *restrict a0);
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st);
 int RLK_LIBC_NAME(fcntl)(int fd, int cmd, ...);
+int RLK_LIBC_NAME(clock_gettime)(clockid_t c, struct timespec *ts);
+int RLK_LIBC_NAME(__clock_gettime)(clockid_t c, struct timespec *ts);
 int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[]);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
@@ -561,6 +570,16 @@ int RLK_LIBC_NAME(fcntl)(int fd, int cmd, ...)
     unsigned long arg = va_arg(ap, unsigned long);
     va_end(ap);
     return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+int RLK_LIBC_NAME(__clock_gettime)(clockid_t c, struct timespec *ts)
+{
+    return (int)syscall(SYS_clock_gettime, c, ts);
+}
+
+int RLK_LIBC_NAME(clock_gettime)(clockid_t c, struct timespec *ts)
+{
+    return RLK_LIBC_NAME(__clock_gettime)(c, ts);
 }
 #endif
 

@@ -31,6 +31,8 @@
  * - its fcntl (x86-64) against the C library's on a pipe: the status
  *   flags and the descriptor's flags, got and set, F_DUPFD and
  *   F_DUPFD_CLOEXEC above a bound, EBADF and EINVAL;
+ * - its clock_gettime (x86-64): each clock's time between two of the C
+ *   library's, and EINVAL for a clock that is none;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its execvp: a script found through PATH (past a directory that does
@@ -115,6 +117,7 @@ int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 #include <fcntl.h>
 int rlk__t_fstat(int fd, struct stat *st);
 int rlk__t_fcntl(int fd, int cmd, ...);
+int rlk__t_clock_gettime(clockid_t c, struct timespec *ts);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
@@ -515,6 +518,29 @@ static void test_fcntl(void)
     CHECK(rlk__t_fcntl(fd[0], -5, 0) == -1 && errno == EINVAL);
     close(fd[0]);
     close(fd[1]);
+#endif
+}
+
+static long long ns_of(const struct timespec *t)
+{
+    return (long long)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static void test_clock_gettime(void)
+{
+#if defined(__x86_64__)
+    static const clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_PROCESS_CPUTIME_ID};
+    for (size_t i = 0; i < sizeof clocks / sizeof *clocks; i++) {
+        struct timespec a, b, c;
+        CHECK(clock_gettime(clocks[i], &a) == 0);
+        CHECK(rlk__t_clock_gettime(clocks[i], &b) == 0);
+        CHECK(clock_gettime(clocks[i], &c) == 0);
+        CHECK_MSG(ns_of(&a) <= ns_of(&b) && ns_of(&b) <= ns_of(&c) && b.tv_nsec >= 0 && b.tv_nsec < 1000000000,
+                  "clock %d: %lld, %lld, %lld", (int)clocks[i], ns_of(&a), ns_of(&b), ns_of(&c));
+    }
+    struct timespec t;
+    errno = 0;
+    CHECK(rlk__t_clock_gettime((clockid_t)1000, &t) == -1 && errno == EINVAL);
 #endif
 }
 
@@ -1454,6 +1480,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_inet_pton),
            TL_TEST(test_fstat),
            TL_TEST(test_fcntl),
+           TL_TEST(test_clock_gettime),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
            TL_TEST(test_gai_strerror),
