@@ -515,7 +515,7 @@ static void test_fcntl(void)
     errno = 0;
     CHECK(rlk__t_fcntl(d, F_GETFL) == -1 && errno == EBADF);
     errno = 0;
-    CHECK(rlk__t_fcntl(fd[0], -5, 0) == -1 && errno == EINVAL);
+    CHECK(rlk__t_fcntl(fd[0], F_DUPFD, -1) == -1 && errno == EINVAL);
     close(fd[0]);
     close(fd[1]);
 #endif
