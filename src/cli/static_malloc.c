@@ -3,7 +3,8 @@
  * A small allocator for the fully static command (--enable-static-binary):
  * linked before the C library, its malloc, calloc, realloc and free
  * replace the library's, for the command and for the C library's own
- * calls (getaddrinfo, fopen, setenv).  The default build keeps the C
+ * calls (strdup) and those of the command's own getaddrinfo and setenv
+ * (src/cli/static_resolv.c, static_libc.c).  The default build keeps the C
  * library's.  The command holds a few hundred small blocks at a time,
  * from two threads at most (the watchdog's): what it needs is little
  * code, not speed under contention.
