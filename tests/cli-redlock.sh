@@ -130,8 +130,8 @@ expect_eq "a majority lost: the command stopped, exit 75" "$CODE" 75
 expect_match "it says so" "$(cat "$work/bg.err")" "lost"
 
 # ---- interop ----
-node_dir="$top_builddir/tests/node-redlock"
-if [ ! -d "$node_dir/node_modules/redlock" ] || [ ! -d "$node_dir/node_modules/@sesamecare-oss/redlock" ]; then
+node_dir="$top_builddir/tests/node-redlock-quorum"
+if [ ! -d "$node_dir/node_modules/@sesamecare-oss/redlock" ]; then
   mkdir -p "$node_dir"
   npm install --prefix "$node_dir" --prefer-offline --no-audit --no-fund --loglevel=error \
     redlock@4.2.0 redis@3.1.2 @sesamecare-oss/redlock@1.4.0 ioredis@5 >"$work/npm.log" 2>&1 ||
