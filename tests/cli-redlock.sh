@@ -38,6 +38,9 @@ exists_on() {
 check "--redlock with 2 servers" 64 '' 'odd number' -- --redlock "${U[@]:0:4}" run r -- true
 check "--redlock with 4 servers" 64 '' 'odd number' -- --redlock "${U[@]:0:8}" run r -- true
 check "--redlock with 1 server" 64 '' 'odd number' -- --redlock "${U[@]:0:2}" run r -- true
+check "list under --redlock" 64 '' 'not --redlock' -- --redlock "${U[@]}" list
+check "break under --redlock" 64 '' 'not --redlock' -- --redlock "${U[@]}" break r
+check "rate under --redlock" 64 '' 'not --redlock' -- --redlock "${U[@]}" rate r --rate 1/s -- true
 expect_eq "nothing was written" "$(exists_on r)" 0
 
 # run: the command sees the token, which every server holds.

@@ -674,6 +674,55 @@ typedef enum rlk_lock_kind {
 #define RLK_WAIT_FOREVER (-1)
 
 /*
+ * Redlock (rlk_client_config.redlock): conn.url and each of seeds name
+ * an independent server (3 to 15, an odd number; each a single server or
+ * a Cluster, with conn's other settings), and a lock is held while a
+ * majority (N / 2 + 1) of them hold it with one token.  What changes:
+ * - rlk_lock_acquire sends one random token's SET NX PX (resplock's
+ *   script where the lock is taken) to every server at once and
+ *   succeeds once a majority took it within the attempt's deadline (one
+ *   command timeout, and the lock's validity); its validity counts from
+ *   the start of the attempt that succeeded: TTL less the drift
+ *   allowance (1% of the TTL + drift_ms).  As soon as no majority can be
+ *   had it fails, and what it took is released on all at once; with a
+ *   wait it tries again after a random pause of 100 to 300 ms until the
+ *   wait runs out (the last attempt starts at its end and may last 250
+ *   ms more).  RLK_LOCK_BUSY: the servers that answered make a majority
+ *   and another holder has the lock on enough of them; otherwise the
+ *   servers' most common failure (RLK_ERR_CONNECT, RLK_ERR_TIMEOUT...),
+ *   rlk_client_errmsg naming each server that failed ("no quorum").
+ *   A frozen server does not hold it up: it returns once a majority
+ *   answered; the others' answers are read by later calls.
+ * - a watchdog lock is renewed on each server (tick mode, or the event
+ *   loop's rlk_client_watch and rlk_client_handle, which under Redlock
+ *   watch one fd: rlk_client_fd, readable when any server's connection
+ *   is); rlk_lock_remaining_ms is the time by which a majority of the
+ *   servers are known to hold it (the majority-th latest of their
+ *   validities, none before it is renewed later than the acquire's own),
+ *   and the lock is lost (on_lost) when fewer than a majority hold it.
+ *   While a majority holds it, a server that lost its part (restarted
+ *   empty, or down at the acquire) is asked again with the same token,
+ *   one try a renewal period.
+ * - rlk_lock_extend and rlk_lock_release go to every server at once and
+ *   need a majority (a release returns once a majority released it);
+ *   rlk_release_token, rlk_extend_token and rlk_lock_get_status ask each
+ *   server in turn (rlk_lock_status.servers, answered, held_on).
+ * - the fence is the largest of the servers' clocks (microseconds at
+ *   their acquire) among those that took the lock by the time the
+ *   acquire returned: it grows from holder to holder while the servers'
+ *   clocks agree to within the time between two acquisitions.
+ * - not offered (RLK_ERR_INVALID, said by rlk_client_errmsg): reentrant
+ *   locks, the watchdog thread, the _async lock calls, the rate limiter.
+ *   rlk_client_conn is the first server's; rlk_client_info the first
+ *   connected server's; rlk_client_connect connects to each in turn and
+ *   succeeds when a majority connected.
+ * What it cannot promise: servers that lose the lock together (a flush,
+ * restarts without persistence on a majority within a TTL) let a second
+ * holder in; each server should persist (appendonly) or stay down for a
+ * TTL after a restart.
+ */
+
+/*
  * Replicas (min_replicas, min_replicas_aof below).  Redis replicates
  * asynchronously: a primary that fails over right after an acquire or a
  * renewal may hand its role to a replica that never saw it, and the new

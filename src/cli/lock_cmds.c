@@ -1213,6 +1213,7 @@ int cmd_list(cli_opts *o, int argc, char **argv)
     if (r > 0) return r;
     if (extra || a.shell || a.max_time_ms != UNSET)
         return cli_usage_error("usage: resplock list [PATTERN] [--json]");
+    if (o->redlock) return cli_usage_error("list is for one server, not --redlock");
     if ((r = fill_defaults(o, &a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
     if (!cli_key(o, pos[0])) return cli_usage_error("--prefix and PATTERN are too long together");
@@ -1383,6 +1384,7 @@ int cmd_break(cli_opts *o, int argc, char **argv)
     rlk_client *cl;
     rlk_lock_status st, f;
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "break NAME", NULL);
+    if (!r && o->redlock) return cli_usage_error("break is for one server, not --redlock");
     if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
         return r;
     if (a.json) r = cli_usage_error("--json is for status and list");

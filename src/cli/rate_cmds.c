@@ -139,6 +139,7 @@ int cmd_rate(cli_opts *o, int argc, char **argv)
     const char *name = status ? pos[1] : pos[0];
     if (!*name) return cli_usage_error("the limiter NAME is empty");
     if (!a.rate_set) return cli_usage_error("--rate COUNT/PERIOD is needed (10/s, 100/m)");
+    if (o->redlock) return cli_usage_error("rate is for one server, not --redlock");
     if (!status && a.ro.n > a.ro.burst)
         return cli_usage_error("-n %" PRId64 " is more than the burst (%" PRId64
                                "): no decision would ever allow it",
