@@ -62,6 +62,7 @@ expect_eq "acquired on all 5" "$(holding r2 "$tok")" $N
 check "a second run -n: busy, exit 1" 1 '' '' -- --redlock "${U[@]}" run -n r2 -- touch "$work/ran"
 [ -e "$work/ran" ] && bad "the busy run ran its command" || ok "the busy run did not run its command"
 check "status: on 5 of 5" 0 'servers: held on 5 of 5' '' -- --redlock "${U[@]}" status r2
+expect_match "status: the holder's facts" "$(cat "$work/out")" "holder: host .*, pid [0-9]+"
 check "status --json" 0 '"servers":5,"answered":5,"held_on":5' '' -- --redlock "${U[@]}" status --json r2
 check "extend by token" 0 '' '' -- --redlock "${U[@]}" extend r2 "$tok" 120s
 n=0; for i in 0 1 2 3 4; do [ "$(R "$i" PTTL r2)" -gt 100000 ] && n=$((n + 1)); done
@@ -116,6 +117,8 @@ retaken() { [ "$(R 4 GET r5)" = "$tok" ]; }
 wait_until $((5 * SLOW)) retaken && ok "restarted empty: taken again with the same token" ||
   bad "restarted empty: not taken again" "$(tail -n 3 "$work/bg.err")"
 expect_eq "held on all 5 again" "$(holding r5 "$tok")" $N
+check "status of the run: its command, on 5 of 5" 0 'command: +sh -c' '' -- --redlock "${U[@]}" status r5
+expect_match "status of the run: on 5 of 5" "$(cat "$work/out")" 'held on 5 of 5'
 touch "$work/go"
 reap "$rp" $((10 * SLOW))
 expect_eq "the command was not stopped: exit 0" "$CODE" 0

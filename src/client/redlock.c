@@ -349,7 +349,8 @@ static int part_try(rlk__rl_lock *l, size_t i, const char *token)
     o.wait_ms = 0;
     o.on_lost = part_lost;
     o.ctx = p;
-    o.holder_cmd = NULL;
+    /* The command is in the facts of the token the first draws. */
+    if (token) o.holder_cmd = NULL;
     rlk_lock *h = NULL;
     int r = l->rl->api->acquire_async(l->rl->m[i].cl, l->name, &o, token, part_taken, p, &h);
     if (r != RLK_OK) {
@@ -790,7 +791,7 @@ int rlk__rl_acquire(rlk__rl *rl, const char *name, const rlk_lock_options *o, vo
     l->rl = rl;
     l->user = user;
     l->o = *o;
-    l->o.holder = NULL;
+    l->o.holder = NULL; /* holder_cmd: the caller's, until this call returns */
     l->on_lost = o->on_lost;
     l->ctx = o->ctx;
     l->ttl = ttl;
@@ -827,6 +828,7 @@ int rlk__rl_acquire(rlk__rl *rl, const char *name, const rlk_lock_options *o, vo
         }
         memcpy(rl->err, why, sizeof why);
     }
+    l->o.holder_cmd = NULL;
     if (r != RLK_OK) {
         char why[sizeof rl->err];
         memcpy(why, rl->err, sizeof why);
