@@ -11,7 +11,8 @@
  * a server restarted empty under a running watchdog is taken again with
  * the same token; a lock that loses its majority is reported lost;
  * extend and release by token need a majority; 2 or 4 servers are
- * refused.
+ * refused; one of the servers a Redis Cluster (found through one node's
+ * URL, the lock on the node serving its slot).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -20,6 +21,7 @@
 #define TESTLIB_MAIN
 #include "testlib.h"
 
+#include "cluster.h"
 #include "locktest.h"
 #include "resplock.h"
 
@@ -459,6 +461,57 @@ static void test_by_token(void)
     clear("rl-token");
 }
 
+static void test_a_cluster_among_them(void)
+{
+    tc_cluster *c = tc_start(0);
+    if (!CHECK_MSG(c != NULL, "the cluster did not start")) return;
+    char curl[64];
+    tc_url(c, 0, curl, sizeof curl);
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    const char *seeds[2] = {url[1], curl};
+    cfg.conn.url = url[0];
+    cfg.seeds = seeds;
+    cfg.nseeds = 2;
+    cfg.redlock = 1;
+    cfg.conn.command_timeout_ms = LONG_MS;
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (CHECK(cl != NULL)) {
+        rlk_lock_options o;
+        rlk_lock *l = NULL;
+        opts(&o, 10000, LONG_MS, RLK_LOCK_SIMPLE, 0, NULL);
+        int rc = rlk_lock_acquire(cl, "rl-cluster", &o, &l);
+        CHECK_MSG(rc == RLK_OK, "%d %s", rc, rlk_client_errmsg(cl));
+        if (l) {
+            /* On the node serving the name's slot, as on the others, once
+             * its answer came. */
+            char nurl[64];
+            tc_url(c, tc_owner(c, t_slot("rl-cluster")), nurl, sizeof nurl);
+            rlk_conn *nc = CONNECT(nurl);
+            int64_t end = ts_now_ms() + LONG_MS;
+            int on = 0;
+            while (nc && !on && ts_now_ms() < end) {
+                rlk_resp_value *v = CMD(nc, "GET", "rl-cluster");
+                on = v && v->str && strcmp(v->str, rlk_lock_token(l)) == 0;
+                if (!on) rlk_client_tick(cl, NULL), ts_pause_ms(5);
+            }
+            CHECK_MSG(on, "the cluster's node does not hold it");
+            /* And on both single servers (the later one's answer read
+             * by the ticks). */
+            end = ts_now_ms() + LONG_MS;
+            while (holding("rl-cluster", rlk_lock_token(l)) < 2 && ts_now_ms() < end)
+                rlk_client_tick(cl, NULL), ts_pause_ms(5);
+            CHECK_EQ_INT(holding("rl-cluster", rlk_lock_token(l)), 2);
+            CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+            if (nc) CHECK_EQ_INT(CMD_INT(nc, "EXISTS", "rl-cluster"), 0);
+            rlk_conn_free(nc);
+        }
+        rlk_client_free(cl);
+    }
+    tc_stop(c);
+    clear("rl-cluster");
+}
+
 static void test_refusals(void)
 {
     rlk_client *cl = rl_client(NS, LONG_MS);
@@ -501,6 +554,7 @@ int main(int argc, char **argv)
     RUN(test_contenders_never_both_hold_it);
     RUN(test_restarted_server_is_taken_again);
     RUN(test_by_token);
+    RUN(test_a_cluster_among_them);
     RUN(test_refusals);
     for (int i = 1; i < NS; i++) {
         rlk_conn_free(adm[i]);

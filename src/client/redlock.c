@@ -668,19 +668,23 @@ static int attempt_failure(rlk__rl_lock *l, size_t ok)
     return common;
 }
 
-/* Turns until the releases of what l held have ended, or a majority of
- * them released it, or until.  (A try called off is not waited for: its
- * server did not answer; a frozen one's release goes on unheard.) */
+/* Turns until every release (or call-off) of l's parts has ended, or
+ * until.  A server that failed and is not connected is not waited for;
+ * once a majority of the servers are done, the others get as long again
+ * as that took (at least 10 ms), and a slower one (frozen) goes on
+ * unheard. */
 static void drain(rlk__rl *rl, rlk__rl_lock *l, int64_t until)
 {
+    int64_t start = rlk__now_ms(), stop = -1;
     for (;;) {
-        size_t left = 0, ok = 0;
-        for (size_t i = 0; i < rl->n; i++) {
-            left += l->p[i].giving_back;
-            ok += !l->p[i].giving_back && l->p[i].rel_status == RLK_OK;
-        }
-        if (!left || ok >= rl->quorum || past(until, rlk__now_ms())) return;
-        turn(rl, until);
+        size_t left = 0;
+        int64_t now = rlk__now_ms();
+        for (size_t i = 0; i < rl->n; i++)
+            left += l->p[i].state == P_RELEASING && !(rl->m[i].down && !rl->api->info(rl->m[i].cl));
+        if (stop < 0 && rl->n - left >= rl->quorum)
+            stop = now + (now - start > 5 ? 2 * (now - start) : 10);
+        if (!left || past(until, now) || past(stop, now)) return;
+        turn(rl, stop >= 0 && (until < 0 || stop < until) ? stop : until);
     }
 }
 
