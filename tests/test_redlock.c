@@ -24,6 +24,7 @@
 #include "cluster.h"
 #include "locktest.h"
 #include "resplock.h"
+#include "adapters/poll.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -440,6 +441,41 @@ static void test_restarted_server_is_taken_again(void)
     clear("rl-restart");
 }
 
+/* Turned by an event loop (rlk_client_watch, rlk_client_handle through
+ * the poll adapter): a watchdog lock renewed past several TTLs. */
+static void test_event_loop_renews(void)
+{
+    rlk_client_config cfg;
+    rlk_client_config_init(&cfg);
+    const char *seeds[NS - 1] = {url[1], url[2], url[3], url[4]};
+    cfg.conn.url = url[0];
+    cfg.seeds = seeds;
+    cfg.nseeds = NS - 1;
+    cfg.redlock = 1;
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!CHECK(cl != NULL)) return;
+    rlk_watch w[2];
+    int64_t dl;
+    CHECK_EQ_INT(rlk_client_watch(cl, w, 2, &dl), 1);
+    CHECK(w[0].fd == rlk_client_fd(cl) && w[0].fd >= 0);
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    memset(&lr, 0, sizeof lr);
+    opts(&o, 600, 0, RLK_LOCK_SIMPLE, 1, &lr);
+    int rc = rlk_lock_acquire(cl, "rl-loop", &o, &l);
+    CHECK_MSG(rc == RLK_OK, "%d %s", rc, rlk_client_errmsg(cl));
+    if (l) {
+        int64_t end = ts_now_ms() + 4 * 600;
+        while (ts_now_ms() < end && !lost_calls(&lr)) rlk_client_poll_once(cl, 100);
+        CHECK_EQ_INT(lost_calls(&lr), 0);
+        CHECK(rlk_lock_remaining_ms(l) > 0);
+        CHECK_EQ_INT(holding("rl-loop", rlk_lock_token(l)), NS);
+        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
+    }
+    rlk_client_free(cl);
+    clear("rl-loop");
+}
+
 static void test_by_token(void)
 {
     rlk_client *cl = rl_client(NS, LONG_MS);
@@ -553,6 +589,7 @@ int main(int argc, char **argv)
     RUN(test_busy_on_a_majority);
     RUN(test_contenders_never_both_hold_it);
     RUN(test_restarted_server_is_taken_again);
+    RUN(test_event_loop_renews);
     RUN(test_by_token);
     RUN(test_a_cluster_among_them);
     RUN(test_refusals);
