@@ -80,12 +80,9 @@ static rlk_client *redlock_client(void)
 /* Microseconds per cycle over n cycles. */
 static double cycles(rlk_client *cl, const char *name, long n)
 {
-    int64_t t0 = bench_now_ns();
-    for (long i = 0; i < n; i++) {
-        int rc = bench_cycle(cl, name);
-        if (rc != RLK_OK) die("a cycle failed", rlk_client_errmsg(cl));
-    }
-    return (double)(bench_now_ns() - t0) / 1000.0 / (double)n;
+    double us;
+    if (bench_cycles_us(cl, name, n, &us) != RLK_OK) die("a cycle failed", rlk_client_errmsg(cl));
+    return us;
 }
 
 /* node-redlock's microseconds per cycle over the first nports servers;

@@ -256,6 +256,20 @@ static inline int bench_cycle(rlk_client *cl, const char *name)
     return rlk_lock_release(l);
 }
 
+/* n bench_cycle in a row, their wall time per cycle in microseconds
+ * into *us.  RLK_OK, or the status of the cycle that failed (its reason
+ * on the client). */
+static inline int bench_cycles_us(rlk_client *cl, const char *name, long n, double *us)
+{
+    int64_t t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) {
+        int rc = bench_cycle(cl, name);
+        if (rc != RLK_OK) return rc;
+    }
+    *us = (double)(bench_now_ns() - t0) / 1000.0 / (double)n;
+    return RLK_OK;
+}
+
 /* CONFIG RESETSTAT on c: 0, or -1 with the reason in *why. */
 static inline int bench_reset_stats(rlk_conn *c, const char **why)
 {
