@@ -20,8 +20,9 @@
  * per cycle, and the median of the same-round ratios sentinel / direct.
  * Around each round: CONFIG RESETSTAT on the primary before, INFO
  * commandstats after (both outside the timed part), for the commands per
- * cycle of each side; the sentinels' upkeep of the primary (PING, INFO,
- * PUBLISH of their hello) and the replica's REPLCONF are counted apart.
+ * cycle of each side; the sentinels' upkeep of the primary (PING, the
+ * PUBLISH of their hello) and the replica's REPLCONF are counted apart,
+ * INFO (theirs and ours) and CONFIG not at all.
  * The Sentinel client's SENTINEL GET-MASTER-ADDR-BY-NAME are counted at
  * connect (with the warm-up) and during the timed rounds: by a relay in
  * this program in front of each sentinel (the client is given the
