@@ -50,8 +50,9 @@ int tsn_sentinel_port(const tsn_env *e, int i)
 
 void tsn_url(const tsn_env *e, char *out, size_t n)
 {
-    snprintf(out, n, "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/%s",
-             tsn_sentinel_port(e, 0), tsn_sentinel_port(e, 1), tsn_sentinel_port(e, 2), TSN_NAME);
+    snprintf(out, n, "%s://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/%s",
+             e->tls ? "rediss+sentinel" : "redis+sentinel", tsn_sentinel_port(e, 0),
+             tsn_sentinel_port(e, 1), tsn_sentinel_port(e, 2), TSN_NAME);
 }
 
 static int data_alive(const tsn_env *e, int i)
@@ -76,15 +77,17 @@ static int data_of_port(const tsn_env *e, long port)
 /* Talking to one process                                               */
 
 /* A RESP2 connection that never reconnects by itself: a process that
- * went away must fail the call, not be waited for. */
-static rlk_conn *open_port(int port, const char *what)
+ * went away must fail the call, not be waited for.  Of a TLS setup:
+ * rediss://, the test CA trusted. */
+static rlk_conn *open_port(const tsn_env *e, int port, const char *what)
 {
     rlk_conn_config cfg;
     char url[64];
     rlk_conn *k;
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "%s://127.0.0.1:%d", e->tls ? "rediss" : "redis", port);
     rlk_conn_config_init(&cfg);
     cfg.url = url;
+    if (e->tls) cfg.tls.ca_file = ts_cert("ca.crt");
     cfg.protocol = 2;
     cfg.connect_timeout_ms = 2000;
     cfg.command_timeout_ms = 5000;
@@ -110,7 +113,7 @@ static rlk_conn *open_data(const tsn_env *e, int i)
         return NULL;
     }
     snprintf(what, sizeof what, "data node %d", i);
-    return open_port(tsn_data_port(e, i), what);
+    return open_port(e, tsn_data_port(e, i), what);
 }
 
 static rlk_conn *open_sentinel(const tsn_env *e, int i)
@@ -121,7 +124,14 @@ static rlk_conn *open_sentinel(const tsn_env *e, int i)
         return NULL;
     }
     snprintf(what, sizeof what, "sentinel %d", i);
-    return open_port(tsn_sentinel_port(e, i), what);
+    return open_port(e, tsn_sentinel_port(e, i), what);
+}
+
+rlk_conn *tsn_connect_data(const tsn_env *e, int i)
+{
+    rlk_conn *k = open_data(e, i);
+    if (!k) give_up("connect");
+    return k;
 }
 
 static int is_err(const rlk_resp_value *v)
@@ -399,6 +409,56 @@ int tsn_failover(tsn_env *e, int timeout_ms)
     return ms < 0 ? -1 : (int)(ts_now_ms() - t0);
 }
 
+/* The value of key on data node i into out ("" when none); 0, or -1
+ * (why says). */
+static int value_on(const tsn_env *e, int i, const char *key, char *out, size_t n)
+{
+    rlk_conn *k = open_data(e, i);
+    rlk_resp_value *v = k ? call(k, "GET", "GET", key, (const char *)NULL) : NULL;
+    int r = -1;
+    out[0] = '\0';
+    if (v && v->type == RLK_RESP_NULL) {
+        r = 0;
+    } else if (v && v->type == RLK_RESP_BULK) {
+        snprintf(out, n, "%.*s", (int)v->len, v->str);
+        r = 0;
+    } else if (v) {
+        because("data node %d: GET %s answered type %c", i, key, v->type);
+    }
+    rlk_conn_free(k);
+    return r;
+}
+
+int tsn_lock_lands_on(const tsn_env *e, rlk_client *cl, const char *name, int at)
+{
+    char got[256];
+    rlk_lock_options o;
+    rlk_lock *l = NULL;
+    int rc, r = -1;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 30000;
+    o.wait_ms = 10000;
+    rc = rlk_lock_acquire(cl, name, &o, &l);
+    if (rc != RLK_OK) {
+        because("acquire %s: %d: %s", name, rc, rlk_client_errmsg(cl));
+        return give_up("lock");
+    }
+    if (value_on(e, at, name, got, sizeof got) != 0) {
+        /* why says */
+    } else if (strcmp(got, rlk_lock_token(l)) != 0) {
+        because("data node %d holds '%s', not the token '%s'", at, got, rlk_lock_token(l));
+    } else if ((rc = rlk_lock_release(l)) != RLK_OK) {
+        because("release %s: %d: %s", name, rc, rlk_client_errmsg(cl));
+        l = NULL;
+    } else {
+        l = NULL;
+        if (value_on(e, at, name, got, sizeof got) == 0 && !got[0]) r = 0;
+        else if (got[0]) because("data node %d still holds '%s' after the release", at, got);
+    }
+    if (l) rlk_lock_release(l);
+    return r == 0 ? 0 : give_up("lock");
+}
+
 /* ------------------------------------------------------------------ */
 /* Start and stop                                                       */
 
@@ -412,30 +472,53 @@ static void kill_server(ts_server *s)
     s->pid = -1;
 }
 
-tsn_env *tsn_start(int down_after_ms)
+/* Of a TLS setup: TLS only (tls-port, port 0), server.crt, the test
+ * CA; no client certificates asked for. */
+static void tls_options(const tsn_env *e, ts_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    if (!e->tls) return;
+    opt->tls_cert = ts_cert("server.crt");
+    opt->tls_key = ts_cert("server.key");
+    opt->tls_ca = ts_cert("ca.crt");
+}
+
+static tsn_env *start(int down_after_ms, int tls)
 {
     tsn_env *e;
     ts_options opt;
     int64_t deadline;
+    size_t n = 0;
     if (ts_need_server() != 0) return NULL; /* or skipped, before anything is made */
+    if (tls && !ts_certs_dir()) {
+        fprintf(stderr, "test sentinel: no test certificates (tests/gen-certs.sh)\n");
+        return NULL;
+    }
     e = calloc(1, sizeof *e);
     if (!e) return NULL;
+    e->tls = tls;
     e->down_after_ms = down_after_ms > 0 ? down_after_ms : 1000;
     e->failover_timeout_ms = FAILOVER_TIMEOUT_MS;
     /* A replica's first sync at once, not after the 5 s a primary waits
      * for more replicas to share a diskless transfer. */
-    e->primary_extra[0] = "--repl-diskless-sync-delay";
-    e->primary_extra[1] = "0";
-    e->primary_extra[2] = NULL;
-    memset(&opt, 0, sizeof opt);
+    e->primary_extra[n++] = "--repl-diskless-sync-delay";
+    e->primary_extra[n++] = "0";
+    /* Replication over TLS, on both nodes: after a failover the old
+     * primary replicates from the new one. */
+    if (tls) {
+        e->primary_extra[n++] = "--tls-replication";
+        e->primary_extra[n++] = "yes";
+    }
+    e->primary_extra[n] = NULL;
+    tls_options(e, &opt);
     opt.extra = e->primary_extra;
     if (!(e->data[0] = ts_start(&opt))) goto fail;
     snprintf(e->replicaof_port, sizeof e->replicaof_port, "%d", e->data[0]->port);
-    memcpy(e->replica_extra, e->primary_extra, 2 * sizeof e->replica_extra[0]);
-    e->replica_extra[2] = "--replicaof";
-    e->replica_extra[3] = "127.0.0.1";
-    e->replica_extra[4] = e->replicaof_port;
-    e->replica_extra[5] = NULL;
+    memcpy(e->replica_extra, e->primary_extra, n * sizeof e->replica_extra[0]);
+    e->replica_extra[n++] = "--replicaof";
+    e->replica_extra[n++] = "127.0.0.1";
+    e->replica_extra[n++] = e->replicaof_port;
+    e->replica_extra[n] = NULL;
     opt.extra = e->replica_extra;
     if (!(e->data[1] = ts_start(&opt))) goto fail;
     /* Linked before the sentinels look: a primary's INFO lists its
@@ -456,8 +539,14 @@ tsn_env *tsn_start(int down_after_ms)
              "sentinel parallel-syncs %s 1\n",
              TSN_NAME, e->data[0]->port, TSN_NAME, e->down_after_ms, TSN_NAME,
              e->failover_timeout_ms, TSN_NAME);
-    memset(&opt, 0, sizeof opt);
+    tls_options(e, &opt);
     opt.sentinel_conf = e->conf;
+    /* Sentinels of a TLS setup speak TLS to the data nodes and to one
+     * another (they announce their TLS port). */
+    e->sentinel_extra[0] = tls ? "--tls-replication" : NULL;
+    e->sentinel_extra[1] = "yes";
+    e->sentinel_extra[2] = NULL;
+    opt.extra = e->sentinel_extra;
     for (int s = 0; s < TSN_SENTINELS; s++)
         if (!(e->sent[s] = ts_start(&opt))) {
             fprintf(stderr, "test sentinel: sentinel %d did not start\n", s);
@@ -473,6 +562,22 @@ tsn_env *tsn_start(int down_after_ms)
 fail:
     tsn_stop(e);
     return NULL;
+}
+
+tsn_env *tsn_start(int down_after_ms)
+{
+    return start(down_after_ms, 0);
+}
+
+tsn_env *tsn_start_tls(int down_after_ms)
+{
+#ifdef RLK_HAVE_OPENSSL
+    return start(down_after_ms, 1);
+#else
+    (void)down_after_ms;
+    fprintf(stderr, "test sentinel: TLS needs a build with OpenSSL\n");
+    return NULL;
+#endif
 }
 
 void tsn_stop(tsn_env *e)

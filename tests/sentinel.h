@@ -22,6 +22,7 @@
 #ifndef RESPLOCK_TEST_SENTINEL_H
 #define RESPLOCK_TEST_SENTINEL_H
 
+#include "resplock.h"
 #include "server.h"
 
 #include <stddef.h>
@@ -37,7 +38,8 @@ typedef struct tsn_env {
     int data_paused[TSN_DATA], sent_paused[TSN_SENTINELS];
     int down_after_ms, failover_timeout_ms;
     char replicaof_port[16];
-    const char *replica_extra[8], *primary_extra[8];
+    const char *replica_extra[10], *primary_extra[8], *sentinel_extra[4];
+    int tls;                       /* tsn_start_tls                     */
     char conf[512];
 } tsn_env;
 
@@ -45,6 +47,14 @@ typedef struct tsn_env {
  * down-after-milliseconds down_after_ms (0: 1000), and waits until ready.
  * NULL on failure (explained on stderr); then nothing is left running. */
 tsn_env *tsn_start(int down_after_ms);
+
+/* The same over TLS only (a build with OpenSSL): every process listens
+ * with TLS alone (tls-port, port 0; tests/gen-certs.sh's server.crt, the
+ * test CA, no client certificate asked for), the replica replicates and
+ * the sentinels talk to the data nodes and to one another over TLS
+ * (tls-replication yes), and the helper's own connections are rediss://
+ * trusting ts_cert("ca.crt").  tsn_url gives rediss+sentinel://. */
+tsn_env *tsn_start_tls(int down_after_ms);
 
 /* Kills every process, removes their directories, frees e.  NULL is
  * allowed. */
@@ -97,7 +107,17 @@ int tsn_resume_sentinel(tsn_env *e, int i);
 int tsn_data_port(const tsn_env *e, int i);
 int tsn_sentinel_port(const tsn_env *e, int i);
 
-/* "redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/rlkmaster". */
+/* A RESP2 connection to data node i (rediss:// with the test CA in a
+ * TLS setup), never reconnecting; NULL (why on stderr). */
+rlk_conn *tsn_connect_data(const tsn_env *e, int i);
+
+/* Acquires name through cl (ttl 30 s, waiting up to 10 s), checks that
+ * data node at holds it with the lock's token, releases it and checks
+ * that the key is gone there.  0, or -1 (why on stderr). */
+int tsn_lock_lands_on(const tsn_env *e, rlk_client *cl, const char *name, int at);
+
+/* "redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/rlkmaster"
+ * (rediss+sentinel:// of a TLS setup). */
 void tsn_url(const tsn_env *e, char *out, size_t n);
 
 #endif

@@ -60,17 +60,8 @@ static void lock_lands_on(const char *url, const char *name, int at)
 {
     rlk_client *cl = client_for(url, 5000);
     if (!CHECK(cl != NULL)) return;
-    rlk_lock_options o;
-    rlk_lock_options_init(&o);
-    o.ttl_ms = 30000;
-    rlk_lock *l = NULL;
-    int rc = rlk_lock_acquire(cl, name, &o, &l);
-    if (CHECK_MSG(rc == RLK_OK, "%d: %s", rc, rlk_client_errmsg(cl))) {
-        CHECK_MSG(strcmp(value_on(at, name), rlk_lock_token(l)) == 0, "node %d holds '%s'", at,
-                  value_on(at, name));
-        CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
-        CHECK_EQ_STR(value_on(at, name), "");
-    }
+    CHECK_MSG(tsn_lock_lands_on(env, cl, name, at) == 0, "%s on data node %d (stderr says why)",
+              name, at);
     rlk_client_free(cl);
 }
 
