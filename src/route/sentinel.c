@@ -12,7 +12,10 @@
  * answer is passed over, one that names a replica costs a failed try.
  * The sentinel that answered is asked first next time, unless the
  * address it named failed: then the one after it.  After a round of
- * sentinels asked in vain, the next waits ROUND_PAUSE_MS.  A READONLY
+ * sentinels asked in vain, the next waits ROUND_PAUSE_MS.  When every
+ * sentinel's connection failed in a way no retry mends (its TLS
+ * certificate refused, a wrong password), member 0 fails with that
+ * status at once.  A READONLY
  * reply on member 0 (a primary demoted while connected: the host sends
  * the request again, host.h), and a +switch-master message of its name
  * from any sentinel (each connection subscribes, under RESP3), close
@@ -150,8 +153,19 @@ static int64_t sentinel_upkeep(rlk__route *r, int64_t now)
         r->sn.asking = 1;
         return -1;
     }
-    /* None connected: why, for whoever waits for the primary. */
+    /* None connected: why, for whoever waits for the primary.  When
+     * every sentinel failed in a way no retry mends (a certificate
+     * refused, a password wrong: their drivers' fatal), member 0 fails
+     * so too, at once, instead of waiting out the caller's time. */
     const rlk__driver *s = r->drivers[r->sn.next];
+    size_t k = 1;
+    while (k < r->n && r->drivers[k]->fatal) k++;
+    if (k == r->n) {
+        d->fatal = s->fatal;
+        snprintf(d->err, sizeof d->err, "no sentinel can be reached (%.100s: %.200s)",
+                 s->url.host ? s->url.host : "?", s->err);
+        return -1;
+    }
     snprintf(d->err, sizeof d->err, "no sentinel connected (%.100s: %.200s)",
              s->url.host ? s->url.host : "?", s->err[0] ? s->err : "connecting");
     r->sn.round_at = now + IDLE_MS;
