@@ -8,7 +8,10 @@
  * with words that say so; a sentinel that names a replica (a fake one:
  * real sentinels cannot be made to lie) costs a try whose ROLE refuses
  * it, and the next sentinel is asked; after SENTINEL FAILOVER a new acquire lands
- * on the new primary, never on the old one (now a replica).
+ * on the new primary, never on the old one (now a replica).  Under RESP2
+ * (cfg.conn.protocol 2) the client's sentinel connections still subscribe
+ * to +switch-master (CLIENT LIST on each sentinel, RESP3 beside it as
+ * the control).
  *
  * The tests run in order on one setup (each finds the primary the one
  * before left).
@@ -22,6 +25,7 @@
 
 #include "conntest.h"
 #include "fakeserver.h"
+#include "locktest.h"
 #include "resplock.h"
 #include "sentinel.h"
 
@@ -193,6 +197,57 @@ static void test_after_a_failover(void)
     rlk_client_free(cl);
 }
 
+/* The sub= count of the connection named name in c's CLIENT LIST (the
+ * highest when several), or -1 when none is so named. */
+static int subs_of(rlk_conn *c, const char *name)
+{
+    char needle[80];
+    int best = -1;
+    rlk_resp_value *v = c ? CMD(c, "CLIENT", "LIST") : NULL;
+    if (!v || !v->str) return -1;
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    for (const char *p = v->str; (p = strstr(p, needle)) != NULL; p++) {
+        const char *eol = strchr(p, '\n'), *sub = strstr(p, " sub=");
+        if (sub && (!eol || sub < eol) && atoi(sub + 5) > best) best = atoi(sub + 5);
+    }
+    return best;
+}
+
+/* Waits until sentinel s (data node s when data) has a connection named
+ * name with at least want subscriptions: 1, or 0 at the deadline. */
+static int wait_subs(int data, int s, const char *name, int want, int64_t ms)
+{
+    char url[64];
+    int64_t deadline = ts_now_ms() + ms;
+    int got;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d",
+             data ? tsn_data_port(env, s) : tsn_sentinel_port(env, s));
+    rlk_conn *c = CONNECT(url);
+    while ((got = subs_of(c, name)) < want && ts_now_ms() < deadline) ts_pause_ms(20);
+    rlk_conn_free(c);
+    return got >= want;
+}
+
+/* Under RESP2 (cfg.conn.protocol 2) as under RESP3, each of the
+ * client's sentinel connections subscribes to +switch-master. */
+static void test_resp2_sentinels_subscribe(void)
+{
+    char url[256];
+    tsn_url(env, url, sizeof url);
+    for (int proto = 3; proto >= 2; proto--) {
+        char name[16];
+        snprintf(name, sizeof name, "rlk-sn-p%d", proto);
+        rlk_client *cl = CLIENT_EX(url, proto, 0, name);
+        if (!CHECK(cl != NULL)) return;
+        CHECK_EQ_INT(rlk_client_connect(cl), RLK_OK);
+        for (int s = 0; s < TSN_SENTINELS; s++)
+            CHECK_MSG(wait_subs(0, s, name, 1, 5000),
+                      "protocol %d: no connection of the client subscribed on sentinel %d",
+                      proto, s);
+        rlk_client_free(cl);
+    }
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -203,6 +258,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_a_sentinel_naming_a_replica);
     RUN_TEST(test_unknown_name_and_bad_urls);
     RUN_TEST(test_after_a_failover);
+    RUN_TEST(test_resp2_sentinels_subscribe);
     tsn_stop(env);
     return tl_finish();
 }

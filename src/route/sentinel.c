@@ -18,8 +18,10 @@
  * status at once.  A READONLY
  * reply on member 0 (a primary demoted while connected: the host sends
  * the request again, host.h), and a +switch-master message of its name
- * from any sentinel (each connection subscribes, under RESP3), close
- * its connection, and the sentinels are asked again.
+ * from any sentinel (each connection subscribes: it negotiates RESP3
+ * whatever cfg.conn.protocol says, which is the data node's; a sentinel
+ * without HELLO, older than Redis 6, is not subscribed to), close its
+ * connection, and the sentinels are asked again.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -223,6 +225,11 @@ static int sentinel_init(rlk__route *r, const rlk_conn_config *conn)
     hooks.ready = sentinel_ready;
     hooks.push = sentinel_push;
     hooks.ctx = r;
+    /* The sentinels' connections negotiate RESP3 (HELLO 3, RESP2 where
+     * it is refused) whatever the protocol asked for, which is the data
+     * node's: under RESP2 a connection that subscribed could send no
+     * SENTINEL command, and +switch-master would go unheard. */
+    c.protocol = 0;
     for (size_t i = 0; st == RLK_OK && i < su.n; i++) {
         c.url = su.sentinels[i];
         rlk__driver *s = rlk__route_new_driver(r, &c, NULL, 0, &st);
