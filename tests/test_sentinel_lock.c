@@ -11,7 +11,9 @@
  * on the new primary, never on the old one (now a replica).  Under RESP2
  * (cfg.conn.protocol 2) the client's sentinel connections still subscribe
  * to +switch-master (CLIENT LIST on each sentinel, RESP3 beside it as
- * the control).
+ * the control), and a wait's listener connection follows a failover to
+ * the new primary, where the holder's release hands the waiter the lock
+ * at once.
  *
  * The tests run in order on one setup (each finds the primary the one
  * before left).
@@ -29,6 +31,7 @@
 #include "resplock.h"
 #include "sentinel.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,53 @@ static void test_resp2_sentinels_subscribe(void)
     }
 }
 
+/* A RESP2 wait's listener (its own connection, subscribed to the lock's
+ * channels on the primary) follows a failover: it is found on the new
+ * primary, and the holder's release there hands the lock to the waiter
+ * at once (its re-checks are a minute apart, so only the message can). */
+static void test_resp2_waiter_after_a_failover(void)
+{
+    char url[256];
+    tsn_url(env, url, sizeof url);
+    int old = tsn_primary(env);
+    if (!CHECK(old >= 0)) return;
+    rlk_client *holder = client_for(url, 5000);
+    rlk_client *wcl = CLIENT_EX(url, 2, 60000, "rlk-sn-waiter");
+    if (!CHECK(holder != NULL) || !CHECK(wcl != NULL)) goto out;
+    rlk_lock_options o;
+    rlk_lock_options_init(&o);
+    o.ttl_ms = 60000;
+    rlk_lock *hl = NULL;
+    int rc = rlk_lock_acquire(holder, "sn-r2-wait", &o, &hl);
+    if (!CHECK_MSG(rc == RLK_OK, "%d: %s", rc, rlk_client_errmsg(holder))) goto out;
+    struct waiter w;
+    if (!waiter_start(&w, wcl, "sn-r2-wait", 30000, 40000, RLK_LOCK_SIMPLE)) goto out;
+    /* Listening on the primary: both channels (the handoff's, the
+     * lock's). */
+    CHECK_MSG(wait_subs(1, old, "rlk-sn-waiter", 2, 10000), "no listener on the primary");
+    int ms = tsn_failover(env, TSN_READY_MS);
+    if (CHECK_MSG(ms >= 0, "no failover") && CHECK(tsn_primary(env) == 1 - old)) {
+        CHECK_MSG(wait_subs(1, 1 - old, "rlk-sn-waiter", 2, 10000),
+                  "the listener is not on the new primary (data node %d)", 1 - old);
+        CHECK(!waiter_done(&w));
+        rc = rlk_lock_release(hl);
+        CHECK_MSG(rc == RLK_OK, "release: %d: %s", rc, rlk_client_errmsg(holder));
+        hl = NULL;
+        int64_t t0 = ts_now_ms();
+        while (!waiter_done(&w) && ts_now_ms() < t0 + 5000) ts_pause_ms(10);
+        CHECK_MSG(waiter_done(&w), "the waiter did not acquire within 5 s of the release");
+    }
+    if (hl) rlk_lock_release(hl);
+    pthread_join(w.th, NULL);
+    if (CHECK_MSG(w.rc == RLK_OK, "waiter: %d: %s", w.rc, w.err)) {
+        CHECK_EQ_STR(value_on(1 - old, "sn-r2-wait"), rlk_lock_token(w.l));
+        CHECK_EQ_INT(rlk_lock_release(w.l), RLK_OK);
+    }
+out:
+    rlk_client_free(wcl);
+    rlk_client_free(holder);
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -259,6 +309,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_unknown_name_and_bad_urls);
     RUN_TEST(test_after_a_failover);
     RUN_TEST(test_resp2_sentinels_subscribe);
+    RUN_TEST(test_resp2_waiter_after_a_failover);
     tsn_stop(env);
     return tl_finish();
 }

@@ -21,7 +21,10 @@
  * from any sentinel (each connection subscribes: it negotiates RESP3
  * whatever cfg.conn.protocol says, which is the data node's; a sentinel
  * without HELLO, older than Redis 6, is not subscribed to), close its
- * connection, and the sentinels are asked again.
+ * connection, and the sentinels are asked again.  The owner's side
+ * connection (a RESP2 wait's listener) is moved to member 0's address
+ * whenever member 0 is connected somewhere else, so that it listens on
+ * the primary member 0's commands go to.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -137,6 +140,15 @@ static int64_t sentinel_upkeep(rlk__route *r, int64_t now)
         rlk__driver_close(d);
         d->held = 1;
     }
+    /* The owner's side connection (a RESP2 wait's listener, route.h),
+     * opened at the primary's address of its time, follows member 0 to
+     * the primary it is connected to now: moved here, before the turn
+     * polls it, never from within a reply. */
+    rlk__driver *sd = r->side;
+    if (sd && rlk__core_ready(d->core) && d->url.host && sd->url.host &&
+        (sd->url.port != d->url.port || strcmp(sd->url.host, d->url.host) != 0) &&
+        rlk__driver_set_addr(sd, d->url.host, d->url.port) == RLK_OK)
+        rlk__driver_close(sd);
     if (!d->held || r->sn.asking || r->n < 2) return -1;
     if (r->sn.named) {
         /* The address the last answer named failed (refused, no
