@@ -3,7 +3,8 @@
  * The static command's strlen, memchr, strcmp, strncmp, strcasecmp,
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
- * fstat, fcntl and clock_gettime (x86-64), musl's __strchrnul and the
+ * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
+ * sigaction and signal (x86-64), musl's __strchrnul and the
  * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
@@ -84,7 +85,26 @@
  * musl's first looks for the kernel's vDSO and its symbol (700 bytes of
  * ELF reading) to read the clocks without one: a read costs a system
  * call now, which the command does not feel (its list of 3,000 locks
- * takes as long).
+ * takes as long).  open, pipe2, getrlimit, mmap and munmap, on x86-64
+ * too, are the system calls: musl's open sets FD_CLOEXEC again after
+ * O_CLOEXEC, which kernels before 2.6.23 ignored, and is a cancellation
+ * point (the command cancels no thread); its pipe2 falls back to pipe
+ * and fcntl on kernels before 2.6.27; its getrlimit asks prlimit64
+ * first and widens the 32-bit limits of old system calls (x86-64's are
+ * 64-bit); its mmap checks the offset and size the kernel checks too,
+ * waits for a process-shared barrier before MAP_FIXED, and turns an
+ * EPERM into ENOMEM; its munmap waits for that barrier too (the
+ * command's allocator maps and unmaps anonymous memory, never at a
+ * fixed address).  sigaction, on x86-64, is the system call with the
+ * kernel's struct sigaction and the code a handler returns to (the
+ * rt_sigreturn system call, which the kernel needs there: SA_RESTORER),
+ * and as musl's, EINVAL for musl's own signals (32 to 34); musl's also
+ * unblocks those before the first handler is set, notes whether a
+ * handler interrupts system calls (for its futex waits, which then
+ * take an EINTR as a wake-up), and takes a lock around a change of
+ * SIGABRT's (for abort, which the command never calls).  signal is
+ * sigaction with SA_RESTART.  Together they were 1,440 bytes of the
+ * command.
  * Elsewhere the C library's stays.
  *
  * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
@@ -106,6 +126,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -132,6 +156,13 @@ int RLK_LIBC_NAME(fcntl)(int fd, int cmd, ...);
 int RLK_LIBC_NAME(clock_gettime)(clockid_t c, struct timespec *ts);
 int RLK_LIBC_NAME(__clock_gettime)(clockid_t c, struct timespec *ts);
 int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[]);
+int RLK_LIBC_NAME(open)(const char *path, int flags, ...);
+int RLK_LIBC_NAME(pipe2)(int fd[2], int flags);
+int RLK_LIBC_NAME(getrlimit)(int resource, struct rlimit *lim);
+void *RLK_LIBC_NAME(mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int RLK_LIBC_NAME(munmap)(void *addr, size_t len);
+int RLK_LIBC_NAME(sigaction)(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
+void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -579,6 +610,84 @@ int RLK_LIBC_NAME(__clock_gettime)(clockid_t c, struct timespec *ts)
 int RLK_LIBC_NAME(clock_gettime)(clockid_t c, struct timespec *ts)
 {
     return RLK_LIBC_NAME(__clock_gettime)(c, ts);
+}
+
+#ifndef O_TMPFILE /* GNU libc's headers, without _GNU_SOURCE */
+#define O_TMPFILE (020000000 | O_DIRECTORY)
+#endif
+int RLK_LIBC_NAME(open)(const char *path, int flags, ...)
+{
+    unsigned mode = 0;
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, unsigned);
+        va_end(ap);
+    }
+    return (int)syscall(SYS_open, path, flags, mode);
+}
+
+int RLK_LIBC_NAME(pipe2)(int fd[2], int flags)
+{
+    return (int)syscall(SYS_pipe2, fd, flags);
+}
+
+int RLK_LIBC_NAME(getrlimit)(int resource, struct rlimit *lim)
+{
+    return (int)syscall(SYS_getrlimit, resource, lim);
+}
+
+void *RLK_LIBC_NAME(mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+int RLK_LIBC_NAME(munmap)(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
+/* The kernel's struct sigaction (x86-64), and the code a handler returns
+ * to (rt_sigreturn), which the kernel asks for there (SA_RESTORER). */
+struct rlk_ksigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+#define RLK_SA_RESTORER 0x04000000UL
+void rlk__sig_return(void);
+__asm__(".text\n.globl rlk__sig_return\n.hidden rlk__sig_return\n.type rlk__sig_return,@function\n"
+        "rlk__sig_return:\n\tmovl $15, %eax\n\tsyscall\n");
+
+int RLK_LIBC_NAME(sigaction)(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old)
+{
+    struct rlk_ksigaction k, o;
+    /* musl's own signals (32 to 34) may not be changed. */
+    if (sig - 32U < 3) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (sa) {
+        k.handler = sa->sa_handler;
+        k.flags = (unsigned long)sa->sa_flags | RLK_SA_RESTORER;
+        k.restorer = rlk__sig_return;
+        memcpy(&k.mask, &sa->sa_mask, sizeof k.mask);
+    }
+    int r = (int)syscall(SYS_rt_sigaction, sig, sa ? &k : NULL, old ? &o : NULL, sizeof k.mask);
+    if (old && !r) {
+        memset(old, 0, sizeof *old);
+        old->sa_handler = o.handler;
+        old->sa_flags = (int)o.flags;
+        memcpy(&old->sa_mask, &o.mask, sizeof o.mask);
+    }
+    return r;
+}
+
+void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int)
+{
+    struct sigaction sa = {.sa_handler = f, .sa_flags = SA_RESTART}, old;
+    return RLK_LIBC_NAME(sigaction)(sig, &sa, &old) ? SIG_ERR : old.sa_handler;
 }
 #endif
 

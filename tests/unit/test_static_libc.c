@@ -33,6 +33,14 @@
  *   F_DUPFD_CLOEXEC above a bound, EBADF and EINVAL;
  * - its clock_gettime (x86-64): each clock's time between two of the C
  *   library's, and EINVAL for a clock that is none;
+ * - its open, pipe2, getrlimit, mmap and munmap (x86-64): a file created
+ *   with its mode (and not again, with O_EXCL), O_CLOEXEC, a missing
+ *   file; pipes with and without O_CLOEXEC and O_NONBLOCK, a bad flag;
+ *   limits as the C library's; anonymous memory zeroed, mapped and
+ *   unmapped, EBADF, EINVAL;
+ * - its sigaction and signal (x86-64): the handler, flags and mask the
+ *   C library sees, the old action given back, a handler that runs and
+ *   returns, and EINVAL for signals that may not be changed;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its execvp: a script found through PATH (past a directory that does
@@ -118,6 +126,15 @@ int rlk__t_inet_pton(int af, const char *restrict s, void *restrict a0);
 int rlk__t_fstat(int fd, struct stat *st);
 int rlk__t_fcntl(int fd, int cmd, ...);
 int rlk__t_clock_gettime(clockid_t c, struct timespec *ts);
+#include <sys/mman.h>
+#include <sys/resource.h>
+int rlk__t_open(const char *path, int flags, ...);
+int rlk__t_pipe2(int fd[2], int flags);
+int rlk__t_getrlimit(int resource, struct rlimit *lim);
+void *rlk__t_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int rlk__t_munmap(void *addr, size_t len);
+int rlk__t_sigaction(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
+void (*rlk__t_signal(int sig, void (*f)(int)))(int);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
@@ -518,6 +535,120 @@ static void test_fcntl(void)
     CHECK(rlk__t_fcntl(fd[0], F_DUPFD, -1) == -1 && errno == EINVAL);
     close(fd[0]);
     close(fd[1]);
+#endif
+}
+
+/* open, pipe2, getrlimit, mmap and munmap (x86-64): the system calls. */
+static void test_syscalls(void)
+{
+#if defined(__x86_64__)
+    char path[] = "/tmp/rlk-static-libc-XXXXXX";
+    int t = mkstemp(path);
+    if (!CHECK(t >= 0)) return;
+    close(t);
+    unlink(path);
+    int fd = rlk__t_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    struct stat st;
+    CHECK(fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0777) == (0640 & ~umask(022)));
+    umask(022);
+    CHECK(fcntl(fd, F_GETFD) == FD_CLOEXEC);
+    CHECK(write(fd, "abc", 3) == 3);
+    close(fd);
+    errno = 0;
+    CHECK(rlk__t_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600) == -1 && errno == EEXIST);
+    fd = rlk__t_open(path, O_RDONLY);
+    char b[4];
+    CHECK(fd >= 0 && fcntl(fd, F_GETFD) == 0 && read(fd, b, sizeof b) == 3 && !memcmp(b, "abc", 3));
+    close(fd);
+    unlink(path);
+    errno = 0;
+    CHECK(rlk__t_open(path, O_RDONLY) == -1 && errno == ENOENT);
+
+    int p[2];
+    CHECK(rlk__t_pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+    CHECK(fcntl(p[0], F_GETFD) == FD_CLOEXEC && fcntl(p[1], F_GETFD) == FD_CLOEXEC);
+    CHECK((fcntl(p[0], F_GETFL) & O_NONBLOCK) && write(p[1], "x", 1) == 1 && read(p[0], b, 2) == 1);
+    close(p[0]);
+    close(p[1]);
+    CHECK(rlk__t_pipe2(p, 0) == 0 && fcntl(p[0], F_GETFD) == 0 && !(fcntl(p[1], F_GETFL) & O_NONBLOCK));
+    close(p[0]);
+    close(p[1]);
+    errno = 0;
+    CHECK(rlk__t_pipe2(p, O_APPEND) == -1 && errno == EINVAL);
+
+    int res[] = {RLIMIT_NOFILE, RLIMIT_STACK, RLIMIT_CORE, RLIMIT_AS};
+    for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+        struct rlimit x, y;
+        CHECK(rlk__t_getrlimit(res[i], &x) == 0 && getrlimit(res[i], &y) == 0);
+        CHECK(x.rlim_cur == y.rlim_cur && x.rlim_max == y.rlim_max);
+    }
+    struct rlimit z;
+    errno = 0;
+    CHECK(rlk__t_getrlimit(1000, &z) == -1 && errno == EINVAL);
+
+    size_t n = 1 << 20;
+    unsigned char *m = rlk__t_mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (CHECK(m != MAP_FAILED)) {
+        CHECK(m[0] == 0 && m[n - 1] == 0);
+        m[0] = m[n - 1] = 7;
+        CHECK(rlk__t_munmap(m, n) == 0);
+    }
+    errno = 0;
+    CHECK(rlk__t_mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, -1, 0) == MAP_FAILED && errno == EBADF);
+    errno = 0;
+    CHECK(rlk__t_mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 1) == MAP_FAILED && errno == EINVAL);
+    errno = 0;
+    CHECK(rlk__t_munmap((char *)m + 1, 4096) == -1 && errno == EINVAL);
+#endif
+}
+
+#if defined(__x86_64__)
+static volatile sig_atomic_t caught;
+static void on_sig(int sig) { caught = sig; }
+#endif
+
+/* sigaction and signal (x86-64): what the C library sees set, the old
+ * action, a handler that runs and returns (through the code the kernel
+ * returns to), and the errors. */
+static void test_sigaction(void)
+{
+#if defined(__x86_64__)
+    struct sigaction sa = {.sa_handler = on_sig, .sa_flags = SA_RESTART}, old, seen, saved;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGUSR2);
+    CHECK(sigaction(SIGUSR1, NULL, &saved) == 0);
+    CHECK(rlk__t_sigaction(SIGUSR1, &sa, NULL) == 0);
+    CHECK(sigaction(SIGUSR1, NULL, &seen) == 0 && seen.sa_handler == on_sig);
+    CHECK((seen.sa_flags & SA_RESTART) && !(seen.sa_flags & SA_SIGINFO));
+    CHECK(sigismember(&seen.sa_mask, SIGUSR2) == 1 && sigismember(&seen.sa_mask, SIGINT) == 0);
+    caught = 0;
+    CHECK(raise(SIGUSR1) == 0 && caught == SIGUSR1);
+    caught = 0;
+    CHECK(kill(getpid(), SIGUSR1) == 0 && caught == SIGUSR1);
+    CHECK(rlk__t_sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler == on_sig);
+    CHECK((old.sa_flags & SA_RESTART) && sigismember(&old.sa_mask, SIGUSR2) == 1);
+    CHECK(sigismember(&old.sa_mask, SIGINT) == 0);
+    /* The old action given back as it was. */
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    CHECK(rlk__t_sigaction(SIGUSR1, &ign, &old) == 0 && old.sa_handler == on_sig);
+    CHECK(sigaction(SIGUSR1, NULL, &seen) == 0 && seen.sa_handler == SIG_IGN);
+    CHECK(rlk__t_sigaction(SIGUSR1, &old, NULL) == 0);
+    caught = 0;
+    CHECK(raise(SIGUSR1) == 0 && caught == SIGUSR1);
+    CHECK(rlk__t_signal(SIGUSR1, SIG_IGN) == on_sig);
+    CHECK(sigaction(SIGUSR1, NULL, &seen) == 0 && seen.sa_handler == SIG_IGN && (seen.sa_flags & SA_RESTART));
+    CHECK(raise(SIGUSR1) == 0);
+    CHECK(rlk__t_signal(SIGUSR1, on_sig) == SIG_IGN);
+    caught = 0;
+    CHECK(raise(SIGUSR1) == 0 && caught == SIGUSR1);
+    CHECK(sigaction(SIGUSR1, &saved, NULL) == 0);
+    int bad[] = {0, 32, 33, 34, 65, -1, SIGKILL, SIGSTOP};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errno = 0;
+        CHECK(rlk__t_sigaction(bad[i], &sa, NULL) == -1 && errno == EINVAL);
+        errno = 0;
+        CHECK(rlk__t_signal(bad[i], SIG_IGN) == SIG_ERR && errno == EINVAL);
+    }
 #endif
 }
 
@@ -1480,6 +1611,8 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_inet_pton),
            TL_TEST(test_fstat),
            TL_TEST(test_fcntl),
+           TL_TEST(test_syscalls),
+           TL_TEST(test_sigaction),
            TL_TEST(test_clock_gettime),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
