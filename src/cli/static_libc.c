@@ -4,7 +4,8 @@
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
- * sigaction and signal (x86-64), musl's __strchrnul and the
+ * sigaction, signal and pthread_mutex_lock, trylock and unlock
+ * (x86-64), musl's __strchrnul and the
  * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
@@ -105,6 +106,24 @@
  * SIGABRT's (for abort, which the command never calls).  signal is
  * sigaction with SA_RESTART.  Together they were 1,440 bytes of the
  * command.
+ *
+ * pthread_mutex_lock, trylock and unlock (and musl's internal names of
+ * them, which its condition variables call), on x86-64, keep musl's
+ * layout of a mutex and its meaning, for musl's condition variables
+ * (the watchdog thread's, were it started) read and change it: the type
+ * (normal, recursive or error-checking; shared or not), a lock word that
+ * is 0 when free and else EBUSY (normal) or the owner's thread id, its
+ * top bit set by a waiter (and by a condition variable that moves its
+ * waiters onto the mutex) for the unlock to wake one, and a count of
+ * waiters.  A locker tries, spins a hundred times while nobody waits,
+ * then waits on the lock word (a futex, private unless shared) until
+ * it can take it.  Unlike musl's they keep no list of the mutexes a
+ * thread holds (musl marks those of a thread that ends holding them,
+ * which then stay locked either way), and know no robust or
+ * priority-inheriting mutex, which the library never asks for; the
+ * owner's thread id is the gettid system call (musl reads its own
+ * copy).  pthread_mutex_timedlock, which the library never calls, stays
+ * musl's, over these.  musl's were 1,470 bytes of the command.
  * Elsewhere the C library's stays.
  *
  * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
@@ -122,6 +141,7 @@
 #include <netdb.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +183,12 @@ void *RLK_LIBC_NAME(mmap)(void *addr, size_t len, int prot, int flags, int fd, o
 int RLK_LIBC_NAME(munmap)(void *addr, size_t len);
 int RLK_LIBC_NAME(sigaction)(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
 void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int);
+int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(__pthread_mutex_lock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(__pthread_mutex_trylock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -688,6 +714,99 @@ void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int)
 {
     struct sigaction sa = {.sa_handler = f, .sa_flags = SA_RESTART}, old;
     return RLK_LIBC_NAME(sigaction)(sig, &sa, &old) ? SIG_ERR : old.sa_handler;
+}
+
+/* A system call that leaves errno alone (the mutexes' futex waits). */
+static long sys4(long n, long a, long b, long c, long d)
+{
+    long r;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return r;
+}
+
+/* musl's pthread_mutex_t (src/internal/pthread_impl.h): its condition
+ * variables read and change the lock word and the waiters too. */
+struct rlk_mutex {
+    int type;          /* the attribute's: 0 normal, 1 recursive, 2 error-checking; 128 shared */
+    volatile int lock; /* 0 free, else EBUSY (normal) or the owner's thread id; bit 31: wake one */
+    volatile int waiters;
+    int unused_pad;
+    void *unused_prev, *unused_next; /* musl's list of the robust mutexes a thread holds */
+    int count;         /* recursive: the times it was locked again */
+};
+#define RLK_OWNER 0x3fffffff
+#define RLK_FUTEX_WAIT 0
+#define RLK_FUTEX_WAKE 1
+
+static int self_tid(void) { return (int)sys4(SYS_gettid, 0, 0, 0, 0); }
+
+/* tid: the caller's thread id, or 0 where the type has no owner. */
+static int try_lock(struct rlk_mutex *x, int tid)
+{
+    if (!tid) return __sync_bool_compare_and_swap(&x->lock, 0, EBUSY) ? 0 : EBUSY;
+    if ((x->lock & RLK_OWNER) == tid && (x->type & 3) == PTHREAD_MUTEX_RECURSIVE) {
+        if ((unsigned)x->count >= INT_MAX) return EAGAIN;
+        x->count++;
+        return 0;
+    }
+    return __sync_bool_compare_and_swap(&x->lock, 0, tid) ? 0 : EBUSY;
+}
+
+int RLK_LIBC_NAME(__pthread_mutex_trylock)(pthread_mutex_t *m)
+{
+    struct rlk_mutex *x = (struct rlk_mutex *)m;
+    return try_lock(x, x->type & 15 ? self_tid() : 0);
+}
+
+int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m)
+{
+    return RLK_LIBC_NAME(__pthread_mutex_trylock)(m);
+}
+
+int RLK_LIBC_NAME(__pthread_mutex_lock)(pthread_mutex_t *m)
+{
+    struct rlk_mutex *x = (struct rlk_mutex *)m;
+    int tid = x->type & 15 ? self_tid() : 0, r, spins = 100;
+    while ((r = try_lock(x, tid)) == EBUSY) {
+        int v = x->lock;
+        if (!v) continue;
+        if (tid && (v & RLK_OWNER) == tid) return EDEADLK; /* error-checking */
+        if (spins && !x->waiters) {
+            spins--;
+            __asm__ volatile("pause" ::: "memory");
+            continue;
+        }
+        __sync_fetch_and_add(&x->waiters, 1);
+        int t = v | INT_MIN;
+        __sync_val_compare_and_swap(&x->lock, v, t);
+        sys4(SYS_futex, (long)&x->lock, RLK_FUTEX_WAIT | ((x->type & 128) ^ 128), t, 0);
+        __sync_fetch_and_sub(&x->waiters, 1);
+    }
+    return r;
+}
+
+int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m)
+{
+    return RLK_LIBC_NAME(__pthread_mutex_lock)(m);
+}
+
+int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m)
+{
+    struct rlk_mutex *x = (struct rlk_mutex *)m;
+    int waiters = x->waiters;
+    if (x->type & 15) {
+        if ((x->lock & RLK_OWNER) != self_tid()) return EPERM;
+        if ((x->type & 3) == PTHREAD_MUTEX_RECURSIVE && x->count) return x->count--, 0;
+    }
+    if (__sync_lock_test_and_set(&x->lock, 0) < 0 || waiters)
+        sys4(SYS_futex, (long)&x->lock, RLK_FUTEX_WAKE | ((x->type & 128) ^ 128), 1, 0);
+    return 0;
+}
+
+int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m)
+{
+    return RLK_LIBC_NAME(__pthread_mutex_unlock)(m);
 }
 #endif
 

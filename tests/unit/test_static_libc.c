@@ -41,6 +41,9 @@
  * - its sigaction and signal (x86-64): the handler, flags and mask the
  *   C library sees, the old action given back, a handler that runs and
  *   returns, and EINVAL for signals that may not be changed;
+ * - its pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
+ *   normal, recursive and error-checking mutexes, EBUSY, EDEADLK and
+ *   EPERM, and four threads counting under one;
  * - its setenv: a new variable, one replaced (and not, without
  *   overwrite), the others kept, and EINVAL for a bad name;
  * - its execvp: a script found through PATH (past a directory that does
@@ -135,6 +138,9 @@ void *rlk__t_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 int rlk__t_munmap(void *addr, size_t len);
 int rlk__t_sigaction(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
 void (*rlk__t_signal(int sig, void (*f)(int)))(int);
+int rlk__t_pthread_mutex_lock(pthread_mutex_t *m);
+int rlk__t_pthread_mutex_trylock(pthread_mutex_t *m);
+int rlk__t_pthread_mutex_unlock(pthread_mutex_t *m);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
@@ -648,6 +654,94 @@ static void test_sigaction(void)
         CHECK(rlk__t_sigaction(bad[i], &sa, NULL) == -1 && errno == EINVAL);
         errno = 0;
         CHECK(rlk__t_signal(bad[i], SIG_IGN) == SIG_ERR && errno == EINVAL);
+    }
+#endif
+}
+
+#if defined(__x86_64__)
+/* musl's mutex as the command's mutexes see it: the type first. */
+static pthread_mutex_t musl_mutex(int type)
+{
+    pthread_mutex_t m;
+    memset(&m, 0, sizeof m);
+    memcpy(&m, &type, sizeof type);
+    return m;
+}
+
+static pthread_mutex_t shared_mu;
+static long shared_n;
+
+static void *add_thread(void *arg)
+{
+    int rec = arg != NULL;
+    for (int i = 0; i < 50000; i++) {
+        if (rlk__t_pthread_mutex_lock(&shared_mu) != 0) return NULL;
+        if (rec && rlk__t_pthread_mutex_lock(&shared_mu) != 0) return NULL;
+        long n = shared_n;
+        if (i % 1000 == 0) sched_yield();
+        shared_n = n + 1;
+        if (rec && rlk__t_pthread_mutex_unlock(&shared_mu) != 0) return NULL;
+        if (rlk__t_pthread_mutex_unlock(&shared_mu) != 0) return NULL;
+    }
+    return &shared_n;
+}
+
+static void *try_thread(void *arg)
+{
+    (void)arg;
+    static int r[2];
+    r[0] = rlk__t_pthread_mutex_trylock(&shared_mu);
+    r[1] = rlk__t_pthread_mutex_unlock(&shared_mu);
+    return r;
+}
+#endif
+
+/* pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
+ * normal, recursive and error-checking mutexes, each by one thread and
+ * by several at once (every increment under the lock counted). */
+static void test_mutex(void)
+{
+#if defined(__x86_64__)
+    for (int type = 0; type < 3; type++) {
+        pthread_mutex_t m = musl_mutex(type);
+        CHECK(rlk__t_pthread_mutex_lock(&m) == 0);
+        int again = rlk__t_pthread_mutex_trylock(&m);
+        CHECK(again == (type == PTHREAD_MUTEX_RECURSIVE ? 0 : EBUSY));
+        if (type == PTHREAD_MUTEX_ERRORCHECK) CHECK(rlk__t_pthread_mutex_lock(&m) == EDEADLK);
+        if (type == PTHREAD_MUTEX_RECURSIVE) {
+            CHECK(rlk__t_pthread_mutex_lock(&m) == 0);
+            CHECK(rlk__t_pthread_mutex_unlock(&m) == 0 && rlk__t_pthread_mutex_unlock(&m) == 0);
+        }
+        /* Another thread cannot take it, nor (but a normal one) unlock it. */
+        shared_mu = m;
+        pthread_t t;
+        void *res = NULL;
+        CHECK(pthread_create(&t, NULL, try_thread, NULL) == 0 && pthread_join(t, &res) == 0);
+        int *r = res;
+        CHECK(r && r[0] == EBUSY);
+        m = shared_mu;
+        if (type == PTHREAD_MUTEX_NORMAL) {
+            CHECK(r && r[1] == 0);
+        } else {
+            CHECK(r && r[1] == EPERM);
+            CHECK(rlk__t_pthread_mutex_unlock(&m) == 0);
+            CHECK(rlk__t_pthread_mutex_unlock(&m) == EPERM);
+        }
+        CHECK(rlk__t_pthread_mutex_trylock(&m) == 0 && rlk__t_pthread_mutex_unlock(&m) == 0);
+    }
+    for (int type = 0; type < 2; type++) {
+        shared_mu = musl_mutex(type);
+        shared_n = 0;
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, add_thread, type ? &shared_n : NULL) == 0);
+        for (int i = 0; i < 4; i++) {
+            void *ok = NULL;
+            CHECK(pthread_join(t[i], &ok) == 0 && ok == &shared_n);
+        }
+        CHECK(shared_n == 4 * 50000);
+        int lock;
+        memcpy(&lock, (char *)&shared_mu + sizeof(int), sizeof lock);
+        CHECK(lock == 0);
     }
 #endif
 }
@@ -1613,6 +1707,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_fcntl),
            TL_TEST(test_syscalls),
            TL_TEST(test_sigaction),
+           TL_TEST(test_mutex),
            TL_TEST(test_clock_gettime),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
