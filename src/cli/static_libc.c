@@ -5,7 +5,7 @@
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
  * sigaction, signal and pthread_mutex_lock, trylock and unlock
- * (x86-64), musl's __strchrnul and the
+ * (x86-64), fork and pthread_atfork, musl's __strchrnul and the
  * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
@@ -124,6 +124,19 @@
  * owner's thread id is the gettid system call (musl reads its own
  * copy).  pthread_mutex_timedlock, which the library never calls, stays
  * musl's, over these.  musl's were 1,470 bytes of the command.
+ *
+ * fork and pthread_atfork (the command's build only: the unit test's
+ * C library has no _Fork of musl's kind) run the handlers as musl's do,
+ * the prepares last given first, then the parent's or child's in the
+ * order given, around musl's own _Fork (the system call, the child's
+ * thread made its only one); up to 8 sets of handlers (the command's
+ * allocator and random pool give 2), ENOMEM past them.  musl's fork
+ * also takes every lock of its own (stdio's list of files, atexit's,
+ * the thread list's...) when another thread was ever started, so that a
+ * child of a threaded program finds none held: the command starts no
+ * thread (its watchdog thread is the library's, which it never starts)
+ * and its children exec at once.  Those locks brought musl's
+ * reader-writer lock and futex waits; 1,820 bytes of the command.
  * Elsewhere the C library's stays.
  *
  * __lookup_serv, named and made as musl's own (its getaddrinfo's, for
@@ -158,6 +171,7 @@
 
 #ifndef RLK_LIBC_NAME
 #define RLK_LIBC_NAME(f) f
+#define RLK_LIBC_MUSL 1 /* the command's: musl's own internals may be named */
 #endif
 
 char *RLK_LIBC_NAME(strstr)(const char *h, const char *n);
@@ -808,6 +822,47 @@ int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m)
 {
     return RLK_LIBC_NAME(__pthread_mutex_unlock)(m);
 }
+
+#if RLK_LIBC_MUSL
+/* The handlers of pthread_atfork, in the order given (room for 8: the
+ * command gives 2), under a lock that fork holds from the first
+ * prepare to the last parent's or child's. */
+static void (*atfork[8][3])(void);
+static int n_atfork;
+static pthread_mutex_t atfork_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    int r = ENOMEM;
+    pthread_mutex_lock(&atfork_mu);
+    if (n_atfork < 8) {
+        atfork[n_atfork][0] = prepare;
+        atfork[n_atfork][1] = parent;
+        atfork[n_atfork++][2] = child;
+        r = 0;
+    }
+    pthread_mutex_unlock(&atfork_mu);
+    return r;
+}
+
+/* musl's _Fork (src/process/_Fork.c): the fork system call, the child's
+ * thread made the only one. */
+pid_t _Fork(void);
+
+pid_t fork(void)
+{
+    pthread_mutex_lock(&atfork_mu);
+    for (int i = n_atfork; i--;)
+        if (atfork[i][0]) atfork[i][0]();
+    pid_t r = _Fork();
+    int e = errno;
+    for (int i = 0; i < n_atfork; i++)
+        if (atfork[i][r ? 1 : 2]) atfork[i][r ? 1 : 2]();
+    pthread_mutex_unlock(&atfork_mu); /* a normal one: the child may */
+    errno = e;
+    return r;
+}
+#endif
 #endif
 
 /* musl's struct service (src/network/lookup.h); buf has room for 2. */
