@@ -4,9 +4,11 @@
  * strncasecmp, strcpy, strncpy, strspn, strcspn, strstr, strtol family,
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
- * sigaction, signal and pthread_mutex_lock, trylock and unlock
- * (x86-64), fork and pthread_atfork, musl's __strchrnul and the
- * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
+ * sigaction, signal, socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp,
+ * isatty, gethostname and pthread_mutex_lock, trylock and unlock
+ * (x86-64), fork, pthread_atfork, fputc, putchar and puts, musl's
+ * __strchrnul and the __lookup_serv of the command's getaddrinfo
+ * (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
  * small code where the library's is general: its strstr is a two-way
@@ -105,7 +107,18 @@
  * take an EINTR as a wake-up), and takes a lock around a change of
  * SIGABRT's (for abort, which the command never calls).  signal is
  * sigaction with SA_RESTART.  Together they were 1,440 bytes of the
- * command.
+ * command.  socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp and
+ * isatty, on x86-64, are the system calls too (isatty's error ENOTTY
+ * unless EBADF, as musl's): musl's socket and signalfd set the flags
+ * again with fcntl on kernels before 2.6.27, which ignored them, and
+ * its nanosleep goes through clock_nanosleep; gethostname copies the
+ * uname system call's node name as musl's does (cut at the length
+ * given, its last byte then NUL, where GNU libc's fails with
+ * ENAMETOOLONG).  fputc and putchar write the byte with fwrite, and puts
+ * the string and a newline with the stream locked, where musl's write
+ * into the buffer themselves and lock it their own way (500 bytes for
+ * fputc and putchar): the command writes its lines with fprintf and
+ * fputs, and single bytes rarely.  These were 1,660 bytes of it.
  *
  * pthread_mutex_lock, trylock and unlock (and musl's internal names of
  * them, which its condition variables call), on x86-64, keep musl's
@@ -162,10 +175,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,6 +213,16 @@ void *RLK_LIBC_NAME(mmap)(void *addr, size_t len, int prot, int flags, int fd, o
 int RLK_LIBC_NAME(munmap)(void *addr, size_t len);
 int RLK_LIBC_NAME(sigaction)(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
 void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int);
+int RLK_LIBC_NAME(socket)(int domain, int type, int proto);
+int RLK_LIBC_NAME(signalfd)(int fd, const sigset_t *mask, int flags);
+int RLK_LIBC_NAME(nanosleep)(const struct timespec *req, struct timespec *rem);
+pid_t RLK_LIBC_NAME(tcgetpgrp)(int fd);
+int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg);
+int RLK_LIBC_NAME(fputc)(int c, FILE *f);
+int RLK_LIBC_NAME(isatty)(int fd);
+int RLK_LIBC_NAME(gethostname)(char *name, size_t len);
+int RLK_LIBC_NAME(putchar)(int c);
+int RLK_LIBC_NAME(puts)(const char *s);
 int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m);
@@ -626,6 +652,25 @@ int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[])
     return -1;
 }
 
+int RLK_LIBC_NAME(fputc)(int c, FILE *f)
+{
+    unsigned char b = (unsigned char)c;
+    return fwrite(&b, 1, 1, f) ? b : EOF;
+}
+
+int RLK_LIBC_NAME(putchar)(int c)
+{
+    return RLK_LIBC_NAME(fputc)(c, stdout);
+}
+
+int RLK_LIBC_NAME(puts)(const char *s)
+{
+    flockfile(stdout);
+    int r = -(fputs(s, stdout) < 0 || RLK_LIBC_NAME(fputc)('\n', stdout) < 0);
+    funlockfile(stdout);
+    return r;
+}
+
 #if defined(__x86_64__)
 /* Where struct stat is the kernel's (x86-64), the system call fills it. */
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st)
@@ -728,6 +773,52 @@ void (*RLK_LIBC_NAME(signal)(int sig, void (*f)(int)))(int)
 {
     struct sigaction sa = {.sa_handler = f, .sa_flags = SA_RESTART}, old;
     return RLK_LIBC_NAME(sigaction)(sig, &sa, &old) ? SIG_ERR : old.sa_handler;
+}
+
+int RLK_LIBC_NAME(socket)(int domain, int type, int proto)
+{
+    return (int)syscall(SYS_socket, domain, type, proto);
+}
+
+int RLK_LIBC_NAME(signalfd)(int fd, const sigset_t *mask, int flags)
+{
+    return (int)syscall(SYS_signalfd4, fd, mask, 8, flags);
+}
+
+int RLK_LIBC_NAME(nanosleep)(const struct timespec *req, struct timespec *rem)
+{
+    return (int)syscall(SYS_nanosleep, req, rem);
+}
+
+pid_t RLK_LIBC_NAME(tcgetpgrp)(int fd)
+{
+    int pg;
+    return syscall(SYS_ioctl, fd, TIOCGPGRP, &pg) ? -1 : pg;
+}
+
+int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg)
+{
+    int v = pg;
+    return (int)syscall(SYS_ioctl, fd, TIOCSPGRP, &v);
+}
+
+int RLK_LIBC_NAME(isatty)(int fd)
+{
+    struct winsize w;
+    if (!syscall(SYS_ioctl, fd, TIOCGWINSZ, &w)) return 1;
+    if (errno != EBADF) errno = ENOTTY;
+    return 0;
+}
+
+int RLK_LIBC_NAME(gethostname)(char *name, size_t len)
+{
+    struct utsname u;
+    if (syscall(SYS_uname, &u)) return -1;
+    size_t i = 0;
+    if (len > sizeof u.nodename) len = sizeof u.nodename;
+    while (i < len && (name[i] = u.nodename[i])) i++;
+    if (i && i == len) name[i - 1] = 0;
+    return 0;
 }
 
 /* A system call that leaves errno alone (the mutexes' futex waits). */

@@ -41,6 +41,12 @@
  * - its sigaction and signal (x86-64): the handler, flags and mask the
  *   C library sees, the old action given back, a handler that runs and
  *   returns, and EINVAL for signals that may not be changed;
+ * - its socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, isatty and
+ *   gethostname (x86-64): flags, a signal read, a sleep's length, pipes
+ *   that are no terminals, a closed descriptor, /dev/tty when there is
+ *   one, and the host name at every length (musl's cut);
+ * - its fputc, putchar and puts: the bytes in a file and on stdout, and
+ *   EOF with the error flag on /dev/full;
  * - its pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
  *   normal, recursive and error-checking mutexes, EBUSY, EDEADLK and
  *   EPERM, and four threads counting under one;
@@ -139,10 +145,20 @@ int rlk__t_munmap(void *addr, size_t len);
 int rlk__t_sigaction(int sig, const struct sigaction *restrict sa, struct sigaction *restrict old);
 void (*rlk__t_signal(int sig, void (*f)(int)))(int);
 int rlk__t_pthread_mutex_lock(pthread_mutex_t *m);
+int rlk__t_socket(int domain, int type, int proto);
+int rlk__t_signalfd(int fd, const sigset_t *mask, int flags);
+int rlk__t_nanosleep(const struct timespec *req, struct timespec *rem);
+pid_t rlk__t_tcgetpgrp(int fd);
+int rlk__t_tcsetpgrp(int fd, pid_t pg);
+int rlk__t_isatty(int fd);
+int rlk__t_gethostname(char *name, size_t len);
 int rlk__t_pthread_mutex_trylock(pthread_mutex_t *m);
 int rlk__t_pthread_mutex_unlock(pthread_mutex_t *m);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
+int rlk__t_fputc(int c, FILE *f);
+int rlk__t_putchar(int c);
+int rlk__t_puts(const char *s);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
                        struct addrinfo **restrict res);
 void rlk__t_freeaddrinfo(struct addrinfo *ai);
@@ -695,6 +711,119 @@ static void *try_thread(void *arg)
     return r;
 }
 #endif
+
+#if defined(__x86_64__)
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <netinet/in.h>
+#endif
+
+static long long ns_of(const struct timespec *t);
+
+/* socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, isatty and
+ * gethostname (x86-64): the system calls (and musl's gethostname, which
+ * cuts a long name where GNU libc's fails). */
+static void test_syscalls2(void)
+{
+#if defined(__x86_64__)
+    int fd = rlk__t_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int type = 0;
+    socklen_t tl = sizeof type;
+    CHECK(fd >= 0 && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM);
+    CHECK(fcntl(fd, F_GETFD) == FD_CLOEXEC && (fcntl(fd, F_GETFL) & O_NONBLOCK));
+    close(fd);
+    fd = rlk__t_socket(AF_INET6, SOCK_DGRAM, 0);
+    CHECK(fd >= 0 && fcntl(fd, F_GETFD) == 0);
+    if (fd >= 0) close(fd);
+    errno = 0;
+    CHECK(rlk__t_socket(12345, SOCK_STREAM, 0) == -1 && errno == EAFNOSUPPORT);
+
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR2);
+    CHECK(sigprocmask(SIG_BLOCK, &mask, &old) == 0);
+    int sfd = rlk__t_signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    struct signalfd_siginfo si;
+    CHECK(sfd >= 0 && fcntl(sfd, F_GETFD) == FD_CLOEXEC);
+    errno = 0;
+    CHECK(read(sfd, &si, sizeof si) == -1 && errno == EAGAIN);
+    CHECK(raise(SIGUSR2) == 0);
+    CHECK(read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGUSR2);
+    close(sfd);
+    CHECK(sigprocmask(SIG_SETMASK, &old, NULL) == 0);
+    errno = 0;
+    CHECK(rlk__t_signalfd(sfd, &mask, 0) == -1 && errno == EBADF);
+
+    struct timespec a, b, d = {0, 20 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK(rlk__t_nanosleep(&d, NULL) == 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    CHECK(ns_of(&b) - ns_of(&a) >= 20 * 1000 * 1000);
+    d.tv_nsec = 1000000000;
+    errno = 0;
+    CHECK(rlk__t_nanosleep(&d, NULL) == -1 && errno == EINVAL);
+
+    int p[2];
+    if (!CHECK(pipe(p) == 0)) return;
+    errno = 0;
+    CHECK(rlk__t_isatty(p[0]) == 0 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcgetpgrp(p[0]) == -1 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcsetpgrp(p[1], getpgrp()) == -1 && errno == ENOTTY);
+    close(p[0]);
+    close(p[1]);
+    errno = 0;
+    CHECK(rlk__t_isatty(p[0]) == 0 && errno == EBADF);
+    for (int i = 0; i < 3; i++) CHECK(rlk__t_isatty(i) == isatty(i));
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY);
+    if (tty >= 0) {
+        CHECK(rlk__t_isatty(tty) == 1);
+        pid_t pg = tcgetpgrp(tty);
+        CHECK(rlk__t_tcgetpgrp(tty) == pg);
+        if (pg == getpgrp()) CHECK(rlk__t_tcsetpgrp(tty, pg) == 0 && tcgetpgrp(tty) == pg);
+        close(tty);
+    }
+
+    struct utsname u;
+    char h[300], g[300];
+    CHECK(uname(&u) == 0 && gethostname(g, sizeof g) == 0);
+    memset(h, 'x', sizeof h);
+    CHECK(rlk__t_gethostname(h, sizeof h) == 0 && strcmp(h, g) == 0 && strcmp(h, u.nodename) == 0);
+    size_t n = strlen(u.nodename);
+    for (size_t len = 1; len <= n + 1; len++) {
+        memset(h, 'x', sizeof h);
+        CHECK(rlk__t_gethostname(h, len) == 0);
+        CHECK(strlen(h) == (len <= n ? len - 1 : n) && !strncmp(h, u.nodename, strlen(h)) && h[len] == 'x');
+    }
+#endif
+}
+
+/* fputc, putchar and puts: over fwrite, to a file and to stdout. */
+static void test_putc(void)
+{
+    FILE *f = tmpfile();
+    if (!CHECK(f)) return;
+    CHECK(rlk__t_fputc('a', f) == 'a' && rlk__t_fputc(0x1ff, f) == 0xff);
+    CHECK(fflush(f) == 0 && fflush(stdout) == 0);
+    int save = dup(1);
+    CHECK(save >= 0 && dup2(fileno(f), 1) == 1);
+    CHECK(rlk__t_puts("hello") == 0 && rlk__t_putchar('x') == 'x' && rlk__t_putchar(0x100 + 'y') == 'y');
+    CHECK(fflush(stdout) == 0 && dup2(save, 1) == 1);
+    close(save);
+    char b[16] = "";
+    CHECK(fflush(f) == 0 && fseek(f, 0, SEEK_SET) == 0);
+    size_t k = fread(b, 1, sizeof b - 1, f);
+    /* stdout wrote into the same file at its own offset: after "a\xff" */
+    CHECK(k == 10 && !memcmp(b, "a\xffhello\nxy", 10));
+    fclose(f);
+    f = fopen("/dev/full", "w");
+    if (f) {
+        setvbuf(f, NULL, _IONBF, 0);
+        CHECK(rlk__t_fputc('a', f) == EOF && ferror(f));
+        fclose(f);
+    }
+}
 
 /* pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
  * normal, recursive and error-checking mutexes, each by one thread and
@@ -1708,6 +1837,8 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_syscalls),
            TL_TEST(test_sigaction),
            TL_TEST(test_mutex),
+           TL_TEST(test_syscalls2),
+           TL_TEST(test_putc),
            TL_TEST(test_clock_gettime),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
