@@ -15,14 +15,19 @@
  * Anything else (%n, %a, wide characters) is written as it stands.
  *
  * The output is formatted into a local buffer and written in chunks with
- * fwrite, which serves the C library's string FILEs (vsnprintf) too,
- * with the FILE locked for the whole call as the C library's does.  The
+ * fwrite, with the FILE locked for the whole call as the C library's
+ * does.  snprintf and vsnprintf are its own too: the chunks are copied
+ * into the caller's buffer (the rest of them dropped past its size, the
+ * string always ended with a NUL when the size is not 0), where the C
+ * library's make a string FILE for its vfprintf (musl's: 670 bytes of
+ * the command; the command is 380 bytes smaller with these).  The
  * result is the number of bytes written, or -1 when a write failed (fwrite
  * wrote less, or set the FILE's error flag) or the count exceeds INT_MAX.
  * Nothing is allocated.
  *
- * The unit test compiles this file with RLK_VFPRINTF_NAME set to another
- * name and compares it with the C library's snprintf.
+ * The unit test compiles this file with RLK_VFPRINTF_NAME,
+ * RLK_VSNPRINTF_NAME and RLK_SNPRINTF_NAME set to other names and
+ * compares them with the C library's snprintf.
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,12 +39,18 @@
 
 #ifndef RLK_VFPRINTF_NAME
 #define RLK_VFPRINTF_NAME vfprintf
+#define RLK_VSNPRINTF_NAME vsnprintf
+#define RLK_SNPRINTF_NAME snprintf
 #endif
 
 int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap);
+int RLK_VSNPRINTF_NAME(char *restrict s, size_t n, const char *restrict fmt, va_list ap);
+int RLK_SNPRINTF_NAME(char *restrict s, size_t n, const char *restrict fmt, ...);
 
 struct out {
-    FILE *f;
+    FILE *f;         /* NULL: into dst, at most cap bytes more */
+    char *dst;
+    size_t cap;
     size_t n, total;
     int err;         /* a write failed */
     char buf[256];
@@ -47,7 +58,13 @@ struct out {
 
 static void flush(struct out *o)
 {
-    if (o->n && fwrite(o->buf, 1, o->n, o->f) != o->n) o->err = 1;
+    if (!o->f) {
+        size_t k = o->n < o->cap ? o->n : o->cap;
+        memcpy(o->dst, o->buf, k);
+        o->dst += k, o->cap -= k;
+    } else if (o->n && fwrite(o->buf, 1, o->n, o->f) != o->n) {
+        o->err = 1;
+    }
     o->n = 0;
 }
 
@@ -245,14 +262,17 @@ static void fmt_double(struct out *o, double v, int flags, long width, int prec,
 
 /* ---- the format ---- */
 
-int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap)
+/* Into f, else (f NULL) into dst: cap bytes at most, then a NUL. */
+static int format(FILE *f, char *dst, size_t cap, const char *restrict fmt, va_list ap)
 {
     struct out o;
     va_list a;
-    int olderr;
-    flockfile(f); /* one call's chunks are not interleaved with another thread's */
-    olderr = ferror(f);
-    o.f = f, o.n = 0, o.total = 0, o.err = 0;
+    int olderr = 0;
+    if (f) {
+        flockfile(f); /* one call's chunks are not interleaved with another thread's */
+        olderr = ferror(f);
+    }
+    o.f = f, o.dst = dst, o.cap = cap, o.n = 0, o.total = 0, o.err = 0;
     va_copy(a, ap);
     while (*fmt) {
         const char *start = fmt, *s;
@@ -375,9 +395,33 @@ int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap)
     }
     va_end(a);
     flush(&o);
-    if (!olderr && ferror(f)) o.err = 1;
-    funlockfile(f);
+    if (f) {
+        if (!olderr && ferror(f)) o.err = 1;
+        funlockfile(f);
+    } else {
+        *o.dst = 0;
+    }
     if (o.err) return -1;
     if (o.total > INT_MAX) { errno = EOVERFLOW; return -1; }
     return (int)o.total;
+}
+
+int RLK_VFPRINTF_NAME(FILE *restrict f, const char *restrict fmt, va_list ap)
+{
+    return format(f, NULL, 0, fmt, ap);
+}
+
+int RLK_VSNPRINTF_NAME(char *restrict s, size_t n, const char *restrict fmt, va_list ap)
+{
+    char none;
+    return n ? format(NULL, s, n - 1, fmt, ap) : format(NULL, &none, 0, fmt, ap);
+}
+
+int RLK_SNPRINTF_NAME(char *restrict s, size_t n, const char *restrict fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = RLK_VSNPRINTF_NAME(s, n, fmt, ap);
+    va_end(ap);
+    return r;
 }

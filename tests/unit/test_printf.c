@@ -5,8 +5,9 @@
  * every conversion, flag, width and precision the project's formats use,
  * the integer limits, strings cut by a precision, the doubles the command
  * prints and the exact rounding of doubles; and the truncation of an
- * snprintf-like string FILE at every size, with the untruncated length
- * returned, and -1 when the FILE's writes fail.
+ * snprintf-like string FILE, and of its own vsnprintf (rlk__vsnfmt), at
+ * every size, with the untruncated length returned, and -1 when the
+ * FILE's writes fail.
  */
 #define _GNU_SOURCE 1
 #include "config.h"
@@ -23,6 +24,8 @@
 #include <string.h>
 
 int rlk__vfmt(FILE *restrict f, const char *restrict fmt, va_list ap);
+int rlk__vsnfmt(char *restrict s, size_t n, const char *restrict fmt, va_list ap);
+int rlk__snfmt(char *restrict s, size_t n, const char *restrict fmt, ...);
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
@@ -110,12 +113,14 @@ static void same(const char *fmt, ...)
         va_end(ap);
         return;
     }
-    for (size_t cap = 0; cap <= (size_t)n + 1; cap++) {
+    /* Through the string FILE (own 0), then through its own vsnprintf. */
+    for (size_t i = 0, own = 0, cap = 0; i < 2 * ((size_t)n + 2); i++, own = i % 2, cap = i / 2) {
         memset(got, 'Z', sizeof got);
         va_copy(aq, ap);
-        r = my_vsnprintf(got, cap, fmt, aq);
+        r = own ? rlk__vsnfmt(got, cap, fmt, aq) : my_vsnprintf(got, cap, fmt, aq);
         va_end(aq);
         compared++;
+        if (!CHECK_MSG(got[cap] == 'Z' || cap > (size_t)n, "\"%s\" size %zu: wrote past", fmt, cap)) break;
         if (!CHECK_MSG(r == n, "\"%s\": returned %d, libc %d", fmt, r, n)) break;
         if (cap == 0) {
             if (!CHECK_MSG(got[0] == 'Z', "\"%s\": size 0 wrote", fmt)) break;
@@ -142,6 +147,21 @@ static const char *const precs[] = { "", ".", ".0", ".1", ".2", ".3", ".5", ".12
 static void spec(char *f, size_t cap, size_t fi, size_t wi, size_t pi, const char *conv)
 {
     snprintf(f, cap, "[%%%s%s%s%s]", flag_sets[fi], widths[wi], precs[pi], conv);
+}
+
+/* Its own snprintf: the untruncated length, the string cut and ended,
+ * nothing written at size 0. */
+static void test_snprintf(void)
+{
+    char b[8];
+    CHECK_EQ_INT(rlk__snfmt(b, sizeof b, "%d-%s", 42, "abcdef"), 9);
+    CHECK(strcmp(b, "42-abcd") == 0);
+    CHECK_EQ_INT(rlk__snfmt(NULL, 0, "%d", 12345), 5);
+    memset(b, 'Z', sizeof b);
+    CHECK_EQ_INT(rlk__snfmt(b, 1, "%s", "xy"), 2);
+    CHECK(b[0] == '\0' && b[1] == 'Z');
+    CHECK_EQ_INT(rlk__snfmt(b, sizeof b, "%.3f|%x", 1.5, 255u), 8);
+    CHECK(strcmp(b, "1.500|f") == 0);
 }
 
 static void test_int(void)
@@ -309,7 +329,7 @@ static void test_write_error(void)
 }
 
 TL_PROGRAM(NULL, NULL,
-           TL_TEST(test_int),
+           TL_TEST(test_snprintf), TL_TEST(test_int),
            TL_TEST(test_long),
            TL_TEST(test_string_char),
            TL_TEST(test_project_formats),
