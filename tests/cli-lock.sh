@@ -538,6 +538,8 @@ while read -r o ph; do
       -- -u "$down" run optl --replicas 1 "$o" "${v[@]}" -- true ;;
     # Without TLS compiled in, asking for it is a configuration error.
     --tls) check "the man page's $o is accepted (run)" "$tls_rc" '' '' -- -u "$down" run optl "$o" -- true ;;
+    --redlock) check "the man page's $o is accepted (run, 3 servers)" 69 '' '' \
+                 -- -u "$down" -u "$down" -u "$down" run -n optl "$o" -- true ;;
     *) check "the man page's $o${v[*]:+ ${v[*]}} is accepted (run)" 69 '' '' -- -u "$down" run optl "$o" "${v[@]}" -- true ;;
   esac
 done <<<"$man_opts"
