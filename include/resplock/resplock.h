@@ -704,8 +704,9 @@ typedef enum rlk_lock_kind {
  *   empty, or down at the acquire) is asked again with the same token,
  *   one try a renewal period.
  * - rlk_lock_extend and rlk_lock_release go to every server at once and
- *   need a majority (a release, like a failed attempt's giving back,
- *   waits for every server that is connected, but once a majority
+ *   need a majority (a release returns once a majority released it, the
+ *   others' releases written with theirs; a failed attempt's giving
+ *   back waits for every server that is connected, but once a majority
  *   answered the others get only as long again as that took);
  *   rlk_release_token, rlk_extend_token and rlk_lock_get_status ask each
  *   server in turn (rlk_lock_status.servers, answered, held_on).

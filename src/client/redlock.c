@@ -669,18 +669,23 @@ static int attempt_failure(rlk__rl_lock *l, size_t ok)
 }
 
 /* Turns until every release (or call-off) of l's parts has ended, or
- * until.  A server that failed and is not connected is not waited for;
+ * until, or (majority_enough) a majority released it: the others'
+ * releases were written with theirs, and their answers are read by the
+ * turns after, if any.  A server that failed and is not connected is not waited for;
  * once a majority of the servers are done, the others get as long again
  * as that took (at least 10 ms), and a slower one (frozen) goes on
  * unheard. */
-static void drain(rlk__rl *rl, rlk__rl_lock *l, int64_t until)
+static void drain(rlk__rl *rl, rlk__rl_lock *l, int64_t until, int majority_enough)
 {
     int64_t start = rlk__now_ms(), stop = -1;
     for (;;) {
-        size_t left = 0;
+        size_t left = 0, ok = 0;
         int64_t now = rlk__now_ms();
-        for (size_t i = 0; i < rl->n; i++)
+        for (size_t i = 0; i < rl->n; i++) {
             left += l->p[i].state == P_RELEASING && !(rl->m[i].down && !rl->api->info(rl->m[i].cl));
+            ok += l->p[i].state != P_RELEASING && l->p[i].rel_status == RLK_OK;
+        }
+        if (majority_enough && ok >= rl->quorum) return;
         if (stop < 0 && rl->n - left >= rl->quorum)
             stop = now + (now - start > 5 ? 2 * (now - start) : 10);
         if (!left || past(until, now) || past(stop, now)) return;
@@ -836,7 +841,7 @@ int rlk__rl_acquire(rlk__rl *rl, const char *name, const rlk_lock_options *o, vo
     if (r != RLK_OK) {
         char why[sizeof rl->err];
         memcpy(why, rl->err, sizeof why);
-        drain(rl, l, after(rl, rlk__now_ms(), rl->timeout));
+        drain(rl, l, after(rl, rlk__now_ms(), rl->timeout), 0);
         memcpy(rl->err, why, sizeof why);
         l->dead = 1;
         sweep(rl);
@@ -882,7 +887,7 @@ int rlk__rl_release(rlk__rl_lock *l)
         p->rel_status = RLK_LOCK_NOT_HELD;
         part_release(p);
     }
-    drain(rl, l, after(rl, rlk__now_ms(), rl->timeout));
+    drain(rl, l, after(rl, rlk__now_ms(), rl->timeout), 1);
     size_t ok = 0;
     for (size_t i = 0; i < rl->n; i++) {
         part *p = &l->p[i];
