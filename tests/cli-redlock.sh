@@ -67,6 +67,7 @@ expect_eq "acquired on all 5" "$(holding r2 "$tok")" $N
 check "a second run -n: busy, exit 1" 1 '' '' -- --redlock "${U[@]}" run -n r2 -- touch "$work/ran"
 [ -e "$work/ran" ] && bad "the busy run ran its command" || ok "the busy run did not run its command"
 check "status: on 5 of 5" 0 'servers: held on 5 of 5' '' -- --redlock "${U[@]}" status r2
+expect_eq "status: each server named, held there" "$(grep -cE "^  127\.0\.0\.1:[0-9]+ +held, ttl [0-9]+ ms$" "$work/out")" $N
 expect_match "status: the holder's facts" "$(cat "$work/out")" "holder: host .*, pid [0-9]+"
 check "status --json" 0 '"servers":5,"answered":5,"held_on":5' '' -- --redlock "${U[@]}" status --json r2
 check "extend by token" 0 '' '' -- --redlock "${U[@]}" extend r2 "$tok" 120s
@@ -81,6 +82,8 @@ expect_eq "ping lists the 5" "$(grep -c ' RESP[23], ' "$work/out")" $N
 rlk_redis_kill "${pid[1]}"; rlk_redis_kill "${pid[3]}"
 check "2 of 5 down: run" 0 '' '' -- --redlock "${U[@]}" run -n r3 -- true
 check "ping: 3 of 5 answer" 0 'answer: +3 of 5 servers' '' -- --redlock "${U[@]}" ping
+check "status with 2 of 5 down: the servers down named" 1 "127\.0\.0\.1:${port[1]} +connect .*refused" '' \
+  -- --redlock "${U[@]}" status r3
 # 3 of 5 down: no quorum, exit 69 at once, the servers named.
 rlk_redis_kill "${pid[0]}"
 start=$(now_ms)

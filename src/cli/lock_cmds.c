@@ -1174,6 +1174,37 @@ static int status_of(cli_opts *o, lock_args *a, const char *name, char *where, s
     return 0;
 }
 
+/* Under Redlock: each server, whether it has NAME and for how long. */
+static void print_servers(cli_opts *o, const char *name)
+{
+    const char *argv[2] = {"PTTL", name};
+    for (int i = 0; i <= o->nseeds; i++) {
+        const char *u = i ? o->seeds[i - 1] : o->final_url, *url = u;
+        char err[200];
+        rlk__url su;
+        if (i && rlk__url_parse(&su, u, err, sizeof err) == RLK_OK) {
+            const char *nu = su.kind != RLK__URL_UNIX ? cli_node_url(o, su.host, su.port) : NULL;
+            url = nu ? nu : u;
+        }
+        if (i) rlk__url_free(&su);
+        const char *at = strstr(u, "@") ? strstr(u, "@") + 1 : strstr(u, "//") ? strstr(u, "//") + 2 : u;
+        rlk_conn *c = cli_conn_new(o, url);
+        rlk_resp_value *v = NULL;
+        int r = c ? rlk_conn_connect(c) : RLK_ERR_NOMEM;
+        if (r == RLK_OK) r = rlk_conn_command(c, &v, 2, argv, NULL);
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer >= -1)
+            printf("  %-21s %s", at, v->integer == -2 ? "free\n" : "held");
+        else
+            printf("  %-21s %s\n", at, !c ? "out of memory" : r == RLK_OK ? "an unexpected reply"
+                                                         : rlk_conn_errmsg(c));
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer >= 0)
+            printf(", ttl %lld ms\n", (long long)v->integer);
+        else if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer == -1)
+            printf(", no TTL\n");
+        rlk_conn_free(c);
+    }
+}
+
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1186,6 +1217,7 @@ int cmd_status(cli_opts *o, int argc, char **argv)
         return r;
     print_status(pos[0], where, kind, &st, a.json);
     rlk_client_free(cl);
+    if (o->redlock && !a.json) print_servers(o, pos[0]);
     return st.held ? 0 : 1;
 }
 
