@@ -705,7 +705,8 @@ typedef enum rlk_lock_kind {
  *   one try a renewal period.
  * - rlk_lock_extend and rlk_lock_release go to every server at once and
  *   need a majority (a release returns once a majority released it, the
- *   others' releases written with theirs; a failed attempt's giving
+ *   others' releases written with theirs, and a server whose acquire had
+ *   not answered yet given back within a grace of as long again; a failed attempt's giving
  *   back waits for every server that is connected, but once a majority
  *   answered the others get only as long again as that took);
  *   rlk_release_token, rlk_extend_token and rlk_lock_get_status ask each

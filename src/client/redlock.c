@@ -99,6 +99,7 @@ typedef struct part {
     int status;               /* the last try's or extend's (PENDING: none yet) */
     int rel_status;           /* the last release's                     */
     int giving_back;          /* a release of what it held is under way */
+    int calling_off;          /* a release of a try under way           */
     int calls;                /* member calls on it under way           */
     int ext;                  /* an extend under way                    */
     int capped;               /* not renewed since taken: at most until */
@@ -325,7 +326,7 @@ static void part_released(void *ctx, rlk_lock *h, int status)
     (void)h;
     p->calls--;
     p->rel_status = status;
-    p->giving_back = 0;
+    p->giving_back = p->calling_off = 0;
     p->h = NULL;
     p->state = P_NONE;
 }
@@ -380,6 +381,7 @@ static void part_release(part *p)
     p->rel_status = RLK_ERR_TIMEOUT;
     if (rl->api->release_async(p->h, part_released, p) == RLK_OK) {
         p->giving_back = !was_trying;
+        p->calling_off = was_trying;
         if (was_trying) p->calls--; /* the try's done never comes */
         p->calls++;
         p->state = P_RELEASING;
@@ -669,9 +671,9 @@ static int attempt_failure(rlk__rl_lock *l, size_t ok)
 }
 
 /* Turns until every release (or call-off) of l's parts has ended, or
- * until, or (majority_enough) a majority released it: the others'
- * releases were written with theirs, and their answers are read by the
- * turns after, if any.  A server that failed and is not connected is not waited for;
+ * until, or (majority_enough) a majority released it and no try is
+ * being called off: the others' releases were written with theirs, and
+ * their answers are read by the turns after, if any.  A server that failed and is not connected is not waited for;
  * once a majority of the servers are done, the others get as long again
  * as that took (at least 10 ms), and a slower one (frozen) goes on
  * unheard. */
@@ -679,13 +681,17 @@ static void drain(rlk__rl *rl, rlk__rl_lock *l, int64_t until, int majority_enou
 {
     int64_t start = rlk__now_ms(), stop = -1;
     for (;;) {
-        size_t left = 0, ok = 0;
+        size_t left = 0, ok = 0, off = 0;
         int64_t now = rlk__now_ms();
         for (size_t i = 0; i < rl->n; i++) {
-            left += l->p[i].state == P_RELEASING && !(rl->m[i].down && !rl->api->info(rl->m[i].cl));
+            int up = !(rl->m[i].down && !rl->api->info(rl->m[i].cl));
+            left += l->p[i].state == P_RELEASING && up;
+            off += l->p[i].state == P_RELEASING && l->p[i].calling_off && up;
             ok += l->p[i].state != P_RELEASING && l->p[i].rel_status == RLK_OK;
         }
-        if (majority_enough && ok >= rl->quorum) return;
+        /* A try called off gives back what it took only once its answer
+         * came: waited for (within the grace below). */
+        if (majority_enough && ok >= rl->quorum && !off) return;
         if (stop < 0 && rl->n - left >= rl->quorum)
             stop = now + (now - start > 5 ? 2 * (now - start) : 10);
         if (!left || past(until, now) || past(stop, now)) return;
