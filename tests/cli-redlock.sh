@@ -57,22 +57,28 @@ EOF
 check "run: held on every server" 0 '^rlk:' '' -- --redlock "${U[@]}" run r1 -- \
   sh "$work/show.sh" x "${port[@]}"
 tok=$(head -n 1 "$work/out")
-expect_eq "one token on all 5" "$(grep -cxF -- "$tok" "$work/out")" $((N + 1))
+expect_range "one token, on a majority or more when the command ran" \
+  "$(( $(grep -cxF -- "$tok" "$work/out") - 1 ))" 3 $N
+expect_eq "no other value on any server" "$(grep -cvxF -e "$tok" -e '' "$work/out")" 0
 expect_eq "released on all after run" "$(gone r1)" 0
 
 # Held by an acquire: another run is busy; status and ping.
 check "acquire" 0 '^rlk:[0-9a-f]{32}[^ ]* [0-9]+$' '' -- --redlock "${U[@]}" acquire -t 60s r2
 read -r tok fence <"$work/out"
-expect_eq "acquired on all 5" "$(holding r2 "$tok")" $N
+# On a majority at least; the others answered within the grace, unless
+# the machine is slow enough that a try was not even written.
+k=$(holding r2 "$tok")
+expect_range "acquired on a majority or more" "$k" 3 $N
 check "a second run -n: busy, exit 1" 1 '' '' -- --redlock "${U[@]}" run -n r2 -- touch "$work/ran"
 [ -e "$work/ran" ] && bad "the busy run ran its command" || ok "the busy run did not run its command"
-check "status: on 5 of 5" 0 'servers: held on 5 of 5' '' -- --redlock "${U[@]}" status r2
-expect_eq "status: each server named, held there" "$(grep -cE "^  127\.0\.0\.1:[0-9]+ +held, ttl [0-9]+ ms$" "$work/out")" $N
+check "status: on $k of 5" 0 "servers: held on $k of 5" '' -- --redlock "${U[@]}" status r2
+expect_eq "status: each server named, held there" "$(grep -cE "^  127\.0\.0\.1:[0-9]+ +held, ttl [0-9]+ ms$" "$work/out")" "$k"
+expect_eq "status: the others free" "$(grep -cE "^  127\.0\.0\.1:[0-9]+ +free$" "$work/out")" $((N - k))
 expect_match "status: the holder's facts" "$(cat "$work/out")" "holder: host .*, pid [0-9]+"
-check "status --json" 0 '"servers":5,"answered":5,"held_on":5' '' -- --redlock "${U[@]}" status --json r2
+check "status --json" 0 "\"servers\":5,\"answered\":5,\"held_on\":$k" '' -- --redlock "${U[@]}" status --json r2
 check "extend by token" 0 '' '' -- --redlock "${U[@]}" extend r2 "$tok" 120s
 n=0; for i in 0 1 2 3 4; do [ "$(R "$i" PTTL r2)" -gt 100000 ] && n=$((n + 1)); done
-expect_eq "extended on all 5" "$n" $N
+expect_eq "extended where it is held" "$n" "$k"
 check "release by token" 0 '' '' -- --redlock "${U[@]}" release r2 "$tok"
 expect_eq "released on all 5" "$(gone r2)" 0
 check "ping: each server" 0 'answer: +5 of 5 servers' '' -- --redlock "${U[@]}" ping

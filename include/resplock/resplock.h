@@ -683,7 +683,9 @@ typedef enum rlk_lock_kind {
  *   succeeds once a majority took it within the attempt's deadline (one
  *   command timeout, and the lock's validity); its validity counts from
  *   the start of the attempt that succeeded: TTL less the drift
- *   allowance (1% of the TTL + drift_ms).  As soon as no majority can be
+ *   allowance (1% of the TTL + drift_ms); the other servers are given
+ *   as long again as the majority took to answer too (a lock on more
+ *   servers survives the loss of more).  As soon as no majority can be
  *   had it fails, and what it took is released on all at once; with a
  *   wait it tries again after a random pause of 100 to 300 ms until the
  *   wait runs out (the last attempt starts at its end and may last 250

@@ -1192,11 +1192,13 @@ static void print_servers(cli_opts *o, const char *name)
         rlk_resp_value *v = NULL;
         int r = c ? rlk_conn_connect(c) : RLK_ERR_NOMEM;
         if (r == RLK_OK) r = rlk_conn_command(c, &v, 2, argv, NULL);
-        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer >= -1)
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer >= -2)
             printf("  %-21s %s", at, v->integer == -2 ? "free\n" : "held");
         else
-            printf("  %-21s %s\n", at, !c ? "out of memory" : r == RLK_OK ? "an unexpected reply"
-                                                         : rlk_conn_errmsg(c));
+            printf("  %-21s %s%.*s\n", at,
+                   !c ? "out of memory" : r != RLK_OK ? rlk_conn_errmsg(c) : "an unexpected reply: ",
+                   r == RLK_OK && v->str ? (int)(v->len > 200 ? 200 : v->len) : 0,
+                   r == RLK_OK && v->str ? v->str : "");
         if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer >= 0)
             printf(", ttl %lld ms\n", (long long)v->integer);
         else if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer == -1)

@@ -728,6 +728,7 @@ static int attempt(rlk__rl_lock *l, int64_t deadline)
         }
     }
     size_t ok;
+    int64_t grace = -1;
     for (;;) {
         ok = 0;
         size_t failed = 0;
@@ -748,7 +749,20 @@ static int attempt(rlk__rl_lock *l, int64_t deadline)
             if (rl->m[i].down && rl->api->info(rl->m[i].cl)) rl->m[i].down = 0;
         }
         clear_failures(rl);
-        if (ok >= rl->quorum && now < l->until) break;
+        if (ok >= rl->quorum && now < l->until) {
+            /* Held.  The servers still to answer get as long again as the
+             * majority took (at least 10 ms), within the deadline: a lock
+             * on more than a majority survives the loss of more servers,
+             * and a caller that ends at once (resplock acquire) would
+             * leave a try not yet written unsent. */
+            if (grace < 0) grace = now + (now - start > 5 ? now - start : 10);
+            size_t trying = 0;
+            for (size_t i = 0; i < rl->n; i++)
+                trying += l->p[i].state == P_TRYING && !(rl->m[i].down && !rl->api->info(rl->m[i].cl));
+            if (!trying || now >= grace || now >= end) break;
+            turn(rl, grace < end ? grace : end);
+            continue;
+        }
         if (failed > rl->n - rl->quorum || now >= end) {
             if (now >= end)
                 for (size_t i = 0; i < rl->n; i++)
