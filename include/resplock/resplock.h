@@ -720,7 +720,9 @@ typedef enum rlk_lock_kind {
  * - not offered (RLK_ERR_INVALID, said by rlk_client_errmsg): reentrant
  *   locks, the watchdog thread, the _async lock calls, the rate limiter.
  *   rlk_client_conn is the first server's; rlk_client_info the first
- *   connected server's; rlk_client_connect connects to each in turn and
+ *   connected server's; rlk_client_free first gives the releases still
+ *   under way (a release returns once a majority released) up to the
+ *   command timeout, at most 1 s, to end on the servers that are up; rlk_client_connect connects to each in turn and
  *   succeeds when a majority connected.
  * What it cannot promise: servers that lose the lock together (a flush,
  * restarts without persistence on a majority within a TTL) let a second

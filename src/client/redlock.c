@@ -88,6 +88,7 @@ struct rlk__rl {
     int reg[RLK__RL_MAX * WATCH_MAX];
     size_t nreg;
     int ticking;              /* tick or the event loop renews          */
+    int closing;              /* rlk__rl_free's last turns: no sweep     */
     char err[600];
 };
 
@@ -199,9 +200,28 @@ static void lock_free(rlk__rl_lock *l)
     rlk__free(l);
 }
 
+static void turn(rlk__rl *rl, int64_t until);
+
+/* Whether a release (or call-off) of some lock is under way on a server
+ * that is up. */
+static int releasing(rlk__rl *rl)
+{
+    for (rlk__rl_lock *l = rl->locks; l; l = l->next)
+        for (size_t i = 0; i < rl->n; i++)
+            if (l->p[i].state == P_RELEASING && !(rl->m[i].down && !rl->api->info(rl->m[i].cl)))
+                return 1;
+    return 0;
+}
+
 void rlk__rl_free(rlk__rl *rl)
 {
     if (!rl) return;
+    /* The releases still under way (a release returns once a majority
+     * released, and a server's may need its script loaded first) get up
+     * to the command timeout, at most 1 s, to end. */
+    int64_t end = rlk__now_ms() + (rl->timeout >= 0 && rl->timeout < 1000 ? rl->timeout : 1000);
+    rl->closing = 1; /* no part taken again, no on_lost */
+    while (releasing(rl) && rlk__now_ms() < end) turn(rl, end);
     for (size_t i = 0; i < rl->n; i++) rl->api->client_free(rl->m[i].cl);
     while (rl->locks) {
         rlk__rl_lock *l = rl->locks;
@@ -445,6 +465,7 @@ static void unlink_lock(rlk__rl *rl, rlk__rl_lock *l)
 static void sweep(rlk__rl *rl)
 {
     int64_t now = rlk__now_ms();
+    if (rl->closing) return;
     for (rlk__rl_lock *l = rl->locks, *next; l; l = next) {
         next = l->next;
         if (l->dead) {
