@@ -104,10 +104,14 @@ check "3 of 5 down: run -w 1s, exit 69 at its end" 69 '' 'no quorum' \
 took=$(( $(now_ms) - start ))
 expect_range "the wait was waited" "$took" 900 "$(bound 5000 15000)"
 check "ping: 2 of 5 answer, exit 69" 69 'answer: +2 of 5 servers' 'no majority' -- --redlock "${U[@]}" ping
+# Back, each on a new free port (its old one may have been taken
+# meanwhile as some connection's local port): the -u list follows.
 for i in 0 1 3; do
-  rlk_redis_restart "s$i" "$work" "${port[i]}" "${pid[i]}" || die "server $i did not come back"
-  pid[i]=$RLK_REDIS_PID
+  rlk_redis_start "s$i-again" "$work" || die "server $i did not come back"
+  port[i]=$RLK_REDIS_PORT pid[i]=$RLK_REDIS_PID
 done
+U=()
+for i in $(seq 0 $((N - 1))); do U+=(-u "redis://127.0.0.1:${port[i]}"); done
 
 # One frozen: the others answer, the acquire does not wait for it.
 kill -STOP "${pid[2]}"
