@@ -654,7 +654,7 @@ int rlk__rl_handle(rlk__rl *rl, const rlk_watch *w, size_t n)
 static int attempt_failure(rlk__rl_lock *l, size_t ok)
 {
     rlk__rl *rl = l->rl;
-    size_t busy = 0, other = 0;
+    size_t busy = 0;
     int common = RLK_ERR_CONNECT, count[8] = {0};
     static const int kinds[8] = {RLK_ERR_CONNECT, RLK_ERR_TIMEOUT, RLK_ERR_IO, RLK_ERR_CLOSED,
                                  RLK_ERR_SERVER, RLK_ERR_AUTH, RLK_ERR_TLS, RLK_ERR_PROTO};
@@ -663,7 +663,6 @@ static int attempt_failure(rlk__rl_lock *l, size_t ok)
         if (s == RLK_LOCK_NOT_A_LOCK)
             return fail(rl, s, "Redlock: %s: %s", rl->m[i].name, l->p[i].why);
         if (s == RLK_LOCK_BUSY) busy++;
-        else if (s != RLK_OK) other++;
         for (int k = 0; k < 8; k++)
             if (s == kinds[k] && ++count[k] > count[0] && count[k] >= 1) common = kinds[k];
     }
@@ -687,7 +686,6 @@ static int attempt_failure(rlk__rl_lock *l, size_t ok)
                               : l->p[i].why[0]   ? l->p[i].why
                                                  : rlk_strerror(s));
     }
-    (void)other;
     return common;
 }
 
@@ -804,7 +802,6 @@ static int attempt(rlk__rl_lock *l, int64_t deadline)
         uint64_t f = rl->api->fence(p->h);
         if (f > l->fence) l->fence = f;
     }
-    (void)ok;
     return RLK_OK;
 }
 
@@ -895,19 +892,29 @@ int rlk__rl_acquire(rlk__rl *rl, const char *name, const rlk_lock_options *o, vo
 
 /* Release, extend, forget */
 
+/* The most common status of st[0..n) other than RLK_OK (the first of
+ * equals); RLK_ERR_TIMEOUT when all are RLK_OK. */
+static int most_common_failure(const int *st, size_t n)
+{
+    int best = RLK_ERR_TIMEOUT, bestn = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = 0;
+        if (st[i] == RLK_OK) continue;
+        for (size_t k = 0; k < n; k++) c += st[k] == st[i];
+        if (c > bestn) best = st[i], bestn = c;
+    }
+    return best;
+}
+
 /* The members' results of a release or extend: RLK_OK with a majority,
  * else the most common other. */
 static int majority_of(rlk__rl_lock *l, const char *doing, size_t ok)
 {
     rlk__rl *rl = l->rl;
     if (ok >= rl->quorum) return RLK_OK;
-    int best = RLK_ERR_TIMEOUT, bestn = 0;
-    for (size_t i = 0; i < rl->n; i++) {
-        int s = l->p[i].status, c = 0;
-        if (s == RLK_OK) continue;
-        for (size_t k = 0; k < rl->n; k++) c += l->p[k].status == s;
-        if (c > bestn) best = s, bestn = c;
-    }
+    int st[RLK__RL_MAX];
+    for (size_t i = 0; i < rl->n; i++) st[i] = l->p[i].status;
+    int best = most_common_failure(st, rl->n);
     size_t n = (size_t)snprintf(rl->err, sizeof rl->err, "Redlock: %s '%s': %zu of %zu servers, %zu needed",
                                 doing, l->name, ok, rl->n, rl->quorum);
     for (size_t i = 0; i < rl->n && n < sizeof rl->err; i++)
@@ -1099,13 +1106,7 @@ static int by_token(rlk__rl *rl, const char *name, const char *token, int64_t ms
     }
     if (ttl_ms_after) *ttl_ms_after = after_ms;
     if (ok >= rl->quorum) return RLK_OK;
-    int best = RLK_ERR_TIMEOUT, bestn = 0;
-    for (size_t i = 0; i < rl->n; i++) {
-        int c = 0;
-        if (st[i] == RLK_OK) continue;
-        for (size_t k = 0; k < rl->n; k++) c += st[k] == st[i];
-        if (c > bestn) best = st[i], bestn = c;
-    }
+    int best = most_common_failure(st, rl->n);
     size_t n = (size_t)snprintf(rl->err, sizeof rl->err,
                                 "Redlock: %s '%s': %zu of %zu servers, %zu needed", doing, name,
                                 ok, rl->n, rl->quorum);
