@@ -1583,6 +1583,146 @@ typedef void (*rlk_rate_done)(void *ctx, int status, const rlk_rate_result *res)
 int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options *o,
                         rlk_rate_done done, void *ctx);
 
+/* ------------------------------------------------------------------ */
+/* Semaphores with expirable permits                                    */
+
+/*
+ * A semaphore NAME holds up to `permits` permits among its holders; a
+ * holder takes k of them at once (1..permits), with a TTL its watchdog
+ * renews, and gives them back on release, or when it dies and its TTL
+ * passes.  Every expiry is on the server's clock (TIME inside the
+ * scripts, src/lua/sem_*.lua); the scripts prune the holders whose TTL
+ * passed, so no holder's clock matters.  One name's state lives in one
+ * hash slot ("resplock:sem:{" NAME "}" and keys beside it: see
+ * resplock-protocol(7)); on a cluster every call goes to its node.
+ *
+ * Waiting: a holder that cannot have its k permits at once joins the
+ * semaphore's line (with a wait_ms) and is woken by a release (a
+ * message on the semaphore's channel; no polling), served first come,
+ * first served: no later waiter takes permits while an earlier one
+ * waits for more, so a waiter for k > 1 is not starved by waiters for
+ * 1.  A waiter's place lapses when it stops renewing it (it died).
+ *
+ * The size: every acquire sets the semaphore's size to its o->permits;
+ * a change takes effect at once and takes no permit away from its
+ * holders (with fewer permits than are held, new acquires wait until
+ * enough were given back).  Clients that share a name should give the
+ * same size.
+ *
+ * Each acquire gets a fencing number (rlk_sem_fence): one more than the
+ * last one given on NAME, so that it grows from holder to holder.
+ */
+typedef struct rlk_sem rlk_sem;
+
+/* The layout on the server (rlk_sem_options.layout). */
+typedef enum rlk_sem_layout {
+    RLK_SEM_LAYOUT_RESPLOCK = 0,        /* the portable one above (default) */
+    /* redis-semaphore's (npm 5.x): the sorted set "semaphore:" NAME,
+     * scored by each holder's last acquire or refresh on the *client's*
+     * clock and pruned by lock_timeout_ms, so that resplock and
+     * redis-semaphore's Semaphore and MultiSemaphore share NAME.  Its
+     * guarantees are redis-semaphore's: holders' clocks must agree to
+     * within lock_timeout_ms; no size is kept on the server (each
+     * holder's permits is its own limit); no line (a waiter looks again
+     * every few ms, as redis-semaphore does); fence 0. */
+    RLK_SEM_LAYOUT_REDIS_SEMAPHORE = 1
+} rlk_sem_layout;
+
+typedef struct rlk_sem_options {
+    int64_t permits;      /* the semaphore's size, >= 1 (no default)     */
+    int64_t k;            /* permits taken at once, 1..permits; init's 1 */
+    int64_t ttl_ms;       /* 0: RLK_DEFAULT_TTL_MS                       */
+    int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this */
+    int watchdog;         /* 1: renew while held (as rlk_lock_options')  */
+    /* Called once when the permits are found lost, as a lock's on_lost
+     * (rlk_lock_options.on_lost says from where, and what it may do). */
+    void (*on_lost)(void *ctx, rlk_sem *s);
+    void *ctx;
+    int64_t lost_margin_ms; /* as rlk_lock_options'                      */
+    const char *holder_cmd; /* as rlk_lock_options' (status shows it)   */
+    rlk_sem_layout layout;
+    int unused_;
+    /* RLK_SEM_LAYOUT_REDIS_SEMAPHORE: its lockTimeout (0: ttl_ms). */
+    int64_t lock_timeout_ms;
+    void *reserved_[6];   /* zero: room for later fields                 */
+} rlk_sem_options;
+
+/* Fills *o with the defaults (permits 0, which the caller sets; k 1; the
+ * rest 0/NULL).  Cannot fail; any thread. */
+void rlk_sem_options_init(rlk_sem_options *o);
+
+/*
+ * Takes o->k permits of semaphore NAME (setting its size to o->permits),
+ * waiting up to o->wait_ms in the semaphore's line.  Returns RLK_OK with
+ * *out set; RLK_LOCK_BUSY (not k permits free within the wait);
+ * RLK_ERR_INVALID (an empty name, permits < 1, k < 1 or k > permits, a
+ * TTL below 1 ms, a watchdog with neither tick mode nor the thread, a
+ * layout not known, or a Redlock client; nothing sent; the reason in
+ * rlk_client_errmsg); RLK_ERR_SERVER (a script refused: the keys hold
+ * something else, maxmemory, an ACL); RLK_ERR_PROTO; RLK_ERR_NOMEM; or a
+ * connection status.  The client's owner thread.
+ */
+int rlk_sem_acquire(rlk_client *cl, const char *name, const rlk_sem_options *o, rlk_sem **out);
+
+/*
+ * Gives the permits back (atomically, only if this holder still has
+ * them), wakes the line, and frees s in every case.  Returns RLK_OK,
+ * RLK_LOCK_LOST (lost before: on_lost was called), RLK_LOCK_NOT_HELD
+ * (expired: the holder was pruned), or a connection status (the permits
+ * then expire with their TTL).
+ */
+int rlk_sem_release(rlk_sem *s);
+
+/* Drops the handle without telling the server (the permits expire with
+ * their TTL); stops its renewals. */
+void rlk_sem_forget(rlk_sem *s);
+
+int64_t rlk_sem_remaining_ms(const rlk_sem *s); /* as rlk_lock_remaining_ms */
+int rlk_sem_is_lost(const rlk_sem *s);
+uint64_t rlk_sem_fence(const rlk_sem *s);
+const char *rlk_sem_token(const rlk_sem *s);
+const char *rlk_sem_name(const rlk_sem *s);
+int64_t rlk_sem_k(const rlk_sem *s);              /* the permits it holds */
+int64_t rlk_sem_ttl_ms(const rlk_sem *s);
+
+/* One holder, as rlk_sem_get_status reads it. */
+typedef struct rlk_sem_holder {
+    char token[64];       /* the holder's token (its identifier)         */
+    int64_t k;            /* permits it holds                            */
+    int64_t ttl_ms;       /* until the server prunes it                  */
+    uint64_t fence;
+    /* The holder's facts as resplock recorded them (has_facts 0: none,
+     * as for another client's holder). */
+    int has_facts;
+    int64_t pid;
+    int64_t since_ms;     /* wall-clock ms since 1970 on the holder's host */
+    char host[RLK_HOLDER_HOST_MAX + 1];
+    char cmd[RLK_HOLDER_CMD_MAX + 1];
+} rlk_sem_holder;
+
+typedef struct rlk_sem_status {
+    int exists;           /* 1 when NAME has a semaphore's keys          */
+    int not_a_sem;        /* 1: NAME's keys hold something else          */
+    int64_t permits;      /* the size last set (0: none kept: the
+                             redis-semaphore layout)                      */
+    int64_t used;         /* permits held by holders not expired         */
+    int64_t waiters;      /* resplock waiters in line (places not lapsed) */
+    uint64_t fence;       /* the last fence given                        */
+    size_t nholders;      /* holders not expired, in holder[]            */
+    rlk_sem_holder *holder; /* the library's: rlk_sem_status_free        */
+    void *reserved_[4];
+} rlk_sem_status;
+
+/* What the server holds for semaphore NAME in layout (with lock_timeout_ms
+ * for the redis-semaphore layout: 0 takes 10000, its default); *st is
+ * written whole.  Nothing is written on the server.  RLK_OK,
+ * RLK_ERR_INVALID, RLK_ERR_NOMEM, RLK_ERR_SERVER, RLK_ERR_PROTO, or a
+ * connection status.  The client's owner thread. */
+int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
+                       int64_t lock_timeout_ms, rlk_sem_status *st);
+/* Frees st's holders (st itself is the caller's). */
+void rlk_sem_status_free(rlk_sem_status *st);
+
 #ifdef __cplusplus
 }
 #endif
