@@ -1677,6 +1677,12 @@ int rlk_sem_release(rlk_sem *s);
  * their TTL); stops its renewals. */
 void rlk_sem_forget(rlk_sem *s);
 
+/* Sets the permits' TTL to ms from now (on the server's clock), if this
+ * holder still has them: RLK_OK, RLK_LOCK_NOT_HELD (pruned), RLK_LOCK_LOST
+ * (reported lost before), RLK_ERR_INVALID (ms < 1), or a connection
+ * status.  The command's --hold-min keeps the permits so. */
+int rlk_sem_extend(rlk_sem *s, int64_t ms);
+
 int64_t rlk_sem_remaining_ms(const rlk_sem *s); /* as rlk_lock_remaining_ms */
 int rlk_sem_is_lost(const rlk_sem *s);
 uint64_t rlk_sem_fence(const rlk_sem *s);
