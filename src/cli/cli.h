@@ -220,6 +220,10 @@ int cmd_list(cli_opts *o, int argc, char **argv);
 int cmd_break(cli_opts *o, int argc, char **argv);
 /* rate_cmds.c */
 int cmd_rate(cli_opts *o, int argc, char **argv);
+/* sem run, sem status (lock_cmds.c: sem run is run's loop over a
+ * semaphore's permits). */
+int cmd_sem(cli_opts *o, int argc, char **argv);
+int cli_sem_run(cli_opts *o, int argc, char **argv);
 
 /* A client of the options' server (url NULL) or of url, connected
  * unless wait_ms > 0 (the call connects within its wait then); on

@@ -52,15 +52,27 @@ typedef struct lock_args {
     int json;                /* status, list: one JSON object per lock */
     long replicas, replicas_aof; /* --replicas, --replicas-aof (0: none) */
     int64_t replicas_ms;     /* --replicas-timeout (0: the library's) */
+    /* sem run: the size, the permits taken, the layout on the server and
+     * its lockTimeout (redis-semaphore's). */
+    int sem;
+    int64_t permits, take, lock_timeout_ms;
+    int layout;
 } lock_args;
 
 /* A value no option gave (yet): the config file's, or the default. */
 #define UNSET INT64_MIN
 
 enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON, OPT_REPLICAS,
-       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT };
+       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT, OPT_LAYOUT, OPT_LOCK_TIMEOUT };
 
-static const cli_option lock_long[] = {
+/* sem run's own options first (its -p is --permits: the port is --port
+ * there); the lock's commands skip them (lock_long). */
+#define SEM_OPTIONS 4
+static const cli_option run_long[] = {
+    {"permits", 1, 'p'},
+    {"take", 1, 'k'},
+    {"layout", 1, OPT_LAYOUT},
+    {"lock-timeout", 1, OPT_LOCK_TIMEOUT},
     {"ttl", 1, 't'},
     {"wait", 1, 'w'},
     {"nonblock", 0, 'n'},
@@ -75,6 +87,16 @@ static const cli_option lock_long[] = {
     {"replicas-aof", 1, OPT_REPLICAS_AOF},
     {"replicas-timeout", 1, OPT_REPLICAS_TIMEOUT},
     {NULL, 0, 0}};
+static const cli_option *const lock_long = run_long + SEM_OPTIONS;
+
+/* A whole number 1..2^40, or -1. */
+static int64_t count_of(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return !*s || *end || errno || v < 1 || v > (1LL << 40) ? -1 : v;
+}
 
 static int duration_opt(const char *opt, const char *arg, int64_t *out, int allow_zero)
 {
@@ -122,6 +144,18 @@ static int lock_opt(void *ctx, int c, const char *arg)
         return 1;
     }
     case OPT_REPLICAS_TIMEOUT: return duration_opt("--replicas-timeout", arg, &a->replicas_ms, 0);
+    case 'p':
+    case 'k':
+        if ((*(c == 'p' ? &a->permits : &a->take) = count_of(arg)) < 1)
+            return cli_usage_error("bad %s '%s' (a whole number, at least 1)",
+                                   c == 'p' ? "--permits" : "--take", arg), -1;
+        return 1;
+    case OPT_LAYOUT:
+        if (strcmp(arg, "resplock") == 0) a->layout = RLK_SEM_LAYOUT_RESPLOCK;
+        else if (strcmp(arg, "redis-semaphore") == 0) a->layout = RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+        else return cli_usage_error("bad --layout '%s' (resplock or redis-semaphore)", arg), -1;
+        return 1;
+    case OPT_LOCK_TIMEOUT: return duration_opt("--lock-timeout", arg, &a->lock_timeout_ms, 0);
     default: return 0;
     }
 }
@@ -139,7 +173,7 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     *rest = NULL;
     for (;;) {
         int next;
-        int r = cli_getopt(o, argc, argv, lock_long, lock_opt, a, &next);
+        int r = cli_getopt(o, argc, argv, a->sem ? run_long : lock_long, lock_opt, a, &next);
         if (r) return r;
         if (next >= argc) break;
         int dashdash = next > 1 && strcmp(argv[next - 1], "--") == 0;
@@ -367,6 +401,59 @@ static void on_lost(void *ctx, rlk_lock *l)
     lost_flag = 1;
 }
 
+static void on_lost_sem(void *ctx, rlk_sem *s)
+{
+    (void)ctx;
+    (void)s;
+    lost_flag = 1;
+}
+
+/* What run holds while COMMAND runs: a lock, or sem run's permits. */
+typedef struct held {
+    rlk_lock *l;
+    rlk_sem *s;
+} holding;
+
+static int64_t held_left(const holding *h)
+{
+    return h->s ? rlk_sem_remaining_ms(h->s) : rlk_lock_remaining_ms(h->l);
+}
+static int64_t held_ttl(const holding *h) { return h->s ? rlk_sem_ttl_ms(h->s) : rlk_lock_ttl_ms(h->l); }
+static void held_forget(const holding *h) { h->s ? rlk_sem_forget(h->s) : rlk_lock_forget(h->l); }
+static int held_release(const holding *h) { return h->s ? rlk_sem_release(h->s) : rlk_lock_release(h->l); }
+static int held_extend(const holding *h, int64_t ms)
+{
+    return h->s ? rlk_sem_extend(h->s, ms) : rlk_lock_extend(h->l, ms, RLK_EXTEND_SET);
+}
+
+/* sem run's acquire: a.take permits of a.permits, within the wait. */
+static int acquire_sem(rlk_client *cl, const char *name, const lock_args *a, int64_t margin,
+                       char **cmd, rlk_sem **s)
+{
+    rlk_sem_options so;
+    rlk_sem_options_init(&so);
+    char line[RLK_HOLDER_CMD_MAX + 1] = "";
+    for (size_t n = 0; cmd && *cmd && n < sizeof line - 1; cmd++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", n ? " " : "", *cmd);
+    so.holder_cmd = line;
+    so.permits = a->permits;
+    so.k = a->take;
+    so.ttl_ms = a->ttl_ms;
+    so.wait_ms = a->wait_ms;
+    so.watchdog = 1;
+    so.on_lost = on_lost_sem;
+    so.lost_margin_ms = margin;
+    so.layout = a->layout;
+    so.lock_timeout_ms = a->lock_timeout_ms;
+    if (a->wait_ms != 0) cli_verbose("taking %" PRId64 " of %" PRId64 " permits of '%s' within the wait",
+                                     a->take, a->permits, name);
+    int r = rlk_sem_acquire(cl, name, &so, s);
+    if (r == RLK_OK)
+        cli_verbose("took %" PRId64 " of %" PRId64 " permits of '%s' with fence %" PRIu64
+                    ", ttl %" PRId64 " ms", a->take, a->permits, name, rlk_sem_fence(*s), a->ttl_ms);
+    return r;
+}
+
 static void set_env_num(const char *k, uint64_t v)
 {
     char b[32];
@@ -435,10 +522,12 @@ static void run_child(char **cmd, int go, const sigset_t *mask, const struct sig
     _exit(e == ENOENT ? 127 : 126);
 }
 
-int cmd_run(cli_opts *o, int argc, char **argv)
+/* run, or with sem sem run: hold NAME while COMMAND runs. */
+static int run_as(cli_opts *o, int argc, char **argv, int sem)
 {
     lock_args a;
     init_args(&a);
+    a.sem = sem;
     const char *pos[1];
     char **cmd;
     int r = parse_args(o, &a, argc, argv, pos, 1, &cmd);
@@ -451,8 +540,17 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         shell_cmd[2] = (char *)a.shell;
         cmd = shell_cmd;
     }
-    if (r < 0 || !cmd) return cli_usage_error("run needs a lock NAME and a COMMAND");
+    if (r < 0 || !cmd)
+        return cli_usage_error(sem ? "sem run needs a semaphore NAME, -p PERMITS and a COMMAND"
+                                   : "run needs a lock NAME and a COMMAND");
     if (a.json) return cli_usage_error("--json is for status and list");
+    if (sem && !a.permits) return cli_usage_error("sem run needs -p PERMITS, the semaphore's size");
+    if (sem && a.take > a.permits)
+        return cli_usage_error("-k %" PRId64 " is more than the %" PRId64 " permits", a.take,
+                               a.permits);
+    if (sem && (a.replicas || a.replicas_aof || o->redlock))
+        return cli_usage_error("sem run takes no --replicas, --replicas-aof or --redlock");
+    if (!a.take) a.take = 1;
     if ((r = fill_defaults(o, &a, 1)) != 0) return r;
 
     /* Between the first failed renewal and the end of the validity,
@@ -504,7 +602,8 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         cli_supervisor_finish(&sup);
         return status;
     }
-    rlk_lock *l;
+    holding h = {NULL, NULL};
+    const char *what = sem ? "permits of" : "lock";
     /* Tick mode (the loop below renews): the library refuses a watchdog
      * lock that nothing renews.  Without a lock or a connection yet, the
      * tick does no I/O. */
@@ -512,7 +611,8 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
-    r = acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, cmd, &l);
+    r = sem ? acquire_sem(cl, name, &a, a.kill_after_ms + safety, cmd, &h.s)
+            : acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, cmd, &h.l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
@@ -539,7 +639,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     if (sfd < 0 || pipe2(go, O_CLOEXEC) != 0) {
         cli_err("%s: %s", sfd < 0 ? "signalfd" : "pipe", strerror(errno));
         if (sfd >= 0) close(sfd);
-        rlk_lock_release(l);
+        held_release(&h);
         rlk_client_free(cl);
         cli_supervisor_finish(&sup);
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -550,9 +650,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
     setenv("RESPLOCK_NAME", name, 1); /* the key, --prefix included */
-    setenv("RESPLOCK_TOKEN", rlk_lock_token(l), 1);
-    set_env_num("RESPLOCK_FENCE", rlk_lock_fence(l));
+    setenv("RESPLOCK_TOKEN", sem ? rlk_sem_token(h.s) : rlk_lock_token(h.l), 1);
+    set_env_num("RESPLOCK_FENCE", sem ? rlk_sem_fence(h.s) : rlk_lock_fence(h.l));
     set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
+    if (sem) set_env_num("RESPLOCK_PERMITS", (uint64_t)a.take);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -570,19 +671,19 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         tty = take_terminal(pid);
     }
     int started = pid > 0 && cli_supervisor_job(&sup, pid) == 0 &&
-                  cli_supervisor_deadline(&sup, cli_mono_ms() + rlk_lock_remaining_ms(l) - lead) == 0;
+                  cli_supervisor_deadline(&sup, cli_mono_ms() + held_left(&h) - lead) == 0;
     /* resplock may have been stopped or starved since the acquisition:
      * the job starts only while the lock has time enough left for it to
      * be stopped in time.  (A pause after this check is the supervisor's:
      * it has the deadline before the job has "go", and a job stopped
      * before "go" dies waiting for it.) */
-    if (started && rlk_lock_remaining_ms(l) <= a.kill_after_ms + safety) {
-        cli_err("lock '%s' ran out before '%s' could start", name, cmd[0]);
+    if (started && held_left(&h) <= a.kill_after_ms + safety) {
+        cli_err("%s '%s' ran out before '%s' could start", what, name, cmd[0]);
         close(go[1]); /* the child sees the end and exits */
         waitpid(pid, NULL, 0);
         give_back_terminal(tty);
         close(sfd);
-        rlk_lock_release(l); /* frees it early if it is still ours */
+        held_release(&h); /* frees it early if it is still ours */
         rlk_client_free(cl);
         cli_supervisor_finish(&sup);
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -594,7 +695,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         if (pid > 0) waitpid(pid, NULL, 0);
         give_back_terminal(tty);
         close(sfd);
-        rlk_lock_release(l);
+        held_release(&h);
         rlk_client_free(cl);
         cli_supervisor_finish(&sup);
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -609,10 +710,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     for (;;) {
         int64_t now = cli_mono_ms();
         if (!lost && now >= next_tick) {
-            int64_t next = -1, before = rlk_lock_remaining_ms(l);
+            int64_t next = -1, before = held_left(&h);
             if (rlk_client_tick(cl, &next) != RLK_OK)
                 cli_verbose("renewal failed: %s; retrying", rlk_client_errmsg(cl));
-            int64_t left = rlk_lock_remaining_ms(l);
+            int64_t left = held_left(&h);
             if (!lost_flag && left > before + 1) {
                 cli_verbose("renewed, valid for %" PRId64 " ms", left);
                 cli_supervisor_deadline(&sup, cli_mono_ms() + left - lead);
@@ -622,9 +723,10 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         }
         /* Lost: reported by the watchdog, or not renewed in time for the
          * job to be stopped before the validity ends. */
-        if (!lost && (lost_flag || rlk_lock_remaining_ms(l) <= a.kill_after_ms + safety)) {
+        if (!lost && (lost_flag || held_left(&h) <= a.kill_after_ms + safety)) {
             lost = 1;
-            cli_err("lock '%s' lost; stopping '%s' (process group %d)", name, cmd[0], (int)pid);
+            cli_err("%s '%s' lost; stopping '%s' (process group %d)", what, name, cmd[0],
+                    (int)pid);
         }
         if (!lost && sup.reaped) {
             lost = 1;
@@ -659,7 +761,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
         now = cli_mono_ms();
         int64_t wake = lost ? now + 1000 : next_tick;
         if (kill_at >= 0 && kill_at < wake) wake = kill_at;
-        int64_t lost_deadline = now + rlk_lock_remaining_ms(l) - a.kill_after_ms - safety;
+        int64_t lost_deadline = now + held_left(&h) - a.kill_after_ms - safety;
         if (!lost && lost_deadline < wake) wake = lost_deadline;
         if (!timed_out && !child_done && max_at >= 0 && max_at < wake) wake = max_at;
         /* Processes that are not our children end without SIGCHLD. */
@@ -706,7 +808,7 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     else if (sr != 0 && !lost) cli_err("the supervisor ended with status %d", sr);
 
     if (lost) {
-        rlk_lock_forget(l);
+        held_forget(&h);
         rlk_client_free(cl);
         return CLI_EX_TEMPFAIL;
     }
@@ -716,19 +818,19 @@ int cmd_run(cli_opts *o, int argc, char **argv)
          * a node whose clock is a little behind must not run the job
          * again in the same window. */
         int64_t left = a.hold_min_ms - held;
-        r = rlk_lock_extend(l, left, RLK_EXTEND_SET);
+        r = held_extend(&h, left);
         if (r == RLK_OK) cli_verbose("holding '%s' for %" PRId64 " ms more (--hold-min)", name, left);
         else cli_err("--hold-min: %s", rlk_client_errmsg(cl));
-        rlk_lock_forget(l);
+        held_forget(&h);
     } else {
         /* The key's expiry, should the release fail: the TTL from the
          * last renewal's sending (the validity left and the drift
          * allowance add up to it), short by that renewal's round trip. */
-        int64_t expiry = cli_mono_ms() + rlk_lock_remaining_ms(l) +
-                         rlk_plan_drift_ms(NULL, rlk_lock_ttl_ms(l));
-        r = rlk_lock_release(l);
+        int64_t expiry = cli_mono_ms() + held_left(&h) +
+                         rlk_plan_drift_ms(NULL, held_ttl(&h));
+        r = held_release(&h);
         if (r == RLK_OK) {
-            cli_verbose("released '%s'", name);
+            cli_verbose("released %s'%s'", sem ? "the permits of " : "", name);
         } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST) {
             cli_err("%s", rlk_client_errmsg(cl));
         } else {
@@ -751,6 +853,9 @@ int cmd_run(cli_opts *o, int argc, char **argv)
     else if (timed_out) code = CLI_EX_MAX_TIME;
     return code;
 }
+
+int cmd_run(cli_opts *o, int argc, char **argv) { return run_as(o, argc, argv, 0); }
+int cli_sem_run(cli_opts *o, int argc, char **argv) { return run_as(o, argc, argv, 1); }
 
 /* ------------------------------------------------------------------ */
 /* acquire, release, extend, status                                     */
@@ -1221,6 +1326,132 @@ int cmd_status(cli_opts *o, int argc, char **argv)
     rlk_client_free(cl);
     if (o->redlock && !a.json) print_servers(o, pos[0]);
     return st.held ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* sem: run and status                                                  */
+
+/* A semaphore holder's facts on stdout, as a lock holder's. */
+static void put_holder_facts(const rlk_sem_holder *hd)
+{
+    rlk_lock_status f;
+    memset(&f, 0, sizeof f);
+    f.pid = hd->pid;
+    f.since_ms = hd->since_ms;
+    memcpy(f.host, hd->host, sizeof f.host);
+    memcpy(f.cmd, hd->cmd, sizeof f.cmd);
+    if (hd->has_facts) fputs("; ", stdout), put_facts(&f, 1);
+}
+
+static void print_sem(const char *name, const char *where, const rlk_sem_status *st, int json)
+{
+    char iso[80];
+    if (json) {
+        putchar('{');
+        json_field("name", name);
+        if (where[0]) printf(",\"node\":"), json_str(where);
+        printf(",\"exists\":%s,\"permits\":%" PRId64 ",\"used\":%" PRId64 ",\"holders\":[",
+               st->exists ? "true" : "false", st->permits, st->used);
+        for (size_t i = 0; i < st->nholders; i++) {
+            const rlk_sem_holder *hd = &st->holder[i];
+            printf("%s{", i ? "," : "");
+            json_field("token", hd->token);
+            printf(",\"permits\":%" PRId64 ",\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64
+                   ",\"holder\":", hd->k, hd->ttl_ms, hd->fence);
+            if (!hd->has_facts) {
+                printf("null}");
+                continue;
+            }
+            rlk_lock_status f;
+            memset(&f, 0, sizeof f);
+            f.since_ms = hd->since_ms;
+            facts_iso(&f, iso, sizeof iso);
+            putchar('{'), json_field("host", hd->host);
+            printf(",\"pid\":%" PRId64 ",\"since_ms\":%" PRId64 ",\"since\":\"%s\",", hd->pid,
+                   hd->since_ms, iso);
+            json_field("cmd", hd->cmd);
+            printf("}}");
+        }
+        printf("],\"fence\":%" PRIu64 ",\"waiting\":%" PRId64 "}\n", st->fence, st->waiters);
+        return;
+    }
+    put_line("name:    ", name);
+    if (where[0]) put_line("node:    ", where);
+    if (st->permits > 0)
+        printf("permits: %" PRId64 " (%" PRId64 " held, %" PRId64 " free)\n", st->permits,
+               st->used, st->permits > st->used ? st->permits - st->used : 0);
+    else
+        printf("permits: %" PRId64 " held (the size is each holder's own)\n", st->used);
+    for (size_t i = 0; i < st->nholders; i++) {
+        const rlk_sem_holder *hd = &st->holder[i];
+        fputs("holder:  ", stdout), put_text(hd->token);
+        printf(": %" PRId64 " permit%s, ttl %" PRId64 " ms", hd->k, hd->k == 1 ? "" : "s",
+               hd->ttl_ms);
+        if (hd->fence) printf(", fence %" PRIu64, hd->fence);
+        put_holder_facts(hd);
+        putchar('\n');
+    }
+    if (st->fence) printf("fence:   %" PRIu64 " (the last given)\n", st->fence);
+    printf("waiting: %" PRId64 "\n", st->waiters);
+}
+
+static int sem_status(cli_opts *o, int argc, char **argv)
+{
+    lock_args a;
+    init_args(&a);
+    a.sem = 1;
+    const char *pos[1];
+    char **rest;
+    int r = parse_args(o, &a, argc, argv, pos, 1, &rest);
+    if (r > 0) return r;
+    if (r < 0 || rest)
+        return cli_usage_error("usage: resplock sem status NAME [--layout L] [--json]");
+    if (o->redlock) return cli_usage_error("sem is for one server or a cluster, not --redlock");
+    if ((r = fill_defaults(o, &a, 0)) != 0) return r;
+    if ((r = cli_resolve(o)) != 0) return r;
+    const char *name = cli_key(o, pos[0]);
+    if (!name) return cli_usage_error("--prefix and NAME are too long together");
+    char *sname = strdup(name), where[RLK__SLOTS_HOST_MAX + 64];
+    if (!sname) {
+        cli_err("out of memory");
+        return CLI_EX_SOFTWARE;
+    }
+    /* On a cluster the semaphore is read where it lives: the slot of its
+     * keys' hash tag, NAME. */
+    char tag[RLK__SLOTS_HOST_MAX + 8];
+    snprintf(tag, sizeof tag, "{%.*s}", (int)(sizeof tag - 3), sname);
+    const char *url = locate(o, tag, where, sizeof where, &r);
+    rlk_client *cl = url ? lock_client(o, url, a.wait_ms, &r) : NULL;
+    if (!cl) {
+        free(sname);
+        return r;
+    }
+    rlk_sem_status st;
+    int s = rlk_sem_get_status(cl, sname, a.layout, a.lock_timeout_ms, &st);
+    if (s != RLK_OK) {
+        r = s == RLK_ERR_INVALID ? cli_usage_error("%s", rlk_client_errmsg(cl))
+                                 : cli_connect_error(o, s, rlk_client_errmsg(cl));
+    } else if (st.not_a_sem) {
+        cli_err("'%s' is not a semaphore (an application's key? use a --prefix)", sname);
+        r = CLI_EX_DATAERR;
+    } else {
+        print_sem(sname, where, &st, a.json);
+        r = st.used > 0 ? 0 : 1;
+    }
+    if (s == RLK_OK) rlk_sem_status_free(&st);
+    rlk_client_free(cl);
+    free(sname);
+    return r;
+}
+
+int cmd_sem(cli_opts *o, int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: resplock sem run NAME -p PERMITS [-k K] [--layout L] [options] [--] COMMAND\n"
+        "       resplock sem status NAME [--layout L] [--json]";
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) return cli_sem_run(o, argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "status") == 0) return sem_status(o, argc - 1, argv + 1);
+    return cli_usage_error("%s", usage);
 }
 
 /* A key of resplock's own beside a lock: a line, its waiters, a

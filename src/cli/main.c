@@ -30,6 +30,7 @@ static const struct {
     {"break", cmd_break},
     {"ping", cmd_ping},
     {"rate", cmd_rate},
+    {"sem", cmd_sem},
 };
 
 int main(int argc, char **argv)

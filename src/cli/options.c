@@ -129,21 +129,23 @@ static int cli_global_option(cli_opts *o, int c, const char *arg)
     }
 }
 
-/* The option of global_long or own (in that order) named by the len
- * bytes at name: its whole name, or else the beginning of one option's
- * name only (of several with the same code: the first).  NULL when none;
- * *ambiguous is set when several differ. */
+/* The option of own or global_long (in that order: a subcommand's short
+ * form may stand for its own option, as sem's -p for --permits) named by
+ * the len bytes at name: its whole name, or else the beginning of one
+ * option's name only (of several with the same code: the first).  NULL
+ * when none; *ambiguous is set when several differ; *mine when it is
+ * own's. */
 static const cli_option *long_option(const cli_option *own, const char *name, size_t len,
-                                     int *ambiguous)
+                                     int *ambiguous, int *mine)
 {
     const cli_option *found = NULL;
     *ambiguous = 0;
     if (!len) return NULL;
     for (int t = 0; t < 2; t++)
-        for (const cli_option *p = t ? own : global_long; p && p->name; p++) {
+        for (const cli_option *p = t ? global_long : own; p && p->name; p++) {
             if (strncmp(p->name, name, len) != 0) continue;
-            if (!p->name[len]) return p;
-            if (!found) found = p;
+            if (!p->name[len]) return *mine = !t, p;
+            if (!found) found = p, *mine = !t;
             else if (found->val != p->val) *ambiguous = 1;
         }
     return *ambiguous ? NULL : found;
@@ -155,7 +157,7 @@ static int ambiguous_error(const cli_option *own, const char *word, const char *
 {
     char list[512] = "";
     for (int t = 0; t < 2; t++)
-        for (const cli_option *p = t ? own : global_long; p && p->name; p++) {
+        for (const cli_option *p = t ? global_long : own; p && p->name; p++) {
             if (strncmp(p->name, name, len) != 0) continue;
             size_t n = strlen(list);
             if (n + strlen(p->name) + 5 >= sizeof list) break;
@@ -164,23 +166,26 @@ static int ambiguous_error(const cli_option *own, const char *word, const char *
     return cli_usage_error("ambiguous option '%s' (%s)", word, list);
 }
 
-/* The option whose short form is c (its code, below 128), or NULL. */
-static const cli_option *short_option(const cli_option *own, int c)
+/* The option whose short form is c (its code, below 128), own's first
+ * (*mine then), or NULL. */
+static const cli_option *short_option(const cli_option *own, int c, int *mine)
 {
     static const cli_option help = {"help", 0, OPT_HELP};
+    *mine = 0;
     if (c == '?') return &help;
     for (int t = 0; t < 2; t++)
-        for (const cli_option *p = t ? own : global_long; p && p->name; p++)
-            if (p->val < 128 && p->val == c) return p;
+        for (const cli_option *p = t ? global_long : own; p && p->name; p++)
+            if (p->val < 128 && p->val == c) return *mine = !t, p;
     return NULL;
 }
 
-/* Option p of argv word `word` with its value arg (NULL: none): 0 when
- * taken, or an exit code (CLI_DONE after --help, --version). */
-static int take_option(cli_opts *o, const cli_option *p, const char *arg, const char *word,
-                       int (*own)(void *ctx, int c, const char *arg), void *ctx)
+/* Option p (own's when mine) of argv word `word` with its value arg
+ * (NULL: none): 0 when taken, or an exit code (CLI_DONE after --help,
+ * --version). */
+static int take_option(cli_opts *o, const cli_option *p, int mine, const char *arg,
+                       const char *word, int (*own)(void *ctx, int c, const char *arg), void *ctx)
 {
-    int r = cli_global_option(o, p->val, arg);
+    int r = mine ? 0 : cli_global_option(o, p->val, arg);
     if (r == 0 && own) r = own(ctx, p->val, arg);
     if (r < 0) return CLI_EX_USAGE;
     if (r == 2) return CLI_DONE;
@@ -194,7 +199,7 @@ int cli_getopt(cli_opts *o, int argc, char **argv, const cli_option *own_options
     for (; i < argc; i++) {
         const char *w = argv[i], *arg = NULL;
         const cli_option *p = NULL;
-        int r = 0;
+        int r = 0, mine = 0;
         if (w[0] != '-' || !w[1]) break; /* the first operand ends the options */
         if (strcmp(w, "--") == 0) {
             i++;
@@ -205,7 +210,7 @@ int cli_getopt(cli_opts *o, int argc, char **argv, const cli_option *own_options
             const char *name = w + 2, *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             int ambiguous;
-            p = long_option(own_options, name, len, &ambiguous);
+            p = long_option(own_options, name, len, &ambiguous, &mine);
             if (ambiguous) return ambiguous_error(own_options, w, name, len);
             if (!p) return cli_usage_error("unknown option '%s'", w);
             if (eq && !p->takes_value)
@@ -213,15 +218,15 @@ int cli_getopt(cli_opts *o, int argc, char **argv, const cli_option *own_options
             if (eq) arg = eq + 1;
             else if (p->takes_value && !(arg = ++i < argc ? argv[i] : NULL))
                 return cli_usage_error("option '%s' needs a value", w);
-            r = take_option(o, p, arg, w, own, ctx);
+            r = take_option(o, p, mine, arg, w, own, ctx);
         } else {
             /* -x, bundled flags -xy, a value in the word (-t10s) or the next. */
             for (const char *s = w + 1; *s && !r && !arg; s++) {
-                if (!(p = short_option(own_options, (unsigned char)*s)))
+                if (!(p = short_option(own_options, (unsigned char)*s, &mine)))
                     return cli_usage_error("unknown option '-%c'", *s);
                 if (p->takes_value && !(arg = s[1] ? s + 1 : ++i < argc ? argv[i] : NULL))
                     return cli_usage_error("option '%s' needs a value", w);
-                r = take_option(o, p, arg, w, own, ctx);
+                r = take_option(o, p, mine, arg, w, own, ctx);
             }
         }
         if (r) return r;
