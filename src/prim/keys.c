@@ -8,9 +8,12 @@
 #endif
 
 #include "keys.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static uint16_t crc16(const char *s, size_t n)
 {
@@ -142,4 +145,54 @@ uint64_t rlk__window_end(const rlk_resp_value *v)
         end = end * 10 + (uint64_t)(ch - '0');
     }
     return end;
+}
+
+/* src into out, every byte outside [A-Za-z0-9._/@:-] as %XX (so that a
+ * token holds no space, ';' or '+'), at most max bytes, an escape never
+ * cut; returns the length. */
+static size_t put_enc(char *out, const char *src, size_t max)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("._/@:-", *p);
+        if (n + (plain ? 1 : 3) > max) break;
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    return n;
+}
+
+void rlk__facts_host(char *out)
+{
+    char host_name[256];
+    if (gethostname(host_name, sizeof host_name - 1) != 0) host_name[0] = '\0';
+    host_name[sizeof host_name - 1] = '\0';
+    out[put_enc(out, host_name, RLK_HOLDER_HOST_MAX)] = '\0';
+}
+
+size_t rlk__facts_make(const char *host, char *out, const char *cmd)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    size_t n = strlen(host);
+    memcpy(out, "h=", 2);
+    memcpy(out + 2, host, n);
+    n += 2;
+    memcpy(out + n, ";p=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, rlk__pid());
+    memcpy(out + n, ";t=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (cmd && *cmd) {
+        memcpy(out + n, ";c=", 3);
+        n += 3 + put_enc(out + n + 3, cmd, RLK_HOLDER_CMD_MAX);
+    }
+    out[n] = '\0';
+    return n;
 }

@@ -34,5 +34,13 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v);
  * but that form). */
 uint64_t rlk__window_end(const rlk_resp_value *v);
 
+/* Holder facts, as every primitive records them ("h=HOST;p=PID;t=MS"
+ * and ";c=CMD" when cmd is given, %XX-encoded, at most RLK__FACTS_MAX
+ * bytes: see lock.h): this host's name, encoded, into out
+ * (RLK_HOLDER_HOST_MAX + 1 bytes), read once by a primitive when made;
+ * and the facts of host (so encoded) with this process's id and this
+ * host's wall clock now, into out; their length. */
+void rlk__facts_host(char *out);
+size_t rlk__facts_make(const char *host, char *out, const char *cmd);
 
 #endif
