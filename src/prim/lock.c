@@ -1025,50 +1025,6 @@ static int start(rlk__locks *s, rlk_session_lock *l)
 /* ------------------------------------------------------------------ */
 /* The holder's facts                                                   */
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Decodes at most max bytes of [p, end) (%XX escapes) into out (the
- * value is not NUL-terminated: nothing past end is read). */
-static void get_enc(char *out, size_t max, const char *p, const char *end)
-{
-    size_t n = 0;
-    for (; p < end && n < max; p++) {
-        int hi = *p == '%' && end - p >= 3 ? hexval(p[1]) : -1, lo = hi >= 0 ? hexval(p[2]) : -1;
-        if (lo >= 0 && (hi || lo)) {
-            out[n++] = (char)(hi * 16 + lo);
-            p += 2;
-        } else {
-            out[n++] = *p;
-        }
-    }
-    out[n] = '\0';
-}
-
-void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len)
-{
-    const char *end = f + len;
-    if (len >= 2 && memcmp(end - 2, "+w", 2) == 0) end -= 2; /* the waiters' mark */
-    for (const char *p = f; p < end;) {
-        const char *semi = memchr(p, ';', (size_t)(end - p));
-        const char *e = semi ? semi : end;
-        char num[24];
-        if (e - p > 2 && p[1] == '=') {
-            if (p[0] == 'h') get_enc(st->host, RLK_HOLDER_HOST_MAX, p + 2, e);
-            else if (p[0] == 'c') get_enc(st->cmd, RLK_HOLDER_CMD_MAX, p + 2, e);
-            if (p[0] == 'p' || p[0] == 't') {
-                get_enc(num, sizeof num - 1, p + 2, e);
-                *(p[0] == 'p' ? &st->pid : &st->since_ms) = strtoll(num, NULL, 10);
-            }
-            st->has_facts = 1;
-        }
-        p = e + 1;
-    }
-}
-
 int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o)
 {
     if (!name || !*name) return fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
