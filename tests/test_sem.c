@@ -7,10 +7,11 @@
  * they joined, a waiter for 2 not passed by waiters for 1 behind it; a
  * wait woken by a release far sooner than its recheck slice; the size
  * changed while permits are held; a holder killed with kill -9 whose
- * permit comes back after its TTL and not before; a holder that stopped
+ * permit comes back after its TTL and not before; a waiter killed in
+ * line whose place lapses; a holder that stopped
  * renewing told it lost and its permit taken by another; permits that
  * survive a restart of a server with AOF; and the watchdog keeping
- * permits past their TTL.
+ * permits past their TTL; Redlock refused.
  *
  * Waits are conditions with deadlines (a status read, a thread's done
  * flag), never a bare sleep; timings are bounds (MARGIN wider under
@@ -576,6 +577,91 @@ static void test_holder_killed(void)
     rlk_client_free(c);
 }
 
+/* The child: waits in name's line for its one permit until killed. */
+static int child_wait(const char *name)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl) _exit(2);
+    rlk_sem_options o = sopts(1, 1, 30000, 60000);
+    rlk_sem *s = NULL;
+    rlk_sem_acquire(cl, name, &o, &s);
+    _exit(5); /* never served: it is killed first */
+}
+
+/* A waiter killed with kill -9 while in line: its place lapses (two of
+ * its recheck slices, 1 s each, and a little), and the waiter behind it
+ * is served then, not before. */
+static void test_dead_waiter_lapses(void)
+{
+    char name[96];
+    sem_name(name, sizeof name, "deadwaiter");
+    rlk_client *h = SCLIENT(0);
+    struct sw w;
+    int nw = 0;
+    pid_t kid = -1;
+    rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
+    if (!held) goto out;
+    fflush(stdout);
+    kid = fork();
+    if (kid == 0) {
+        execl(self_path, self_path, "--child-wait", url, name, (char *)NULL);
+        _exit(127);
+    }
+    if (!CHECK(kid > 0) || !CHECK(wait_line(h, name, 1, 5000))) goto out;
+    int64_t killed = ts_now_ms();
+    kill(kid, SIGKILL);
+    int wst;
+    CHECK(waitpid(kid, &wst, 0) == kid && WIFSIGNALED(wst));
+    kid = -1;
+    rank_next = 0;
+    nw = CHECK(sw_start(&w, name, 1, 1, 8000, 0, 50) == 0);
+    if (!nw || !CHECK(wait_line(h, name, 2, 5000))) goto out;
+    CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
+    held = NULL;
+    CHECK(sw_wait(&w, 8000));
+    sw_end(&w);
+    nw = 0;
+    CHECK_EQ_INT(w.rc, RLK_OK);
+    int64_t after = w.done_at - killed;
+    printf("# served %lld ms after the waiter ahead was killed\n", (long long)after);
+    /* Its last try was at most a slice (1 s) before the kill; its place
+     * lasts 2.2 s from it. */
+    CHECK_MSG(after >= 1200 - 50, "served after %lld ms: the dead waiter's place was passed",
+              (long long)after);
+    CHECK_MSG(after <= 2200 + 50 + MARGIN + 200, "served only after %lld ms", (long long)after);
+out:
+    if (kid > 0) kill(kid, SIGKILL), waitpid(kid, NULL, 0);
+    if (nw) sw_end(&w);
+    if (held) rlk_sem_release(held);
+    rlk_client_free(h);
+}
+
+/* Redlock: refused, nothing sent. */
+static void test_redlock_refused(void)
+{
+    char u1[64], u2[64];
+    snprintf(u1, sizeof u1, "redis://127.0.0.1:%d", ts_free_port(0));
+    snprintf(u2, sizeof u2, "redis://127.0.0.1:%d", ts_free_port(0));
+    const char *seeds[2] = {u1, u2};
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    cfg.seeds = seeds;
+    cfg.nseeds = 2;
+    cfg.redlock = 1;
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!CHECK(cl != NULL)) return;
+    rlk_sem_options o = sopts(2, 1, 1000, 0);
+    rlk_sem *s = (rlk_sem *)1;
+    CHECK_EQ_INT(rlk_sem_acquire(cl, "x", &o, &s), RLK_ERR_INVALID);
+    CHECK(s == NULL);
+    CHECK(strstr(rlk_client_errmsg(cl), "Redlock") != NULL);
+    rlk_sem_status st;
+    CHECK_EQ_INT(rlk_sem_get_status(cl, "x", RLK_SEM_LAYOUT_RESPLOCK, 0, &st), RLK_ERR_INVALID);
+    rlk_client_free(cl);
+}
+
 static int lost_n;
 static rlk_sem *lost_of;
 static void on_lost(void *ctx, rlk_sem *s)
@@ -726,9 +812,11 @@ static void run_all(int standalone)
     RUN(test_wait_wakes_on_release);
     RUN(test_resize_while_held);
     RUN(test_holder_killed);
+    RUN(test_dead_waiter_lapses);
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
     if (standalone) RUN(test_aof_restart);
+    if (standalone) RUN(test_redlock_refused);
 }
 
 int main(int argc, char **argv)
@@ -738,21 +826,23 @@ int main(int argc, char **argv)
         snprintf(url, sizeof url, "%s", argv[2]);
         return child_hold(argv[3], strtoll(argv[4], NULL, 10), atoi(argv[5]));
     }
+    if (argc == 4 && strcmp(argv[1], "--child-wait") == 0) {
+        snprintf(url, sizeof url, "%s", argv[2]);
+        return child_wait(argv[3]);
+    }
     self_path = strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     tl_init(argc, argv);
     if (locktest_setup() != 0) return 1;
     snprintf(url, sizeof url, "%s", srv_url);
     printf("# one server: %s\n", url);
     run_all(1);
-    if (!getenv("RLK_SEM_NO_CLUSTER")) {
-        tc_cluster *cl = tc_start(0);
-        if (CHECK_MSG(cl != NULL, "the cluster did not start")) {
-            tc_url(cl, 0, url, sizeof url);
-            where = "cluster-";
-            printf("# a cluster: %s\n", url);
-            run_all(0);
-            tc_stop(cl);
-        }
+    tc_cluster *cl = tc_start(0);
+    if (CHECK_MSG(cl != NULL, "the cluster did not start")) {
+        tc_url(cl, 0, url, sizeof url);
+        where = "cluster-";
+        printf("# a cluster: %s\n", url);
+        run_all(0);
+        tc_stop(cl);
     }
     return locktest_finish(t0);
 }
