@@ -8,7 +8,8 @@
  * (host.h), attached to every data core the route makes and told of
  * each new slot table, whose topology the route's kind gives
  * (rlk__route_topo), and the primitives that join the host: the lock
- * (lock.h: rlk__locks) and the rate limiter (rate.h).  The client names
+ * (lock.h: rlk__locks), the rate limiter (rate.h) and the semaphore
+ * (sem.h).  The client names
  * the route's members by role, never by index: the connection whose
  * health, socket and facts are the client's is the route's primary
  * (rlk__route_primary), and what the host attaches is its data members
@@ -55,6 +56,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "rate.h"
+#include "sem.h"
 #include "redlock.h"
 #include "reply.h"
 #include "transport.h"
@@ -156,6 +158,9 @@ struct rlk_client {
     rlk__rates *rates;        /* the rate limiter, joined to the host at its first call */
     struct rate_rec *rate_recs; /* the rate calls under way */
     int rate_due;             /* some rate call's result is owed to a loop */
+    rlk__sems *sems;          /* the semaphores, joined to the host at their first call */
+    struct rlk_sem *sem_list; /* the permits held */
+    int sem_notify;           /* some permit's on_lost is owed */
     rlk_lock *locks;
     pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
     pthread_cond_t cv;        /* a result came (thread mode; made by its first start) */
@@ -296,8 +301,11 @@ static void expires(rlk_client *cl, rlk_lock *l)
  * those of locks whose validity ran out among them: they may call the
  * client's functions.  The list is walked again after each call, which
  * may have released or forgotten handles. */
+static void sems_notify(rlk_client *cl);
+
 static void leave(rlk_client *cl)
 {
+    sems_notify(cl);
     if (!cl->thread_on && cl->next_expiry >= 0 && rlk__now_ms() >= cl->next_expiry)
         cl->next_expiry = sweep(cl);
     while (!cl->thread_on && cl->notify) {
@@ -918,6 +926,7 @@ int rlk_client_connect(rlk_client *cl)
 }
 
 static void rates_end(rlk_client *cl);
+static void sems_end(rlk_client *cl);
 
 void rlk_client_free(rlk_client *cl)
 {
@@ -931,6 +940,7 @@ void rlk_client_free(rlk_client *cl)
     rlk_client_watchdog_stop(cl);
     side_drop(cl);
     rates_end(cl);
+    sems_end(cl);
     rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
     rlk__renewer_free(cl->renewer);
     rlk__host_free(cl->host);
@@ -1489,7 +1499,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     cl->watch_ok = 0;
     rlk__route_health h;
     rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
-    if (!cl->locks && !h.up) {
+    if (!cl->locks && !cl->sem_list && !h.up) {
         /* Nothing to renew, nothing to read: no connect (a program that
          * declares tick mode before its first acquire connects within
          * that acquire's own deadline). */
@@ -1528,7 +1538,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
              * primary's): looked for again soon. */
             if (h.connecting || (i != pri && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
                 due = sooner(due, now + 10);
-            else if (!h.up && cl->locks)
+            else if (!h.up && (cl->locks || cl->sem_list))
                 /* To connect again when due (the next tick starts it). */
                 due = sooner(due, h.retry_at > now ? h.retry_at : now + 10);
         }
@@ -2195,4 +2205,314 @@ static void rates_deliver(rlk_client *cl)
         pthread_mutex_lock(&cl->mu);
         rlk__free(k);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Semaphores: the semaphore primitive (sem.h) joined to the host       */
+
+/* A permit set held, or asked for by a call under way: the primitive's
+ * permit and what the caller sees.  A blocking call that gave up on its
+ * reply (its deadline passed first) forgets the permit, which the
+ * primitive gives back when the reply comes. */
+struct rlk_sem {
+    rlk_client *cl;
+    rlk_sem *prev, *next;     /* the client's permits held */
+    rlk__sem *h;
+    void (*on_lost)(void *ctx, rlk_sem *s);
+    void *ctx;
+    int done, status;
+    int lost_due;             /* on_lost owed, called at the end of a call */
+    char msg[256];
+};
+
+static void sem_link(rlk_client *cl, rlk_sem *s)
+{
+    s->prev = NULL;
+    s->next = cl->sem_list;
+    if (cl->sem_list) cl->sem_list->prev = s;
+    cl->sem_list = s;
+}
+
+static void sem_unlink(rlk_client *cl, rlk_sem *s)
+{
+    if (s->prev) s->prev->next = s->next;
+    else if (cl->sem_list == s) cl->sem_list = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* The primitive found a permit lost: on_lost from the thread now (the
+ * mutex held, as rlk_lock_options.on_lost says), else at the end of the
+ * owner's call (sems_notify). */
+static void sem_lost(void *owner)
+{
+    rlk_sem *s = owner;
+    rlk_client *cl = s->cl;
+    if (!s->on_lost) return;
+    if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
+        s->on_lost(s->ctx, s);
+    } else {
+        s->lost_due = 1;
+        cl->sem_notify = 1;
+        wake_thread(cl);
+    }
+}
+
+/* With the mutex held: permits whose validity ran out unrenewed are
+ * lost; the on_lost owed are called with it let go (they may release
+ * permits: the list is walked again after each). */
+static void sems_notify(rlk_client *cl)
+{
+    if (!cl->sem_list) return;
+    int64_t now = rlk__now_ms();
+    for (rlk_sem *s = cl->sem_list; s; s = s->next)
+        if (rlk__sem_expire(s->h, now) && s->on_lost) {
+            s->lost_due = 1;
+            cl->sem_notify = 1;
+        }
+    while (cl->sem_notify) {
+        rlk_sem *s = cl->sem_list;
+        while (s && !s->lost_due) s = s->next;
+        if (!s) {
+            cl->sem_notify = 0;
+            break;
+        }
+        s->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        s->on_lost(s->ctx, s);
+        pthread_mutex_lock(&cl->mu);
+    }
+}
+
+static void sems_end(rlk_client *cl)
+{
+    rlk__sems_free(cl->sems); /* the permits' too */
+    cl->sems = NULL;
+    while (cl->sem_list) {
+        rlk_sem *s = cl->sem_list;
+        sem_unlink(cl, s);
+        rlk__free(s);
+    }
+}
+
+static void sem_done(void *ctx, int status, const char *msg)
+{
+    rlk_sem *s = ctx;
+    s->done = 1;
+    s->status = status;
+    snprintf(s->msg, sizeof s->msg, "%s", msg ? msg : "");
+    if (s->cl->thread_on) s->cl->th->signal(s->cl);
+}
+
+static int sem_is_done(void *ctx) { return ((rlk_sem *)ctx)->done; }
+
+static int sem_ready(rlk_client *cl, const char *doing)
+{
+    if (!cl->sems && !(cl->sems = rlk__sems_new(cl->host, cl->renewer, cl->cfg.recheck_ms,
+                                                sem_lost)))
+        return cl_fail(cl, RLK_ERR_NOMEM, "%s: out of memory", doing);
+    return RLK_OK;
+}
+
+void rlk_sem_options_init(rlk_sem_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->k = 1;
+}
+
+int rlk_sem_acquire(rlk_client *cl, const char *name, const rlk_sem_options *o, rlk_sem **out)
+{
+    if (out) *out = NULL;
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the semaphore");
+    enter(cl);
+    char err[200];
+    int st = out ? rlk__sem_check(name, o, cl->thread_on || cl->ticking || cl->looping, err,
+                                  sizeof err)
+                 : (snprintf(err, sizeof err, "semaphore: no out"), RLK_ERR_INVALID);
+    if (st != RLK_OK) {
+        cl_fail(cl, st, "%s", err);
+        leave(cl);
+        return st;
+    }
+    rlk_sem *s = NULL;
+    if ((st = sem_ready(cl, "semaphore")) != RLK_OK || !(s = rlk__malloc(sizeof *s))) {
+        if (st == RLK_OK) st = cl_fail(cl, RLK_ERR_NOMEM, "semaphore: out of memory");
+        leave(cl);
+        return st;
+    }
+    memset(s, 0, sizeof *s);
+    s->cl = cl;
+    s->on_lost = o->on_lost;
+    s->ctx = o->ctx;
+    /* Each try's reply within the command timeout past the wait; the
+     * turns end a command timeout after that, for a connection that
+     * never comes. */
+    int64_t now = rlk__now_ms(), t = cl->timeout, wait = o->wait_ms;
+    int64_t wait_until = wait > 0 ? now + wait : -1;
+    int64_t reply_by = wait == RLK_WAIT_FOREVER || t < 0 ? RLK__DL_DEFAULT : now + wait + t;
+    int64_t until = wait == RLK_WAIT_FOREVER || t < 0 ? -1 : now + wait + 2 * t;
+    st = rlk__sem_acquire(cl->sems, name, o, reply_by, wait_until, sem_done, s, s, now, &s->h);
+    if (st != RLK_OK) {
+        cl_fail(cl, st, "semaphore %s: %s", name, rlk_strerror(st));
+        rlk__free(s);
+        leave(cl);
+        return st;
+    }
+    int r = drive(cl, sem_is_done, s, until);
+    if (s->done && s->status == RLK_OK) {
+        sem_link(cl, s);
+        *out = s;
+        st = RLK_OK;
+    } else {
+        if (s->done) {
+            st = s->status;
+            cl_fail(cl, st, "%s", s->msg);
+        } else {
+            st = not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "semaphore");
+        }
+        rlk__sem_forget(s->h);
+        rlk__free(s);
+    }
+    leave(cl);
+    return st;
+}
+
+int rlk_sem_release(rlk_sem *s)
+{
+    if (!s) return RLK_ERR_INVALID;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    sem_unlink(cl, s);
+    int64_t now = rlk__now_ms();
+    if (rlk__sem_lost(s->h) && s->lost_due) {
+        /* Its on_lost first, as the lock's release calls it. */
+        s->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        s->on_lost(s->ctx, s);
+        pthread_mutex_lock(&cl->mu);
+    }
+    int64_t t = cl->timeout;
+    s->done = 0;
+    int st = rlk__sem_release(s->h, t < 0 ? RLK__DL_DEFAULT : now + t, sem_done, s, now);
+    if (st == RLK_LOCK_LOST) {
+        cl_fail(cl, st, "semaphore %s: the permits were lost before the release",
+                rlk__sem_name(s->h));
+    } else if (st != RLK_OK) {
+        cl_fail(cl, st, "semaphore release: %s", rlk_strerror(st));
+    } else {
+        int r = drive(cl, sem_is_done, s, t < 0 ? -1 : now + 2 * t);
+        if (s->done) {
+            st = s->status;
+            if (st != RLK_OK) cl_fail(cl, st, "%s", s->msg);
+        } else {
+            /* The release goes on without us; the permit is freed by its
+             * reply. */
+            st = not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "semaphore release");
+            rlk__sem_forget(s->h);
+        }
+    }
+    rlk__free(s);
+    leave(cl);
+    return st;
+}
+
+void rlk_sem_forget(rlk_sem *s)
+{
+    if (!s) return;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    sem_unlink(cl, s);
+    rlk__sem_forget(s->h);
+    rlk__free(s);
+    leave(cl);
+}
+
+int64_t rlk_sem_remaining_ms(const rlk_sem *s)
+{
+    return s ? rlk__sem_remaining(s->h, rlk__now_ms()) : 0;
+}
+int rlk_sem_is_lost(const rlk_sem *s)
+{
+    return !s || rlk__sem_lost(s->h) || rlk__sem_remaining(s->h, rlk__now_ms()) <= 0;
+}
+uint64_t rlk_sem_fence(const rlk_sem *s) { return s ? rlk__sem_fence(s->h) : 0; }
+const char *rlk_sem_token(const rlk_sem *s) { return s ? rlk__sem_token(s->h) : ""; }
+const char *rlk_sem_name(const rlk_sem *s) { return s ? rlk__sem_name(s->h) : ""; }
+int64_t rlk_sem_k(const rlk_sem *s) { return s ? rlk__sem_k(s->h) : 0; }
+int64_t rlk_sem_ttl_ms(const rlk_sem *s) { return s ? rlk__sem_ttl(s->h) : 0; }
+
+/* A status read's record: the call that gave up on it leaves it to the
+ * reply, which frees it. */
+typedef struct sem_status_rec {
+    rlk_client *cl;
+    int done, status, abandoned;
+    rlk_sem_status st;
+    char msg[256];
+} sem_status_rec;
+
+static void sem_status_done(void *ctx, int status, const char *msg)
+{
+    sem_status_rec *k = ctx;
+    if (k->abandoned) {
+        rlk_sem_status_free(&k->st);
+        rlk__free(k);
+        return;
+    }
+    k->done = 1;
+    k->status = status;
+    snprintf(k->msg, sizeof k->msg, "%s", msg ? msg : "");
+    if (k->cl->thread_on) k->cl->th->signal(k->cl);
+}
+
+static int sem_status_is_done(void *ctx) { return ((sem_status_rec *)ctx)->done; }
+
+int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
+                       int64_t lock_timeout_ms, rlk_sem_status *st)
+{
+    (void)lock_timeout_ms;
+    if (st) memset(st, 0, sizeof *st);
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the semaphore");
+    enter(cl);
+    int r = RLK_OK;
+    if (!st || !name || !*name) r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: no name or no status");
+    else if (layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
+        r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: the redis-semaphore layout is not built yet");
+    else if (layout != RLK_SEM_LAYOUT_RESPLOCK)
+        r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: a layout not known");
+    sem_status_rec *k = NULL;
+    if (r == RLK_OK) r = sem_ready(cl, "semaphore status");
+    if (r == RLK_OK && !(k = rlk__malloc(sizeof *k)))
+        r = cl_fail(cl, RLK_ERR_NOMEM, "semaphore status: out of memory");
+    if (r == RLK_OK) {
+        memset(k, 0, sizeof *k);
+        k->cl = cl;
+        int64_t now = rlk__now_ms(), t = cl->timeout;
+        r = rlk__sem_status(cl->sems, name, &k->st, t < 0 ? RLK__DL_DEFAULT : now + t,
+                            sem_status_done, k, now);
+        if (r != RLK_OK) {
+            cl_fail(cl, r, "semaphore status %s: %s", name, rlk_strerror(r));
+            rlk__free(k);
+        } else {
+            int d = drive(cl, sem_status_is_done, k, t < 0 ? -1 : now + 2 * t);
+            if (k->done) {
+                r = k->status;
+                if (r == RLK_OK) *st = k->st;
+                else cl_fail(cl, r, "%s", k->msg);
+                rlk__free(k);
+            } else {
+                k->abandoned = 1;
+                r = not_connected(cl, d == RLK_OK ? RLK_ERR_TIMEOUT : d, "semaphore status");
+            }
+        }
+    }
+    leave(cl);
+    return r;
+}
+
+void rlk_sem_status_free(rlk_sem_status *st)
+{
+    if (!st) return;
+    rlk__free(st->holder);
+    st->holder = NULL;
+    st->nholders = 0;
 }

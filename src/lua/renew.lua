@@ -2,8 +2,8 @@
 -- Renews many locks in one call: the watchdog's round.
 --
 -- KEYS: the locks, all in one hash slot.
--- ARGV: the kinds, one letter per key ('s' or 'r'), then for each key
---       its token (or hash field) and its ttl.
+-- ARGV: the kinds, one letter per key ('s', 'r' or 'p'), then for each
+--       key its token (or hash field) and its ttl.
 -- Returns per key 1 renewed, -1 not held, -2 held by someone else.
 --
 -- The simple locks' values come in one MGET (a key of another type
@@ -11,16 +11,32 @@
 -- call, its PEXPIRE; EXISTS only tells a vanished lock from a taken one.
 -- A reentrant lock's expiry never shortens: another hold of the same
 -- holder may rely on a longer one.
+-- 'p': a semaphore's holder (sem_acquire.lua): its "h:TOKEN" field's
+-- EXPIRY becomes the server's now + ttl, if it has not passed (a holder
+-- past it may have been pruned, its permits taken: it lost them).
 --
 -- Function flags: allow-oom
 -- (It only sets expiries: the watchdog keeps its locks at maxmemory.)
 --
 -- Try it:  redis-cli --eval renew.lua job , s tok1 30000
 local vals = redis.call('mget', unpack(KEYS))
-local kinds, out = ARGV[1], {}
+local kinds, out, now = ARGV[1], {}, nil
 for i = 1, #KEYS do
   local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
-  if string.byte(kinds, i) == 115 then -- 's'
+  local kind = string.byte(kinds, i)
+  if kind == 112 then -- 'p'
+    if not now then
+      local tm = redis.call('time')
+      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+    end
+    local v = redis.pcall('hget', k, 'h:' .. tok)
+    local hk, hf, he = string.match(type(v) == 'string' and v or '', '^(%d+) (%d+) (%d+)$')
+    if he and tonumber(he) > now then
+      redis.call('hset', k, 'h:' .. tok, string.format('%s %s %d', hk, hf, now + tonumber(ttl)))
+      if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
+      out[i] = 1
+    end
+  elseif kind == 115 then -- 's'
     if vals[i] == tok or vals[i] == tok .. '+w' then -- '+w': waiters' mark
       redis.call('pexpire', k, ttl)
       out[i] = 1

@@ -8,9 +8,13 @@
 #endif
 
 #include "keys.h"
+#include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static uint16_t crc16(const char *s, size_t n)
 {
@@ -142,4 +146,98 @@ uint64_t rlk__window_end(const rlk_resp_value *v)
         end = end * 10 + (uint64_t)(ch - '0');
     }
     return end;
+}
+
+/* src into out, every byte outside [A-Za-z0-9._/@:-] as %XX (so that a
+ * token holds no space, ';' or '+'), at most max bytes, an escape never
+ * cut; returns the length. */
+static size_t put_enc(char *out, const char *src, size_t max)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("._/@:-", *p);
+        if (n + (plain ? 1 : 3) > max) break;
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    return n;
+}
+
+void rlk__facts_host(char *out)
+{
+    char host_name[256];
+    if (gethostname(host_name, sizeof host_name - 1) != 0) host_name[0] = '\0';
+    host_name[sizeof host_name - 1] = '\0';
+    out[put_enc(out, host_name, RLK_HOLDER_HOST_MAX)] = '\0';
+}
+
+size_t rlk__facts_make(const char *host, char *out, const char *cmd)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    size_t n = strlen(host);
+    memcpy(out, "h=", 2);
+    memcpy(out + 2, host, n);
+    n += 2;
+    memcpy(out + n, ";p=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, rlk__pid());
+    memcpy(out + n, ";t=", 3);
+    n += 3 + rlk__i64_dec(out + n + 3, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (cmd && *cmd) {
+        memcpy(out + n, ";c=", 3);
+        n += 3 + put_enc(out + n + 3, cmd, RLK_HOLDER_CMD_MAX);
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes at most max bytes of [p, end) (%XX escapes) into out (the
+ * value is not NUL-terminated: nothing past end is read). */
+static void get_enc(char *out, size_t max, const char *p, const char *end)
+{
+    size_t n = 0;
+    for (; p < end && n < max; p++) {
+        int hi = *p == '%' && end - p >= 3 ? hexval(p[1]) : -1, lo = hi >= 0 ? hexval(p[2]) : -1;
+        if (lo >= 0 && (hi || lo)) {
+            out[n++] = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+}
+
+void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len)
+{
+    const char *end = f + len;
+    if (len >= 2 && memcmp(end - 2, "+w", 2) == 0) end -= 2; /* the waiters' mark */
+    for (const char *p = f; p < end;) {
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        const char *e = semi ? semi : end;
+        char num[24];
+        if (e - p > 2 && p[1] == '=') {
+            if (p[0] == 'h') get_enc(st->host, RLK_HOLDER_HOST_MAX, p + 2, e);
+            else if (p[0] == 'c') get_enc(st->cmd, RLK_HOLDER_CMD_MAX, p + 2, e);
+            if (p[0] == 'p' || p[0] == 't') {
+                get_enc(num, sizeof num - 1, p + 2, e);
+                *(p[0] == 'p' ? &st->pid : &st->since_ms) = strtoll(num, NULL, 10);
+            }
+            st->has_facts = 1;
+        }
+        p = e + 1;
+    }
 }

@@ -34,5 +34,20 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v);
  * but that form). */
 uint64_t rlk__window_end(const rlk_resp_value *v);
 
+/* A holder's facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded): their
+ * longest, with the NUL. */
+#define RLK__FACTS_MAX 184
+
+/* Holder facts, as every primitive records them ("h=HOST;p=PID;t=MS"
+ * and ";c=CMD" when cmd is given, %XX-encoded, at most RLK__FACTS_MAX
+ * bytes): this host's name, encoded, into out
+ * (RLK_HOLDER_HOST_MAX + 1 bytes), read once by a primitive when made;
+ * and the facts of host (so encoded) with this process's id and this
+ * host's wall clock now, into out; their length. */
+void rlk__facts_host(char *out);
+size_t rlk__facts_make(const char *host, char *out, const char *cmd);
+/* Reads the facts f (len bytes, a "+w" mark at the end ignored) into
+ * st's host, pid, since_ms and cmd; has_facts set when one was found. */
+void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The lease registry (lease.c): what a client holds with a TTL that its
- * watchdog renews (locks today; semaphore permits and read holds later).
+ * watchdog renews (locks, semaphore permits; read holds later).
  * Bookkeeping only, no I/O: the validity of each lease, which are due,
  * the renewal requests of a round grouped per hash slot, the results of
  * a round's replies, and the on_lost calls due.  The renewer
@@ -33,7 +33,8 @@ struct rlk__lease {
     rlk__lease *prev, *next; /* the registry's leases */
     const char *key;         /* the owner's strings: live as long as it */
     const char *token;
-    char kind;               /* the renew script's letter: 's' string, 'r' hash field */
+    char kind;               /* the renew script's letter: 's' string, 'r' hash
+                                field, 'p' a semaphore's holder (renew.lua) */
     unsigned slot;           /* the key's Cluster hash slot */
     const void *group;       /* the owner's: which rounds it joins (its
                                 server's connection); NULL: any */

@@ -26,20 +26,16 @@
 
 #include "core.h"
 #include "host.h"
+#include "keys.h"
 #include "renewer.h"
 #include "resplock.h"
 
 typedef struct rlk__locks rlk__locks;
 
-/* A lock's holder facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded):
- * their longest, with the NUL; and a simple lock's token with them
- * ("rlk:", 32 hex digits, ';', the facts). */
-#define RLK__FACTS_MAX 184
+/* A simple lock's token with its holder's facts (keys.h): "rlk:", 32
+ * hex digits, ';', the facts. */
 #define RLK__TOKEN_MAX (37 + RLK__FACTS_MAX)
 
-/* Reads the facts f (len bytes, a "+w" mark at the end ignored) into
- * st's host, pid, since_ms and cmd; has_facts set when one was found. */
-void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len);
 
 /* The result of a call without a handle (status, release or extend by
  * token), given to its callback once. */

@@ -14,7 +14,8 @@
  *
  * Kinds: a lease's kind is the renew script's letter (src/lua/renew.lua:
  * 's' a string whose value is the token, 'r' a hash whose field is the
- * token); a simple one ('s', not scripted) goes alone as SET IFEQ where
+ * token, 'p' a semaphore's holder: the field "h:" token of a hash, whose
+ * expiry on the server's clock a renewal moves); a simple one ('s', not scripted) goes alone as SET IFEQ where
  * the server has it.  A new kind of lease is a letter there.
  *
  * Time: the host's members' clock (its enter and tick); one thread at a
