@@ -36,7 +36,7 @@ expect_eq "nothing was written" "$(R DBSIZE)" 0
 
 # --------------------------------------------------------------- basics
 check "COMMAND's exit code is sem run's" 5 '' '' -- -u "$url" sem run s -p 2 -- sh -c 'exit 5'
-check "COMMAND's environment" 0 '^s 2 [0-9]+ [0-9a-f]+$' '' -- -u "$url" sem run s -p 3 -k 2 -- \
+check "COMMAND's environment" 0 '^s 2 [0-9]+ rlk:[0-9a-f]+$' '' -- -u "$url" sem run s -p 3 -k 2 -- \
   sh -c 'echo "$RESPLOCK_NAME $RESPLOCK_PERMITS $RESPLOCK_FENCE $RESPLOCK_TOKEN"'
 f1=$(awk '{print $3}' "$work/out")
 check "a second run" 0 '' '' -- -u "$url" sem run s -p 3 -- sh -c 'echo "$RESPLOCK_FENCE"'
@@ -49,7 +49,7 @@ bg "$work/held.out" "$work/held.err" -u "$url" sem run held -p 3 -k 2 -- \
 wait_until $((10 * SLOW)) test -e "$work/held/ready" || bad "the holder did not start" "$(cat "$work/held.err")"
 check "status while held: exit 0" 0 '^permits: 3 \(2 held, 1 free\)$' '' -- -u "$url" sem status held
 expect_match "... the holder, with its facts" "$(cat "$work/out")" \
-  "^holder:  [0-9a-f]+: 2 permits, ttl [0-9]+ ms, fence [0-9]+; host $(hostname), pid [0-9]+, since"
+  "^holder:  rlk:[0-9a-f]+: 2 permits, ttl [0-9]+ ms, fence [0-9]+; host $(hostname), pid [0-9]+, since"
 check "status --json" 0 '"permits":3,"used":2,"holders":\[\{"token":' '' -- -u "$url" sem status held --json
 check "-k 2 more does not fit: exit 1 at once" 1 '' '' -- -u "$url" sem run held -p 3 -k 2 -n -- true
 check "... -k 1 does" 0 '^fits$' '' -- -u "$url" sem run held -p 3 -n -- echo fits
@@ -122,7 +122,13 @@ bg "$work/st.out" "$work/st.err" -u "$url" sem run st -p 1 -t 2s -- \
 wait_until $((10 * SLOW)) test -e "$work/st/ready" || bad "the stopped holder did not start"
 kill -s STOP "$BGPID"   # resplock alone: its supervisor stops the job
 job=$(cat "$work/st/ready")
-wait_until $((5 * SLOW)) eval '! running '"$job" || bad "SIGSTOP: the job was not stopped"
+# Not kill -0: the job stays a zombie while resplock, its parent, is stopped.
+alive() {
+  local st
+  st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "${st%% *}" != Z ]
+}
+wait_until $((5 * SLOW)) eval '! alive '"$job" || bad "SIGSTOP: the job was not stopped"
 took_st() { "$bin" -q -u "$url" sem run st -p 1 -n -- true </dev/null >/dev/null 2>&1; }
 wait_until 5 took_st || bad "SIGSTOP: the permit did not go to another"
 t=$(now_ms)
