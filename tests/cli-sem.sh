@@ -15,7 +15,8 @@
 #     supervisor before the permit's validity ends, the permit goes to
 #     another, and continued it exits 75;
 #   - the size lowered while a permit is held: the holder keeps it, a new
-#     run waits for it.
+#     run waits for it;
+#   - status NAME and list know semaphores.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 
@@ -51,6 +52,12 @@ check "status while held: exit 0" 0 '^permits: 3 \(2 held, 1 free\)$' '' -- -u "
 expect_match "... the holder, with its facts" "$(cat "$work/out")" \
   "^holder:  rlk:[0-9a-f]+: 2 permits, ttl [0-9]+ ms, fence [0-9]+; host $(hostname), pid [0-9]+, since"
 check "status --json" 0 '"permits":3,"used":2,"holders":\[\{"token":' '' -- -u "$url" sem status held --json
+check "status NAME of a semaphore (no lock of that name): the semaphore's" 0 \
+  '^permits: 3 \(2 held, 1 free\)$' '' -- -u "$url" status held
+check "list names the semaphore" 0 '^held  semaphore  2 of 3 permits held, 1 holder  waiting 0$' '' \
+  -- -u "$url" list
+check "list PATTERN: a semaphore that does not match is not listed" 1 '' '' -- -u "$url" list 'x*'
+check "list --json" 0 '^\{"name":"held","exists":true,"permits":3,"used":2' '' -- -u "$url" list --json
 check "-k 2 more does not fit: exit 1 at once" 1 '' '' -- -u "$url" sem run held -p 3 -k 2 -n -- true
 check "... -k 1 does" 0 '^fits$' '' -- -u "$url" sem run held -p 3 -n -- echo fits
 # The size lowered to 1 while 2 are held: the holder keeps them.

@@ -1614,6 +1614,10 @@ int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options
  */
 typedef struct rlk_sem rlk_sem;
 
+/* The semaphore NAME's state is the hash RLK_SEM_KEY_PREFIX NAME "}"
+ * (resplock-protocol(7) has the rest). */
+#define RLK_SEM_KEY_PREFIX "resplock:sem:{"
+
 /* The layout on the server (rlk_sem_options.layout). */
 typedef enum rlk_sem_layout {
     RLK_SEM_LAYOUT_RESPLOCK = 0,        /* the portable one above (default) */

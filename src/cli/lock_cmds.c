@@ -1312,6 +1312,8 @@ static void print_servers(cli_opts *o, const char *name)
     }
 }
 
+static void print_sem(const char *name, const char *where, const rlk_sem_status *st, int json);
+
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1322,6 +1324,19 @@ int cmd_status(cli_opts *o, int argc, char **argv)
     int r = lock_args_of(o, &a, argc, argv, pos, 1, "status NAME [--json]", NULL);
     if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
         return r;
+    /* No lock there, but a semaphore of that name: its status. */
+    rlk_sem_status ss;
+    if (!st.held && !o->redlock &&
+        rlk_sem_get_status(cl, pos[0], RLK_SEM_LAYOUT_RESPLOCK, 0, &ss) == RLK_OK) {
+        int sem = ss.exists && !ss.not_a_sem;
+        if (sem) print_sem(pos[0], where, &ss, a.json);
+        r = ss.used > 0 ? 0 : 1;
+        rlk_sem_status_free(&ss);
+        if (sem) {
+            rlk_client_free(cl);
+            return r;
+        }
+    }
     print_status(pos[0], where, kind, &st, a.json);
     rlk_client_free(cl);
     if (o->redlock && !a.json) print_servers(o, pos[0]);
@@ -1468,6 +1483,87 @@ static int side_key(const char *k, size_t n)
            (n > 9 && memcmp(k, "resplock:", 9) == 0);
 }
 
+/* One page of SCAN from cursor (updated) for pattern: its names, copied
+ * one after another with their NULs (the connection's next reply
+ * replaces the page), *nk of them; NULL with *nk 0 when out of memory.
+ * *code: 0, or an exit code after a message. */
+static char *scan_page(rlk_conn *c, char *cursor, const char *pattern, size_t *nk, int *code)
+{
+    rlk_resp_value *v;
+    const char *scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
+    int s = rlk_conn_command(c, &v, 6, scan, NULL);
+    const rlk_resp_value *cur = s == RLK_OK ? rlk_resp_value_at(v, 0) : NULL;
+    const rlk_resp_value *keys = s == RLK_OK ? rlk_resp_value_at(v, 1) : NULL;
+    *nk = 0;
+    *code = 0;
+    if (!cur || !keys || !is_bulk(cur, NULL) || cur->len >= 32 || keys->type != RLK_RESP_ARRAY) {
+        cli_err("SCAN: %s", s != RLK_OK ? rlk_conn_errmsg(c) : "unexpected reply");
+        *code = s != RLK_OK ? cli_exit_for(s) : CLI_EX_SOFTWARE;
+        return NULL;
+    }
+    memcpy(cursor, cur->str, cur->len);
+    cursor[cur->len] = '\0';
+    size_t total = 0;
+    for (const rlk_resp_value *k = keys->child; k; k = k->next) ++*nk, total += k->len + 1;
+    char *names = malloc(total + 1), *p = names;
+    for (const rlk_resp_value *k = keys->child; names && k; k = k->next) {
+        /* A name with a NUL byte is no name resplock could lock. */
+        size_t kl = memchr(k->str, '\0', k->len) ? 0 : k->len;
+        memcpy(p, k->str, kl);
+        p[kl] = '\0';
+        p += kl + 1;
+    }
+    if (!names) *nk = 0;
+    return names;
+}
+
+/* list's semaphores: the state keys "resplock:sem:{" NAME "}" whose NAME
+ * matches pattern (the prefix's glob characters escaped already), each
+ * a line, or a JSON object as sem status --json prints it.  0, or an
+ * exit code after a message; *found counts them. */
+static int list_sems(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char *pattern, int json,
+                     int *found)
+{
+    size_t pre = strlen(RLK_SEM_KEY_PREFIX), pl = o->prefix ? strlen(o->prefix) : 0;
+    char *match = malloc(pre + strlen(pattern) + 2);
+    if (!match) {
+        cli_err("out of memory");
+        return CLI_EX_SOFTWARE;
+    }
+    sprintf(match, "%s%s}", RLK_SEM_KEY_PREFIX, pattern);
+    char cursor[32] = "0";
+    int r = 0;
+    do {
+        size_t nk;
+        char *names = scan_page(c, cursor, match, &nk, &r), *p, *next;
+        for (p = names; names && nk--; p = next) {
+            size_t n = strlen(p);
+            next = p + n + 1;
+            /* NAME is between the prefix and the last '}' (a NAME with
+             * braces of its own matches too). */
+            if (!n || p[n - 1] != '}') continue;
+            p[n - 1] = '\0';
+            if (n < pre + 1 + pl || strncmp(p + pre, o->prefix ? o->prefix : "", pl)) continue;
+            rlk_sem_status st;
+            if (rlk_sem_get_status(cl, p + pre, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) != RLK_OK) continue;
+            if (st.exists && !st.not_a_sem) {
+                ++*found;
+                if (json) {
+                    print_sem(p + pre + pl, "", &st, 1);
+                } else {
+                    put_text(p + pre + pl);
+                    printf("  semaphore  %" PRId64 " of %" PRId64 " permits held, %zu holder%s  waiting %" PRId64 "\n",
+                           st.used, st.permits, st.nholders, st.nholders == 1 ? "" : "s", st.waiters);
+                }
+            }
+            rlk_sem_status_free(&st);
+        }
+        free(names);
+    } while (!r && strcmp(cursor, "0") != 0);
+    free(match);
+    return r;
+}
+
 int cmd_list(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1508,31 +1604,9 @@ int cmd_list(cli_opts *o, int argc, char **argv)
         char cursor[32] = "0";
         int found = 0;
         do {
-            rlk_resp_value *v;
-            const char *scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"};
-            int s = rlk_conn_command(c, &v, 6, scan, NULL);
-            const rlk_resp_value *cur = s == RLK_OK ? rlk_resp_value_at(v, 0) : NULL;
-            const rlk_resp_value *keys = s == RLK_OK ? rlk_resp_value_at(v, 1) : NULL;
-            if (!cur || !keys || !is_bulk(cur, NULL) || cur->len >= sizeof cursor ||
-                keys->type != RLK_RESP_ARRAY) {
-                cli_err("SCAN: %s", s != RLK_OK ? rlk_conn_errmsg(c) : "unexpected reply");
-                r = s != RLK_OK ? cli_exit_for(s) : CLI_EX_SOFTWARE;
-                break;
-            }
-            memcpy(cursor, cur->str, cur->len);
-            cursor[cur->len] = '\0';
-            /* The page's names, copied: the connection's next reply
-             * replaces v. */
-            size_t nk = 0, total = 0;
-            for (const rlk_resp_value *k = keys->child; k; k = k->next) nk++, total += k->len + 1;
-            char *names = malloc(total + 1), *p = names;
-            for (const rlk_resp_value *k = keys->child; names && k; k = k->next) {
-                /* A name with a NUL byte is no name resplock could lock. */
-                size_t kl = memchr(k->str, '\0', k->len) ? 0 : k->len;
-                memcpy(p, k->str, kl);
-                p[kl] = '\0';
-                p += kl + 1;
-            }
+            size_t nk;
+            char *names = scan_page(c, cursor, pattern, &nk, &r), *p;
+            if (r) break;
             for (p = names; names && nk--; p += strlen(p) + 1) {
                 rlk_lock_status st;
                 char kind[128];
@@ -1558,6 +1632,7 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
+        if (!r) r = list_sems(o, c, cl, pattern, a.json, &found);
         if (!r && !found) cli_verbose("no lock matches '%s'", pattern);
         if (!r) r = found ? 0 : 1;
     }
