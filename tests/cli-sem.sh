@@ -16,7 +16,8 @@
 #     another, and continued it exits 75;
 #   - the size lowered while a permit is held: the holder keeps it, a new
 #     run waits for it;
-#   - status NAME and list know semaphores.
+#   - status NAME, list and break know semaphores (break gives every
+#     holder's permits back; the holder's run exits 75).
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 
@@ -68,6 +69,19 @@ touch "$work/held/go"
 reap "$BGPID" $((10 * SLOW))
 expect_eq "the holder's run exits 0" "$CODE" 0
 check "released: nothing held" 1 '' '' -- -u "$url" sem status held
+
+# ---------------------------------------------------------------- break
+mkdir -p "$work/brk"
+bg "$work/brk.out" "$work/brk.err" -u "$url" sem run brk -p 2 -t 3s -- \
+  sh -c 'd=$1; echo $$ >"$d/ready"; exec sleep 60' sh "$work/brk"
+wait_until $((10 * SLOW)) test -e "$work/brk/ready" || bad "the broken holder did not start"
+check "break of a semaphore gives its holder's permits back, naming it" 0 \
+  "^broke 1 permit of 'brk', held by rlk:[0-9a-f]+; host $(hostname), pid [0-9]+, since .*, command sh -c" '' \
+  -- -u "$url" break brk
+check "... nothing held after it" 1 '\(0 held, 2 free\)$' '' -- -u "$url" sem status brk
+reap "$BGPID" $((10 * SLOW))
+expect_eq "... its holder finds them lost: exit 75" "$CODE" 75
+check "break again: none held, exit 1" 1 "^'brk' has no permit held" '' -- -u "$url" break brk
 
 # ------------------------------------------ 2 permits among 5 jobs (-n)
 mkdir -p "$work/five"

@@ -1716,6 +1716,55 @@ static int break_reentrant(rlk_conn *c, const char *name, const char *field)
     return got == 0 ? RLK_LOCK_NOT_HELD : got == -1 ? RLK_LOCK_NOT_OWNER : RLK_ERR_SERVER;
 }
 
+/* break of a semaphore: every holder's permits given back by the
+ * release script (each holder then finds them lost at its next renewal;
+ * the line is woken), each holder named.  0, 1 when none was held, or
+ * an exit code after a message. */
+static int break_sem(rlk_client *cl, const char *name)
+{
+    rlk_sem_status st;
+    rlk_conn *c = rlk_client_conn(cl);
+    int r = c ? rlk_sem_get_status(cl, name, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) : RLK_ERR_NOMEM;
+    if (r != RLK_OK) {
+        cli_err("break: %s", c ? rlk_client_errmsg(cl) : rlk_strerror(r));
+        return cli_exit_for(r);
+    }
+    /* The keys as resplock-protocol(7) gives them; the channel is sharded
+     * on a cluster. */
+    size_t n = strlen(RLK_SEM_KEY_PREFIX) + strlen(name) + 8;
+    char *state = malloc(3 * n), *line = state + n, *wake = line + n;
+    const char *pub = cli_is_cluster(c) ? "s" : "p";
+    int broke = 0, code = st.nholders ? 0 : 1;
+    if (state) {
+        snprintf(state, n, "%s%s}", RLK_SEM_KEY_PREFIX, name);
+        snprintf(line, n, "%s%s}:line", RLK_SEM_KEY_PREFIX, name);
+        snprintf(wake, n, "%s%s}:wake", RLK_SEM_KEY_PREFIX, name);
+    }
+    for (size_t i = 0; state && i < st.nholders; i++) {
+        const rlk_sem_holder *hd = &st.holder[i];
+        const char *ev[] = {"EVAL", rlk__lua_sem_release, "2", state, line, hd->token, wake, pub, "r"};
+        rlk_resp_value *v;
+        r = rlk_conn_command(c, &v, 9, ev, NULL);
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer == 1) {
+            printf("broke %" PRId64 " permit%s of '%s', held by ", hd->k, hd->k == 1 ? "" : "s", name);
+            put_text(hd->token);
+            put_holder_facts(hd);
+            putchar('\n');
+            broke++;
+        } else if (r != RLK_OK || v->type != RLK_RESP_INTEGER) {
+            cli_err("break: cannot give back '%s''s permits of %s: %s", name, hd->token,
+                    r != RLK_OK ? rlk_conn_errmsg(c) : "an unexpected reply");
+            code = r != RLK_OK ? cli_exit_for(r) : CLI_EX_SOFTWARE;
+        }
+    }
+    if (!state) cli_err("out of memory"), code = CLI_EX_SOFTWARE;
+    else if (!code && !broke) printf("'%s' has no permit held (given back or expired meanwhile)\n", name), code = 1;
+    else if (!st.nholders) printf("'%s' has no permit held\n", name);
+    free(state);
+    rlk_sem_status_free(&st);
+    return code;
+}
+
 int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1727,6 +1776,17 @@ int cmd_break(cli_opts *o, int argc, char **argv)
     if (!r && o->redlock) return cli_usage_error("break is for one server, not --redlock");
     if (r || (r = status_of(o, &a, pos[0], where, sizeof where, &cl, &st, kind, sizeof kind)))
         return r;
+    rlk_sem_status ss;
+    int sem = 0;
+    if (!a.json && !st.held && rlk_sem_get_status(cl, pos[0], RLK_SEM_LAYOUT_RESPLOCK, 0, &ss) == RLK_OK) {
+        sem = ss.exists && !ss.not_a_sem;
+        rlk_sem_status_free(&ss);
+    }
+    if (sem) {
+        r = break_sem(cl, pos[0]);
+        rlk_client_free(cl);
+        return r;
+    }
     if (a.json) r = cli_usage_error("--json is for status and list");
     else if (!st.held) printf("'%s' is not held\n", pos[0]), r = 1;
     else if (st.not_a_lock)
