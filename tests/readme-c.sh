@@ -5,7 +5,8 @@
 # throwaway redis-server (REDIS_URL, and HOST PORT as arguments; the
 # five-minute example its URL as its argument), and must exit 0 with the
 # output its kind of example prints (the rate limiter's: its refusal and
-# its wait within the limiter's interval, its key left to expire).  A block this
+# its wait within the limiter's interval, its key left to expire; the
+# semaphore's: a third holder busy, then in after a release).  A block this
 # script does not know fails, so a new example comes with its check.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 readme="$top_srcdir/README.md"
@@ -46,8 +47,10 @@ for src in "$work"/readme-*.c; do
   name=$(basename "$src" .c)
   first=$(grep -m1 -E 'adapters/poll\.h|conn\.url = argc|rlk_client_new|rlk_session_new|rlk_resp_parser_init' "$src")
   grep -q 'rlk_rate_take(' "$src" && first=rate
+  grep -q 'rlk_sem_acquire(' "$src" && first=sem
   case $first in
     rate) kind=rate ;;
+    sem) kind=sem ;;
     *adapters/poll.h*) kind=loop ;;
     *"conn.url = argc"*) kind=quick ;;
     *rlk_client_new*) kind=client ;;
@@ -66,6 +69,7 @@ for src in "$work"/readme-*.c; do
   lock=orders args=(127.0.0.1 "$port")
   [ "$kind" != quick ] || { lock=nightly-report args=("redis://127.0.0.1:$port"); }
   [ "$kind" != rate ] || lock=resplock:rate:sms
+  [ "$kind" != sem ] || lock='resplock:sem:{pool}'
   R DEL "$lock" >/dev/null
   REDIS_URL="redis://127.0.0.1:$port" $RLK_WRAP "$work/$name" "${args[@]}" \
     </dev/null >"$work/$name.out" 2>"$work/$name.err"
@@ -83,6 +87,8 @@ for src in "$work"/readme-*.c; do
       want=$'acquired orders fence [0-9]+\nreleased' ;;
     codec)
       want=$'1: "hello"\n1: 42\nneed more; [0-9]+ bytes kept for the next read' ;;
+    sem)
+      want=$'two held, fences [0-9]+ and [0-9]+\nthe third: busy\nafter a release the third holds one' ;;
     rate)
       # Two at once from idle, the third refused for about the 1 s
       # interval, the fourth taken after sleeping the server's wait.
@@ -99,6 +105,10 @@ for src in "$work"/readme-*.c; do
     pt=$(R PTTL "$lock")
     if [ "$pt" -gt 0 ] 2>/dev/null; then ok "$name ($kind): the limiter's key expires ($pt ms)"
     else bad "$name ($kind): the limiter's key's PTTL is $pt"; fi
+  elif [ "$kind" = sem ]; then
+    # Every permit given back: the state (kept for its fence until the
+    # last holder's TTL) holds no holder.
+    expect_eq "$name ($kind): every permit is given back" "$(R HKEYS "$lock" | grep -c '^h:')" 0
   elif [ "$kind" != codec ]; then
     expect_eq "$name ($kind): the lock is released" "$(R EXISTS "$lock")" 0
   fi
