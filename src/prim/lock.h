@@ -31,10 +31,11 @@
 
 typedef struct rlk__locks rlk__locks;
 
-/* A lock's holder facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded):
+/* A lock's holder facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded,
+ * after "k=f;" for a fair lock):
  * their longest, with the NUL; and a simple lock's token with them
  * ("rlk:", 32 hex digits, ';', the facts). */
-#define RLK__FACTS_MAX 184
+#define RLK__FACTS_MAX 188
 #define RLK__TOKEN_MAX (37 + RLK__FACTS_MAX)
 
 /* Reads the facts f (len bytes, a "+w" mark at the end ignored) into
