@@ -13,7 +13,9 @@
 #   - (one server) a newcomer that finds the lock free while a live
 #     waiter stands in line: --fair does not take it (exit 1), the simple
 #     kind's SET NX does (exit 0: what the simple kind does not promise),
-#     and the waiter is served afterwards;
+#     and the waiter is served afterwards; and the same for the second
+#     in line, whose re-check finds the lock free while the head is
+#     stopped: the simple kind's takes it first, the fair kind's does not;
 #   - status and list say "fair" for a lock a fair run holds.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
@@ -115,6 +117,37 @@ check "simple newcomer there: its SET NX barges past the line, exit 0" 0 '' '' -
 kill -s CONT -- "-${W[1]}"
 reap "${W[1]}" 15
 expect_eq "the waiter is served afterwards" "$CODE $(order_of "$work/order3")" "0 1"
+
+# A free lock, its head stopped, the next waiter's re-check: the simple
+# kind's takes it (its SET NX sees a free lock), the fair kind's leaves it
+# to the head.  The head's place was renewed just before the DEL and
+# lives 2.2 s; the next waiter looks again within 1 s: its place's field
+# changing (renewed, or gone when it took the lock) says it has looked.
+# FLAG: --fair, or --ttl=10s for the simple kind.
+trial_stopped_head() {
+  local flag=$1 want=$2 log=$work/order-$3 what=$4 t2 before
+  name=stopped-head-$3
+  R SET "$name" other PX 60000 >/dev/null
+  rm -f "$log"
+  for i in 1 2; do
+    bg "$work/w$i.out" "$work/w$i.err" -u "$url" run "$name" $flag -w 60s -- \
+      sh -c 'echo "$1 $(date +%s%3N)" >>"$2"' sh "$i" "$log"
+    W[$i]=$BGPID
+    wait_until "$(bound 10 30)" in_line "$i" || bad "$what: waiter $i seen in line"
+  done
+  kill -s STOP -- "-${W[1]}"
+  t2=$(R LINDEX "{$name}:queue" 1)
+  before=$(R HGET "{$name}:waiters" "$t2")
+  R DEL "$name" >/dev/null
+  looked() { [ "$(R HGET "{$name}:waiters" "$t2")" != "$before" ]; }
+  wait_until 3 looked || bad "$what: the second waiter looked again within 3 s"
+  kill -s CONT -- "-${W[1]}"
+  reap "${W[1]}" 15; local c1=$CODE
+  reap "${W[2]}" 15
+  expect_eq "$what: a free lock, its head stopped: the order served" "$c1 $CODE $(order_of "$log")" "0 0 $want"
+}
+trial_stopped_head --ttl=10s "2 1" simple "simple kind (the next waiter's SET NX takes it)"
+trial_stopped_head --fair "1 2" fair "fair kind (left to the head)"
 
 # list names the kind.
 name=fair-list
