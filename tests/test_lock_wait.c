@@ -291,20 +291,6 @@ static void load_scripts(rlk_client *cl)
     if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
 }
 
-/* Ends the waiters started so far, whatever state a test left them in:
- * joins each in turn (a release hands the lock on to the next one) and
- * releases what it got. */
-static void waiters_end(struct waiter *w, int *joined, int n)
-{
-    int i;
-    for (i = 0; i < n; i++) {
-        if (!joined[i]) pthread_join(w[i].th, NULL);
-        joined[i] = 1;
-        if (w[i].l) rlk_lock_release(w[i].l);
-        w[i].l = NULL;
-    }
-}
-
 /* The holder *la releases (RLK_OK), and the waiter w, joined, has the
  * lock.  *la is NULL after. */
 /* Ticks, when the client's fd is readable, until the handoff's
