@@ -63,6 +63,12 @@ trial_order() {
   for i in $(seq 1 $N); do reap "${W[$i]}" 30; codes+="$CODE "; done
   expect_eq "$where: six fair waiters exit 0" "$codes" "0 0 0 0 0 0 "
   expect_eq "$where: served in the order they joined" "$(order_of "$work/order")" "1 2 3 4 5 6"
+  # The widest gap between two jobs' starts, past the 500 ms a job lasts:
+  # the 200 ms window of the yield (handoffs take milliseconds).
+  local gap
+  gap=$(awk 'NR > 1 { g = $2 - t - 500; if (g > m) m = g } { t = $2 } END { print m + 0 }' "$work/order")
+  expect_range "$where: a yield was crossed (ms between two jobs past the job's 500)" \
+    "$gap" 150 "$(bound 1500 6000)"
   expect_eq "$where: no key left" "$(R EXISTS "$name")" 0
 }
 
