@@ -16,7 +16,8 @@
 #     and the waiter is served afterwards; and the same for the second
 #     in line, whose re-check finds the lock free while the head is
 #     stopped: the simple kind's takes it first, the fair kind's does not;
-#   - status and list say "fair" for a lock a fair run holds.
+#   - status and list say "fair" for a lock a fair run holds; break hands
+#     it to the head of the line.
 . "$top_srcdir/tests/cli-lock-lib.sh"
 . "$top_srcdir/tests/cluster-lib.sh"
 
@@ -154,6 +155,18 @@ trial_stopped_head() {
 }
 trial_stopped_head --ttl=10s "2 1" simple "simple kind (the next waiter's SET NX takes it)"
 trial_stopped_head --fair "1 2" fair "fair kind (left to the head)"
+
+# break on a fair lock: its release hands the lock to the head of the
+# line, as the holder's own would; the holder finds it lost (exit 75).
+name=fair-break
+rm -f "$work/order4"
+hold
+waiter 1 "$work/order4" 0
+check "break a fair lock" 0 "^broke 'fair-break', held by " '' -- -u "$url" break "$name"
+reap "${W[1]}" 15
+expect_eq "the waiter in line is handed it" "$CODE $(order_of "$work/order4")" "0 1"
+reap "$HOLDER" 15
+expect_eq "the holder found it lost" "$CODE" 75
 
 # list names the kind.
 name=fair-list
