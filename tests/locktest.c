@@ -265,6 +265,16 @@ void *waiter_main(void *arg)
     return NULL;
 }
 
+void waiters_end(struct waiter *w, int *joined, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!joined[i]) pthread_join(w[i].th, NULL);
+        joined[i] = 1;
+        if (w[i].l) rlk_lock_release(w[i].l);
+        w[i].l = NULL;
+    }
+}
+
 int waiter_done(struct waiter *w)
 {
     return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);

@@ -131,6 +131,11 @@ int waiter_done(struct waiter *w);
 int waiter_start(struct waiter *w, rlk_client *cl, const char *name, int64_t ttl,
                  int64_t wait, rlk_lock_kind kind);
 
+/* Ends the waiters w[0..n-1], whatever state a test left them in: joins
+ * each not joined[] yet in turn (a release hands the lock on to the next
+ * one) and releases what it got. */
+void waiters_end(struct waiter *w, int *joined, int n);
+
 /* Runs the tick-mode watchdog as a program would: poll on the client's
  * fd with the timeout the last tick asked for, then tick.  Before each
  * tick it samples the key's PTTL (the minimum is what the renewals

@@ -542,6 +542,57 @@ out:
     rlk_client_free(b);
 }
 
+/* The fair kind on a shard other than the seed's: six fair waiters,
+ * each started once the one before is in line, are served in that order
+ * (each handoff SPUBLISHed in the lock's slot), the one in {NAME}:queue's
+ * order, while the ones behind still wait. */
+static void test_fair_order(void)
+{
+    enum { NW = 6 };
+    int p[TC_NODES], np = primaries(p), owner = primary_not_seed(p, np), started = 0, i, j;
+    int joined[NW] = {0};
+    char name[64], queue[80], tok[NW][96];
+    struct waiter w[NW];
+    rlk_client *a = NULL, *b[NW] = {NULL};
+    rlk_lock *la = NULL;
+    rlk_resp_value *v;
+    const rlk_resp_value *e;
+    if (!CHECK(owner > 0) || !PICK(name, "fair", owner)) return;
+    snprintf(queue, sizeof queue, "{%s}:queue", name);
+    a = NEW_CLIENT(0, 0, 0);
+    for (i = 0; i < NW; i++) b[i] = NEW_CLIENT(0, 15000, 0);
+    if (!a || !(la = acquire(a, name, 60000, RLK_LOCK_FAIR, 0, NULL, __LINE__))) goto out;
+    for (i = 0; i < NW; i++) {
+        if (!b[i] || !waiter_start(&w[i], b[i], name, 60000, 60000, RLK_LOCK_FAIR)) goto out;
+        started++;
+        if (!WAIT_IN_LINE(a, name, i + 1)) goto out;
+    }
+    v = key_cmd(owner, NULL, __LINE__, 4, (const char *[]){"LRANGE", queue, "0", "-1"});
+    for (i = 0, e = v ? v->child : NULL; e && i < NW; e = e->next, i++)
+        snprintf(tok[i], sizeof tok[i], "%.*s", (int)e->len, e->str);
+    if (!CHECK_MSG(i == NW, "%d places in %s", i, queue)) goto out;
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    for (i = 0; i < NW; i++) {
+        pthread_join(w[i].th, NULL);
+        joined[i] = 1;
+        if (!CHECK_MSG(w[i].rc == RLK_OK && w[i].l, "waiter %d: %d %s", i + 1, w[i].rc, w[i].err))
+            break;
+        CHECK_EQ_STR(rlk_lock_token(w[i].l), tok[i]);
+        for (j = i + 1; j < NW; j++)
+            CHECK_MSG(!waiter_done(&w[j]), "waiter %d returned while %d held the lock", j + 1,
+                      i + 1);
+        CHECK_EQ_INT(rlk_lock_release(w[i].l), RLK_OK);
+        w[i].l = NULL;
+    }
+    CHECK_EQ_INT(exists_on(owner, name, __LINE__), 0);
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(w, joined, started);
+    rlk_client_free(a);
+    for (i = 0; i < NW; i++) rlk_client_free(b[i]);
+}
+
 /* Looks at a held lock until one more renewal is seen, within LONG_MS,
  * while the waiter w must still wait (it returning now would be a second
  * holder, or a wait given up).  *early counts looks that found it done. */
@@ -1471,6 +1522,7 @@ int main(int argc, char **argv)
            seed_url);
     RUN(test_three_shards);
     RUN(test_wait_woken);
+    RUN(test_fair_order);
     RUN(test_migration);
     RUN(test_ask_window);
     RUN(test_failover);

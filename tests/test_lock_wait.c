@@ -5,7 +5,9 @@
  * RESP2), and the handoff of a released lock to the first live waiter in
  * line (order, dead and deaf entries, timeouts, reentrant and by-token
  * releases, forged messages, kept subscriptions, reconnects), and the
- * window after 2 s of handoffs, which new clients keep away from too.
+ * window after 2 s of handoffs, which new clients keep away from too;
+ * and the fair kind's order (six waiters served as they joined, no
+ * newcomer past the line, an unheard waiter's place kept).
  *
  * Every wait is on a condition under a deadline.  Timing assertions have
  * margins (MARGIN) that grow under valgrind.
@@ -289,20 +291,6 @@ static void load_scripts(rlk_client *cl)
     if (l) CHECK_EQ_INT(rlk_lock_release(l), RLK_OK);
 }
 
-/* Ends the waiters started so far, whatever state a test left them in:
- * joins each in turn (a release hands the lock on to the next one) and
- * releases what it got. */
-static void waiters_end(struct waiter *w, int *joined, int n)
-{
-    int i;
-    for (i = 0; i < n; i++) {
-        if (!joined[i]) pthread_join(w[i].th, NULL);
-        joined[i] = 1;
-        if (w[i].l) rlk_lock_release(w[i].l);
-        w[i].l = NULL;
-    }
-}
-
 /* The holder *la releases (RLK_OK), and the waiter w, joined, has the
  * lock.  *la is NULL after. */
 /* Ticks, when the client's fd is readable, until the handoff's
@@ -331,45 +319,49 @@ static int hand_over(rlk_lock **la, struct waiter *w, int *joined)
 /* Waiters are served in the order they came: a release hands the lock
  * to the first of them only, with that waiter's TTL (each has its own,
  * 5 s apart, to tell them by) and the next fence; the others keep their
- * places.  When the last one releases, nothing is left behind. */
-static void test_handoff_fifo(void)
+ * places.  When the last one releases, nothing is left behind.  n (at
+ * most 6) waiters of kind, behind a holder of that kind, whose facts
+ * start "k=f;" for a fair lock (the status tells the kind by them). */
+static void serve_in_order(const char *name, rlk_lock_kind kind, int n)
 {
-    static const int64_t ttls[3] = {20000, 25000, 30000};
-    const char *name = "ho-fifo";
-    rlk_client *a = CLIENT(), *c[3];
-    struct waiter w[3];
-    int joined[3] = {0, 0, 0}, started = 0, i, j;
-    char tok[3][96], waiters[64], queue[64], got[256];
+    rlk_client *a = CLIENT(), *c[6];
+    struct waiter w[6];
+    int joined[6] = {0}, started = 0, i, j;
+    char tok[6][96], waiters[64], queue[64], got[256];
     rlk_lock *la = NULL;
+    rlk_lock_status st;
     uint64_t fence;
     long long pttl;
-    for (i = 0; i < 3; i++) c[i] = CLIENT();
+    for (i = 0; i < n; i++) c[i] = CLIENT();
     HO_KEY(waiters, name, "waiters");
     HO_KEY(queue, name, "queue");
-    if (!a || !c[0] || !c[1] || !c[2]) goto out;
+    if (!a) goto out;
+    for (i = 0; i < n; i++)
+        if (!c[i]) goto out;
     CMD(admin, "DEL", name, waiters, queue);
-    la = ACQ(a, name, 30000);
+    la = acquire(a, name, 30000, kind, 0, NULL, __LINE__);
     if (!la) goto out;
+    CHECK_MSG(ts_contains(rlk_lock_token(la), ";k=f;") == (kind == RLK_LOCK_FAIR), "token %s",
+              rlk_lock_token(la));
     fence = rlk_lock_fence(la);
     /* Each starts once the one before is in the queue: the order is
      * known, and so is each one's token. */
-    for (i = 0; i < 3; i++) {
-        if (!waiter_start(&w[i], c[i], name, ttls[i], HO_WAIT_MS, RLK_LOCK_SIMPLE)) goto out;
+    for (i = 0; i < n; i++) {
+        if (!waiter_start(&w[i], c[i], name, 20000 + 5000 * i, HO_WAIT_MS, kind)) goto out;
         started++;
         if (!CHECK_MSG(wait_waiters(name, i + 1, LONG_MS), "waiter %d did not register", i + 1) ||
             !newest_waiter(name, tok, i, tok[i], sizeof tok[i]))
             goto out;
     }
-    if (!queue_is(name, tok, 3, __LINE__)) goto out;
-    {
-        rlk_lock_status st;
-        CHECK_EQ_INT(rlk_lock_get_status(a, name, &st), RLK_OK);
-        CHECK_EQ_INT(st.waiters, 3);
+    if (!queue_is(name, tok, n, __LINE__)) goto out;
+    if (CHECK(rlk_lock_get_status(a, name, &st) == RLK_OK)) {
+        CHECK_EQ_INT(st.kind, kind);
+        CHECK_EQ_INT(st.waiters, n);
     }
 
     CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
     la = NULL;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < n; i++) {
         pthread_join(w[i].th, NULL);
         joined[i] = 1;
         if (!CHECK_MSG(w[i].rc == RLK_OK && w[i].l, "waiter %d: %d %s", i + 1, w[i].rc, w[i].err))
@@ -379,20 +371,20 @@ static void test_handoff_fifo(void)
         {
             /* Marked "+w" while others are still in line. */
             char want[256];
-            snprintf(want, sizeof want, "%s%s", tok[i], i < 2 ? "+w" : "");
+            snprintf(want, sizeof want, "%s%s", tok[i], i < n - 1 ? "+w" : "");
             CHECK_EQ_STR(got, want);
         }
         pttl = CMD_INT(admin, "PTTL", name);
-        CHECK_MSG(pttl > ttls[i] - MARGIN && pttl <= ttls[i], "waiter %d: PTTL %lld, its TTL %lld",
-                  i + 1, pttl, (long long)ttls[i]);
+        CHECK_MSG(pttl > 20000 + 5000 * i - MARGIN && pttl <= 20000 + 5000 * i,
+                  "waiter %d: PTTL %lld, its TTL %d", i + 1, pttl, 20000 + 5000 * i);
         CHECK_FENCE_AFTER(rlk_lock_fence(w[i].l), fence);
         fence = rlk_lock_fence(w[i].l);
         /* The ones behind it still wait, in their places. */
-        for (j = i + 1; j < 3; j++)
+        for (j = i + 1; j < n; j++)
             CHECK_MSG(!waiter_done(&w[j]), "waiter %d returned while %d held the lock", j + 1,
                       i + 1);
-        queue_is(name, tok + i + 1, 2 - i, __LINE__);
-        CHECK_EQ_INT(waiter_entries(waiters), 2 - i);
+        queue_is(name, tok + i + 1, n - 1 - i, __LINE__);
+        CHECK_EQ_INT(waiter_entries(waiters), n - 1 - i);
         CHECK_EQ_INT(rlk_lock_release(w[i].l), RLK_OK);
         w[i].l = NULL;
     }
@@ -402,8 +394,10 @@ out:
     if (la) rlk_lock_release(la);
     waiters_end(w, joined, started);
     rlk_client_free(a);
-    for (i = 0; i < 3; i++) rlk_client_free(c[i]);
+    for (i = 0; i < n; i++) rlk_client_free(c[i]);
 }
+
+static void test_handoff_fifo(void) { serve_in_order("ho-fifo", RLK_LOCK_SIMPLE, 3); }
 
 /* An entry whose lease ran out (its waiter died) is passed over and
  * removed, even though its channel has a listener (here: the live
@@ -1504,6 +1498,97 @@ static void test_release_without_channels(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* The fair kind: the line's order is the order served                 */
+
+/* Six fair waiters, each started once the one before is in line, are
+ * served exactly in that order (serve_in_order). */
+static void test_fair_order(void) { serve_in_order("fair-order", RLK_LOCK_FAIR, 6); }
+
+/* A free fair lock with a live waiter in line (the holder's key gone, as
+ * when its TTL ran out or a claim was not confirmed), the waiter's next
+ * look 10 s away: a fair newcomer does not take it, a simple one's
+ * SET NX does (what the simple kind does not promise); the waiter takes
+ * it at its wait's end, its last try, being first in line. */
+static void test_fair_newcomer_does_not_barge(void)
+{
+    const char *name = "fair-barge";
+    rlk_client *a = CLIENT(), *b = CLIENT(), *c = CLIENT_EX(srv_url, 0, 10000, NULL);
+    struct waiter w;
+    int joined = 0, started = 0;
+    char queue[64];
+    rlk_lock *la = NULL;
+    HO_KEY(queue, name, "queue");
+    if (!a || !b || !c) goto out;
+    CMD(admin, "DEL", name, queue);
+    la = acquire(a, name, 30000, RLK_LOCK_FAIR, 0, NULL, __LINE__);
+    if (!la) goto out;
+    if (!waiter_start(&w, c, name, 30000, 3000, RLK_LOCK_FAIR)) goto out;
+    started = 1;
+    if (!CHECK(wait_waiters(name, 1, LONG_MS))) goto out;
+    CMD(admin, "DEL", name);
+    CHECK_EQ_INT(try_acquire(b, name, RLK_LOCK_FAIR), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(CMD_INT(admin, "EXISTS", name), 0);
+    CHECK_EQ_INT(CMD_INT(admin, "LLEN", queue), 1);
+    CHECK_EQ_INT(try_acquire(b, name, RLK_LOCK_SIMPLE), RLK_OK);
+    CHECK_MSG(!waiter_done(&w), "the waiter returned early: %d %s", w.rc, w.err);
+    pthread_join(w.th, NULL);
+    joined = 1;
+    CHECK_MSG(w.rc == RLK_OK && w.l, "the waiter, first in line at its last try: %d %s", w.rc, w.err);
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(&w, &joined, started);
+    CMD(admin, "DEL", name);
+    rlk_client_free(a);
+    rlk_client_free(b);
+    rlk_client_free(c);
+}
+
+/* A fair waiter that cannot hear a handoff (its user has no channels)
+ * polls in line and keeps its place: the release frees the lock for it
+ * rather than hand it to the fair waiter behind, which is served next
+ * (at its re-check: that user may not publish a handoff either). */
+static void test_fair_unheard_keeps_place(void)
+{
+    const char *name = "fair-unheard";
+    rlk_client *a = CLIENT(), *c[2];
+    struct waiter w[2];
+    int joined[2] = {0, 0}, started = 0, first;
+    char queue[64];
+    rlk_lock *la = NULL;
+    make_users();
+    c[0] = user_client(NOCHAN, 3, 200);
+    c[1] = CLIENT();
+    HO_KEY(queue, name, "queue");
+    if (!a || !c[0] || !c[1]) goto out;
+    CMD(admin, "DEL", name, queue);
+    la = acquire(a, name, 30000, RLK_LOCK_FAIR, 0, NULL, __LINE__);
+    if (!la) goto out;
+    for (int i = 0; i < 2; i++) {
+        if (!waiter_start(&w[i], c[i], name, 30000, HO_WAIT_MS, RLK_LOCK_FAIR)) goto out;
+        started++;
+        if (!CHECK_MSG(wait_waiters(name, i + 1, LONG_MS), "waiter %d did not register", i + 1))
+            goto out;
+    }
+    CHECK_EQ_INT(rlk_lock_release(la), RLK_OK);
+    la = NULL;
+    first = join_first(w, joined, 2);
+    if (!CHECK_MSG(first == 0, "waiter %d was served first", first + 1)) goto out;
+    CHECK_MSG(w[0].rc == RLK_OK && w[0].l, "the unheard waiter: %d %s", w[0].rc, w[0].err);
+    if (w[0].l) CHECK_EQ_INT(rlk_lock_release(w[0].l), RLK_OK);
+    w[0].l = NULL;
+    pthread_join(w[1].th, NULL);
+    joined[1] = 1;
+    CHECK_MSG(w[1].rc == RLK_OK && w[1].l, "the waiter behind: %d %s", w[1].rc, w[1].err);
+out:
+    if (la) rlk_lock_release(la);
+    waiters_end(w, joined, started);
+    CMD(admin, "DEL", name);
+    rlk_client_free(a);
+    rlk_client_free(c[0]);
+    rlk_client_free(c[1]);
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -1542,6 +1627,9 @@ int main(int argc, char **argv)
     RUN(test_release_without_channels);
     RUN(test_yield_window_new_client_simple);
     RUN(test_yield_window_new_client_reentrant);
+    RUN(test_fair_order);
+    RUN(test_fair_newcomer_does_not_barge);
+    RUN(test_fair_unheard_keeps_place);
 
     return locktest_finish(t0);
 }

@@ -437,7 +437,8 @@ void rlk_conn_set_timeouts(rlk_conn *c, int connect_ms, int command_ms);
  * acquire waits for the confirmation.  So does a waiter whose last try
  * was so long before the message that under a quarter of the claim is
  * left.  Waiters are
- * served first come, first served.  A waiter's place lapses when it has
+ * served first come, first served, as a best effort (what it does not
+ * promise, and the kind that does: RLK_LOCK_FAIR).  A waiter's place lapses when it has
  * not renewed it for two re-check periods and a little (it died, or was
  * stopped), and a waiter whose channel has no subscriber is skipped; a
  * releaser whose user may not PUBLISH (an ACL) frees the lock instead,
@@ -666,9 +667,40 @@ uint64_t rlk_client_generation(rlk_client *cl);
  * owner's thread. */
 rlk_conn *rlk_client_conn(rlk_client *cl);
 
+/*
+ * The fair kind is a simple lock (a string, the same token, release,
+ * extend, watchdog and status) whose order among resplock waiters is
+ * guaranteed, where the simple kind's line is best effort:
+ * - a fair acquire takes a free lock only when no earlier waiter's place
+ *   is live in the line ({NAME}:queue): a newcomer joins the line's tail
+ *   instead, also while a handoff is under way or the lock was freed
+ *   for others (the simple kind's first try is a plain SET NX PX, which
+ *   takes any free lock: when a holder's TTL ran out, after a handoff
+ *   to a waiter that did not confirm, after the yield window);
+ * - a release hands the lock to the line's head, and the order in which
+ *   waiters joined is the order they are served;
+ * - a fair waiter that cannot hear its handoff (RESP2 without a
+ *   listener, a subscription refused) still keeps its place and polls
+ *   (the simple kind's is not in line at all); a release that finds it
+ *   at the head alive but unheard frees the lock for it alone;
+ * - a waiter that died holds the line up until its place lapses (two
+ *   re-check periods and a little), plus the next one's re-check: the
+ *   first try that finds the head's place lapsed drops it.  A waiter
+ *   whose own place lapsed (paused that long) joins again at the tail.
+ * What it costs: the fair kind's every try is the script (no SET NX
+ *   first); the simple kind's fast path is unchanged.
+ * What it does not promise: clients that take the lock by a plain
+ * SET NX (redis-py, node-redlock, or resplock's simple kind on the same
+ * name) ignore the line and may take it whenever it is free (when
+ * resplock frees it after 2 s of handoffs, for 200 ms resplock keeps
+ * away and they get their turn); Redisson's RFairLock keeps a line of
+ * its own (redisson_lock_queue:{NAME}) that resplock does not read: use
+ * one or the other on a name.  Not offered under Redlock.
+ */
 typedef enum rlk_lock_kind {
     RLK_LOCK_SIMPLE = 0,
-    RLK_LOCK_REENTRANT = 1
+    RLK_LOCK_REENTRANT = 1,
+    RLK_LOCK_FAIR = 2
 } rlk_lock_kind;
 
 #define RLK_WAIT_FOREVER (-1)
@@ -1199,7 +1231,9 @@ enum rlk_not_a_lock_why {
 
 typedef struct rlk_lock_status {
     int held;            /* 1 when the key exists                        */
-    rlk_lock_kind kind;  /* simple (string) or reentrant (hash)          */
+    rlk_lock_kind kind;  /* simple (string), reentrant (hash), or fair (a
+                            string whose facts say resplock's fair
+                            acquire took it)                              */
     int64_t ttl_ms;      /* -1: no TTL                                    */
     int64_t holds;       /* reentrant: the sum of the hold counts         */
     uint64_t fence;      /* always 0: a lock's fence is not stored (it is

@@ -57,13 +57,14 @@ typedef struct lock_args {
     int sem;
     int64_t permits, take, lock_timeout_ms;
     int layout;
+    int fair;                /* --fair: RLK_LOCK_FAIR */
 } lock_args;
 
 /* A value no option gave (yet): the config file's, or the default. */
 #define UNSET INT64_MIN
 
 enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON, OPT_REPLICAS,
-       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT, OPT_LAYOUT, OPT_LOCK_TIMEOUT };
+       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT, OPT_LAYOUT, OPT_LOCK_TIMEOUT, OPT_FAIR };
 
 /* sem run's own options first (its -p is --permits: the port is --port
  * there); the lock's commands skip them (lock_long). */
@@ -86,6 +87,7 @@ static const cli_option run_long[] = {
     {"replicas", 1, OPT_REPLICAS},
     {"replicas-aof", 1, OPT_REPLICAS_AOF},
     {"replicas-timeout", 1, OPT_REPLICAS_TIMEOUT},
+    {"fair", 0, OPT_FAIR},
     {NULL, 0, 0}};
 static const cli_option *const lock_long = run_long + SEM_OPTIONS;
 
@@ -131,6 +133,7 @@ static int lock_opt(void *ctx, int c, const char *arg)
     case OPT_HOLD_MIN: return duration_opt("--hold-min", arg, &a->hold_min_ms, 1);
     case OPT_KILL_AFTER: return duration_opt("--kill-after", arg, &a->kill_after_ms, 1);
     case OPT_ADD: a->add = 1; return 1;
+    case OPT_FAIR: a->fair = 1; return 1;
     case 'c': a->shell = arg; return 1;
     case OPT_MAX_TIME: return duration_opt("--max-time", arg, &a->max_time_ms, 0);
     case OPT_JSON: a->json = 1; return 1;
@@ -347,6 +350,7 @@ static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lo
     lo.holder_cmd = line;
     lo.ttl_ms = a->ttl_ms;
     lo.wait_ms = a->wait_ms;
+    lo.kind = a->fair ? RLK_LOCK_FAIR : RLK_LOCK_SIMPLE;
     lo.watchdog = watchdog;
     lo.on_lost = on_lost;
     lo.lost_margin_ms = margin;
@@ -1016,7 +1020,8 @@ static void holder_kind(rlk_client *cl, const char *name, const rlk_lock_status 
         /* "rlk:" and 32 hex digits, then ';' and the holder's facts (or
          * nothing: an older resplock), "+w" when waiters marked it. */
         if (v->len >= 36 && memcmp(v->str, "rlk:", 4) == 0 && all_of(v->str + 4, 32, "0123456789abcdef"))
-            snprintf(out, n, "simple: resplock's layout (an rlk: token%s)",
+            snprintf(out, n, "%s: resplock's layout (an rlk: token%s)",
+                     st->kind == RLK_LOCK_FAIR ? "fair" : "simple",
                      v->len > 36 && v->str[36] == '+' ? ", marked: waiters in line" : "");
         else if (v->len == 32 && all_of(v->str, v->len, "0123456789abcdef"))
             snprintf(out, n, "simple: a 32-hex-digit token (redis-py, node-redlock)");
@@ -1624,7 +1629,7 @@ int cmd_list(cli_opts *o, int argc, char **argv)
                     continue;
                 }
                 put_text(p + pl);
-                printf("  %s  ttl %" PRId64 " ms  ", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : "simple",
+                printf("  %s  ttl %" PRId64 " ms  ", st.kind == RLK_LOCK_REENTRANT ? "reentrant" : st.kind ? "fair" : "simple",
                        st.ttl_ms);
                 if (st.has_facts) put_facts(&st, 1);
                 else fputs("holder unknown", stdout);

@@ -6,7 +6,8 @@
 --
 -- KEYS: lock, queue, waiters.
 -- ARGV: token (a simple lock's token, a reentrant lock's hash field),
---       ttl (ms), kind ('s' simple, 'r' reentrant),
+--       ttl (ms), kind ('s' simple, 'r' reentrant, 'f' fair: a string
+--       lock like the simple one, taken only by the first in line),
 --       mode ('0' try; 'w' try, else join the line or renew the place in
 --       it; 'q' try, else leave the line),
 --       lease (ms the place in line lasts unless renewed),
@@ -95,6 +96,25 @@ local function join()
   if redis.call('pttl', waiters) < keep then redis.call('pexpire', waiters, keep) end
 end
 
+-- A fair try takes a free lock only when no earlier waiter is in line:
+-- the head's place, unless it lapsed (its waiter died or stopped
+-- renewing it: dropped here, so a dead waiter holds the line up no
+-- longer than its lease).  A newcomer (mode '0', not in line) is never
+-- first while anyone waits.
+local function first_in_line()
+  for _ = 1, 100 do
+    local head = redis.call('lindex', queue, 0)
+    if not head then return true end
+    if head == token then return true end
+    local e = redis.call('hget', waiters, head)
+    local exp = e and tonumber(string.match(e, '^(%d+) '))
+    if exp and exp > now then return false end
+    redis.call('lpop', queue)
+    redis.call('hdel', waiters, head)
+  end
+  return false
+end
+
 local function not_now(ms)
   if mode == 'w' then join() elseif mode == 'q' then leave() end
   return {0, ms}
@@ -110,7 +130,9 @@ local function window()
   end
 end
 
-if mode ~= '0' then
+-- A fair newcomer keeps away from the window too: the window is the
+-- others' turn, not a newcomer's.
+if mode ~= '0' or kind == 'f' then
   local left = window()
   if left then
     -- Holding this token now, a simple lock was taken by this acquire's
@@ -123,7 +145,24 @@ if mode ~= '0' then
   end
 end
 
-if kind == 's' then
+if kind == 'f' then
+  local v = redis.pcall('get', lock)
+  if v == token or v == marked then
+    redis.call('pexpire', lock, ttl)
+    return {1, fence, 1, 1}
+  end
+  if v == false then
+    -- Free and nobody in line before it: its own place goes, and the
+    -- value is marked while others wait, so that its release hands
+    -- the lock on rather than freeing it (release.lua's fast path).
+    if not first_in_line() then return not_now(lease) end
+    leave()
+    local val = token
+    if string.sub(token, 1, 4) == 'rlk:' and redis.call('llen', queue) > 0 then val = marked end
+    redis.call('set', lock, val, 'px', ttl)
+    return {1, fence, 1, 0}
+  end
+elseif kind == 's' then
   if redis.call('set', lock, token, 'nx', 'px', ttl) then
     if mode ~= '0' then leave() end
     return {1, fence, 1, 0}

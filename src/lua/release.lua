@@ -32,7 +32,8 @@
 -- the waiter's claim (a short TTL), "FENCE TOKEN" is published on the
 -- waiter's channel, and the waiter confirms by extending the lock to its
 -- TTL.  Waiters whose place lapsed (they died) or whose channel has no
--- listener are skipped.  After CHAIN ms of handing the lock from waiter
+-- listener are skipped (a fair waiter's live place is not: the lock is
+-- freed for it alone, see acquire.lua).  After CHAIN ms of handing the lock from waiter
 -- to waiter (with gaps under GAP ms), a release frees it once instead
 -- and resplock's waiters keep away for YIELD ms: clients that poll or
 -- that wait for the "0" message on redisson_lock__channel:{NAME} (NAME
@@ -102,7 +103,7 @@ local function pass_on()
       end
     end
     local e = redis.call('hget', waiters, w)
-    local exp, _, claim, wkind, ch = string.match(e or '', '^(%d+) (%d+) (%d+) ([sr]) (.+)$')
+    local exp, _, claim, wkind, ch = string.match(e or '', '^(%d+) (%d+) (%d+) ([srf]) (.+)$')
     local heard = 0
     if exp and tonumber(exp) > now then
       -- pcall: a releaser whose user may not PUBLISH (an ACL) cannot tell
@@ -110,12 +111,17 @@ local function pass_on()
       -- the waiter takes the lock at its next look.
       heard = redis.pcall(publish, ch, string.format('%.0f ', fence) .. w)
       if type(heard) ~= 'number' then break end
+      -- A fair waiter unheard but alive (it polls, or its subscription
+      -- is being made again) keeps its place: the lock is freed and
+      -- only it may take it (acquire.lua), at its next look or once its
+      -- place lapses.
+      if heard == 0 and wkind == 'f' then break end
     end
     redis.call('lpop', queue)
     if e then redis.call('hdel', waiters, w) end
     if heard > 0 then
       local ok
-      if wkind == 's' then
+      if wkind ~= 'r' then
         -- Marked when others are still in line (see acquire.lua).
         local val = w
         if string.sub(w, 1, 4) == 'rlk:' and redis.call('llen', queue) > 0 then val = w .. '+w' end

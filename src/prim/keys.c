@@ -231,6 +231,7 @@ void rlk__facts_read(rlk_lock_status *st, const char *f, size_t len)
         char num[24];
         if (e - p > 2 && p[1] == '=') {
             if (p[0] == 'h') get_enc(st->host, RLK_HOLDER_HOST_MAX, p + 2, e);
+            else if (p[0] == 'k' && p[2] == 'f' && e - p == 3) st->kind = RLK_LOCK_FAIR;
             else if (p[0] == 'c') get_enc(st->cmd, RLK_HOLDER_CMD_MAX, p + 2, e);
             if (p[0] == 'p' || p[0] == 't') {
                 get_enc(num, sizeof num - 1, p + 2, e);

@@ -34,9 +34,9 @@ uint64_t rlk__fence_of_time(const rlk_resp_value *v);
  * but that form). */
 uint64_t rlk__window_end(const rlk_resp_value *v);
 
-/* A holder's facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded): their
- * longest, with the NUL. */
-#define RLK__FACTS_MAX 184
+/* A holder's facts ("h=HOST;p=PID;t=MS;c=CMD", percent-encoded, after
+ * "k=f;" for a fair lock): their longest, with the NUL. */
+#define RLK__FACTS_MAX 188
 
 /* Holder facts, as every primitive records them ("h=HOST;p=PID;t=MS"
  * and ";c=CMD" when cmd is given, %XX-encoded, at most RLK__FACTS_MAX

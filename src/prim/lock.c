@@ -85,6 +85,7 @@ struct rlk_session_lock {
     char *tomb;           /* reentrant: this handle's release's tombstone */
     char *facts;          /* reentrant: its holder's facts (rlk:holder) */
     char kind;            /* the scripts' letter: 's' simple, 'r' reentrant */
+    int fair;             /* simple, and its tries are acquire.lua's 'f' */
     int64_t holds;
     void *user;
     int state;
@@ -485,7 +486,7 @@ static int build_acq(rlk__core *c, rlk__req *q)
     rlk__locks *s = l->s;
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
-    char ttl[24], ls[24], cs[24], m[2] = {(char)q->arg, 0}, k[2] = {l->kind, 0};
+    char ttl[24], ls[24], cs[24], m[2] = {(char)q->arg, 0}, k[2] = {l->fair ? 'f' : l->kind, 0};
     ttl_str(ttl, l->ttl);
     ttl_str(ls, p.lease);
     ttl_str(cs, p.claim);
@@ -928,6 +929,9 @@ static int busy(rlk__locks *s, rlk_session_lock *l, int64_t pttl)
     rlk__wait_plan_for(&p, s->timing.recheck_ms, l->ttl);
     int64_t wait = p.slice;
     if (pttl >= 0 && pttl + 1 < wait) wait = pttl + 1;
+    /* A fair waiter that cannot hear a handoff polls in line all the
+     * same: its place is its turn (release.lua frees the lock for it). */
+    if (l->fair) l->mode = 'w';
     l->wake_at = s->now + wait;
     if (l->until >= 0 && l->wake_at > l->until) l->wake_at = l->until;
     l->state = L_WAIT;
@@ -1017,7 +1021,7 @@ static int start(rlk__locks *s, rlk_session_lock *l)
         l->subscribed = 1;
         l->mode = 'w';
     } else {
-        l->mode = l->kind == 'r' ? '0' : 0;
+        l->mode = l->kind == 'r' || l->fair ? '0' : 0;
     }
     return send_try(s, l);
 }
@@ -1028,7 +1032,7 @@ static int start(rlk__locks *s, rlk_session_lock *l)
 int rlk__locks_check_acquire(rlk__locks *s, const char *name, const rlk_lock_options *o)
 {
     if (!name || !*name) return fail(s, RLK_ERR_INVALID, "acquire: empty lock name");
-    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT)
+    if (o->kind != RLK_LOCK_SIMPLE && o->kind != RLK_LOCK_REENTRANT && o->kind != RLK_LOCK_FAIR)
         return fail(s, RLK_ERR_INVALID, "acquire: unknown lock kind");
     if (o->kind == RLK_LOCK_REENTRANT && o->holder && !*o->holder)
         return fail(s, RLK_ERR_INVALID, "acquire: empty holder");
@@ -1074,7 +1078,10 @@ rlk_session_lock *rlk__locks_acquire_as(rlk__locks *s, const char *name,
     if (rlk__locks_check_acquire(s, name, o) != RLK_OK) return NULL;
     int reentrant = o->kind == RLK_LOCK_REENTRANT;
     char facts[RLK__FACTS_MAX];
-    size_t fl = rlk__facts_make(s->host_name, facts, o->holder_cmd);
+    /* "k=f;" first: status tells a fair lock by its value alone. */
+    size_t fk = o->kind == RLK_LOCK_FAIR ? 4 : 0;
+    memcpy(facts, "k=f;", fk);
+    size_t fl = fk + rlk__facts_make(s->host_name, facts + fk, o->holder_cmd);
     /* The token's room: "rlk:", 32 hex digits, ';' and the facts, a
      * holder named, or the session's prefix and a counter's 20 digits.
      * A reentrant release's tombstone: its prefix, ':' and 32 hex
@@ -1101,6 +1108,7 @@ rlk_session_lock *rlk__locks_acquire_as(rlk__locks *s, const char *name,
     rlk__make_keys(name, l->keys, l->cap);
     l->token = l->keys + keys;
     l->kind = reentrant ? 'r' : 's';
+    l->fair = o->kind == RLK_LOCK_FAIR;
     if (token) {
         memcpy(l->token, token, tl + 1);
     } else if (!reentrant) {
@@ -1302,7 +1310,7 @@ static void not_listening(rlk_session_lock *l)
 {
     l->subscribed = 0;
     if ((l->state == L_WAIT || l->state == L_TRY || l->state == L_PENDING) && l->mode == 'w')
-        l->mode = l->kind == 'r' ? '0' : 0;
+        l->mode = l->kind == 'r' || l->fair ? '0' : 0;
 }
 
 /* l follows its slot to the connection that serves it now, as the
@@ -1770,7 +1778,7 @@ static int read_status(rlk__locks *s, const rlk_resp_value *v, rlk_lock_status *
     st->not_a_lock = bad >= 1 && bad <= 3 ? (int)bad : 0;
     rlk__facts_read(st, f->str, f->len);
     st->held = held != 0;
-    st->kind = rlk__str_is(t, "hash", 4) ? RLK_LOCK_REENTRANT : RLK_LOCK_SIMPLE;
+    if (rlk__str_is(t, "hash", 4)) st->kind = RLK_LOCK_REENTRANT;
     st->ttl_ms = held ? ttl : 0;
     st->holds = holds;
     st->waiters = w;
