@@ -534,6 +534,11 @@ while read -r o ph; do
     --rate) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl "$o" 1/s -- true ;;
     --burst) check "the man page's $o is accepted (rate)" 69 '' '' -- -u "$down" rate optl --rate 1/s "$o" 3 -- true ;;
     --json) check "the man page's $o is accepted (status)" 69 '' '' -- -u "$down" status optl "$o" ;;
+    --permits|-p) check "the man page's $o is accepted (sem run)" 69 '' '' -- -u "$down" sem run optl "$o" 2 -- true ;;
+    --take|-k|--layout|--lock-timeout)
+      [ "$o" = --layout ] && v=(resplock)
+      check "the man page's $o ${v[*]} is accepted (sem run)" 69 '' '' \
+        -- -u "$down" sem run optl -p 3 "$o" "${v[@]}" -- true ;;
     --replicas-timeout) check "the man page's $o is accepted (run, with --replicas)" 69 '' '' \
       -- -u "$down" run optl --replicas 1 "$o" "${v[@]}" -- true ;;
     # Without TLS compiled in, asking for it is a configuration error.

@@ -157,7 +157,7 @@ static int ambiguous_error(const cli_option *own, const char *word, const char *
 {
     char list[512] = "";
     for (int t = 0; t < 2; t++)
-        for (const cli_option *p = t ? global_long : own; p && p->name; p++) {
+        for (const cli_option *p = t ? own : global_long; p && p->name; p++) {
             if (strncmp(p->name, name, len) != 0) continue;
             size_t n = strlen(list);
             if (n + strlen(p->name) + 5 >= sizeof list) break;
