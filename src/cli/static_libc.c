@@ -6,9 +6,8 @@
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
  * sigaction, signal, socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp,
  * isatty, gethostname and pthread_mutex_lock, trylock and unlock
- * (x86-64), fork, pthread_atfork, fputc, putchar and puts, musl's
- * __strchrnul and the __lookup_serv of the command's getaddrinfo
- * (src/cli/static_resolv.c)
+ * (x86-64), fork, pthread_atfork, musl's __strchrnul and the
+ * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
  * small code where the library's is general: its strstr is a two-way
@@ -114,11 +113,8 @@
  * its nanosleep goes through clock_nanosleep; gethostname copies the
  * uname system call's node name as musl's does (cut at the length
  * given, its last byte then NUL, where GNU libc's fails with
- * ENAMETOOLONG).  fputc and putchar write the byte with fwrite, and puts
- * the string and a newline with the stream locked, where musl's write
- * into the buffer themselves and lock it their own way (570 bytes for
- * fputc and putchar): the command writes its lines with fprintf and
- * fputs, and single bytes rarely.  These made it 1,660 bytes smaller.
+ * ENAMETOOLONG).  These made it 1,090 bytes smaller (and fputc, putchar
+ * and puts 570 more, now src/cli/static_stdio.c's).
  *
  * pthread_mutex_lock, trylock and unlock (and musl's internal names of
  * them, which its condition variables call), on x86-64, keep musl's
@@ -219,11 +215,8 @@ int RLK_LIBC_NAME(signalfd)(int fd, const sigset_t *mask, int flags);
 int RLK_LIBC_NAME(nanosleep)(const struct timespec *req, struct timespec *rem);
 pid_t RLK_LIBC_NAME(tcgetpgrp)(int fd);
 int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg);
-int RLK_LIBC_NAME(fputc)(int c, FILE *f);
 int RLK_LIBC_NAME(isatty)(int fd);
 int RLK_LIBC_NAME(gethostname)(char *name, size_t len);
-int RLK_LIBC_NAME(putchar)(int c);
-int RLK_LIBC_NAME(puts)(const char *s);
 int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m);
@@ -651,25 +644,6 @@ int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[])
     }
     errno = denied ? EACCES : ENOENT;
     return -1;
-}
-
-int RLK_LIBC_NAME(fputc)(int c, FILE *f)
-{
-    unsigned char b = (unsigned char)c;
-    return fwrite(&b, 1, 1, f) ? b : EOF;
-}
-
-int RLK_LIBC_NAME(putchar)(int c)
-{
-    return RLK_LIBC_NAME(fputc)(c, stdout);
-}
-
-int RLK_LIBC_NAME(puts)(const char *s)
-{
-    flockfile(stdout);
-    int r = -(fputs(s, stdout) < 0 || RLK_LIBC_NAME(fputc)('\n', stdout) < 0);
-    funlockfile(stdout);
-    return r;
 }
 
 #if defined(__x86_64__)
