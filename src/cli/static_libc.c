@@ -5,9 +5,10 @@
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
  * sigaction, signal, socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp,
- * isatty, gethostname and pthread_mutex_lock, trylock and unlock
- * (x86-64), fork, pthread_atfork, musl's __strchrnul and the
- * __lookup_serv of the command's getaddrinfo (src/cli/static_resolv.c)
+ * isatty, gethostname, pthread_mutex_lock, trylock, unlock and destroy
+ * and pthread_cond_destroy (x86-64), fork, pthread_atfork, musl's
+ * __strchrnul and the __lookup_serv of the command's getaddrinfo
+ * (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
  * the library's, for the command and for the C library's own calls, as
  * small code where the library's is general: its strstr is a two-way
@@ -223,6 +224,8 @@ int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_trylock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_mutex_destroy)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_cond_destroy)(pthread_cond_t *c);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -887,6 +890,24 @@ int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m)
 int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m)
 {
     return RLK_LIBC_NAME(__pthread_mutex_unlock)(m);
+}
+
+/* Nothing to undo for a mutex or a condition variable that is not
+ * shared between processes, the library's only kind (it sets no
+ * pshared attribute): musl's pthread_mutex_destroy waits for its
+ * process-shared robust mutexes' memory barrier, and its
+ * pthread_cond_destroy for the waiters of a process-shared one to
+ * leave, which brought its futex waits (280 bytes of the command). */
+int RLK_LIBC_NAME(pthread_mutex_destroy)(pthread_mutex_t *m)
+{
+    (void)m;
+    return 0;
+}
+
+int RLK_LIBC_NAME(pthread_cond_destroy)(pthread_cond_t *c)
+{
+    (void)c;
+    return 0;
 }
 
 #if RLK_LIBC_MUSL

@@ -155,6 +155,8 @@ int rlk__t_isatty(int fd);
 int rlk__t_gethostname(char *name, size_t len);
 int rlk__t_pthread_mutex_trylock(pthread_mutex_t *m);
 int rlk__t_pthread_mutex_unlock(pthread_mutex_t *m);
+int rlk__t_pthread_mutex_destroy(pthread_mutex_t *m);
+int rlk__t_pthread_cond_destroy(pthread_cond_t *c);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
 struct rlk_file;
@@ -862,8 +864,8 @@ static void test_stdio(void)
     fclose(e);
 }
 
-/* pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
- * normal, recursive and error-checking mutexes, each by one thread and
+/* pthread_mutex_lock, trylock, unlock and destroy and
+ * pthread_cond_destroy (x86-64) on musl's layout: normal, recursive and error-checking mutexes, each by one thread and
  * by several at once (every increment under the lock counted). */
 static void test_mutex(void)
 {
@@ -894,7 +896,13 @@ static void test_mutex(void)
             CHECK(rlk__t_pthread_mutex_unlock(&m) == EPERM);
         }
         CHECK(rlk__t_pthread_mutex_trylock(&m) == 0 && rlk__t_pthread_mutex_unlock(&m) == 0);
+        CHECK(rlk__t_pthread_mutex_destroy(&m) == 0);
     }
+    /* Destroyed, a condition variable no thread waits on is the C
+     * library's to make again. */
+    pthread_cond_t cv;
+    CHECK(pthread_cond_init(&cv, NULL) == 0 && rlk__t_pthread_cond_destroy(&cv) == 0);
+    CHECK(pthread_cond_init(&cv, NULL) == 0 && pthread_cond_destroy(&cv) == 0);
     for (int type = 0; type < 2; type++) {
         shared_mu = musl_mutex(type);
         shared_n = 0;
