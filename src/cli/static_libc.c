@@ -5,7 +5,7 @@
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
  * sigaction, signal, socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp,
- * isatty, gethostname, pthread_mutex_lock, trylock, unlock and destroy
+ * tcgetattr, tcsetattr, isatty, gethostname, pthread_mutex_lock, trylock, unlock and destroy
  * and pthread_cond_destroy (x86-64), fork, pthread_atfork, musl's
  * __strchrnul and the __lookup_serv of the command's getaddrinfo
  * (src/cli/static_resolv.c)
@@ -115,7 +115,11 @@
  * uname system call's node name as musl's does (cut at the length
  * given, its last byte then NUL, where GNU libc's fails with
  * ENAMETOOLONG).  These made it 1,090 bytes smaller (and fputc, putchar
- * and puts 570 more, now src/cli/static_stdio.c's).
+ * and puts 570 more, now src/cli/static_stdio.c's).  tcgetattr and
+ * tcsetattr (x86-64) are the ioctls TCGETS and TCSETS (+ TCSANOW,
+ * TCSADRAIN or TCSAFLUSH; another is EINVAL), as musl's, without its
+ * ioctl, which they alone called (its conversions of time structures
+ * for 32-bit systems).
  *
  * pthread_mutex_lock, trylock and unlock (and musl's internal names of
  * them, which its condition variables call), on x86-64, keep musl's
@@ -180,6 +184,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -216,6 +221,8 @@ int RLK_LIBC_NAME(signalfd)(int fd, const sigset_t *mask, int flags);
 int RLK_LIBC_NAME(nanosleep)(const struct timespec *req, struct timespec *rem);
 pid_t RLK_LIBC_NAME(tcgetpgrp)(int fd);
 int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg);
+int RLK_LIBC_NAME(tcgetattr)(int fd, struct termios *t);
+int RLK_LIBC_NAME(tcsetattr)(int fd, int act, const struct termios *t);
 int RLK_LIBC_NAME(isatty)(int fd);
 int RLK_LIBC_NAME(gethostname)(char *name, size_t len);
 int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m);
@@ -778,6 +785,23 @@ int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg)
 {
     int v = pg;
     return (int)syscall(SYS_ioctl, fd, TIOCSPGRP, &v);
+}
+
+/* On x86-64 the kernel's struct termios is the start of the C
+ * library's: TCGETS fills it, TCSETS, TCSETSW and TCSETSF (TCSANOW,
+ * TCSADRAIN and TCSAFLUSH from TCSETS) read it. */
+int RLK_LIBC_NAME(tcgetattr)(int fd, struct termios *t)
+{
+    return syscall(SYS_ioctl, fd, TCGETS, t) ? -1 : 0;
+}
+
+int RLK_LIBC_NAME(tcsetattr)(int fd, int act, const struct termios *t)
+{
+    if (act < TCSANOW || act > TCSAFLUSH) {
+        errno = EINVAL;
+        return -1;
+    }
+    return (int)syscall(SYS_ioctl, fd, TCSETS + act, t);
 }
 
 int RLK_LIBC_NAME(isatty)(int fd)

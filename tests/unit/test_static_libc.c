@@ -41,8 +41,8 @@
  * - its sigaction and signal (x86-64): the handler, flags and mask the
  *   C library sees, the old action given back, a handler that runs and
  *   returns, and EINVAL for signals that may not be changed;
- * - its socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, isatty and
- *   gethostname (x86-64): flags, a signal read, a sleep's length, pipes
+ * - its socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, tcgetattr,
+ *   tcsetattr, isatty and gethostname (x86-64): flags, a signal read, a sleep's length, pipes
  *   that are no terminals, a closed descriptor, /dev/tty when there is
  *   one, and the host name at every length (musl's cut);
  * - its stdio (src/cli/static_stdio.c): stdout buffered (fflush, a
@@ -95,6 +95,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,6 +152,8 @@ int rlk__t_signalfd(int fd, const sigset_t *mask, int flags);
 int rlk__t_nanosleep(const struct timespec *req, struct timespec *rem);
 pid_t rlk__t_tcgetpgrp(int fd);
 int rlk__t_tcsetpgrp(int fd, pid_t pg);
+int rlk__t_tcgetattr(int fd, struct termios *t);
+int rlk__t_tcsetattr(int fd, int act, const struct termios *t);
 int rlk__t_isatty(int fd);
 int rlk__t_gethostname(char *name, size_t len);
 int rlk__t_pthread_mutex_trylock(pthread_mutex_t *m);
@@ -782,6 +785,13 @@ static void test_syscalls2(void)
     CHECK(rlk__t_tcgetpgrp(p[0]) == -1 && errno == ENOTTY);
     errno = 0;
     CHECK(rlk__t_tcsetpgrp(p[1], getpgrp()) == -1 && errno == ENOTTY);
+    struct termios tio, tio2;
+    errno = 0;
+    CHECK(rlk__t_tcgetattr(p[0], &tio) == -1 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcsetattr(p[0], TCSANOW, &tio) == -1 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcsetattr(p[0], TCSAFLUSH + 1, &tio) == -1 && errno == EINVAL);
     close(p[0]);
     close(p[1]);
     errno = 0;
@@ -793,6 +803,13 @@ static void test_syscalls2(void)
         pid_t pg = tcgetpgrp(tty);
         CHECK(rlk__t_tcgetpgrp(tty) == pg);
         if (pg == getpgrp()) CHECK(rlk__t_tcsetpgrp(tty, pg) == 0 && tcgetpgrp(tty) == pg);
+        /* The flags and control characters the C library reads, set
+         * again as they are. */
+        memset(&tio, 0, sizeof tio);
+        CHECK(rlk__t_tcgetattr(tty, &tio) == 0 && tcgetattr(tty, &tio2) == 0);
+        CHECK(tio.c_iflag == tio2.c_iflag && tio.c_oflag == tio2.c_oflag && tio.c_cflag == tio2.c_cflag &&
+              tio.c_lflag == tio2.c_lflag && !memcmp(tio.c_cc, tio2.c_cc, 17));
+        for (int act = TCSANOW; act <= TCSADRAIN; act++) CHECK(rlk__t_tcsetattr(tty, act, &tio) == 0);
         close(tty);
     }
 
