@@ -71,7 +71,10 @@ static void pool_forked(void)
 }
 static void pool_prepare(void) { pthread_mutex_lock(&pool.mu); }
 static void pool_parent(void) { pthread_mutex_unlock(&pool.mu); }
-/* With pool.mu held. */
+/* With pool.mu held.  pthread_atfork waits for the C library's mutex of
+ * its handlers, which a fork holds while it runs them; pool_prepare
+ * (which takes pool.mu) is one of them only once this call returns: no
+ * fork waits for pool.mu while this waits for that mutex. */
 static void register_forked(void)
 {
     if (!forked_registered) {
