@@ -5,8 +5,8 @@
  * qsort, strerror, gai_strerror, inet_ntop, inet_pton, setenv, execvp,
  * fstat, fcntl, clock_gettime, open, pipe2, getrlimit, mmap, munmap,
  * sigaction, signal, socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp,
- * isatty, gethostname and pthread_mutex_lock, trylock and unlock
- * (x86-64), fork, pthread_atfork, fputc, putchar and puts, musl's
+ * tcgetattr, tcsetattr, isatty, gethostname, pthread_mutex_lock, trylock, unlock and destroy
+ * and pthread_cond_destroy (x86-64), fork, pthread_atfork, musl's
  * __strchrnul and the __lookup_serv of the command's getaddrinfo
  * (src/cli/static_resolv.c)
  * (--enable-static-binary): linked before the C library, they replace
@@ -114,11 +114,12 @@
  * its nanosleep goes through clock_nanosleep; gethostname copies the
  * uname system call's node name as musl's does (cut at the length
  * given, its last byte then NUL, where GNU libc's fails with
- * ENAMETOOLONG).  fputc and putchar write the byte with fwrite, and puts
- * the string and a newline with the stream locked, where musl's write
- * into the buffer themselves and lock it their own way (570 bytes for
- * fputc and putchar): the command writes its lines with fprintf and
- * fputs, and single bytes rarely.  These made it 1,660 bytes smaller.
+ * ENAMETOOLONG).  These made it 1,090 bytes smaller (and fputc, putchar
+ * and puts 570 more, now src/cli/static_stdio.c's).  tcgetattr and
+ * tcsetattr (x86-64) are the ioctls TCGETS and TCSETS (+ TCSANOW,
+ * TCSADRAIN or TCSAFLUSH; another is EINVAL), as musl's, without its
+ * ioctl, which they alone called (its conversions of time structures
+ * for 32-bit systems).
  *
  * pthread_mutex_lock, trylock and unlock (and musl's internal names of
  * them, which its condition variables call), on x86-64, keep musl's
@@ -183,6 +184,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,17 +221,18 @@ int RLK_LIBC_NAME(signalfd)(int fd, const sigset_t *mask, int flags);
 int RLK_LIBC_NAME(nanosleep)(const struct timespec *req, struct timespec *rem);
 pid_t RLK_LIBC_NAME(tcgetpgrp)(int fd);
 int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg);
-int RLK_LIBC_NAME(fputc)(int c, FILE *f);
+int RLK_LIBC_NAME(tcgetattr)(int fd, struct termios *t);
+int RLK_LIBC_NAME(tcsetattr)(int fd, int act, const struct termios *t);
 int RLK_LIBC_NAME(isatty)(int fd);
 int RLK_LIBC_NAME(gethostname)(char *name, size_t len);
-int RLK_LIBC_NAME(putchar)(int c);
-int RLK_LIBC_NAME(puts)(const char *s);
 int RLK_LIBC_NAME(pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_lock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(pthread_mutex_trylock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_trylock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m);
 int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_mutex_destroy)(pthread_mutex_t *m);
+int RLK_LIBC_NAME(pthread_cond_destroy)(pthread_cond_t *c);
 
 size_t RLK_LIBC_NAME(strlen)(const char *s);
 void *RLK_LIBC_NAME(memchr)(const void *s, int c, size_t n);
@@ -653,25 +656,6 @@ int RLK_LIBC_NAME(execvp)(const char *file, char *const argv[])
     return -1;
 }
 
-int RLK_LIBC_NAME(fputc)(int c, FILE *f)
-{
-    unsigned char b = (unsigned char)c;
-    return fwrite(&b, 1, 1, f) ? b : EOF;
-}
-
-int RLK_LIBC_NAME(putchar)(int c)
-{
-    return RLK_LIBC_NAME(fputc)(c, stdout);
-}
-
-int RLK_LIBC_NAME(puts)(const char *s)
-{
-    flockfile(stdout);
-    int r = -(fputs(s, stdout) < 0 || RLK_LIBC_NAME(fputc)('\n', stdout) < 0);
-    funlockfile(stdout);
-    return r;
-}
-
 #if defined(__x86_64__)
 /* Where struct stat is the kernel's (x86-64), the system call fills it. */
 int RLK_LIBC_NAME(fstat)(int fd, struct stat *st)
@@ -803,6 +787,23 @@ int RLK_LIBC_NAME(tcsetpgrp)(int fd, pid_t pg)
     return (int)syscall(SYS_ioctl, fd, TIOCSPGRP, &v);
 }
 
+/* On x86-64 the kernel's struct termios is the start of the C
+ * library's: TCGETS fills it, TCSETS, TCSETSW and TCSETSF (TCSANOW,
+ * TCSADRAIN and TCSAFLUSH from TCSETS) read it. */
+int RLK_LIBC_NAME(tcgetattr)(int fd, struct termios *t)
+{
+    return syscall(SYS_ioctl, fd, TCGETS, t) ? -1 : 0;
+}
+
+int RLK_LIBC_NAME(tcsetattr)(int fd, int act, const struct termios *t)
+{
+    if (act < TCSANOW || act > TCSAFLUSH) {
+        errno = EINVAL;
+        return -1;
+    }
+    return (int)syscall(SYS_ioctl, fd, TCSETS + act, t);
+}
+
 int RLK_LIBC_NAME(isatty)(int fd)
 {
     struct winsize w;
@@ -913,6 +914,24 @@ int RLK_LIBC_NAME(__pthread_mutex_unlock)(pthread_mutex_t *m)
 int RLK_LIBC_NAME(pthread_mutex_unlock)(pthread_mutex_t *m)
 {
     return RLK_LIBC_NAME(__pthread_mutex_unlock)(m);
+}
+
+/* Nothing to undo for a mutex or a condition variable that is not
+ * shared between processes, the library's only kind (it sets no
+ * pshared attribute): musl's pthread_mutex_destroy waits for its
+ * process-shared robust mutexes' memory barrier, and its
+ * pthread_cond_destroy for the waiters of a process-shared one to
+ * leave, which brought its futex waits (280 bytes of the command). */
+int RLK_LIBC_NAME(pthread_mutex_destroy)(pthread_mutex_t *m)
+{
+    (void)m;
+    return 0;
+}
+
+int RLK_LIBC_NAME(pthread_cond_destroy)(pthread_cond_t *c)
+{
+    (void)c;
+    return 0;
 }
 
 #if RLK_LIBC_MUSL

@@ -54,8 +54,11 @@ void cli_messages_for(const cli_opts *o)
  * sd-daemon(3)'s "<N>" prefix as the line's priority. */
 static void prefix(int priority)
 {
-    if (journal) fprintf(stderr, "<%d>", priority);
-    else fputs("resplock: ", stderr);
+    /* Its one digit written as a byte (and the time below with
+     * snprintf): no fprintf, which the static command would carry for
+     * these two alone. */
+    char pri[] = {'<', (char)('0' + priority), '>', '\0'};
+    fputs(journal ? pri : "resplock: ", stderr);
 }
 
 void cli_err(const char *fmt, ...)
@@ -86,8 +89,10 @@ void cli_verbose(const char *fmt, ...)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long day = (long)(ts.tv_sec % 86400);
-    fprintf(stderr, "resplock: %02ld:%02ld:%02ld.%03ldZ ", day / 3600, day / 60 % 60, day % 60,
-            ts.tv_nsec / 1000000);
+    char at[48];
+    snprintf(at, sizeof at, "resplock: %02ld:%02ld:%02ld.%03ldZ ", day / 3600, day / 60 % 60, day % 60,
+             ts.tv_nsec / 1000000);
+    fputs(at, stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

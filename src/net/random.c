@@ -51,7 +51,10 @@ static struct {
     unsigned char buf[512];
     size_t left;
 } pool = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+/* 1 once pool_forked is registered for a forked child: set under
+ * pool.mu, where pthread_once would bring its own waits and cancellation
+ * (370 bytes of the static command) for this one flag. */
+static int forked_registered;
 
 /* The process's id, read once and again in a forked child (0: not read
  * since). */
@@ -68,13 +71,23 @@ static void pool_forked(void)
 }
 static void pool_prepare(void) { pthread_mutex_lock(&pool.mu); }
 static void pool_parent(void) { pthread_mutex_unlock(&pool.mu); }
-static void pool_init(void) { pthread_atfork(pool_prepare, pool_parent, pool_forked); }
+/* With pool.mu held.  pthread_atfork waits for the C library's mutex of
+ * its handlers, which a fork holds while it runs them; pool_prepare
+ * (which takes pool.mu) is one of them only once this call returns: no
+ * fork waits for pool.mu while this waits for that mutex. */
+static void register_forked(void)
+{
+    if (!forked_registered) {
+        pthread_atfork(pool_prepare, pool_parent, pool_forked);
+        __atomic_store_n(&forked_registered, 1, __ATOMIC_RELEASE);
+    }
+}
 
 int rlk__random_bytes(unsigned char *out, size_t n)
 {
     if (n > sizeof pool.buf / 4) return kernel_random(out, n);
-    pthread_once(&pool_once, pool_init);
     pthread_mutex_lock(&pool.mu);
+    register_forked();
     if (pool.left < n) {
         if (kernel_random(pool.buf, sizeof pool.buf) != 0) {
             pthread_mutex_unlock(&pool.mu);
@@ -92,7 +105,11 @@ int rlk__random_bytes(unsigned char *out, size_t n)
 
 long rlk__pid(void)
 {
-    pthread_once(&pool_once, pool_init);
+    if (!__atomic_load_n(&forked_registered, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&pool.mu);
+        register_forked();
+        pthread_mutex_unlock(&pool.mu);
+    }
     pid_t p = __atomic_load_n(&pid_cached, __ATOMIC_RELAXED);
     if (p == 0) {
         p = getpid();

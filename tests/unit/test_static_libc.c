@@ -41,12 +41,13 @@
  * - its sigaction and signal (x86-64): the handler, flags and mask the
  *   C library sees, the old action given back, a handler that runs and
  *   returns, and EINVAL for signals that may not be changed;
- * - its socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, isatty and
- *   gethostname (x86-64): flags, a signal read, a sleep's length, pipes
+ * - its socket, signalfd, nanosleep, tcgetpgrp, tcsetpgrp, tcgetattr,
+ *   tcsetattr, isatty and gethostname (x86-64): flags, a signal read, a sleep's length, pipes
  *   that are no terminals, a closed descriptor, /dev/tty when there is
  *   one, and the host name at every length (musl's cut);
- * - its fputc, putchar and puts: the bytes in a file and on stdout, and
- *   EOF with the error flag on /dev/full;
+ * - its stdio (src/cli/static_stdio.c): stdout buffered (fflush, a
+ *   write larger than the buffer) and stderr not, on files, and EOF with
+ *   the error flag on /dev/full;
  * - its pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
  *   normal, recursive and error-checking mutexes, EBUSY, EDEADLK and
  *   EPERM, and four threads counting under one;
@@ -94,6 +95,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -150,15 +152,27 @@ int rlk__t_signalfd(int fd, const sigset_t *mask, int flags);
 int rlk__t_nanosleep(const struct timespec *req, struct timespec *rem);
 pid_t rlk__t_tcgetpgrp(int fd);
 int rlk__t_tcsetpgrp(int fd, pid_t pg);
+int rlk__t_tcgetattr(int fd, struct termios *t);
+int rlk__t_tcsetattr(int fd, int act, const struct termios *t);
 int rlk__t_isatty(int fd);
 int rlk__t_gethostname(char *name, size_t len);
 int rlk__t_pthread_mutex_trylock(pthread_mutex_t *m);
 int rlk__t_pthread_mutex_unlock(pthread_mutex_t *m);
+int rlk__t_pthread_mutex_destroy(pthread_mutex_t *m);
+int rlk__t_pthread_cond_destroy(pthread_cond_t *c);
 #endif
 int rlk__t_execvp(const char *file, char *const argv[]);
-int rlk__t_fputc(int c, FILE *f);
+struct rlk_file;
+extern struct rlk_file *const rlk__t_stdout, *const rlk__t_stderr;
+size_t rlk__t_fwrite(const void *restrict p, size_t size, size_t n, struct rlk_file *restrict f);
+int rlk__t_fputs(const char *restrict s, struct rlk_file *restrict f);
+int rlk__t_fputc(int c, struct rlk_file *f);
 int rlk__t_putchar(int c);
 int rlk__t_puts(const char *s);
+int rlk__t_fflush(struct rlk_file *f);
+int rlk__t_ferror(struct rlk_file *f);
+void rlk__t_flockfile(struct rlk_file *f);
+void rlk__t_funlockfile(struct rlk_file *f);
 int rlk__t_getaddrinfo(const char *restrict host, const char *restrict serv, const struct addrinfo *restrict hints,
                        struct addrinfo **restrict res);
 void rlk__t_freeaddrinfo(struct addrinfo *ai);
@@ -771,6 +785,13 @@ static void test_syscalls2(void)
     CHECK(rlk__t_tcgetpgrp(p[0]) == -1 && errno == ENOTTY);
     errno = 0;
     CHECK(rlk__t_tcsetpgrp(p[1], getpgrp()) == -1 && errno == ENOTTY);
+    struct termios tio, tio2;
+    errno = 0;
+    CHECK(rlk__t_tcgetattr(p[0], &tio) == -1 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcsetattr(p[0], TCSANOW, &tio) == -1 && errno == ENOTTY);
+    errno = 0;
+    CHECK(rlk__t_tcsetattr(p[0], TCSAFLUSH + 1, &tio) == -1 && errno == EINVAL);
     close(p[0]);
     close(p[1]);
     errno = 0;
@@ -782,6 +803,13 @@ static void test_syscalls2(void)
         pid_t pg = tcgetpgrp(tty);
         CHECK(rlk__t_tcgetpgrp(tty) == pg);
         if (pg == getpgrp()) CHECK(rlk__t_tcsetpgrp(tty, pg) == 0 && tcgetpgrp(tty) == pg);
+        /* The flags and control characters the C library reads, set
+         * again as they are. */
+        memset(&tio, 0, sizeof tio);
+        CHECK(rlk__t_tcgetattr(tty, &tio) == 0 && tcgetattr(tty, &tio2) == 0);
+        CHECK(tio.c_iflag == tio2.c_iflag && tio.c_oflag == tio2.c_oflag && tio.c_cflag == tio2.c_cflag &&
+              tio.c_lflag == tio2.c_lflag && !memcmp(tio.c_cc, tio2.c_cc, 17));
+        for (int act = TCSANOW; act <= TCSADRAIN; act++) CHECK(rlk__t_tcsetattr(tty, act, &tio) == 0);
         close(tty);
     }
 
@@ -799,34 +827,62 @@ static void test_syscalls2(void)
 #endif
 }
 
-/* fputc, putchar and puts: over fwrite, to a file and to stdout. */
-static void test_putc(void)
+/* The command's stdout (buffered: written at fflush, when full and at
+ * exit) and stderr (written at once) on descriptors 1 and 2, made a
+ * file here; EOF and the error flag where a write fails. */
+static int size_of(int fd)
 {
-    FILE *f = tmpfile();
-    if (!CHECK(f)) return;
-    CHECK(rlk__t_fputc('a', f) == 'a' && rlk__t_fputc(0x1ff, f) == 0xff);
-    CHECK(fflush(f) == 0 && fflush(stdout) == 0);
-    int save = dup(1);
-    CHECK(save >= 0 && dup2(fileno(f), 1) == 1);
-    CHECK(rlk__t_puts("hello") == 0 && rlk__t_putchar('x') == 'x' && rlk__t_putchar(0x100 + 'y') == 'y');
-    CHECK(fflush(stdout) == 0 && dup2(save, 1) == 1);
-    close(save);
-    char b[16] = "";
-    CHECK(fflush(f) == 0 && fseek(f, 0, SEEK_SET) == 0);
-    size_t k = fread(b, 1, sizeof b - 1, f);
-    /* stdout wrote into the same file at its own offset: after "a\xff" */
-    CHECK(k == 10 && !memcmp(b, "a\xffhello\nxy", 10));
-    fclose(f);
-    f = fopen("/dev/full", "w");
-    if (f) {
-        setvbuf(f, NULL, _IONBF, 0);
-        CHECK(rlk__t_fputc('a', f) == EOF && ferror(f));
-        fclose(f);
-    }
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (int)st.st_size : -1;
 }
 
-/* pthread_mutex_lock, trylock and unlock (x86-64) on musl's layout:
- * normal, recursive and error-checking mutexes, each by one thread and
+static void test_stdio(void)
+{
+    FILE *f = tmpfile(), *e = tmpfile();
+    if (!CHECK(f && e)) return;
+    CHECK(fflush(stdout) == 0 && fflush(stderr) == 0);
+    int save = dup(1), save2 = dup(2);
+    CHECK(save >= 0 && save2 >= 0 && dup2(fileno(f), 1) == 1 && dup2(fileno(e), 2) == 2);
+    CHECK(rlk__t_fputs("ab", rlk__t_stdout) == 0 && rlk__t_putchar('c') == 'c' &&
+          rlk__t_putchar(0x100 + 'd') == 'd' && rlk__t_puts("ef") == 0 &&
+          rlk__t_fputc('g', rlk__t_stdout) == 'g');
+    CHECK(size_of(1) == 0); /* a file: fully buffered */
+    CHECK(rlk__t_fwrite("hijk", 2, 2, rlk__t_stdout) == 2 && rlk__t_fwrite("x", 0, 1, rlk__t_stdout) == 0);
+    CHECK(rlk__t_fflush(NULL) == 0 && size_of(1) == 12 && !rlk__t_ferror(rlk__t_stdout));
+    /* More than the buffer holds: written at once, in order. */
+    static char big[10000];
+    memset(big, 'z', sizeof big);
+    CHECK(rlk__t_fputc('<', rlk__t_stdout) == '<' && rlk__t_fwrite(big, 1, sizeof big, rlk__t_stdout) == sizeof big);
+    CHECK(size_of(1) == 12 + 1 + 10000 && rlk__t_fputs(">", rlk__t_stdout) == 0 && size_of(1) == 10013);
+    CHECK(rlk__t_fflush(rlk__t_stdout) == 0 && rlk__t_fflush(rlk__t_stdout) == 0 && size_of(1) == 10014);
+    rlk__t_flockfile(rlk__t_stderr);
+    CHECK(rlk__t_fputs("err", rlk__t_stderr) == 0 && rlk__t_fputc('!', rlk__t_stderr) == '!' && size_of(2) == 4);
+    rlk__t_funlockfile(rlk__t_stderr);
+    char b[16] = "";
+    CHECK(pread(fileno(f), b, 12, 0) == 12 && !memcmp(b, "abcdef\nghijk", 12));
+    CHECK(pread(fileno(f), b, 2, 11) == 2 && !memcmp(b, "k<", 2));
+    CHECK(pread(fileno(f), b, 3, 10012) == 2 && !memcmp(b, "z>", 2));
+    CHECK(pread(fileno(e), b, 4, 0) == 4 && !memcmp(b, "err!", 4));
+    /* A write that fails: EOF (at once on stderr, at fflush on stdout),
+     * the bytes dropped, the flag kept. */
+    int full = open("/dev/full", O_WRONLY);
+    if (full >= 0) {
+        CHECK(dup2(full, 2) == 2 && rlk__t_fputc('a', rlk__t_stderr) == EOF && rlk__t_ferror(rlk__t_stderr));
+        CHECK(rlk__t_fputs("b", rlk__t_stderr) == EOF && rlk__t_fflush(rlk__t_stderr) == 0);
+        CHECK(dup2(full, 1) == 1 && rlk__t_puts("lost") == 0 && !rlk__t_ferror(rlk__t_stdout));
+        CHECK(rlk__t_fflush(NULL) == EOF && rlk__t_ferror(rlk__t_stdout) && rlk__t_fflush(NULL) == 0);
+        CHECK(rlk__t_ferror(rlk__t_stdout));
+        close(full);
+    }
+    CHECK(dup2(save, 1) == 1 && dup2(save2, 2) == 2);
+    close(save);
+    close(save2);
+    fclose(f);
+    fclose(e);
+}
+
+/* pthread_mutex_lock, trylock, unlock and destroy and
+ * pthread_cond_destroy (x86-64) on musl's layout: normal, recursive and error-checking mutexes, each by one thread and
  * by several at once (every increment under the lock counted). */
 static void test_mutex(void)
 {
@@ -857,7 +913,13 @@ static void test_mutex(void)
             CHECK(rlk__t_pthread_mutex_unlock(&m) == EPERM);
         }
         CHECK(rlk__t_pthread_mutex_trylock(&m) == 0 && rlk__t_pthread_mutex_unlock(&m) == 0);
+        CHECK(rlk__t_pthread_mutex_destroy(&m) == 0);
     }
+    /* Destroyed, a condition variable no thread waits on is the C
+     * library's to make again. */
+    pthread_cond_t cv;
+    CHECK(pthread_cond_init(&cv, NULL) == 0 && rlk__t_pthread_cond_destroy(&cv) == 0);
+    CHECK(pthread_cond_init(&cv, NULL) == 0 && pthread_cond_destroy(&cv) == 0);
     for (int type = 0; type < 2; type++) {
         shared_mu = musl_mutex(type);
         shared_n = 0;
@@ -1838,7 +1900,7 @@ TL_PROGRAM(NULL, NULL,
            TL_TEST(test_sigaction),
            TL_TEST(test_mutex),
            TL_TEST(test_syscalls2),
-           TL_TEST(test_putc),
+           TL_TEST(test_stdio),
            TL_TEST(test_clock_gettime),
            TL_TEST(test_setenv),
            TL_TEST(test_execvp),
