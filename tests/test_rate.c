@@ -131,6 +131,29 @@ static void test_burst_from_idle(void)
     rlk_client_free(cl);
 }
 
+/* A client that sat idle past its command timeout: the next decision
+ * counts its reply's deadline from now, not from the client's last turn
+ * (a deadline in the past timed the connection out at once, after the
+ * decision was sent: "closed before the decision's reply"). */
+static void test_after_idle(void)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, srv_url);
+    cfg.conn.command_timeout_ms = 300;
+    rlk_client *cl = CLIENT_WITH(&cfg);
+    if (!cl) return;
+    CMD(admin, "DEL", "resplock:rate:idle");
+    rlk_rate_options o = rate(1000, 1000, 100, 1, 0);
+    rlk_rate_result res;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(rlk_rate_take(cl, "idle", &o, &res), RLK_OK);
+        CHECK_EQ_INT(res.allowed, 1);
+        /* The idle time is what is tested: twice the command timeout. */
+        usleep(600 * 1000);
+    }
+    rlk_client_free(cl);
+}
+
 static void test_n_tokens(void)
 {
     rlk_client *cl = CLIENT();
@@ -384,6 +407,7 @@ int main(int argc, char **argv)
     RUN(test_defaults);
     RUN(test_bad_arguments);
     RUN(test_burst_from_idle);
+    RUN(test_after_idle);
     RUN(test_n_tokens);
     RUN(test_status_writes_nothing);
     RUN(test_wait_sleeps_the_servers_answer);

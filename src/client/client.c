@@ -245,7 +245,16 @@ rlk_error_class rlk_client_errclass(const rlk_client *cl)
     return cl->rl ? RLK_EC_NONE : cl->errclass;
 }
 
-static void enter(rlk_client *cl) { pthread_mutex_lock(&cl->mu); }
+/* Every call of the owner's begins here.  The host's clock is set to now
+ * first: a primitive's request counts its reply's deadline from the
+ * host's clock, which otherwise is the time of the client's last turn
+ * (after an idle spell longer than the command timeout, a deadline in
+ * the past: the connection timed out right after the request went). */
+static void enter(rlk_client *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    if (cl->host) rlk__host_clock(cl->host, rlk__now_ms());
+}
 
 static void mark_lost(rlk_client *cl, rlk_lock *l);
 
