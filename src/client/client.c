@@ -1829,7 +1829,8 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     int64_t dl = sooner(wake, cl->next_expiry);
     for (rlk_lock *l = cl->locks; l; l = l->next)
         if (l->rel_wait) dl = sooner(dl, l->rel_by);
-    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due) dl = rlk__now_ms();
+    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due || cl->sem_notify)
+        dl = rlk__now_ms();
     *deadline_ms = dl;
     pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
     return (int)k;

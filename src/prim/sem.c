@@ -137,12 +137,14 @@ static void maybe_free(rlk__sem *s)
     rlk__free(s);
 }
 
-/* The renewer's round that held the lease of a permit let go ended. */
+/* The renewer's round that held the lease of a permit let go ended
+ * (after the semaphores went, too: m NULL then). */
 static void lease_destroy(void *owner)
 {
     rlk__sem *s = owner;
     s->round_holds = 0;
-    maybe_free(s);
+    if (!s->m) rlk__free(s);
+    else maybe_free(s);
 }
 
 static void unlease(rlk__sem *s)
@@ -692,9 +694,12 @@ void rlk__sems_free(rlk__sems *m)
     rlk__host_part(m->h, &host_ops, m);
     while (m->calls) {
         rlk__sem *s = m->calls;
-        if (s->leased) rlk__renewer_remove(m->rn, &s->lease);
         unlink_call(m, s);
-        rlk__free(s);
+        s->forgotten = 1;
+        s->m = NULL;
+        if (s->leased && !rlk__renewer_remove(m->rn, &s->lease)) s->round_holds = 1;
+        /* A round that holds its lease frees it at its end (lease_destroy). */
+        if (!s->round_holds) rlk__free(s);
     }
     while (m->subs) {
         sub *b = m->subs;
