@@ -163,6 +163,16 @@ static int sw_start(struct sw *w, const char *name, int64_t permits, int64_t k, 
     return 0;
 }
 
+/* Starts w (as sw_start) and waits until name has line waiters (5 s at
+ * most): 1 when it has; *started says whether w must be ended. */
+static int sw_join(struct sw *w, int *started, rlk_client *h, const char *name, int64_t permits,
+                   int64_t k, int hold_ms, int64_t recheck, int64_t line)
+{
+    *started = CHECK(sw_start(w, name, permits, k, 20000, hold_ms, recheck) == 0);
+    return *started && CHECK_MSG(wait_line(h, name, line, 5000), "%lld not in line",
+                                 (long long)line);
+}
+
 /* Waits until w is done, within ms: 1 when it is. */
 static int sw_wait(struct sw *w, int64_t ms)
 {
@@ -339,15 +349,9 @@ static void test_first_come_first_served(void)
     rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
     if (!held) goto out;
     rank_next = 0;
-    for (; started < N; started++) {
-        if (!CHECK(sw_start(&w[started], name, 1, 1, 20000, 0, 0) == 0)) break;
-        /* The next joins only once this one has its place. */
-        if (!CHECK_MSG(wait_line(h, name, started + 1, 5000), "waiter %d not in line",
-                       started)) {
-            started++;
-            break;
-        }
-    }
+    /* The next joins only once this one has its place. */
+    for (int in = 1, one = 0; started < N && in; started += one)
+        in = sw_join(&w[started], &one, h, name, 1, 1, 0, 0, started + 1);
     CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
     for (int i = 0; i < started; i++) {
         CHECK_MSG(sw_wait(&w[i], 10000), "waiter %d never served", i);
@@ -374,10 +378,9 @@ static void test_head_of_line(void)
     rlk_sem *h2 = h1 ? TAKE(h, name, 2, 1, 30000) : NULL;
     if (!h2) goto out;
     rank_next = 0;
-    nb = CHECK(sw_start(&big, name, 2, 2, 20000, 300, 0) == 0);
-    if (!nb || !CHECK(wait_line(h, name, 1, 5000))) goto out;
-    ns = CHECK(sw_start(&small, name, 2, 1, 20000, 0, 0) == 0);
-    if (!ns || !CHECK(wait_line(h, name, 2, 5000))) goto out;
+    if (!sw_join(&big, &nb, h, name, 2, 2, 300, 0, 1) ||
+        !sw_join(&small, &ns, h, name, 2, 1, 0, 0, 2))
+        goto out;
     /* One permit free: the waiter for 1 must not take it. */
     CHECK_EQ_INT(rlk_sem_release(h1), RLK_OK);
     h1 = NULL;
@@ -420,8 +423,7 @@ static void test_wait_wakes_on_release(void)
     rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
     if (!held) goto out;
     rank_next = 0;
-    nw = CHECK(sw_start(&w, name, 1, 1, 20000, -1, 5000) == 0);
-    if (!nw || !CHECK(wait_line(h, name, 1, 5000))) goto out;
+    if (!sw_join(&w, &nw, h, name, 1, 1, -1, 5000, 1)) goto out;
     int64_t t0 = ts_now_ms();
     CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
     held = NULL;
@@ -477,8 +479,7 @@ static void test_resize_while_held(void)
     }
     CHECK(!rlk_sem_is_lost(s1) && !rlk_sem_is_lost(s2));
     rank_next = 0;
-    nw = CHECK(sw_start(&w, name, 2, 1, 20000, -1, 0) == 0);
-    if (!nw || !CHECK(wait_line(a, name, 1, 5000))) goto out;
+    if (!sw_join(&w, &nw, a, name, 2, 1, -1, 0, 1)) goto out;
     /* 2 used of 2: still none for it. */
     CHECK_EQ_INT(rlk_sem_release(s2), RLK_OK);
     s2 = NULL;
