@@ -316,6 +316,20 @@ static void test_permits_busy_release_fence(void)
         CHECK_EQ_INT(st.nholders, 0);
         rlk_sem_status_free(&st);
     }
+    /* Expired unrenewed: the server pruned it, the release says so. */
+    rlk_sem *s4 = TAKE(a, name, 3, 1, 300);
+    if (s4) {
+        int64_t until = ts_now_ms() + 2000;
+        int gone = 0;
+        while (!gone && ts_now_ms() < until) {
+            if (!STATUS(b, name, &st)) break;
+            gone = st.nholders == 0 && rlk_sem_remaining_ms(s4) == 0;
+            rlk_sem_status_free(&st);
+            if (!gone) ts_pause_ms(10);
+        }
+        CHECK(gone);
+        CHECK_EQ_INT(rlk_sem_release(s4), RLK_LOCK_NOT_HELD);
+    }
     /* A name with no semaphore. */
     if (STATUS(b, "no-such-semaphore", &st)) {
         CHECK_EQ_INT(st.exists, 0);
@@ -702,6 +716,8 @@ static void test_paused_holder_lost(void)
     CHECK(lost_of == s);
     CHECK(rlk_sem_is_lost(s));
     CHECK_EQ_INT(rlk_sem_release(s), RLK_LOCK_LOST);
+    CHECK_MSG(strstr(rlk_client_errmsg(a), name) && strstr(rlk_client_errmsg(a), "lost"), "%s",
+              rlk_client_errmsg(a));
     CHECK_EQ_INT(lost_n, 1);
     if (sb) CHECK_EQ_INT(rlk_sem_release(sb), RLK_OK);
 out:

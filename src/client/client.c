@@ -2394,12 +2394,14 @@ int rlk_sem_release(rlk_sem *s)
     }
     int64_t t = cl->timeout;
     s->done = 0;
+    /* The permit is freed by a release that fails at once: its name is
+     * read before. */
+    snprintf(s->msg, sizeof s->msg, "semaphore %s: ", rlk__sem_name(s->h));
     int st = rlk__sem_release(s->h, t < 0 ? RLK__DL_DEFAULT : now + t, sem_done, s, now);
     if (st == RLK_LOCK_LOST) {
-        cl_fail(cl, st, "semaphore %s: the permits were lost before the release",
-                rlk__sem_name(s->h));
+        cl_fail(cl, st, "%sthe permits were lost before the release", s->msg);
     } else if (st != RLK_OK) {
-        cl_fail(cl, st, "semaphore release: %s", rlk_strerror(st));
+        cl_fail(cl, st, "%srelease: %s", s->msg, rlk_strerror(st));
     } else {
         int r = drive(cl, sem_is_done, s, t < 0 ? -1 : now + 2 * t);
         if (s->done) {
