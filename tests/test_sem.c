@@ -450,6 +450,27 @@ static void test_wait_wakes_on_release(void)
     nw = 0;
     CHECK_EQ_INT(w.rc, RLK_OK);
 
+    /* Two waiters for 1 behind each other, 2 given back at once: the
+     * second is woken too (by the first one's grant), not at its slice. */
+    struct sw w2;
+    int nw2 = 0;
+    held = TAKE(h, name, 2, 2, 30000);
+    if (held && sw_join(&w, &nw, h, name, 2, 1, -1, 5000, 1) &&
+        sw_join(&w2, &nw2, h, name, 2, 1, -1, 5000, 2)) {
+        t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
+        held = NULL;
+        CHECK(sw_wait(&w, 4000) && sw_wait(&w2, 4000));
+        took = (w.done_at > w2.done_at ? w.done_at : w2.done_at) - t0;
+        printf("# both woken within %lld ms of the release\n", (long long)took);
+        CHECK_MSG(took < 1000 + (slow ? MARGIN : 0), "the second woken after %lld ms",
+                  (long long)took);
+    }
+    if (nw2) sw_end(&w2);
+    if (nw) sw_end(&w);
+    nw = 0;
+    if (held) rlk_sem_release(held);
+
     /* A wait that ends without the permits leaves the line at once. */
     held = TAKE(h, name, 1, 1, 30000);
     rlk_client *c = SCLIENT(5000);
