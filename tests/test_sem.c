@@ -703,11 +703,12 @@ static void test_redlock_refused(void)
 
 static int lost_n;
 static rlk_sem *lost_of;
+/* (Called from the watchdog thread too: counted atomically.) */
 static void on_lost(void *ctx, rlk_sem *s)
 {
     (void)ctx;
     lost_of = s;
-    lost_n++;
+    __atomic_add_fetch(&lost_n, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A tick-mode holder that stops ticking past its TTL: the permit goes to
@@ -796,6 +797,38 @@ out:
     rlk_client_free(b);
 }
 
+/* Permits taken from under their holder (the keys deleted): the
+ * watchdog thread's renewal finds them gone and calls on_lost from the
+ * thread (one server: admin deletes them there). */
+static void test_lost_from_thread(void)
+{
+    char name[96], key[128];
+    sem_name(name, sizeof name, "thread-lost");
+    snprintf(key, sizeof key, "resplock:sem:{%s}", name);
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    rlk_client *a = rlk_client_new(&cfg);
+    rlk_sem *s = NULL;
+    if (!CHECK(a != NULL) || !CHECK(rlk_client_watchdog_start(a) == RLK_OK)) goto out;
+    rlk_sem_options o = sopts(2, 1, 600, 0);
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    __atomic_store_n(&lost_n, 0, __ATOMIC_SEQ_CST);
+    if (!CHECK(rlk_sem_acquire(a, name, &o, &s) == RLK_OK)) goto out;
+    CHECK(CMD(admin, "DEL", key) != NULL);
+    int64_t until = ts_now_ms() + 2000;
+    while (__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST) == 0 && ts_now_ms() < until) ts_pause_ms(5);
+    CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 1);
+    CHECK(lost_of == s);
+    CHECK(rlk_sem_is_lost(s));
+    CHECK_EQ_INT(rlk_sem_release(s), RLK_LOCK_LOST);
+    s = NULL;
+    CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 1);
+out:
+    if (s) rlk_sem_release(s);
+    rlk_client_free(a);
+}
+
 /* Held permits survive a kill -9 and restart of a server with AOF
  * (appendfsync always). */
 static void test_aof_restart(void)
@@ -856,6 +889,7 @@ static void run_all(int standalone)
     RUN(test_dead_waiter_lapses);
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
+    if (standalone) RUN(test_lost_from_thread);
     if (standalone) RUN(test_aof_restart);
     if (standalone) RUN(test_redlock_refused);
 }
