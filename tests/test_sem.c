@@ -216,6 +216,7 @@ static void test_defaults_and_refusals(void)
         {3, 4, 1000, 0, 0, "x", "k must"},
         {3, 1, -5, 0, 0, "x", "TTL"},
         {3, 1, 1000, 0, 0, "", "empty"},
+        {3, 1, 1000, 0, 0, "}{x", "begins with"},
         {3, 1, 1000, 0, RLK_SEM_LAYOUT_REDIS_SEMAPHORE, "x", "not built"},
         {3, 1, 1000, 0, 7, "x", "layout"},
     };

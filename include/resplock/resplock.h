@@ -1664,7 +1664,8 @@ void rlk_sem_options_init(rlk_sem_options *o);
  * Takes o->k permits of semaphore NAME (setting its size to o->permits),
  * waiting up to o->wait_ms in the semaphore's line.  Returns RLK_OK with
  * *out set; RLK_LOCK_BUSY (not k permits free within the wait);
- * RLK_ERR_INVALID (an empty name, out NULL, permits < 1, k < 1 or
+ * RLK_ERR_INVALID (an empty name or one that begins with '}' (its keys
+ * would share no hash slot), out NULL, permits < 1, k < 1 or
  * k > permits, a negative TTL or wait (but RLK_WAIT_FOREVER), permits or
  * a TTL of 2^40 or more, a watchdog with neither tick mode, an event
  * loop nor the thread, a layout not known or RLK_SEM_LAYOUT_REDIS_SEMAPHORE
@@ -1731,7 +1732,7 @@ typedef struct rlk_sem_status {
  * for RLK_SEM_LAYOUT_RESPLOCK); *st is written whole (zeroed on a
  * failure).  Nothing is written on the server.  RLK_OK (also for a name
  * with no semaphore: exists 0; or keys of another type: not_a_sem 1),
- * RLK_ERR_INVALID (an empty name, st NULL, a Redlock client, the
+ * RLK_ERR_INVALID (a name refused as rlk_sem_acquire's, st NULL, a Redlock client, the
  * redis-semaphore layout: not built yet), RLK_ERR_NOMEM, RLK_ERR_SERVER,
  * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
 int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,

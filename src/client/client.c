@@ -2477,7 +2477,9 @@ int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
     if (cl->rl) return rlk__rl_refuse(cl->rl, "the semaphore");
     enter(cl);
     int r = RLK_OK;
-    if (!st || !name || !*name) r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: no name or no status");
+    if (!st || !rlk__sem_name_ok(name))
+        r = cl_fail(cl, RLK_ERR_INVALID,
+                    "semaphore status: no status, or an empty name or one that begins with '}'");
     else if (layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
         r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: the redis-semaphore layout is not built yet");
     else if (layout != RLK_SEM_LAYOUT_RESPLOCK)

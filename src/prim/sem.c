@@ -90,6 +90,9 @@ int rlk__sem_check(const char *name, const rlk_sem_options *o, int watchdog_ok, 
 {
     const char *why = NULL;
     if (!name || !*name) why = "an empty semaphore name";
+    else if (!rlk__sem_name_ok(name))
+        why = "a name that begins with '}' (its keys would have an empty hash tag, and no "
+              "slot in common on a cluster)";
     else if (!o) why = "no options (permits is not defaulted)";
     else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
         why = "the redis-semaphore layout is not built yet";
@@ -171,24 +174,37 @@ static void finish(rlk__sem *s, int status)
     if (cb && !s->forgotten) cb(s->ctx, status, s->msg);
 }
 
+int rlk__sem_name_ok(const char *name)
+{
+    /* "resplock:sem:{" NAME "}": its hash tag is NAME up to its first
+     * '}', which every key of the name shares; empty (the whole key
+     * hashed, each key to its own slot) only when NAME begins with '}'. */
+    return name && *name && *name != '}';
+}
+
+size_t rlk__sem_key_cap(const char *name)
+{
+    return sizeof RLK__SEM_PREFIX + strlen(name) + sizeof "}:line";
+}
+
+void rlk__sem_key(const char *name, const char *suffix, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s}%s", RLK__SEM_PREFIX, name, suffix);
+}
+
 static rlk__sem *new_call(rlk__sems *m, const char *name, int state)
 {
-    size_t nl = strlen(name), kl = sizeof RLK__SEM_PREFIX - 1 + nl + 1;
-    /* key (kl bytes), key":line", key":wake", name, each with its NUL. */
-    rlk__sem *s = rlk__malloc(sizeof *s + 3 * (kl + 6) + nl + 1);
+    size_t nl = strlen(name), cap = rlk__sem_key_cap(name);
+    /* Its state key, line key, channel and name, each with its NUL. */
+    rlk__sem *s = rlk__malloc(sizeof *s + 3 * cap + nl + 1);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
-    char *p = s->key;
-    memcpy(p, RLK__SEM_PREFIX, sizeof RLK__SEM_PREFIX - 1);
-    memcpy(p + sizeof RLK__SEM_PREFIX - 1, name, nl);
-    memcpy(p + kl - 1, "}", 2);
-    s->line = p + kl + 1;
-    memcpy(s->line, s->key, kl);
-    memcpy(s->line + kl, ":line", 6);
-    s->chan = s->line + kl + 6;
-    memcpy(s->chan, s->key, kl);
-    memcpy(s->chan + kl, ":wake", 6);
-    s->name = s->chan + kl + 6;
+    rlk__sem_key(name, "", s->key, cap);
+    s->line = s->key + cap;
+    rlk__sem_key(name, ":line", s->line, cap);
+    s->chan = s->line + cap;
+    rlk__sem_key(name, ":wake", s->chan, cap);
+    s->name = s->chan + cap;
     memcpy(s->name, name, nl + 1);
     s->m = m;
     s->state = state;
@@ -802,7 +818,7 @@ void rlk__sem_forget(rlk__sem *s)
 int rlk__sem_status(rlk__sems *m, const char *name, rlk_sem_status *st, int64_t reply_by,
                     rlk__sem_cb cb, void *ctx, int64_t now)
 {
-    if (!name || !*name) return RLK_ERR_INVALID;
+    if (!rlk__sem_name_ok(name)) return RLK_ERR_INVALID;
     rlk__sem *s = new_call(m, name, S_STATUS);
     if (!s) return RLK_ERR_NOMEM;
     s->st = st;
