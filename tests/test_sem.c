@@ -830,6 +830,41 @@ out:
     rlk_client_free(a);
 }
 
+/* A try whose reply was lost (a proxy cuts it and closes): the permit it
+ * took is given back at once, not after its TTL (one server: the proxy
+ * is to it). */
+static void test_lost_reply_gives_back(void)
+{
+    char name[96], purl[64];
+    sem_name(name, sizeof name, "lost-reply");
+    struct proxy px;
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    if (!CHECK(fs != NULL)) return;
+    rlk_client_config cfg;
+    client_cfg(&cfg, purl);
+    rlk_client *a = CLIENT_WITH(&cfg), *b = SCLIENT(0);
+    if (!a || !b) goto out;
+    /* Connected, the library loaded: the cut reply is the try's. */
+    CHECK_EQ_INT(try_take(a, name, 1, 1), RLK_OK);
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    rlk_sem_options o = sopts(1, 1, 30000, 0);
+    rlk_sem *s = NULL;
+    int rc = rlk_sem_acquire(a, name, &o, &s);
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 1);
+    CHECK_MSG(rc != RLK_OK && s == NULL, "acquire: %d %s", rc, rlk_client_errmsg(a));
+    rlk_sem_status st;
+    /* a's next call connects again and sends the give-back first. */
+    if (STATUS(a, name, &st)) {
+        CHECK_EQ_INT(st.used, 0);
+        rlk_sem_status_free(&st);
+    }
+    CHECK_EQ_INT(try_take(b, name, 1, 1), RLK_OK);
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
+}
+
 /* Held permits survive a kill -9 and restart of a server with AOF
  * (appendfsync always). */
 static void test_aof_restart(void)
@@ -891,6 +926,7 @@ static void run_all(int standalone)
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
     if (standalone) RUN(test_lost_from_thread);
+    if (standalone) RUN(test_lost_reply_gives_back);
     if (standalone) RUN(test_aof_restart);
     if (standalone) RUN(test_redlock_refused);
 }

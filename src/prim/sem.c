@@ -369,13 +369,6 @@ static const rlk__req_ops try_ops = {build_try, try_reply, NULL, RLK__T_ARRAY};
 static const rlk__req_ops release_ops = {build_release, release_reply, NULL, RLK__T_INTEGER};
 static const rlk__req_ops status_ops = {build_status, status_reply, NULL, RLK__T_ARRAY};
 
-static int64_t reply_by(const rlk__sem *s)
-{
-    /* A wait's try goes within the wait, else within its own bound. */
-    if (s->reply_by == RLK__DL_DEFAULT) return RLK__DL_DEFAULT;
-    return s->reply_by;
-}
-
 static int send_try(rlk__sem *s)
 {
     rlk__sems *m = s->m;
@@ -384,7 +377,7 @@ static int send_try(rlk__sem *s)
     s->in_line |= s->wait_ms != 0;
     s->start = m->now;
     s->next_try = m->now + s->slice;
-    int r = rlk__host_submit(m->h, s->slot, &try_ops, s, 0, reply_by(s), 0);
+    int r = rlk__host_submit(m->h, s->slot, &try_ops, s, 0, s->reply_by, 0);
     if (r == RLK_OK) s->inflight++;
     return r;
 }
@@ -440,9 +433,10 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
              !rlk__int_at(v, 1, &fence) && !rlk__int_at(v, 2, &used) &&
              !rlk__int_at(v, 3, &size) && (granted == 0 || granted == 1);
     if (s->forgotten) {
-        /* Let go while it was asked: permits got then go back at once. */
-        if (ok && granted) send_quiet(s, 'r');
-        else if (s->in_line) send_quiet(s, 'l');
+        /* Let go while it was asked: permits got then (or maybe got: no
+         * reply came) go back at once, and its place too. */
+        if ((ok && granted) || !v) send_quiet(s, 'r');
+        if (s->in_line && !(ok && granted)) send_quiet(s, 'l');
         s->in_line = 0;
         maybe_free(s);
         return;
@@ -456,6 +450,10 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             return;
         }
         sub_drop(m, s);
+        /* No reply: the try may have taken the permits; they go back
+         * (a release of a token not held does nothing), and its place. */
+        if (!v) send_quiet(s, 'r');
+        if (!v && s->in_line) send_quiet(s, 'l');
         fail_reply(s, c, v, "acquire");
         return;
     }
