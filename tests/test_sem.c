@@ -56,11 +56,14 @@ static void sem_name(char *out, size_t n, const char *what)
     snprintf(out, n, "%s%s-%ld", where, what, (long)getpid());
 }
 
+static int sprotocol; /* the protocol of the clients SCLIENT makes (0: RESP3) */
+
 static rlk_client *sclient(int64_t recheck_ms, int line)
 {
     rlk_client_config cfg;
     client_cfg(&cfg, url);
     cfg.recheck_ms = recheck_ms;
+    cfg.conn.protocol = sprotocol;
     return client_with(&cfg, line);
 }
 #define SCLIENT(recheck) sclient(recheck, __LINE__)
@@ -495,6 +498,38 @@ out:
     rlk_client_free(h);
 }
 
+/* Under RESP2 a wait cannot listen on the connection that carries its
+ * tries: it looks again every slice (200 ms here), and is served then. */
+static void test_resp2_wait(void)
+{
+    char name[96];
+    sem_name(name, sizeof name, "resp2");
+    rlk_client *h = SCLIENT(0);
+    struct sw w;
+    int nw = 0, in;
+    rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
+    if (!held) goto out;
+    rank_next = 0;
+    sprotocol = 2;
+    in = sw_join(&w, &nw, h, name, 1, 1, -1, 200, 1);
+    sprotocol = 0;
+    if (!in) goto out;
+    int64_t t0 = ts_now_ms();
+    CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
+    held = NULL;
+    CHECK(sw_wait(&w, 3000));
+    int64_t took = w.done_at - t0;
+    printf("# RESP2: served %lld ms after the release (slice 200)\n", (long long)took);
+    CHECK_MSG(took <= 200 + 50 + MARGIN, "served after %lld ms", (long long)took);
+    sw_end(&w);
+    nw = 0;
+    CHECK_EQ_INT(w.rc, RLK_OK);
+out:
+    if (nw) sw_end(&w);
+    if (held) rlk_sem_release(held);
+    rlk_client_free(h);
+}
+
 /* The size changed while permits are held: none is lost, and new
  * acquires wait until fewer are used than the new size. */
 static void test_resize_while_held(void)
@@ -920,6 +955,7 @@ static void run_all(int standalone)
     RUN(test_first_come_first_served);
     RUN(test_head_of_line);
     RUN(test_wait_wakes_on_release);
+    RUN(test_resp2_wait);
     RUN(test_resize_while_held);
     RUN(test_holder_killed);
     RUN(test_dead_waiter_lapses);
