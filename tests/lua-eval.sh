@@ -97,4 +97,37 @@ R SET $RK notanumber >/dev/null
 expect_match "rate: a key that is no limiter's is an error" "$(ev rate.lua $RK , 10 1000 3 1 2>&1)" "no limiter"
 expect_eq "rate: ... and is left as it was" "$(R GET $RK)" notanumber
 
+# A semaphore's life (sem_*.lua): 3 permits.
+S='resplock:sem:{db}'
+SK="$S $S:line"
+CH="$S:wake"
+R FLUSHALL >/dev/null
+expect_eq "sem: 2 of 3 taken" "$(ev sem_acquire.lua $SK , 3 2 30000 t1 0 $CH p h=x | sed -n '1p;3p;4p' | tr '\n' ' ')" "1 2 3 "
+expect_eq "sem: 2 more refused, no place asked for" "$(ev sem_acquire.lua $SK , 3 2 30000 t2 0 $CH p h=x | head -1)" 0
+expect_eq "... none taken" "$(R ZCARD $S:line)" 0
+expect_eq "sem: with a lease: refused" "$(ev sem_acquire.lua $SK , 3 2 30000 t2 5000 $CH p h=x | head -1)" 0
+expect_eq "... and in line" "$(R ZRANGE $S:line 0 -1)" t2
+expect_eq "sem: 1 behind a waiter for 2 refused, though 1 is free (head of line)" \
+  "$(ev sem_acquire.lua $SK , 3 1 30000 t3 5000 $CH p h=x | sed -n '1,2p' | tr '\n' ' ')" "0 1 "
+expect_eq "sem: renew (p) of a holder" "$(ev renew.lua $S , p t1 60000)" 1
+expect_match "... its expiry moved on the server's clock" "$(R HGET $S h:t1)" '^2 [0-9]+ [0-9]{13}$'
+expect_range "... the key lives as long" "$(R PTTL $S)" 50000 60000
+R HSET $S h:old "1 5 1000" >/dev/null # a holder whose expiry passed (1970), not pruned yet
+expect_eq "sem: renew of a holder whose expiry passed: not renewed" "$(ev renew.lua $S , p old 30000)" -2
+expect_eq "... left as it was" "$(R HGET $S h:old)" "1 5 1000"
+expect_eq "sem: its release: not held" "$(ev sem_release.lua $SK , old $CH p r)" 0
+expect_eq "... and pruned" "$(R HEXISTS $S h:old)" 0
+expect_eq "sem: the holder's release" "$(ev sem_release.lua $SK , t1 $CH p r)" 1
+expect_eq "sem: the head of the line gets its 2, one more fence" \
+  "$(ev sem_acquire.lua $SK , 3 2 30000 t2 5000 $CH p h=x | sed -n '1p' )" 1
+expect_eq "... and leaves the line" "$(R ZRANGE $S:line 0 -1)" t3
+expect_eq "sem: the waiter behind it leaves the line" "$(ev sem_release.lua $SK , t3 $CH p l)" 1
+expect_eq "sem: status: a semaphore of 3, fence, no waiter, one holder of 2" \
+  "$(ev sem_status.lua $SK | sed -n '1p;4p;5p;6p' | tr '\n' ' ')" "1 0 t2 2 "
+expect_match "sem: k > size is an error" "$(ev sem_acquire.lua $SK , 3 4 30000 t4 0 $CH p h=x 2>&1)" 'k <= size'
+R SET 'resplock:sem:{s}' str PX 60000 >/dev/null
+expect_match "sem: keys of another type: an error" \
+  "$(ev sem_acquire.lua 'resplock:sem:{s}' 'resplock:sem:{s}:line' , 3 1 30000 t1 0 ch p h=x 2>&1)" 'WRONGTYPE'
+expect_eq "... left as they were" "$(R GET 'resplock:sem:{s}')" str
+
 finish

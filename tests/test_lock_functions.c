@@ -154,7 +154,7 @@ static void test_library_name(void)
     CHECK_MSG(strncmp(name + 9, sha, 12) == 0, "library %s, SHA1 of its text %s", name, sha);
     snprintf(head, sizeof head, "#!lua name=%s\n", name);
     CHECK(strncmp(lib, head, strlen(head)) == 0);
-    CHECK_EQ_INT(rlk__lua_library.nfunctions, 6);
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, 9);
     for (size_t i = 0; i < rlk__lua_library.nfunctions; i++) {
         CHECK(strncmp(rlk__lua_library.functions[i].name, name, strlen(name)) == 0);
         CHECK(strstr(lib, rlk__lua_library.functions[i].name) != NULL);
@@ -167,18 +167,20 @@ static void test_library_name(void)
     rlk__free(lib);
 }
 
-/* The scripts that free or keep a lock (release, extend, renew) may run
- * at maxmemory (allow-oom), as functions and as EVAL on Redis 7: their
- * text for EVAL is the line "#!lua flags=allow-oom" and their code, with
- * that text's SHA1.  Acquire and the rate limiter's decision, which grow
- * the data, have no flags. */
+/* The scripts that free or keep a lock or permits (release, extend,
+ * renew, the semaphore's release) may run at maxmemory (allow-oom), as
+ * functions and as EVAL on Redis 7: their text for EVAL is the line
+ * "#!lua flags=allow-oom" and their code, with that text's SHA1.  The
+ * acquires and the rate limiter's decision, which grow the data, have no
+ * flags; the status reads write nothing (no-writes). */
 static void test_script_flags(void)
 {
     static const struct {
         const char *name, *flags;
     } want[] = {{"acquire", NULL},        {"release", "allow-oom"}, {"extend", "allow-oom"},
                 {"renew", "allow-oom"},   {"status", "no-writes"},
-                {"rate", NULL}};
+                {"rate", NULL},           {"sem_acquire", NULL},    {"sem_release", "allow-oom"},
+                {"sem_status", "no-writes"}};
     size_t n = 0;
     char *lib = rlk__script_library_text(&rlk__lua_library, &n);
     if (!CHECK(lib != NULL)) return;

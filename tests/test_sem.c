@@ -56,11 +56,14 @@ static void sem_name(char *out, size_t n, const char *what)
     snprintf(out, n, "%s%s-%ld", where, what, (long)getpid());
 }
 
+static int sprotocol; /* the protocol of the clients SCLIENT makes (0: RESP3) */
+
 static rlk_client *sclient(int64_t recheck_ms, int line)
 {
     rlk_client_config cfg;
     client_cfg(&cfg, url);
     cfg.recheck_ms = recheck_ms;
+    cfg.conn.protocol = sprotocol;
     return client_with(&cfg, line);
 }
 #define SCLIENT(recheck) sclient(recheck, __LINE__)
@@ -163,6 +166,16 @@ static int sw_start(struct sw *w, const char *name, int64_t permits, int64_t k, 
     return 0;
 }
 
+/* Starts w (as sw_start) and waits until name has line waiters (5 s at
+ * most): 1 when it has; *started says whether w must be ended. */
+static int sw_join(struct sw *w, int *started, rlk_client *h, const char *name, int64_t permits,
+                   int64_t k, int hold_ms, int64_t recheck, int64_t line)
+{
+    *started = CHECK(sw_start(w, name, permits, k, 20000, hold_ms, recheck) == 0);
+    return *started && CHECK_MSG(wait_line(h, name, line, 5000), "%lld not in line",
+                                 (long long)line);
+}
+
 /* Waits until w is done, within ms: 1 when it is. */
 static int sw_wait(struct sw *w, int64_t ms)
 {
@@ -206,6 +219,7 @@ static void test_defaults_and_refusals(void)
         {3, 4, 1000, 0, 0, "x", "k must"},
         {3, 1, -5, 0, 0, "x", "TTL"},
         {3, 1, 1000, 0, 0, "", "empty"},
+        {3, 1, 1000, 0, 0, "}{x", "begins with"},
         {3, 1, 1000, 0, RLK_SEM_LAYOUT_REDIS_SEMAPHORE, "x", "not built"},
         {3, 1, 1000, 0, 7, "x", "layout"},
     };
@@ -306,6 +320,23 @@ static void test_permits_busy_release_fence(void)
         CHECK_EQ_INT(st.nholders, 0);
         rlk_sem_status_free(&st);
     }
+    /* Expired unrenewed while another holds on (the keys stay): the
+     * release finds it expired and says so. */
+    rlk_sem *s5 = TAKE(a, name, 3, 1, 30000);
+    rlk_sem *s4 = s5 ? TAKE(a, name, 3, 1, 300) : NULL;
+    if (s4) {
+        int64_t until = ts_now_ms() + 2000;
+        int gone = 0;
+        while (!gone && ts_now_ms() < until) {
+            if (!STATUS(b, name, &st)) break;
+            gone = st.nholders == 1 && rlk_sem_remaining_ms(s4) == 0;
+            rlk_sem_status_free(&st);
+            if (!gone) ts_pause_ms(10);
+        }
+        CHECK(gone);
+        CHECK_EQ_INT(rlk_sem_release(s4), RLK_LOCK_NOT_HELD);
+    }
+    if (s5) CHECK_EQ_INT(rlk_sem_release(s5), RLK_OK);
     /* A name with no semaphore. */
     if (STATUS(b, "no-such-semaphore", &st)) {
         CHECK_EQ_INT(st.exists, 0);
@@ -339,15 +370,9 @@ static void test_first_come_first_served(void)
     rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
     if (!held) goto out;
     rank_next = 0;
-    for (; started < N; started++) {
-        if (!CHECK(sw_start(&w[started], name, 1, 1, 20000, 0, 0) == 0)) break;
-        /* The next joins only once this one has its place. */
-        if (!CHECK_MSG(wait_line(h, name, started + 1, 5000), "waiter %d not in line",
-                       started)) {
-            started++;
-            break;
-        }
-    }
+    /* The next joins only once this one has its place. */
+    for (int in = 1, one = 0; started < N && in; started += one)
+        in = sw_join(&w[started], &one, h, name, 1, 1, 0, 0, started + 1);
     CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
     for (int i = 0; i < started; i++) {
         CHECK_MSG(sw_wait(&w[i], 10000), "waiter %d never served", i);
@@ -374,10 +399,9 @@ static void test_head_of_line(void)
     rlk_sem *h2 = h1 ? TAKE(h, name, 2, 1, 30000) : NULL;
     if (!h2) goto out;
     rank_next = 0;
-    nb = CHECK(sw_start(&big, name, 2, 2, 20000, 300, 0) == 0);
-    if (!nb || !CHECK(wait_line(h, name, 1, 5000))) goto out;
-    ns = CHECK(sw_start(&small, name, 2, 1, 20000, 0, 0) == 0);
-    if (!ns || !CHECK(wait_line(h, name, 2, 5000))) goto out;
+    if (!sw_join(&big, &nb, h, name, 2, 2, 300, 0, 1) ||
+        !sw_join(&small, &ns, h, name, 2, 1, 0, 0, 2))
+        goto out;
     /* One permit free: the waiter for 1 must not take it. */
     CHECK_EQ_INT(rlk_sem_release(h1), RLK_OK);
     h1 = NULL;
@@ -408,6 +432,35 @@ out:
     rlk_client_free(h);
 }
 
+/* One permit of name held by h, one waiter (recheck slice recheck, the
+ * protocol sprotocol's) joined, the permit given back: the ms until the
+ * waiter was served (-1: not within 4 s, a failure). */
+static int64_t served_after_release(rlk_client *h, const char *name, int64_t recheck)
+{
+    struct sw w;
+    int nw = 0, proto = sprotocol;
+    int64_t took = -1;
+    rlk_sem *held = TAKE(h, name, 1, 1, 30000);
+    if (!held) return -1;
+    rank_next = 0;
+    int in = sw_join(&w, &nw, h, name, 1, 1, -1, recheck, 1);
+    sprotocol = 0;
+    if (in) {
+        int64_t t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
+        held = NULL;
+        if (CHECK(sw_wait(&w, 4000))) took = w.done_at - t0;
+    }
+    if (nw) {
+        sw_end(&w);
+        CHECK_EQ_INT(w.rc, RLK_OK);
+    }
+    if (held) rlk_sem_release(held);
+    printf("# %sserved %lld ms after the release (slice %lld)\n", proto == 2 ? "RESP2: " : "",
+           (long long)took, (long long)recheck);
+    return took;
+}
+
 /* A wait wakes on a release, far sooner than its recheck slice (5 s
  * here); and one that ends gives up its place. */
 static void test_wait_wakes_on_release(void)
@@ -417,22 +470,33 @@ static void test_wait_wakes_on_release(void)
     rlk_client *h = SCLIENT(0);
     struct sw w;
     int nw = 0;
-    rlk_sem *held = h ? TAKE(h, name, 1, 1, 30000) : NULL;
-    if (!held) goto out;
-    rank_next = 0;
-    nw = CHECK(sw_start(&w, name, 1, 1, 20000, -1, 5000) == 0);
-    if (!nw || !CHECK(wait_line(h, name, 1, 5000))) goto out;
-    int64_t t0 = ts_now_ms();
-    CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
-    held = NULL;
-    CHECK(sw_wait(&w, 4000));
-    int64_t took = w.done_at - t0;
-    printf("# woken %lld ms after the release\n", (long long)took);
-    CHECK_MSG(took < 1000 + (slow ? MARGIN : 0), "woken after %lld ms (the slice is 5000)",
-              (long long)took);
-    sw_end(&w);
+    rlk_sem *held = NULL;
+    int64_t t0, took;
+    if (!h) return;
+    took = served_after_release(h, name, 5000);
+    CHECK_MSG(took >= 0 && took < 1000 + (slow ? MARGIN : 0),
+              "woken after %lld ms (the slice is 5000)", (long long)took);
+
+    /* Two waiters for 1 behind each other, 2 given back at once: the
+     * second is woken too (by the first one's grant), not at its slice. */
+    struct sw w2;
+    int nw2 = 0;
+    held = TAKE(h, name, 2, 2, 30000);
+    if (held && sw_join(&w, &nw, h, name, 2, 1, -1, 5000, 1) &&
+        sw_join(&w2, &nw2, h, name, 2, 1, -1, 5000, 2)) {
+        t0 = ts_now_ms();
+        CHECK_EQ_INT(rlk_sem_release(held), RLK_OK);
+        held = NULL;
+        CHECK(sw_wait(&w, 4000) && sw_wait(&w2, 4000));
+        took = (w.done_at > w2.done_at ? w.done_at : w2.done_at) - t0;
+        printf("# both woken within %lld ms of the release\n", (long long)took);
+        CHECK_MSG(took < 1000 + (slow ? MARGIN : 0), "the second woken after %lld ms",
+                  (long long)took);
+    }
+    if (nw2) sw_end(&w2);
+    if (nw) sw_end(&w);
     nw = 0;
-    CHECK_EQ_INT(w.rc, RLK_OK);
+    if (held) rlk_sem_release(held);
 
     /* A wait that ends without the permits leaves the line at once. */
     held = TAKE(h, name, 1, 1, 30000);
@@ -448,9 +512,21 @@ static void test_wait_wakes_on_release(void)
         CHECK(wait_line(h, name, 0, 2000));
     }
     rlk_client_free(c);
-out:
-    if (nw) sw_end(&w);
     if (held) rlk_sem_release(held);
+    rlk_client_free(h);
+}
+
+/* Under RESP2 a wait cannot listen on the connection that carries its
+ * tries: it looks again every slice (200 ms here), and is served then. */
+static void test_resp2_wait(void)
+{
+    char name[96];
+    sem_name(name, sizeof name, "resp2");
+    rlk_client *h = SCLIENT(0);
+    if (!h) return;
+    sprotocol = 2;
+    int64_t took = served_after_release(h, name, 200);
+    CHECK_MSG(took >= 0 && took <= 200 + 50 + MARGIN, "served after %lld ms", (long long)took);
     rlk_client_free(h);
 }
 
@@ -477,8 +553,7 @@ static void test_resize_while_held(void)
     }
     CHECK(!rlk_sem_is_lost(s1) && !rlk_sem_is_lost(s2));
     rank_next = 0;
-    nw = CHECK(sw_start(&w, name, 2, 1, 20000, -1, 0) == 0);
-    if (!nw || !CHECK(wait_line(a, name, 1, 5000))) goto out;
+    if (!sw_join(&w, &nw, a, name, 2, 1, -1, 0, 1)) goto out;
     /* 2 used of 2: still none for it. */
     CHECK_EQ_INT(rlk_sem_release(s2), RLK_OK);
     s2 = NULL;
@@ -664,11 +739,12 @@ static void test_redlock_refused(void)
 
 static int lost_n;
 static rlk_sem *lost_of;
+/* (Called from the watchdog thread too: counted atomically.) */
 static void on_lost(void *ctx, rlk_sem *s)
 {
     (void)ctx;
     lost_of = s;
-    lost_n++;
+    __atomic_add_fetch(&lost_n, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A tick-mode holder that stops ticking past its TTL: the permit goes to
@@ -701,6 +777,8 @@ static void test_paused_holder_lost(void)
     CHECK(lost_of == s);
     CHECK(rlk_sem_is_lost(s));
     CHECK_EQ_INT(rlk_sem_release(s), RLK_LOCK_LOST);
+    CHECK_MSG(strstr(rlk_client_errmsg(a), name) && strstr(rlk_client_errmsg(a), "lost"), "%s",
+              rlk_client_errmsg(a));
     CHECK_EQ_INT(lost_n, 1);
     if (sb) CHECK_EQ_INT(rlk_sem_release(sb), RLK_OK);
 out:
@@ -753,6 +831,73 @@ out:
     if (s) rlk_sem_release(s);
     rlk_client_free(a);
     rlk_client_free(b);
+}
+
+/* Permits taken from under their holder (the keys deleted): the
+ * watchdog thread's renewal finds them gone and calls on_lost from the
+ * thread (one server: admin deletes them there). */
+static void test_lost_from_thread(void)
+{
+    char name[96], key[128];
+    sem_name(name, sizeof name, "thread-lost");
+    snprintf(key, sizeof key, "resplock:sem:{%s}", name);
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    rlk_client *a = rlk_client_new(&cfg);
+    rlk_sem *s = NULL;
+    if (!CHECK(a != NULL) || !CHECK(rlk_client_watchdog_start(a) == RLK_OK)) goto out;
+    rlk_sem_options o = sopts(2, 1, 600, 0);
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    __atomic_store_n(&lost_n, 0, __ATOMIC_SEQ_CST);
+    if (!CHECK(rlk_sem_acquire(a, name, &o, &s) == RLK_OK)) goto out;
+    CHECK(CMD(admin, "DEL", key) != NULL);
+    int64_t until = ts_now_ms() + 2000;
+    while (__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST) == 0 && ts_now_ms() < until) ts_pause_ms(5);
+    CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 1);
+    CHECK(lost_of == s);
+    CHECK(rlk_sem_is_lost(s));
+    CHECK_EQ_INT(rlk_sem_release(s), RLK_LOCK_LOST);
+    s = NULL;
+    CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 1);
+out:
+    if (s) rlk_sem_release(s);
+    rlk_client_free(a);
+}
+
+/* A try whose reply was lost (a proxy cuts it and closes): the permit it
+ * took is given back at once, not after its TTL (one server: the proxy
+ * is to it). */
+static void test_lost_reply_gives_back(void)
+{
+    char name[96], purl[64];
+    sem_name(name, sizeof name, "lost-reply");
+    struct proxy px;
+    fake_server *fs = proxy_start(&px, purl, sizeof purl);
+    if (!CHECK(fs != NULL)) return;
+    rlk_client_config cfg;
+    client_cfg(&cfg, purl);
+    rlk_client *a = CLIENT_WITH(&cfg), *b = SCLIENT(0);
+    if (!a || !b) goto out;
+    /* Connected, the library loaded: the cut reply is the try's. */
+    CHECK_EQ_INT(try_take(a, name, 1, 1), RLK_OK);
+    __atomic_store_n(&px.cut, 1, __ATOMIC_SEQ_CST);
+    rlk_sem_options o = sopts(1, 1, 30000, 0);
+    rlk_sem *s = NULL;
+    int rc = rlk_sem_acquire(a, name, &o, &s);
+    CHECK_EQ_INT(__atomic_load_n(&px.cuts, __ATOMIC_SEQ_CST), 1);
+    CHECK_MSG(rc != RLK_OK && s == NULL, "acquire: %d %s", rc, rlk_client_errmsg(a));
+    rlk_sem_status st;
+    /* a's next call connects again and sends the give-back first. */
+    if (STATUS(a, name, &st)) {
+        CHECK_EQ_INT(st.used, 0);
+        rlk_sem_status_free(&st);
+    }
+    CHECK_EQ_INT(try_take(b, name, 1, 1), RLK_OK);
+out:
+    rlk_client_free(a);
+    rlk_client_free(b);
+    fake_stop(fs);
 }
 
 /* Held permits survive a kill -9 and restart of a server with AOF
@@ -810,11 +955,14 @@ static void run_all(int standalone)
     RUN(test_first_come_first_served);
     RUN(test_head_of_line);
     RUN(test_wait_wakes_on_release);
+    RUN(test_resp2_wait);
     RUN(test_resize_while_held);
     RUN(test_holder_killed);
     RUN(test_dead_waiter_lapses);
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
+    if (standalone) RUN(test_lost_from_thread);
+    if (standalone) RUN(test_lost_reply_gives_back);
     if (standalone) RUN(test_aof_restart);
     if (standalone) RUN(test_redlock_refused);
 }

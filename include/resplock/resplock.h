@@ -1635,7 +1635,13 @@ int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options
  * message on the semaphore's channel; no polling), served first come,
  * first served: no later waiter takes permits while an earlier one
  * waits for more, so a waiter for k > 1 is not starved by waiters for
- * 1.  A waiter's place lapses when it stops renewing it (it died).
+ * 1.  A waiter's place lapses when it stops renewing it (it died): it
+ * renews it by a try at least every recheck slice (rlk_client_config's
+ * recheck_ms, at most a third of the TTL), and the place lasts two
+ * slices and 200 ms.  A wait that ends without its permits leaves the
+ * line at once.  Under RESP2 (no subscription on the connection that
+ * carries the tries) a wait looks again every slice instead of being
+ * woken.
  *
  * The size: every acquire sets the semaphore's size to its o->permits;
  * a change takes effect at once and takes no permit away from its
@@ -1644,7 +1650,10 @@ int rlk_rate_take_async(rlk_client *cl, const char *name, const rlk_rate_options
  * same size.
  *
  * Each acquire gets a fencing number (rlk_sem_fence): one more than the
- * last one given on NAME, so that it grows from holder to holder.
+ * last one given on NAME, so that it grows from holder to holder.  A
+ * semaphore idle long enough that its keys expired starts again from
+ * the server's clock in microseconds, above every fence given before
+ * (unless fences were drawn faster than one a microsecond).
  */
 typedef struct rlk_sem rlk_sem;
 
@@ -1693,9 +1702,12 @@ void rlk_sem_options_init(rlk_sem_options *o);
  * Takes o->k permits of semaphore NAME (setting its size to o->permits),
  * waiting up to o->wait_ms in the semaphore's line.  Returns RLK_OK with
  * *out set; RLK_LOCK_BUSY (not k permits free within the wait);
- * RLK_ERR_INVALID (an empty name, permits < 1, k < 1 or k > permits, a
- * TTL below 1 ms, a watchdog with neither tick mode nor the thread, a
- * layout not known, or a Redlock client; nothing sent; the reason in
+ * RLK_ERR_INVALID (an empty name or one that begins with '}' (its keys
+ * would share no hash slot), out NULL, permits < 1, k < 1 or
+ * k > permits, a negative TTL or wait (but RLK_WAIT_FOREVER), permits or
+ * a TTL of 2^40 or more, a watchdog with neither tick mode, an event
+ * loop nor the thread, a layout not known or RLK_SEM_LAYOUT_REDIS_SEMAPHORE
+ * (not built yet), or a Redlock client; nothing sent; the reason in
  * rlk_client_errmsg); RLK_ERR_SERVER (a script refused: the keys hold
  * something else, maxmemory, an ACL); RLK_ERR_PROTO; RLK_ERR_NOMEM; or a
  * connection status.  The client's owner thread.
@@ -1705,14 +1717,16 @@ int rlk_sem_acquire(rlk_client *cl, const char *name, const rlk_sem_options *o, 
 /*
  * Gives the permits back (atomically, only if this holder still has
  * them), wakes the line, and frees s in every case.  Returns RLK_OK,
- * RLK_LOCK_LOST (lost before: on_lost was called), RLK_LOCK_NOT_HELD
- * (expired: the holder was pruned), or a connection status (the permits
- * then expire with their TTL).
+ * RLK_LOCK_LOST (lost before: on_lost was called, by this call if it
+ * was owed; nothing sent), RLK_LOCK_NOT_HELD (expired: the holder was
+ * pruned, or its TTL passed), RLK_ERR_INVALID (s NULL), RLK_ERR_SERVER,
+ * RLK_ERR_PROTO, or a connection status (the permits then expire with
+ * their TTL).  The client's owner thread.
  */
 int rlk_sem_release(rlk_sem *s);
 
 /* Drops the handle without telling the server (the permits expire with
- * their TTL); stops its renewals. */
+ * their TTL); stops its renewals.  NULL is allowed. */
 void rlk_sem_forget(rlk_sem *s);
 
 /* Sets the permits' TTL to ms from now (on the server's clock), if this
@@ -1758,10 +1772,13 @@ typedef struct rlk_sem_status {
 } rlk_sem_status;
 
 /* What the server holds for semaphore NAME in layout (with lock_timeout_ms
- * for the redis-semaphore layout: 0 takes 10000, its default); *st is
- * written whole.  Nothing is written on the server.  RLK_OK,
- * RLK_ERR_INVALID, RLK_ERR_NOMEM, RLK_ERR_SERVER, RLK_ERR_PROTO, or a
- * connection status.  The client's owner thread. */
+ * for the redis-semaphore layout: 0 takes 10000, its default; not read
+ * for RLK_SEM_LAYOUT_RESPLOCK); *st is written whole (zeroed on a
+ * failure).  Nothing is written on the server.  RLK_OK (also for a name
+ * with no semaphore: exists 0; or keys of another type: not_a_sem 1),
+ * RLK_ERR_INVALID (a name refused as rlk_sem_acquire's, st NULL, a Redlock client, the
+ * redis-semaphore layout: not built yet), RLK_ERR_NOMEM, RLK_ERR_SERVER,
+ * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
 int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
                        int64_t lock_timeout_ms, rlk_sem_status *st);
 /* Frees st's holders (st itself is the caller's). */

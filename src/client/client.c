@@ -1838,7 +1838,8 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     int64_t dl = sooner(wake, cl->next_expiry);
     for (rlk_lock *l = cl->locks; l; l = l->next)
         if (l->rel_wait) dl = sooner(dl, l->rel_by);
-    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due) dl = rlk__now_ms();
+    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due || cl->sem_notify)
+        dl = rlk__now_ms();
     *deadline_ms = dl;
     pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
     return (int)k;
@@ -2402,12 +2403,14 @@ int rlk_sem_release(rlk_sem *s)
     }
     int64_t t = cl->timeout;
     s->done = 0;
+    /* The permit is freed by a release that fails at once: its name is
+     * read before. */
+    snprintf(s->msg, sizeof s->msg, "semaphore %s: ", rlk__sem_name(s->h));
     int st = rlk__sem_release(s->h, t < 0 ? RLK__DL_DEFAULT : now + t, sem_done, s, now);
     if (st == RLK_LOCK_LOST) {
-        cl_fail(cl, st, "semaphore %s: the permits were lost before the release",
-                rlk__sem_name(s->h));
+        cl_fail(cl, st, "%sthe permits were lost before the release", s->msg);
     } else if (st != RLK_OK) {
-        cl_fail(cl, st, "semaphore release: %s", rlk_strerror(st));
+        cl_fail(cl, st, "%srelease: %s", s->msg, rlk_strerror(st));
     } else {
         int r = drive(cl, sem_is_done, s, t < 0 ? -1 : now + 2 * t);
         if (s->done) {
@@ -2483,7 +2486,9 @@ int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
     if (cl->rl) return rlk__rl_refuse(cl->rl, "the semaphore");
     enter(cl);
     int r = RLK_OK;
-    if (!st || !name || !*name) r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: no name or no status");
+    if (!st || !rlk__sem_name_ok(name))
+        r = cl_fail(cl, RLK_ERR_INVALID,
+                    "semaphore status: no status, or an empty name or one that begins with '}'");
     else if (layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
         r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: the redis-semaphore layout is not built yet");
     else if (layout != RLK_SEM_LAYOUT_RESPLOCK)

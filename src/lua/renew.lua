@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- Renews many locks in one call: the watchdog's round.
 --
--- KEYS: the locks, all in one hash slot.
+-- KEYS: the locks (and semaphores' hashes), all in one hash slot.
 -- ARGV: the kinds, one letter per key ('s', 'r' or 'p'), then for each
 --       key its token (or hash field) and its ttl.
 -- Returns per key 1 renewed, -1 not held, -2 held by someone else.

@@ -90,6 +90,9 @@ int rlk__sem_check(const char *name, const rlk_sem_options *o, int watchdog_ok, 
 {
     const char *why = NULL;
     if (!name || !*name) why = "an empty semaphore name";
+    else if (!rlk__sem_name_ok(name))
+        why = "a name that begins with '}' (its keys would have an empty hash tag, and no "
+              "slot in common on a cluster)";
     else if (!o) why = "no options (permits is not defaulted)";
     else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
         why = "the redis-semaphore layout is not built yet";
@@ -137,12 +140,14 @@ static void maybe_free(rlk__sem *s)
     rlk__free(s);
 }
 
-/* The renewer's round that held the lease of a permit let go ended. */
+/* The renewer's round that held the lease of a permit let go ended
+ * (after the semaphores went, too: m NULL then). */
 static void lease_destroy(void *owner)
 {
     rlk__sem *s = owner;
     s->round_holds = 0;
-    maybe_free(s);
+    if (!s->m) rlk__free(s);
+    else maybe_free(s);
 }
 
 static void unlease(rlk__sem *s)
@@ -169,24 +174,37 @@ static void finish(rlk__sem *s, int status)
     if (cb && !s->forgotten) cb(s->ctx, status, s->msg);
 }
 
+int rlk__sem_name_ok(const char *name)
+{
+    /* "resplock:sem:{" NAME "}": its hash tag is NAME up to its first
+     * '}', which every key of the name shares; empty (the whole key
+     * hashed, each key to its own slot) only when NAME begins with '}'. */
+    return name && *name && *name != '}';
+}
+
+size_t rlk__sem_key_cap(const char *name)
+{
+    return sizeof RLK__SEM_PREFIX + strlen(name) + sizeof "}:line";
+}
+
+void rlk__sem_key(const char *name, const char *suffix, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s}%s", RLK__SEM_PREFIX, name, suffix);
+}
+
 static rlk__sem *new_call(rlk__sems *m, const char *name, int state)
 {
-    size_t nl = strlen(name), kl = sizeof RLK__SEM_PREFIX - 1 + nl + 1;
-    /* key (kl bytes), key":line", key":wake", name, each with its NUL. */
-    rlk__sem *s = rlk__malloc(sizeof *s + 3 * (kl + 6) + nl + 1);
+    size_t nl = strlen(name), cap = rlk__sem_key_cap(name);
+    /* Its state key, line key, channel and name, each with its NUL. */
+    rlk__sem *s = rlk__malloc(sizeof *s + 3 * cap + nl + 1);
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
-    char *p = s->key;
-    memcpy(p, RLK__SEM_PREFIX, sizeof RLK__SEM_PREFIX - 1);
-    memcpy(p + sizeof RLK__SEM_PREFIX - 1, name, nl);
-    memcpy(p + kl - 1, "}", 2);
-    s->line = p + kl + 1;
-    memcpy(s->line, s->key, kl);
-    memcpy(s->line + kl, ":line", 6);
-    s->chan = s->line + kl + 6;
-    memcpy(s->chan, s->key, kl);
-    memcpy(s->chan + kl, ":wake", 6);
-    s->name = s->chan + kl + 6;
+    rlk__sem_key(name, "", s->key, cap);
+    s->line = s->key + cap;
+    rlk__sem_key(name, ":line", s->line, cap);
+    s->chan = s->line + cap;
+    rlk__sem_key(name, ":wake", s->chan, cap);
+    s->name = s->chan + cap;
     memcpy(s->name, name, nl + 1);
     s->m = m;
     s->state = state;
@@ -351,13 +369,6 @@ static const rlk__req_ops try_ops = {build_try, try_reply, NULL, RLK__T_ARRAY};
 static const rlk__req_ops release_ops = {build_release, release_reply, NULL, RLK__T_INTEGER};
 static const rlk__req_ops status_ops = {build_status, status_reply, NULL, RLK__T_ARRAY};
 
-static int64_t reply_by(const rlk__sem *s)
-{
-    /* A wait's try goes within the wait, else within its own bound. */
-    if (s->reply_by == RLK__DL_DEFAULT) return RLK__DL_DEFAULT;
-    return s->reply_by;
-}
-
 static int send_try(rlk__sem *s)
 {
     rlk__sems *m = s->m;
@@ -366,7 +377,7 @@ static int send_try(rlk__sem *s)
     s->in_line |= s->wait_ms != 0;
     s->start = m->now;
     s->next_try = m->now + s->slice;
-    int r = rlk__host_submit(m->h, s->slot, &try_ops, s, 0, reply_by(s), 0);
+    int r = rlk__host_submit(m->h, s->slot, &try_ops, s, 0, s->reply_by, 0);
     if (r == RLK_OK) s->inflight++;
     return r;
 }
@@ -422,9 +433,10 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
              !rlk__int_at(v, 1, &fence) && !rlk__int_at(v, 2, &used) &&
              !rlk__int_at(v, 3, &size) && (granted == 0 || granted == 1);
     if (s->forgotten) {
-        /* Let go while it was asked: permits got then go back at once. */
-        if (ok && granted) send_quiet(s, 'r');
-        else if (s->in_line) send_quiet(s, 'l');
+        /* Let go while it was asked: permits got then (or maybe got: no
+         * reply came) go back at once, and its place too. */
+        if ((ok && granted) || !v) send_quiet(s, 'r');
+        if (s->in_line && !(ok && granted)) send_quiet(s, 'l');
         s->in_line = 0;
         maybe_free(s);
         return;
@@ -438,6 +450,10 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
             return;
         }
         sub_drop(m, s);
+        /* No reply: the try may have taken the permits; they go back
+         * (a release of a token not held does nothing), and its place. */
+        if (!v) send_quiet(s, 'r');
+        if (!v && s->in_line) send_quiet(s, 'l');
         fail_reply(s, c, v, "acquire");
         return;
     }
@@ -692,9 +708,12 @@ void rlk__sems_free(rlk__sems *m)
     rlk__host_part(m->h, &host_ops, m);
     while (m->calls) {
         rlk__sem *s = m->calls;
-        if (s->leased) rlk__renewer_remove(m->rn, &s->lease);
         unlink_call(m, s);
-        rlk__free(s);
+        s->forgotten = 1;
+        s->m = NULL;
+        if (s->leased && !rlk__renewer_remove(m->rn, &s->lease)) s->round_holds = 1;
+        /* A round that holds its lease frees it at its end (lease_destroy). */
+        if (!s->round_holds) rlk__free(s);
     }
     while (m->subs) {
         sub *b = m->subs;
@@ -797,7 +816,7 @@ void rlk__sem_forget(rlk__sem *s)
 int rlk__sem_status(rlk__sems *m, const char *name, rlk_sem_status *st, int64_t reply_by,
                     rlk__sem_cb cb, void *ctx, int64_t now)
 {
-    if (!name || !*name) return RLK_ERR_INVALID;
+    if (!rlk__sem_name_ok(name)) return RLK_ERR_INVALID;
     rlk__sem *s = new_call(m, name, S_STATUS);
     if (!s) return RLK_ERR_NOMEM;
     s->st = st;

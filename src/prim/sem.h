@@ -28,6 +28,16 @@ typedef struct rlk__sem rlk__sem;
 /* The key prefix: semaphore NAME's state is "resplock:sem:{NAME}". */
 #define RLK__SEM_PREFIX "resplock:sem:{"
 
+/* Semaphore name's key with suffix after it ("": its state; ":line": its
+ * line; ":wake": its channel), into out (cap bytes, at least
+ * rlk__sem_key_cap(name): the room of the longest, with its NUL).  All
+ * share "resplock:sem:{" NAME "}" up to its first '}', so all hash to
+ * one slot whatever braces NAME has. */
+size_t rlk__sem_key_cap(const char *name);
+/* Whether name has keys (not empty, and not beginning with '}'). */
+int rlk__sem_name_ok(const char *name);
+void rlk__sem_key(const char *name, const char *suffix, char *out, size_t cap);
+
 /* Whether name and o may be acquired (RLK_OK), else RLK_ERR_INVALID with
  * the reason in err.  watchdog_ok: something renews (tick mode, the
  * thread, an event loop). */

@@ -27,6 +27,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "rate.h"
+#include "sem.h"
 #include "lua.h"
 #include "resplock.h"
 
@@ -47,12 +48,15 @@ static const struct {
     {"renew.lua", "locks"}, /* several locks, "all in one hash slot" */
     {"status.lua", "lock queue waiters"},
     {"rate.lua", "limiter"}, /* its one key: its slot is the decision's */
+    {"sem_acquire.lua", "state line"}, /* a semaphore's (sem.h), */
+    {"sem_release.lua", "state line"}, /* with its channel in */
+    {"sem_status.lua", "state line"},  /* its state's slot */
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
 /* The words of a KEYS line that name keys. */
-static const char *const key_words[] = {"lock",      "locks",  "queue",
-                                        "waiters",   "tombstone", "limiter"};
+static const char *const key_words[] = {"lock",      "locks",     "queue", "waiters",
+                                        "tombstone", "limiter",   "state", "line"};
 
 static const char *const names[] = {
     "job",      "{tag}job", "job{tag}", "{job}",     "{}",        "{}job", "a{}b{c}",
@@ -209,6 +213,33 @@ static void test_keys_in_the_lock_slot(void)
                     CHECK_MSG(rlk__keyslot(limiter, strlen(limiter)) == slot,
                               "\"%s\" (slot %u): limiter \"%s\" in slot %u", name, slot,
                               limiter, rlk__keyslot(limiter, strlen(limiter)));
+                continue;
+            }
+            /* A semaphore's keys and channel are its own, in the slot
+             * of its state (a name with a hash tag: the tag's). */
+            if (!strncmp(known[k].file, "sem_", 4)) {
+                char state[1200], line[1200], wake[1200];
+                /* Refused: a name whose keys' hash tag would be empty. */
+                CHECK_EQ_INT(rlk__sem_name_ok(name), name[0] != '}');
+                if (name[0] == '}') continue;
+                size_t sc = rlk__sem_key_cap(name);
+                if (!CHECK(sc <= sizeof state)) continue;
+                rlk__sem_key(name, "", state, sc);
+                rlk__sem_key(name, ":line", line, sc);
+                rlk__sem_key(name, ":wake", wake, sc);
+                unsigned ss = rlk__keyslot(state, strlen(state));
+                CHECK_MSG(strncmp(state, "resplock:sem:{", 14) == 0 &&
+                              !strncmp(state + 14, name, strlen(name)) &&
+                              !strcmp(state + 14 + strlen(name), "}"),
+                          "\"%s\": state key \"%s\"", name, state);
+                CHECK_MSG(rlk__keyslot(line, strlen(line)) == ss &&
+                              rlk__keyslot(wake, strlen(wake)) == ss,
+                          "%s, name \"%s\": line \"%s\" or channel \"%s\" not in its state's "
+                          "slot %u", known[k].file, name, line, wake, ss);
+                /* A name without braces: the keys are in its own slot. */
+                if (!strchr(name, '{') && !strchr(name, '}'))
+                    CHECK_MSG(ss == slot, "\"%s\" (slot %u): state \"%s\" in slot %u", name,
+                              slot, state, ss);
                 continue;
             }
             char list[64], *save = NULL;
