@@ -16,6 +16,7 @@
 #     another, and continued it exits 75;
 #   - the size lowered while a permit is held: the holder keeps it, a new
 #     run waits for it;
+#   - --hold-min keeps the permit for what is left of it (its TTL set so);
 #   - status NAME, list and break know semaphores (break gives every
 #     holder's permits back; the holder's run exits 75).
 . "$top_srcdir/tests/cli-lock-lib.sh"
@@ -69,6 +70,19 @@ touch "$work/held/go"
 reap "$BGPID" $((10 * SLOW))
 expect_eq "the holder's run exits 0" "$CODE" 0
 check "released: nothing held" 1 '' '' -- -u "$url" sem status held
+
+# ------------------------------------------------------------- --hold-min
+check "--hold-min: the job ends at once" 0 '' '' -- -u "$url" sem run hm -p 1 --hold-min 3s -- true
+t0=$(now_ms)
+check "--hold-min: the permit is kept after the job" 1 '' '' -- -u "$url" sem run hm -p 1 -n -- true
+check "... for what is left of --hold-min, not the TTL" 0 'ttl ([0-9]{1,3}|[12][0-9]{3}|30[0-9]{2}) ms' '' \
+  -- -u "$url" sem status hm
+hm_free() { "$bin" -q -u "$url" sem run hm -p 1 -n -- true </dev/null >/dev/null 2>&1; }
+if wait_until 10 hm_free; then
+  expect_range "... then it is free (ms after the job)" "$(( $(now_ms) - t0 ))" 1000 4500
+else
+  bad "--hold-min: the permit never came back"
+fi
 
 # ---------------------------------------------------------------- break
 mkdir -p "$work/brk"

@@ -9,6 +9,15 @@
 
 #include "resplock.h"
 
+/* The semaphore in the command (sem run, sem status, and status, list
+ * and break of a semaphore): 0 in the static command (configure
+ * --enable-static-binary), whose size bound it does not fit in; sem is
+ * then a configuration error (78), as TLS is where it was not compiled
+ * in, and status, list and break see locks only. */
+#ifndef RLK_CLI_SEM
+#define RLK_CLI_SEM 1
+#endif
+
 /* Exit codes (sysexits.h values), documented in resplock(1). */
 #define CLI_EX_USAGE 64
 #define CLI_EX_DATAERR 65 /* the lock's name is an application's key */

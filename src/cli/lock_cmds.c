@@ -420,20 +420,30 @@ typedef struct held {
 
 static int64_t held_left(const holding *h)
 {
-    return h->s ? rlk_sem_remaining_ms(h->s) : rlk_lock_remaining_ms(h->l);
+    return RLK_CLI_SEM && h->s ? rlk_sem_remaining_ms(h->s) : rlk_lock_remaining_ms(h->l);
 }
-static int64_t held_ttl(const holding *h) { return h->s ? rlk_sem_ttl_ms(h->s) : rlk_lock_ttl_ms(h->l); }
-static void held_forget(const holding *h) { h->s ? rlk_sem_forget(h->s) : rlk_lock_forget(h->l); }
-static int held_release(const holding *h) { return h->s ? rlk_sem_release(h->s) : rlk_lock_release(h->l); }
+static int64_t held_ttl(const holding *h)
+{
+    return RLK_CLI_SEM && h->s ? rlk_sem_ttl_ms(h->s) : rlk_lock_ttl_ms(h->l);
+}
+static void held_forget(const holding *h)
+{
+    RLK_CLI_SEM && h->s ? rlk_sem_forget(h->s) : rlk_lock_forget(h->l);
+}
+static int held_release(const holding *h)
+{
+    return RLK_CLI_SEM && h->s ? rlk_sem_release(h->s) : rlk_lock_release(h->l);
+}
 static int held_extend(const holding *h, int64_t ms)
 {
-    return h->s ? rlk_sem_extend(h->s, ms) : rlk_lock_extend(h->l, ms, RLK_EXTEND_SET);
+    return RLK_CLI_SEM && h->s ? rlk_sem_extend(h->s, ms) : rlk_lock_extend(h->l, ms, RLK_EXTEND_SET);
 }
 
 /* sem run's acquire: a.take permits of a.permits, within the wait. */
 static int acquire_sem(rlk_client *cl, const char *name, const lock_args *a, int64_t margin,
                        char **cmd, rlk_sem **s)
 {
+    if (!RLK_CLI_SEM) return RLK_ERR_INVALID;
     rlk_sem_options so;
     rlk_sem_options_init(&so);
     char line[RLK_HOLDER_CMD_MAX + 1] = "";
@@ -654,8 +664,8 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
     setenv("RESPLOCK_NAME", name, 1); /* the key, --prefix included */
-    setenv("RESPLOCK_TOKEN", sem ? rlk_sem_token(h.s) : rlk_lock_token(h.l), 1);
-    set_env_num("RESPLOCK_FENCE", sem ? rlk_sem_fence(h.s) : rlk_lock_fence(h.l));
+    setenv("RESPLOCK_TOKEN", RLK_CLI_SEM && sem ? rlk_sem_token(h.s) : rlk_lock_token(h.l), 1);
+    set_env_num("RESPLOCK_FENCE", RLK_CLI_SEM && sem ? rlk_sem_fence(h.s) : rlk_lock_fence(h.l));
     set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
     if (sem) set_env_num("RESPLOCK_PERMITS", (uint64_t)a.take);
     fflush(NULL);
@@ -1331,7 +1341,7 @@ int cmd_status(cli_opts *o, int argc, char **argv)
         return r;
     /* No lock there, but a semaphore of that name: its status. */
     rlk_sem_status ss;
-    if (!st.held && !o->redlock &&
+    if (RLK_CLI_SEM && !st.held && !o->redlock &&
         rlk_sem_get_status(cl, pos[0], RLK_SEM_LAYOUT_RESPLOCK, 0, &ss) == RLK_OK) {
         int sem = ss.exists && !ss.not_a_sem;
         if (sem) print_sem(pos[0], where, &ss, a.json);
@@ -1466,6 +1476,10 @@ static int sem_status(cli_opts *o, int argc, char **argv)
 
 int cmd_sem(cli_opts *o, int argc, char **argv)
 {
+    if (!RLK_CLI_SEM) {
+        cli_err("sem is not in this resplock (the static command leaves the semaphore out)");
+        return CLI_EX_CONFIG;
+    }
     static const char usage[] =
         "usage: resplock sem run NAME -p PERMITS [-k K] [--layout L] [options] [--] COMMAND\n"
         "       resplock sem status NAME [--layout L] [--json]";
@@ -1637,7 +1651,7 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
-        if (!r) r = list_sems(o, c, cl, pattern, a.json, &found);
+        if (!r && RLK_CLI_SEM) r = list_sems(o, c, cl, pattern, a.json, &found);
         if (!r && !found) cli_verbose("no lock matches '%s'", pattern);
         if (!r) r = found ? 0 : 1;
     }
@@ -1783,7 +1797,8 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         return r;
     rlk_sem_status ss;
     int sem = 0;
-    if (!a.json && !st.held && rlk_sem_get_status(cl, pos[0], RLK_SEM_LAYOUT_RESPLOCK, 0, &ss) == RLK_OK) {
+    if (RLK_CLI_SEM && !a.json && !st.held &&
+        rlk_sem_get_status(cl, pos[0], RLK_SEM_LAYOUT_RESPLOCK, 0, &ss) == RLK_OK) {
         sem = ss.exists && !ss.not_a_sem;
         rlk_sem_status_free(&ss);
     }

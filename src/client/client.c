@@ -159,6 +159,9 @@ struct rlk_client {
     struct rate_rec *rate_recs; /* the rate calls under way */
     int rate_due;             /* some rate call's result is owed to a loop */
     rlk__sems *sems;          /* the semaphores, joined to the host at their first call */
+    /* rlk__sems_free, set with sems: a program that never calls rlk_sem_*
+     * links none of the semaphore's code (a static command stays small). */
+    void (*sems_free)(rlk__sems *m);
     struct rlk_sem *sem_list; /* the permits held */
     int sem_notify;           /* some permit's on_lost is owed */
     rlk_lock *locks;
@@ -2296,7 +2299,7 @@ static void sems_notify(rlk_client *cl)
 
 static void sems_end(rlk_client *cl)
 {
-    rlk__sems_free(cl->sems); /* the permits' too */
+    if (cl->sems) cl->sems_free(cl->sems); /* the permits' too */
     cl->sems = NULL;
     while (cl->sem_list) {
         rlk_sem *s = cl->sem_list;
@@ -2321,6 +2324,7 @@ static int sem_ready(rlk_client *cl, const char *doing)
     if (!cl->sems && !(cl->sems = rlk__sems_new(cl->host, cl->renewer, cl->cfg.recheck_ms,
                                                 sem_lost)))
         return cl_fail(cl, RLK_ERR_NOMEM, "%s: out of memory", doing);
+    cl->sems_free = rlk__sems_free;
     return RLK_OK;
 }
 
@@ -2424,6 +2428,28 @@ int rlk_sem_release(rlk_sem *s)
         }
     }
     rlk__free(s);
+    leave(cl);
+    return st;
+}
+
+int rlk_sem_extend(rlk_sem *s, int64_t ms)
+{
+    if (!s) return RLK_ERR_INVALID;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    int64_t now = rlk__now_ms(), t = cl->timeout;
+    s->done = 0;
+    int st = rlk__sem_extend(s->h, ms, t < 0 ? RLK__DL_DEFAULT : now + t, sem_done, s, now);
+    if (st == RLK_LOCK_LOST) {
+        cl_fail(cl, st, "semaphore %s: the permits were lost before the extend", rlk__sem_name(s->h));
+    } else if (st != RLK_OK) {
+        cl_fail(cl, st, "semaphore %s: extend: %s", rlk__sem_name(s->h),
+                st == RLK_ERR_INVALID ? "ms below 1, or an extend under way" : rlk_strerror(st));
+    } else {
+        int r = drive(cl, sem_is_done, s, t < 0 ? -1 : now + 2 * t);
+        st = s->done ? s->status : not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "semaphore extend");
+        if (s->done && st != RLK_OK) cl_fail(cl, st, "%s", s->msg);
+    }
     leave(cl);
     return st;
 }

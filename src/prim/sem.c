@@ -62,6 +62,10 @@ struct rlk__sem {
     rlk__lease lease;
     rlk_sem_status *st;      /* a status read's */
     char a_size[24], a_k[24], a_ttl[24], a_lease[24];
+    /* An extend under way (rlk__sem_extend): its ms, when it was sent. */
+    char a_ext[24];
+    int64_t ext_ms, ext_start;
+    int extending;
     char token[40];
     char facts[RLK__FACTS_MAX];
     char msg[256];
@@ -361,12 +365,21 @@ static int build_status(rlk__core *c, rlk__req *q)
     return rlk__core_put_script(c, q, &s->m->scripts[SC_STATUS], 2, 2, argv, NULL);
 }
 
+static int build_extend(rlk__core *c, rlk__req *q)
+{
+    rlk__sem *s = q->ctx;
+    const char *argv[7] = {s->key, s->line, s->token, s->chan, pub_of(c), "e", s->a_ext};
+    return rlk__core_put_script(c, q, &s->m->scripts[SC_RELEASE], 2, 7, argv, NULL);
+}
+
 static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static void release_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
+static void extend_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 static void status_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v);
 
 static const rlk__req_ops try_ops = {build_try, try_reply, NULL, RLK__T_ARRAY};
 static const rlk__req_ops release_ops = {build_release, release_reply, NULL, RLK__T_INTEGER};
+static const rlk__req_ops extend_ops = {build_extend, extend_reply, NULL, RLK__T_INTEGER};
 static const rlk__req_ops status_ops = {build_status, status_reply, NULL, RLK__T_ARRAY};
 
 static int send_try(rlk__sem *s)
@@ -491,6 +504,41 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
      * server writes its messages on the same connection, in order). */
     s->state = S_WAITING;
     sub_take(m, s);
+}
+
+/* An extend's reply: the permits' validity counts ms from its sending,
+ * and renewals go on with ms as their TTL; not held, they are lost. */
+static void extend_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
+{
+    rlk__sem *s = q->ctx;
+    s->inflight--;
+    s->extending = 0;
+    if (s->forgotten || s->state != S_HELD) {
+        maybe_free(s);
+        return;
+    }
+    rlk__leases *reg = rlk__renewer_leases(s->m->rn);
+    int st = RLK_OK;
+    if (!v || v->type != RLK_RESP_INTEGER) {
+        /* Its fail_reply's message, without ending the holder: the
+         * permits stay held until their validity says otherwise. */
+        st = !v ? RLK_ERR_CLOSED : rlk__is_error(v) ? RLK_ERR_SERVER : RLK_ERR_PROTO;
+        snprintf(s->msg, sizeof s->msg, "semaphore %s: extend: %s", s->name,
+                 !v ? (c ? "the connection closed before the reply" : "no reply")
+                 : rlk__is_error(v) ? "the server refused it" : "the reply is not the script's");
+    } else if (v->integer != 1) {
+        st = RLK_LOCK_NOT_HELD;
+        snprintf(s->msg, sizeof s->msg, "semaphore %s: extend: the permits had expired", s->name);
+    }
+    pthread_mutex_lock(&reg->mu);
+    if (st == RLK_OK) {
+        s->lease.ttl = s->ext_ms;
+        rlk__lease_set_validity(reg, &s->lease, s->ext_start, s->ext_ms);
+    } else if (st == RLK_LOCK_NOT_HELD) {
+        rlk__lease_mark_lost(reg, &s->lease);
+    }
+    pthread_mutex_unlock(&reg->mu);
+    finish(s, st);
 }
 
 static void release_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
@@ -797,6 +845,25 @@ int rlk__sem_release(rlk__sem *s, int64_t reply_by, rlk__sem_cb cb, void *ctx, i
         return r;
     }
     s->inflight++;
+    return RLK_OK;
+}
+
+int rlk__sem_extend(rlk__sem *s, int64_t ms, int64_t reply_by, rlk__sem_cb cb, void *ctx,
+                    int64_t now)
+{
+    rlk__sems *m = s->m;
+    if (now > m->now) m->now = now;
+    if (ms < 1 || s->extending) return RLK_ERR_INVALID;
+    if (s->state != S_HELD || __atomic_load_n(&s->lost, __ATOMIC_RELAXED)) return RLK_LOCK_LOST;
+    rlk__i64_dec(s->a_ext, (long long)ms);
+    s->ext_ms = ms;
+    s->ext_start = now;
+    s->cb = cb;
+    s->ctx = ctx;
+    int r = rlk__host_submit(m->h, s->slot, &extend_ops, s, 0, reply_by, 0);
+    if (r != RLK_OK) return r;
+    s->inflight++;
+    s->extending = 1;
     return RLK_OK;
 }
 

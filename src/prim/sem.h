@@ -82,6 +82,15 @@ int rlk__sem_acquire(rlk__sems *m, const char *name, const rlk_sem_options *o, i
  * freed), or the host's submit failure (s freed). */
 int rlk__sem_release(rlk__sem *s, int64_t reply_by, rlk__sem_cb cb, void *ctx, int64_t now);
 
+/* Sets s's TTL to ms from now (s held; one extend at a time), cb called
+ * once, never from this call: RLK_OK (valid for ms from now; renewals
+ * go on with ms), RLK_LOCK_NOT_HELD (expired: s is lost), or a failure
+ * of the request (s still held).  Returns RLK_OK, RLK_LOCK_LOST (not
+ * held, or lost before: nothing sent), RLK_ERR_INVALID (ms < 1, an
+ * extend under way), or the host's submit failure. */
+int rlk__sem_extend(rlk__sem *s, int64_t ms, int64_t reply_by, rlk__sem_cb cb, void *ctx,
+                    int64_t now);
+
 /* Drops s without telling the server (a held one's permits expire with
  * their TTL; a wait leaves its place to lapse); no callback comes. */
 void rlk__sem_forget(rlk__sem *s);
