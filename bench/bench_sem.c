@@ -54,6 +54,7 @@
  */
 #define _GNU_SOURCE 1 /* sched_setaffinity, pipe2 */
 #include "resplock.h"
+#include "node.h"
 #include "pin.h"
 #include "server.h"
 #include "util.h"
@@ -86,6 +87,7 @@
 #define TARGET 2.0     /* semaphore's server time / plain lock's, at most */
 #define WAKE_MAX 101
 #define WAKE_WAIT_MS 10000
+#define WAKE_SLOW_US 50000 /* a wake this slow is listed */
 
 enum { PLAIN, SEM, RS, NSIDE };
 static const char *const side_label[NSIDE] = {"resplock plain lock", "resplock semaphore",
@@ -118,27 +120,16 @@ static char srv_name[16], srv_version[32];
 
 static rlk_conn *admin_conn(void)
 {
-    rlk_conn_config cfg;
-    rlk_conn_config_init(&cfg);
-    cfg.url = url;
-    rlk_conn *c = rlk_conn_new(&cfg);
-    if (!c || rlk_conn_connect(c) != RLK_OK) die("the INFO connection");
+    rlk_conn *c = bench_conn_to(url);
+    if (!c) die("the INFO connection");
     return c;
 }
 
 static void server_facts(rlk_conn *c)
 {
-    const char *why;
-    char *text = bench_info_text(c, "server", &why);
-    if (!text) die2("INFO server", why);
-    char name[32], vk[32], rd[32];
-    bench_info_field(text, "server_name", name, sizeof name);
-    bench_info_field(text, "valkey_version", vk, sizeof vk);
-    bench_info_field(text, "redis_version", rd, sizeof rd);
-    free(text);
-    int valkey = vk[0] || strcasecmp(name, "valkey") == 0;
-    snprintf(srv_name, sizeof srv_name, "%s", valkey ? "valkey" : "redis");
-    snprintf(srv_version, sizeof srv_version, "%s", valkey && vk[0] ? vk : rd);
+    const char *why = "";
+    if (bench_server_facts(c, srv_name, sizeof srv_name, srv_version, sizeof srv_version, &why) != 0)
+        die2("INFO server", why);
 }
 
 static double server_cpu(rlk_conn *c)
@@ -197,8 +188,7 @@ static int is_top_level(int side, const char *n) { return top_level(side, n) >= 
 /* redis-semaphore, in a node process                                  */
 
 typedef struct nodeproc {
-    pid_t pid;
-    FILE *in, *out;
+    bench_node p;
     char rs_version[32], ioredis_version[32], node_version[32];
 } nodeproc;
 
@@ -217,48 +207,27 @@ static void node_start(nodeproc *np)
 {
     const char *prog = env_or("RLK_NODE", "node"), *js = env_or("RLK_BENCH_SEM_JS", BENCH_SEM_JS);
     const char *dir = env_or("RLK_BENCH_SEM_DIR", BENCH_SEM_DIR);
-    char modules[600], probe[700], port[16];
+    char modules[600], probe[700], line[256], why[200];
     snprintf(modules, sizeof modules, "%s/node_modules", dir);
     snprintf(probe, sizeof probe, "%s/redis-semaphore/package.json", modules);
     if (access(probe, R_OK) != 0)
         die2("redis-semaphore is not installed (make bench-sem installs it with npm)", probe);
-    snprintf(port, sizeof port, "%d", server->port);
-    int to[2], from[2];
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) die2("pipe", strerror(errno));
-    fflush(NULL);
-    np->pid = fork();
-    if (np->pid < 0) die2("fork", strerror(errno));
-    if (np->pid == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        setenv("NODE_PATH", modules, 1);
-        execlp(prog, "node", js, port, (char *)NULL);
-        fprintf(stderr, "bench_sem: cannot run %s: %s\n", prog, strerror(errno));
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    np->in = fdopen(to[1], "w");
-    np->out = fdopen(from[0], "r");
-    char line[256];
-    if (!np->in || !np->out || !fgets(line, sizeof line, np->out) ||
-        sscanf(line, "ready %31s %31s %31s", np->rs_version, np->ioredis_version,
+    if (bench_node_start(&np->p, prog, js, modules, server->port, line, sizeof line, why,
+                         sizeof why) != 0)
+        die(why);
+    if (sscanf(line, "ready %31s %31s %31s", np->rs_version, np->ioredis_version,
                np->node_version) != 3)
-        die("the node process did not start (see its message above)");
+        die2("the node process did not start: it said", line);
 }
 
 static void node_stop(nodeproc *np)
 {
-    int st;
-    fclose(np->in); /* its EOF ends it */
-    fclose(np->out);
-    waitpid(np->pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("the node process failed at its end");
+    if (bench_node_stop(&np->p) != 0) die("the node process failed at its end");
 }
 
 static void node_line(nodeproc *np, char *line, size_t cap)
 {
-    if (!fgets(line, (int)cap, np->out)) die("the node process gave no answer (see above)");
+    if (!fgets(line, (int)cap, np->p.out)) die("the node process gave no answer (see above)");
 }
 
 /* ------------------------------------------------------------------ */
@@ -306,8 +275,8 @@ static void rlk_cycles(rlk_client *cl, int side, long n, double *secs, double *c
 static void rs_cycles(long n, double *secs, double *cpu)
 {
     char line[128];
-    fprintf(node.in, "cycle %d %ld\n", PERMITS, n);
-    fflush(node.in);
+    fprintf(node.p.in, "cycle %d %ld\n", PERMITS, n);
+    fflush(node.p.in);
     node_line(&node, line, sizeof line);
     if (sscanf(line, "%lf %lf", secs, cpu) != 2) die2("redis-semaphore: unexpected answer", line);
 }
@@ -498,8 +467,8 @@ static void rlk_wake(rlk_client *cl, rlk_client *wcl, wakes *out)
 static void rs_wake(wakes *out)
 {
     static char line[WAKE_MAX * 16 + 64];
-    fprintf(node.in, "wake %d %d\n", PERMITS, n_wake);
-    fflush(node.in);
+    fprintf(node.p.in, "wake %d %d\n", PERMITS, n_wake);
+    fflush(node.p.in);
     node_line(&node, line, sizeof line);
     if (strncmp(line, "w ", 2) != 0) die2("redis-semaphore: wake: unexpected answer", line);
     out->n = 0;
@@ -527,7 +496,7 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl, rlk_client *w
 {
     if (g->server_cpu >= 0 && (bench_pin(server->pid, g->server_cpu) != 0 ||
                                bench_pin(0, g->client_cpu) != 0 ||
-                               bench_pin(node.pid, g->client_cpu) != 0))
+                               bench_pin(node.p.pid, g->client_cpu) != 0))
         die2("sched_setaffinity", strerror(errno));
     if (g->server_cpu >= 0)
         printf("== %s: server on CPU %d, this program and the node process on CPU %d\n",
@@ -608,22 +577,16 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl, rlk_client *w
     for (int i = 0; i < 2; i++)
         printf("    %-52s %8.3f %8.3f %8.3f\n", wl[i], wake_q(&g->wk[i], 0.5) / 1e3,
                wake_q(&g->wk[i], 0.9) / 1e3, wake_q(&g->wk[i], 1) / 1e3);
+    /* each trial slower than WAKE_SLOW_US, listed (redis-semaphore's
+     * slice is 10 ms; resplock's recheck, 1 s by default, would find a
+     * permit that no message told of) */
+    for (int i = 0; i < 2; i++)
+        for (int t = 0; t < g->wk[i].n; t++)
+            if (g->wk[i].us[t] > WAKE_SLOW_US)
+                printf("    slow: %s, trial %d of %d: %.3f ms\n",
+                       i == 0 ? "resplock" : "redis-semaphore", t + 1, g->wk[i].n,
+                       g->wk[i].us[t] / 1e3);
     printf("\n");
-}
-
-/* The first two CPUs this program may run on; 0 when there is one. */
-static int two_cpus(int *a, int *b)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-    int n = 0;
-    for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
-        if (CPU_ISSET(i, &set)) {
-            if (n == 0) *a = i;
-            else *b = i;
-            n++;
-        }
-    return n == 2;
 }
 
 int main(void)
@@ -696,7 +659,7 @@ int main(void)
     const char *pe = getenv("RLK_BENCH_PIN");
     if (pe && strcmp(pe, "0") == 0) {
         g[ng++] = (regime){.title = "unpinned", .server_cpu = -1, .client_cpu = -1};
-    } else if (two_cpus(&a, &b)) {
+    } else if (bench_two_cpus(&a, &b)) {
         g[ng++] = (regime){.title = "same CPU", .server_cpu = a, .client_cpu = a};
         g[ng++] = (regime){.title = "separate CPUs", .server_cpu = a, .client_cpu = b};
     } else {

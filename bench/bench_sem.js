@@ -21,26 +21,10 @@
 //       Answers "w US US ..." (release to wake, per trial, microseconds).
 // Every time is read from process.hrtime within this process.
 'use strict';
-const fs = require('fs');
-const path = require('path');
 const readline = require('readline');
+const version = require('./pkg_version.js');
 const Redis = require('ioredis');
 const { Semaphore } = require('redis-semaphore');
-
-function version(name) {
-  // The package's own package.json, beside its entry point.
-  let dir = path.dirname(require.resolve(name));
-  for (;;) {
-    const f = path.join(dir, 'package.json');
-    if (fs.existsSync(f)) {
-      const p = JSON.parse(fs.readFileSync(f, 'utf8'));
-      if (p.name === name) return p.version;
-    }
-    const up = path.dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
-}
 
 function fail(msg) {
   process.stderr.write('bench_sem.js: ' + msg + '\n');
