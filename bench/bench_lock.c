@@ -1751,21 +1751,6 @@ static void run_regime(regime *g)
            quantile(w->rlk.per_lock, WD_ROUNDS, 0.5) / quantile(w->min.per_lock, WD_ROUNDS, 0.5));
 }
 
-/* The first two CPUs this program may run on; 0 when there is one. */
-static int two_cpus(int *a, int *b)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-    int n = 0;
-    for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
-        if (CPU_ISSET(i, &set)) {
-            if (n == 0) *a = i;
-            else *b = i;
-            n++;
-        }
-    return n == 2;
-}
-
 static void verdict_row(const char *what, const char *target, regime *g, int ng,
                         double (*value)(const regime *), const char *fmt, int higher_better,
                         double limit)
@@ -1917,7 +1902,7 @@ int main(void)
     const char *pe = getenv("RLK_BENCH_PIN");
     if (pe && strcmp(pe, "0") == 0) {
         g[ng++] = (regime){.title = "unpinned", .server_cpu = -1, .client_cpu = -1};
-    } else if (two_cpus(&a, &b)) {
+    } else if (bench_two_cpus(&a, &b)) {
         g[ng++] = (regime){.title = "same CPU", .server_cpu = a, .client_cpu = a};
         g[ng++] = (regime){.title = "separate CPUs", .server_cpu = a, .client_cpu = b};
     } else {

@@ -53,6 +53,7 @@
  */
 #define _GNU_SOURCE 1 /* sched_setaffinity, pipe2 */
 #include "resplock.h"
+#include "node.h"
 #include "pin.h"
 #include "server.h"
 #include "util.h"
@@ -120,29 +121,16 @@ static char srv_name[16], srv_version[32];
 
 static rlk_conn *admin_conn(void)
 {
-    rlk_conn_config cfg;
-    rlk_conn_config_init(&cfg);
-    cfg.url = url;
-    rlk_conn *c = rlk_conn_new(&cfg);
-    if (!c || rlk_conn_connect(c) != RLK_OK) die("the INFO connection");
+    rlk_conn *c = bench_conn_to(url);
+    if (!c) die("the INFO connection");
     return c;
 }
 
-/* Valkey where INFO server has valkey_version or server_name valkey, at
- * that version; else Redis at redis_version. */
 static void server_facts(rlk_conn *c)
 {
-    const char *why;
-    char *text = bench_info_text(c, "server", &why);
-    if (!text) die2("INFO server", why);
-    char name[32], vk[32], rd[32];
-    bench_info_field(text, "server_name", name, sizeof name);
-    bench_info_field(text, "valkey_version", vk, sizeof vk);
-    bench_info_field(text, "redis_version", rd, sizeof rd);
-    free(text);
-    int valkey = vk[0] || strcasecmp(name, "valkey") == 0;
-    snprintf(srv_name, sizeof srv_name, "%s", valkey ? "valkey" : "redis");
-    snprintf(srv_version, sizeof srv_version, "%s", valkey && vk[0] ? vk : rd);
+    const char *why = "";
+    if (bench_server_facts(c, srv_name, sizeof srv_name, srv_version, sizeof srv_version, &why) != 0)
+        die2("INFO server", why);
 }
 
 static double server_cpu(rlk_conn *c)
@@ -174,8 +162,7 @@ static int cmdstats_all(rlk_conn *c, cmdstat *out, int cap)
 /* rate-limiter-flexible, in a node process                            */
 
 typedef struct nodeproc {
-    pid_t pid;
-    FILE *in, *out;
+    bench_node p;
     char rlf_version[32], ioredis_version[32], node_version[32];
 } nodeproc;
 
@@ -194,49 +181,27 @@ static void node_start(nodeproc *np)
 {
     const char *prog = env_or("RLK_NODE", "node"), *js = env_or("RLK_BENCH_RATE_JS", BENCH_RATE_JS);
     const char *dir = env_or("RLK_BENCH_RLF_DIR", BENCH_RLF_DIR);
-    char modules[600], probe[700], port[16];
+    char modules[600], probe[700], line[256], why[200];
     snprintf(modules, sizeof modules, "%s/node_modules", dir);
     snprintf(probe, sizeof probe, "%s/rate-limiter-flexible/package.json", modules);
     if (access(probe, R_OK) != 0)
-        die2("rate-limiter-flexible is not installed (make bench-rate installs it with npm)",
-             probe);
-    snprintf(port, sizeof port, "%d", server->port);
-    int to[2], from[2];
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) die2("pipe", strerror(errno));
-    fflush(NULL);
-    np->pid = fork();
-    if (np->pid < 0) die2("fork", strerror(errno));
-    if (np->pid == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        setenv("NODE_PATH", modules, 1);
-        execlp(prog, "node", js, port, (char *)NULL);
-        fprintf(stderr, "bench_rate: cannot run %s: %s\n", prog, strerror(errno));
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    np->in = fdopen(to[1], "w");
-    np->out = fdopen(from[0], "r");
-    char line[256];
-    if (!np->in || !np->out || !fgets(line, sizeof line, np->out) ||
-        sscanf(line, "ready %31s %31s %31s", np->rlf_version, np->ioredis_version,
+        die2("rate-limiter-flexible is not installed (make bench-rate installs it with npm)", probe);
+    if (bench_node_start(&np->p, prog, js, modules, server->port, line, sizeof line, why,
+                         sizeof why) != 0)
+        die(why);
+    if (sscanf(line, "ready %31s %31s %31s", np->rlf_version, np->ioredis_version,
                np->node_version) != 3)
-        die("the node process did not start (see its message above)");
+        die2("the node process did not start: it said", line);
 }
 
 static void node_stop(nodeproc *np)
 {
-    int st;
-    fclose(np->in); /* its EOF ends it */
-    fclose(np->out);
-    waitpid(np->pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("the node process failed at its end");
+    if (bench_node_stop(&np->p) != 0) die("the node process failed at its end");
 }
 
 static void node_line(nodeproc *np, char *line, size_t cap)
 {
-    if (!fgets(line, (int)cap, np->out)) die("the node process gave no answer (see above)");
+    if (!fgets(line, (int)cap, np->p.out)) die("the node process gave no answer (see above)");
 }
 
 /* ------------------------------------------------------------------ */
@@ -280,8 +245,8 @@ static void rlk_decide(rlk_client *cl, int kind, long n, double *secs, double *c
 static void rlf_decide(int kind, long n, double *secs, double *cpu)
 {
     char line[128];
-    fprintf(node.in, "decide %s %ld\n", kind_name[kind], n);
-    fflush(node.in);
+    fprintf(node.p.in, "decide %s %ld\n", kind_name[kind], n);
+    fflush(node.p.in);
     node_line(&node, line, sizeof line);
     if (sscanf(line, "%lf %lf", secs, cpu) != 2) die2("rlf: unexpected answer", line);
 }
@@ -388,7 +353,7 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl)
 {
     if (g->server_cpu >= 0 && (bench_pin(server->pid, g->server_cpu) != 0 ||
                                bench_pin(0, g->client_cpu) != 0 ||
-                               bench_pin(node.pid, g->client_cpu) != 0))
+                               bench_pin(node.p.pid, g->client_cpu) != 0))
         die2("sched_setaffinity", strerror(errno));
     if (g->server_cpu >= 0)
         printf("== %s: server on CPU %d, this program and the node process on CPU %d\n",
@@ -507,9 +472,9 @@ static void edge_rlk(rlk_client *cl, int64_t burst, edgerun *e)
 static void edge_rlf(edgerun *e)
 {
     char line[128];
-    fprintf(node.in, "edge %d %d %d %d %d\n", EDGE_POINTS, EDGE_PERIOD_MS / 1000, EDGE_LEAD_MS,
+    fprintf(node.p.in, "edge %d %d %d %d %d\n", EDGE_POINTS, EDGE_PERIOD_MS / 1000, EDGE_LEAD_MS,
             EDGE_LENGTH_MS, EDGE_STEP_US);
-    fflush(node.in);
+    fflush(node.p.in);
     e->n = 0;
     for (;;) {
         node_line(&node, line, sizeof line);
@@ -548,21 +513,6 @@ static void edge_times(const edgerun *e)
         col += printf(" %+.1f", e->t_us[i] / 1e3);
     }
     printf("\n");
-}
-
-/* The first two CPUs this program may run on; 0 when there is one. */
-static int two_cpus(int *a, int *b)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
-    int n = 0;
-    for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
-        if (CPU_ISSET(i, &set)) {
-            if (n == 0) *a = i;
-            else *b = i;
-            n++;
-        }
-    return n == 2;
 }
 
 int main(void)
@@ -637,7 +587,7 @@ int main(void)
     const char *pe = getenv("RLK_BENCH_PIN");
     if (pe && strcmp(pe, "0") == 0) {
         g[ng++] = (regime){.title = "unpinned", .server_cpu = -1, .client_cpu = -1};
-    } else if (two_cpus(&a, &b)) {
+    } else if (bench_two_cpus(&a, &b)) {
         g[ng++] = (regime){.title = "same CPU", .server_cpu = a, .client_cpu = a};
         g[ng++] = (regime){.title = "separate CPUs", .server_cpu = a, .client_cpu = b};
     } else {

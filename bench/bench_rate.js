@@ -24,26 +24,10 @@
 // The monotonic clock is process.hrtime (CLOCK_MONOTONIC on Linux); every
 // time answered is relative to an instant of this process.
 'use strict';
-const fs = require('fs');
-const path = require('path');
 const readline = require('readline');
+const version = require('./pkg_version.js');
 const Redis = require('ioredis');
 const { RateLimiterRedis, RateLimiterRes } = require('rate-limiter-flexible');
-
-function version(name) {
-  // The package's own package.json, beside its entry point.
-  let dir = path.dirname(require.resolve(name));
-  for (;;) {
-    const f = path.join(dir, 'package.json');
-    if (fs.existsSync(f)) {
-      const p = JSON.parse(fs.readFileSync(f, 'utf8'));
-      if (p.name === name) return p.version;
-    }
-    const up = path.dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
-}
 
 function fail(msg) {
   process.stderr.write('bench_rate.js: ' + msg + '\n');

@@ -32,6 +32,22 @@ static inline int bench_pin(pid_t pid, int cpu)
     return r;
 }
 
+/* The first two CPUs this program may run on into *a and *b: 1, or 0
+ * when there are fewer (*a the one, if any). */
+static inline int bench_two_cpus(int *a, int *b)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    int n = 0;
+    for (int i = 0; i < CPU_SETSIZE && n < 2; i++)
+        if (CPU_ISSET(i, &set)) {
+            if (n == 0) *a = i;
+            else *b = i;
+            n++;
+        }
+    return n == 2;
+}
+
 /* The 1, 5 and 15 minute load averages, or "unknown". */
 static inline void bench_loadavg(char *out, size_t cap)
 {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,6 +167,40 @@ static inline double bench_server_cpu(rlk_conn *c, const char **why)
         return -1;
     }
     return atof(sys) + atof(user);
+}
+
+/* What server c is, by INFO server: "valkey" where it has valkey_version
+ * or server_name valkey, at that version; else "redis" at redis_version.
+ * 0, or -1 with the reason in *why. */
+static inline int bench_server_facts(rlk_conn *c, char *name, size_t ncap, char *version,
+                                     size_t vcap, const char **why)
+{
+    char *text = bench_info_text(c, "server", why);
+    if (!text) return -1;
+    char sn[32], vk[32], rd[32];
+    bench_info_field(text, "server_name", sn, sizeof sn);
+    bench_info_field(text, "valkey_version", vk, sizeof vk);
+    bench_info_field(text, "redis_version", rd, sizeof rd);
+    free(text);
+    int valkey = vk[0] || strcasecmp(sn, "valkey") == 0;
+    snprintf(name, ncap, "%s", valkey ? "valkey" : "redis");
+    snprintf(version, vcap, "%s", valkey && vk[0] ? vk : rd);
+    return 0;
+}
+
+/* A connection to url (the defaults), connected; NULL when it cannot be
+ * made. */
+static inline rlk_conn *bench_conn_to(const char *url)
+{
+    rlk_conn_config cfg;
+    rlk_conn_config_init(&cfg);
+    cfg.url = url;
+    rlk_conn *c = rlk_conn_new(&cfg);
+    if (c && rlk_conn_connect(c) != RLK_OK) {
+        rlk_conn_free(c);
+        c = NULL;
+    }
+    return c;
 }
 
 /* The calls of and the server's time (us) in command name ("set",
