@@ -383,11 +383,14 @@ static void test_watchdog_batching(void)
     url_of(url, sizeof url, s);
     adm = CONNECT(url);
     client_cfg(&cfg, url);
-    /* TTL 30 s: a round every 1.5 s, some five times what a round of
-     * 10000 takes under valgrind (265 ms) or natively on a busy machine
-     * (283 ms): at 300 ms the next round could be on its way before the
-     * counts below were read, and be counted with the wrong one. */
-    cfg.renew_divisor = 20;
+    /* TTL 30 s: a round every 3 s, some ten times what a round of 10000
+     * takes under valgrind (265 ms) or natively on a busy machine (283
+     * ms): at 300 ms the next round could be on its way before the
+     * counts below were read, and be counted with the wrong one.  (At
+     * 1.5 s, ASan's build in a CI run beside other tests counted 15
+     * script calls in a round of 10: half of the next round was sent
+     * before the first one's last reply was read.) */
+    cfg.renew_divisor = 10;
     valid_ms = rlk_plan_valid_ms(&cfg, 30000);
     cl = CLIENT_WITH(&cfg);
     if (!cl || !adm) goto out;
@@ -410,7 +413,7 @@ static void test_watchdog_batching(void)
     /* Rounds may have come while the locks were taken (a round renews
      * every lock of its connection once any is due), and one may be on
      * its way: one whole round sent after that is waited for first, so
-     * that the next comes a renewal period (1.5 s) after it, with
+     * that the next comes a renewal period (3 s) after it, with
      * nothing in flight while the counts are reset (a round's tail
      * still unanswered was counted with the next: 10403 SETs on a busy
      * machine). */
