@@ -1080,12 +1080,6 @@ static double server_cpu_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int is_script_call(const char *n)
-{
-    return strcmp(n, "evalsha") == 0 || strcmp(n, "fcall") == 0 || strcmp(n, "eval") == 0 ||
-           strcmp(n, "evalsha_ro") == 0 || strcmp(n, "fcall_ro") == 0 || strcmp(n, "eval_ro") == 0;
-}
-
 /* Round r's commands s[0..n) into rs.  Where scripts ran, SET and the
  * script calls are the top-level commands (the others counted are the
  * scripts' own calls, whose time is inside theirs); else all are. */
@@ -1094,7 +1088,7 @@ static void rn_add(rnstats *rs, int r, const cmdstat *s, int n)
     int scripts = 0;
     double sum = 0;
     for (int i = 0; i < n; i++)
-        if (s[i].calls && is_script_call(s[i].name)) scripts = 1;
+        if (s[i].calls && bench_is_script_call(s[i].name)) scripts = 1;
     for (int i = 0; i < n; i++) {
         if (!s[i].calls) continue;
         int j = 0;
@@ -1106,7 +1100,7 @@ static void rn_add(rnstats *rs, int r, const cmdstat *s, int n)
         }
         rs->calls[j][r] = (double)s[i].calls / WD_LOCKS;
         rs->usec[j][r] = s[i].usec / (double)s[i].calls;
-        rs->inner[j] = scripts && !is_script_call(s[i].name) && strcmp(s[i].name, "set") != 0;
+        rs->inner[j] = scripts && !bench_is_script_call(s[i].name) && strcmp(s[i].name, "set") != 0;
         if (!rs->inner[j]) sum += s[i].usec;
     }
     rs->per_lock[r] = sum / WD_LOCKS;

@@ -143,12 +143,6 @@ static double server_cpu(rlk_conn *c)
 
 typedef bench_cmdstat_row cmdstat;
 
-static int is_script_call(const char *n)
-{
-    return strcmp(n, "evalsha") == 0 || strcmp(n, "fcall") == 0 || strcmp(n, "eval") == 0 ||
-           strcmp(n, "evalsha_ro") == 0 || strcmp(n, "fcall_ro") == 0 || strcmp(n, "eval_ro") == 0;
-}
-
 /* Every command INFO commandstats names but INFO and CONFIG. */
 static int cmdstats_all(rlk_conn *c, cmdstat *out, int cap)
 {
@@ -271,7 +265,7 @@ static void phase_add(phase *p, int r, const cmdstat *cs, int n, long decisions)
     double usec = 0;
     for (int i = 0; i < n; i++) {
         if (!cs[i].calls) continue;
-        if (is_script_call(cs[i].name)) {
+        if (bench_is_script_call(cs[i].name)) {
             scripts += cs[i].calls;
             usec += cs[i].usec;
         }
@@ -412,7 +406,7 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl)
             for (int inner = 0; inner < 2; inner++)
                 for (int j = 0; j < p->ncmd; j++) {
                     const cmdstat *c = &p->cmd[j];
-                    if (is_script_call(c->name) == inner) continue;
+                    if (bench_is_script_call(c->name) == inner) continue;
                     if (col > 64) col = printf("\n     ") - 1;
                     col += printf(" %s%s %.2f x %.2f us", c->name, inner ? "*" : "",
                                   (double)c->calls / (double)d,

@@ -142,12 +142,6 @@ static double server_cpu(rlk_conn *c)
 
 typedef bench_cmdstat_row cmdstat;
 
-static int is_script_call(const char *n)
-{
-    return strcmp(n, "evalsha") == 0 || strcmp(n, "fcall") == 0 || strcmp(n, "eval") == 0 ||
-           strcmp(n, "evalsha_ro") == 0 || strcmp(n, "fcall_ro") == 0 || strcmp(n, "eval_ro") == 0;
-}
-
 /* The commands each side sends itself (its top-level commands), and how
  * many of each per cycle, from the libraries' code: resplock's plain
  * lock pipelines SET NX PX, the window's HGET and TIME to acquire (its
@@ -176,7 +170,7 @@ static int top_level(int side, const char *n)
 {
     for (int i = 0; i < NTOP; i++)
         if (top_cmds[i].side == side &&
-            (strcmp(top_cmds[i].name, SCRIPT) == 0 ? is_script_call(n)
+            (strcmp(top_cmds[i].name, SCRIPT) == 0 ? bench_is_script_call(n)
                                                    : strcmp(top_cmds[i].name, n) == 0))
             return i;
     return -1;

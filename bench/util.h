@@ -220,6 +220,14 @@ static inline void bench_cmdstat(const char *text, const char *name, long long *
 }
 
 /* One command's line of INFO commandstats. */
+/* Whether the command stats' name n is a script call (EVAL, EVALSHA,
+ * FCALL and their _ro forms): its time includes its own calls'. */
+static inline int bench_is_script_call(const char *n)
+{
+    return strcmp(n, "evalsha") == 0 || strcmp(n, "fcall") == 0 || strcmp(n, "eval") == 0 ||
+           strcmp(n, "evalsha_ro") == 0 || strcmp(n, "fcall_ro") == 0 || strcmp(n, "eval_ro") == 0;
+}
+
 typedef struct bench_cmdstat_row {
     char name[32];
     long long calls;

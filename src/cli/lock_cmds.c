@@ -337,16 +337,22 @@ static int misfit(const cli_opts *o, const lock_args *a, const char *msg)
     return CLI_EX_CONFIG;
 }
 
+/* run's command line, recorded with what it holds (the library keeps
+ * RLK_HOLDER_CMD_MAX bytes of it, encoded), into line; "" without one. */
+static void holder_line(char line[RLK_HOLDER_CMD_MAX + 1], char **cmd)
+{
+    line[0] = '\0';
+    for (size_t n = 0; cmd && *cmd && n < RLK_HOLDER_CMD_MAX; cmd++)
+        n += (size_t)snprintf(line + n, RLK_HOLDER_CMD_MAX + 1 - n, "%s%s", n ? " " : "", *cmd);
+}
+
 static int acquire(const cli_opts *o, rlk_client *cl, const char *name, const lock_args *a, int watchdog,
                    void (*on_lost)(void *, rlk_lock *), int64_t margin, char **cmd, rlk_lock **l)
 {
     rlk_lock_options lo;
     rlk_lock_options_init(&lo);
-    /* run's command line, recorded with the lock (the library keeps
-     * RLK_HOLDER_CMD_MAX bytes of it, encoded). */
-    char line[RLK_HOLDER_CMD_MAX + 1] = "";
-    for (size_t n = 0; cmd && *cmd && n < sizeof line - 1; cmd++)
-        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", n ? " " : "", *cmd);
+    char line[RLK_HOLDER_CMD_MAX + 1];
+    holder_line(line, cmd);
     lo.holder_cmd = line;
     lo.ttl_ms = a->ttl_ms;
     lo.wait_ms = a->wait_ms;
@@ -446,9 +452,8 @@ static int acquire_sem(rlk_client *cl, const char *name, const lock_args *a, int
     if (!RLK_CLI_SEM) return RLK_ERR_INVALID;
     rlk_sem_options so;
     rlk_sem_options_init(&so);
-    char line[RLK_HOLDER_CMD_MAX + 1] = "";
-    for (size_t n = 0; cmd && *cmd && n < sizeof line - 1; cmd++)
-        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", n ? " " : "", *cmd);
+    char line[RLK_HOLDER_CMD_MAX + 1];
+    holder_line(line, cmd);
     so.holder_cmd = line;
     so.permits = a->permits;
     so.k = a->take;
