@@ -18,6 +18,7 @@
 #include "keys.h"
 #include "lock.h"
 #include "lua.h"
+#include "sem.h"
 #include "random.h"
 #include "slots.h"
 #include "url.h"
@@ -1753,16 +1754,16 @@ static int break_sem(rlk_client *cl, const char *name)
         cli_err("break: %s", c ? rlk_client_errmsg(cl) : rlk_strerror(r));
         return cli_exit_for(r);
     }
-    /* The keys as resplock-protocol(7) gives them; the channel is sharded
-     * on a cluster. */
-    size_t n = strlen(RLK_SEM_KEY_PREFIX) + strlen(name) + 8;
+    /* The semaphore's keys, as the library makes them; the channel is
+     * sharded on a cluster. */
+    size_t n = rlk__sem_key_cap(name);
     char *state = malloc(3 * n), *line = state + n, *wake = line + n;
     const char *pub = cli_is_cluster(c) ? "s" : "p";
     int broke = 0, code = st.nholders ? 0 : 1;
     if (state) {
-        snprintf(state, n, "%s%s}", RLK_SEM_KEY_PREFIX, name);
-        snprintf(line, n, "%s%s}:line", RLK_SEM_KEY_PREFIX, name);
-        snprintf(wake, n, "%s%s}:wake", RLK_SEM_KEY_PREFIX, name);
+        rlk__sem_key(name, "", state, n);
+        rlk__sem_key(name, ":line", line, n);
+        rlk__sem_key(name, ":wake", wake, n);
     }
     for (size_t i = 0; state && i < st.nholders; i++) {
         const rlk_sem_holder *hd = &st.holder[i];
