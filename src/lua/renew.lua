@@ -13,7 +13,8 @@
 -- holder may rely on a longer one.
 -- 'p': a semaphore's holder (sem_acquire.lua): its "h:TOKEN" field's
 -- EXPIRY becomes the server's now + ttl, if it has not passed (a holder
--- past it may have been pruned, its permits taken: it lost them).
+-- past it may have been pruned, its permits taken: it lost them), and
+-- its "next" no later than that.
 --
 -- Function flags: allow-oom
 -- (It only sets expiries: the watchdog keeps its locks at maxmemory.)
@@ -29,10 +30,15 @@ for i = 1, #KEYS do
       local tm = redis.call('time')
       now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
     end
-    local v = redis.pcall('hget', k, 'h:' .. tok)
-    local hk, hf, he = string.match(type(v) == 'string' and v or '', '^(%d+) (%d+) (%d+)$')
+    local v = redis.pcall('hmget', k, 'h:' .. tok, 'next')
+    local hk, hf, he = string.match(type(v) == 'table' and v[1] or '', '^(%d+) (%d+) (%d+)$')
     if he and tonumber(he) > now then
-      redis.call('hset', k, 'h:' .. tok, string.format('%s %s %d', hk, hf, now + tonumber(ttl)))
+      local e = now + tonumber(ttl)
+      redis.call('hset', k, 'h:' .. tok, string.format('%s %s %d', hk, hf, e))
+      -- "next" stays no later than the earliest EXPIRY (a shorter TTL).
+      if tonumber(v[2]) and e < tonumber(v[2]) then
+        redis.call('hset', k, 'next', string.format('%d', e))
+      end
       if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
       out[i] = 1
     end

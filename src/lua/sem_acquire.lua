@@ -4,20 +4,27 @@
 --
 -- The layout (every key of semaphore NAME in NAME's hash slot):
 --   resplock:sem:{NAME}       hash: "size" (the size last set), "fence"
---       (the last fence given), "seq" (the line's last number), and per
---       holder "h:TOKEN" = "K FENCE EXPIRY" and "f:TOKEN" = its facts
---       (see lock.c, "h=HOST;p=PID;t=MS;c=CMD"), per waiter
---       "w:TOKEN" = "K LAPSE"; EXPIRY and LAPSE are the server's ms.
+--       (the last fence given), "seq" (the line's last number), "used"
+--       (the permits of the holders' fields), "next" (no later than the
+--       earliest holder's EXPIRY), and per holder "h:TOKEN" =
+--       "K FENCE EXPIRY" and "f:TOKEN" = its facts (see lock.c,
+--       "h=HOST;p=PID;t=MS;c=CMD"), per waiter "w:TOKEN" = "K LAPSE";
+--       EXPIRY, LAPSE and next are the server's ms.
 --   resplock:sem:{NAME}:line  sorted set: waiter TOKEN, scored by its
 --       number in line (its arrival).
 --   resplock:sem:{NAME}:wake  the channel a change is published on
 --       (SPUBLISH on a cluster), message "1".
--- Holders whose EXPIRY passed and waiters whose LAPSE passed are pruned
--- here (and by the release), so the only clock read is TIME: no
--- holder's clock matters.  Both keys expire with the last holder's
--- EXPIRY or the last waiter's LAPSE, so an idle semaphore vanishes; its
--- fence then starts again from the server's clock in microseconds, above
--- every fence given before (one more each acquire while it lives).
+-- Holders whose EXPIRY passed are pruned here, when the server's now
+-- reaches "next" (one read of the hash then, which also drops lapsed
+-- waiters and sets "used" and "next" again), and waiters whose LAPSE
+-- passed when they come to the head of the line; so the only clock
+-- read is TIME: no holder's clock matters.  A try in the common case
+-- reads three fields and the line's head, and writes one HSET.  The
+-- state's key lives as long as its longest holder or waiter (its expiry
+-- only grows), the line's as long as its longest waiter, so an idle
+-- semaphore vanishes; its fence then starts again from the server's
+-- clock in microseconds, above every fence given before (one more each
+-- acquire while it lives).
 --
 -- KEYS: state, line.
 -- ARGV: size, k, ttl (ms), token, lease (ms a place in line lasts; 0:
@@ -26,7 +33,8 @@
 -- Returns {1, fence, used, size} when the holder has its k permits
 -- (also when it had them already: a try sent again), else {0, waiters
 -- ahead, used, size}.  An error when the arguments are not numbers or
--- the keys hold something else.
+-- the keys hold something else (the server's WRONGTYPE, before any
+-- write).
 --
 -- Head of line: a try is granted only when no live waiter is ahead of it
 -- in line (a try not in line is behind them all) and used + k <= size;
@@ -46,40 +54,54 @@ end
 if not (whole(size, 1) and whole(k, 1) and whole(ttl, 1) and whole(lease, 0)) or k > size then
   return redis.error_reply('ERR resplock sem: size, k, ttl must be positive integers, k <= size')
 end
-local ts, tl = redis.call('type', state)['ok'], redis.call('type', line)['ok']
-if (ts ~= 'none' and ts ~= 'hash') or (tl ~= 'none' and tl ~= 'zset') then
-  return redis.error_reply('WRONGTYPE resplock sem: the keys hold no semaphore')
-end
+local NONE = 2^52 -- "next" with no holder
 local tm = redis.call('time')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local hf = 'h:' .. tok
+local v = redis.call('hmget', state, 'used', 'next', hf, 'fence', 'size')
+local function first()
+  -- (ZCARD first: an empty line, the common case, reads no array.)
+  return redis.call('zcard', line) > 0 and redis.call('zrange', line, 0, 0)[1] or nil
+end
+local head = first()
+local used, nxt, mine = tonumber(v[1]), tonumber(v[2]), v[3]
+local changed = false
 
--- Pruned: expired holders, lapsed waiters.  keep: how long the keys
--- must live for what is left.
-local used, keep, changed, mine = 0, 0, false, nil
-local all = redis.call('hgetall', state)
-for i = 1, #all, 2 do
-  local f, v = all[i], all[i + 1]
-  local p, id = string.sub(f, 1, 2), string.sub(f, 3)
-  if p == 'h:' then
-    local hk, hf, he = string.match(v, '^(%d+) (%d+) (%d+)$')
-    if not he or tonumber(he) <= now then
-      redis.call('hdel', state, f, 'f:' .. id)
-      changed = true
-    else
-      used = used + tonumber(hk)
-      if tonumber(he) - now > keep then keep = tonumber(he) - now end
-      if id == tok then mine = hf end
-    end
-  elseif p == 'w:' then
-    local wl = tonumber(string.match(v, '^%d+ (%d+)$'))
-    if not wl or wl <= now then
-      redis.call('hdel', state, f)
-      redis.call('zrem', line, id)
-      changed = true
-    elseif wl - now > keep then
-      keep = wl - now
+-- The holders' prune and count, when one may have expired (or the
+-- count is missing).
+if not used or not nxt or nxt <= now then
+  used, nxt = 0, NONE
+  local all, dead = redis.call('hgetall', state), {}
+  for i = 1, #all, 2 do
+    local f, x = all[i], all[i + 1]
+    local p, id = string.sub(f, 1, 2), string.sub(f, 3)
+    if p == 'h:' then
+      local hk, _, he = string.match(x, '^(%d+) (%d+) (%d+)$')
+      if not he or tonumber(he) <= now then
+        dead[#dead + 1] = f
+        dead[#dead + 1] = 'f:' .. id
+        if f == hf then mine = nil end
+      else
+        used = used + tonumber(hk)
+        if tonumber(he) < nxt then nxt = tonumber(he) end
+      end
+    elseif p == 'w:' then
+      local wl = tonumber(string.match(x, '^%d+ (%d+)$'))
+      if not wl or wl <= now then
+        dead[#dead + 1] = f
+        redis.call('zrem', line, id)
+        if id == head then head = false end
+      end
     end
   end
+  if #dead > 0 then
+    redis.call('hdel', state, unpack(dead))
+    changed = true
+  end
+  if head == false then head = first() end
+  -- (Not on a key that is not there: a try refused would leave it
+  -- without an expiry.)
+  if #all > 0 then redis.call('hset', state, 'used', used, 'next', string.format('%d', nxt)) end
 end
 
 local function publish()
@@ -87,60 +109,70 @@ local function publish()
     redis.call(pub == 's' and 'spublish' or 'publish', ch, '1')
   end
 end
-local function expire()
-  redis.call('pexpire', state, keep)
-  if redis.call('exists', line) == 1 then redis.call('pexpire', line, keep) end
-end
 
 if mine then
-  if changed then publish() end
-  return {1, tonumber(mine), used, size}
+  local _, f, e = string.match(mine, '^(%d+) (%d+) (%d+)$')
+  if e and tonumber(e) > now then
+    if changed then publish() end
+    return {1, tonumber(f), used, size}
+  end
 end
-redis.call('hset', state, 'size', size)
 
--- Live waiters ahead of this one (one not in line is behind them all);
--- a member without its place (a key expired alone) is dropped.
-local ahead, inline = 0, false
-for _, id in ipairs(redis.call('zrange', line, 0, -1)) do
-  if id == tok then
+-- The line's head: a member whose place lapsed (or went with an
+-- expired state) is dropped.
+local inline = false
+while head do
+  if head == tok then
     inline = true
     break
   end
-  if redis.call('hexists', state, 'w:' .. id) == 1 then
-    ahead = ahead + 1
-  else
-    redis.call('zrem', line, id)
-  end
+  local w = redis.call('hget', state, 'w:' .. head)
+  local wl = w and tonumber(string.match(w, '^%d+ (%d+)$'))
+  if wl and wl > now then break end
+  redis.call('zrem', line, head)
+  if w then redis.call('hdel', state, 'w:' .. head) end
+  changed = true
+  head = first()
 end
 
-if ahead == 0 and used + k <= size then
-  local fence
-  if redis.call('hexists', state, 'fence') == 1 then
-    fence = redis.call('hincrby', state, 'fence', 1)
-  else
-    fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
-    redis.call('hset', state, 'fence', string.format('%d', fence))
-  end
-  redis.call('hset', state, 'h:' .. tok, string.format('%d %d %d', k, fence, now + ttl),
-             'f:' .. tok, facts)
+local function expire(key, ms)
+  if redis.call('pttl', key) < ms then redis.call('pexpire', key, ms) end
+end
+
+if (not head or inline) and used + k <= size then
+  local fence = tonumber(v[4])
+  if fence then fence = fence + 1 else fence = tonumber(tm[1]) * 1000000 + tonumber(tm[2]) end
+  used = used + k
+  if now + ttl < nxt then nxt = now + ttl end
+  redis.call('hset', state, 'size', size, 'used', used, 'next', string.format('%d', nxt),
+             'fence', string.format('%d', fence),
+             hf, string.format('%d %d %d', k, fence, now + ttl), 'f:' .. tok, facts)
+  expire(state, ttl)
+  -- (Not in line, this try found the line empty: no one to wake.)
   if inline then
     redis.call('zrem', line, tok)
     redis.call('hdel', state, 'w:' .. tok)
+    if used < size or changed then publish() end
   end
-  if ttl > keep then keep = ttl end
-  used = used + k
-  if used < size or changed then publish() end
-  expire()
   return {1, fence, used, size}
 end
 
+-- Waiters ahead: its rank in line, or all of them.
+local ahead = 0
+if head and not inline then
+  ahead = redis.call('zrank', line, tok) -- false: not in line
+  inline = ahead and true or false
+  ahead = ahead or redis.call('zcard', line)
+end
 if lease > 0 then
   if not inline then
     redis.call('zadd', line, redis.call('hincrby', state, 'seq', 1), tok)
   end
-  redis.call('hset', state, 'w:' .. tok, string.format('%d %d', k, now + lease))
-  if lease > keep then keep = lease end
+  redis.call('hset', state, 'w:' .. tok, string.format('%d %d', k, now + lease), 'size', size)
+  expire(state, lease)
+  expire(line, lease)
+elseif tonumber(v[5]) ~= size and redis.call('exists', state) == 1 then
+  redis.call('hset', state, 'size', size)
 end
 if changed then publish() end
-if keep > 0 then expire() end
 return {0, ahead, used, size}
