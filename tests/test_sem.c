@@ -11,7 +11,8 @@
  * line whose place lapses; a holder that stopped
  * renewing told it lost and its permit taken by another; permits that
  * survive a restart of a server with AOF; and the watchdog keeping
- * permits past their TTL; Redlock refused.
+ * permits past their TTL; on the Cluster, a holder and a waiter across
+ * the move of their slot to another primary; Redlock refused.
  *
  * Waits are conditions with deadlines (a status read, a thread's done
  * flag), never a bare sleep; timings are bounds (MARGIN wider under
@@ -833,9 +834,42 @@ out:
     rlk_client_free(b);
 }
 
-/* Permits taken from under their holder (the keys deleted): the
- * watchdog thread's renewal finds them gone and calls on_lost from the
- * thread (one server: admin deletes them there). */
+/* A cluster run's cluster (NULL in the one server's), and a raw
+ * connection to each of its nodes, made when first asked for. */
+static tc_cluster *cluster;
+static rlk_conn *nconn[TC_NODES];
+
+static rlk_conn *node_conn(int i)
+{
+    char u[64];
+    if (i < 0 || i >= TC_NODES) return NULL;
+    if (!nconn[i]) {
+        tc_url(cluster, i, u, sizeof u);
+        nconn[i] = connect_url(u, 3, NULL, NULL, __LINE__);
+    }
+    return nconn[i];
+}
+
+static void nodes_forget(void)
+{
+    for (int i = 0; i < TC_NODES; i++) {
+        rlk_conn_free(nconn[i]);
+        nconn[i] = NULL;
+    }
+}
+
+/* The slot of semaphore name's keys (its hash tag is the name). */
+static unsigned sem_slot(const char *name) { return t_crc16(name, strlen(name)) & 16383; }
+
+/* A raw connection to the node that holds name's keys. */
+static rlk_conn *key_node(const char *name)
+{
+    return cluster ? node_conn(tc_owner(cluster, sem_slot(name))) : admin;
+}
+
+/* Permits taken from under their holder (the keys deleted, on the node
+ * that holds them): the watchdog thread's renewal finds them gone and
+ * calls on_lost from the thread. */
 static void test_lost_from_thread(void)
 {
     char name[96], key[128];
@@ -851,7 +885,7 @@ static void test_lost_from_thread(void)
     o.on_lost = on_lost;
     __atomic_store_n(&lost_n, 0, __ATOMIC_SEQ_CST);
     if (!CHECK(rlk_sem_acquire(a, name, &o, &s) == RLK_OK)) goto out;
-    CHECK(CMD(admin, "DEL", key) != NULL);
+    CHECK(CMD(key_node(name), "DEL", key) != NULL);
     int64_t until = ts_now_ms() + 2000;
     while (__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST) == 0 && ts_now_ms() < until) ts_pause_ms(5);
     CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 1);
@@ -948,6 +982,71 @@ out:
     snprintf(url, sizeof url, "%s", saved);
 }
 
+/*
+ * Cluster: the slot of a semaphore's keys moved to another primary while
+ * A holds its one permit (the watchdog thread renewing it, a 1.5 s TTL)
+ * and B waits for it.  A's renewals reach the new owner (the holder's TTL,
+ * read there through the route, seen renewed after the move), A is never
+ * told it lost, and B does not return while A holds, for two TTLs after
+ * the move; after A's release, B is served, on the new owner.
+ */
+static void test_cluster_migration(void)
+{
+    enum { TTL = 1500 };
+    char name[96];
+    sem_name(name, sizeof name, "mig");
+    unsigned slot = sem_slot(name);
+    int from = tc_owner(cluster, slot), to = -1;
+    for (int i = 0; i < TC_NODES && to < 0; i++)
+        if (i != from && tc_is_primary(cluster, i) == 1) to = i;
+    if (!CHECK_MSG(from >= 0 && to >= 0, "slot %u: owner %d, another primary %d", slot, from, to))
+        return;
+    rlk_client *a = SCLIENT(0), *c = SCLIENT(0);
+    rlk_sem *s = NULL;
+    struct sw w;
+    int started = 0;
+    if (!a || !c || !CHECK(rlk_client_watchdog_start(a) == RLK_OK)) goto out;
+    rlk_sem_options o = sopts(1, 1, TTL, 0);
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    __atomic_store_n(&lost_n, 0, __ATOMIC_SEQ_CST);
+    if (!CHECK(rlk_sem_acquire(a, name, &o, &s) == RLK_OK)) goto out;
+    started = CHECK(sw_start(&w, name, 1, 1, 30000, 0, 0) == 0);
+    if (!started || !CHECK_MSG(wait_line(c, name, 1, 5000), "B not in line")) goto out;
+    if (!CHECK(tc_migrate(cluster, slot, to) == 0)) goto out;
+    CHECK_EQ_INT(tc_owner(cluster, slot), to);
+    int64_t moved = ts_now_ms(), first = -1, least = TTL;
+    int renewed = 0;
+    /* Two TTLs from the move: A keeps it, renewed on the new owner. */
+    while (ts_now_ms() < moved + 2 * TTL) {
+        rlk_sem_status st;
+        if (!STATUS(c, name, &st)) break;
+        if (CHECK_MSG(st.nholders == 1, "%d holders", (int)st.nholders)) {
+            int64_t left = st.holder[0].ttl_ms;
+            if (left < least) least = left;
+            if (first < 0) first = left;
+            else if (left > first) renewed = 1;
+        }
+        rlk_sem_status_free(&st);
+        if (!CHECK(!sw_done(&w)) || !CHECK(!rlk_sem_is_lost(s))) break;
+        ts_pause_ms(20);
+    }
+    printf("# slot %u moved from node %d to %d; the least TTL left seen after: %lld ms of %d\n",
+           slot, from, to, (long long)least, TTL);
+    CHECK_MSG(renewed, "A's TTL not seen renewed on the new owner");
+    CHECK_EQ_INT(__atomic_load_n(&lost_n, __ATOMIC_SEQ_CST), 0);
+    CHECK_EQ_INT(rlk_sem_release(s), RLK_OK);
+    s = NULL;
+    CHECK_MSG(sw_wait(&w, 10000), "B not served after A's release");
+    CHECK_EQ_INT(w.rc, RLK_OK);
+    CHECK_EQ_INT(tc_owner(cluster, slot), to);
+out:
+    if (started) sw_end(&w);
+    if (s) rlk_sem_release(s);
+    rlk_client_free(a);
+    rlk_client_free(c);
+}
+
 static void run_all(int standalone)
 {
     RUN(test_defaults_and_refusals);
@@ -961,7 +1060,8 @@ static void run_all(int standalone)
     RUN(test_dead_waiter_lapses);
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
-    if (standalone) RUN(test_lost_from_thread);
+    RUN(test_lost_from_thread);
+    if (!standalone) RUN(test_cluster_migration);
     if (standalone) RUN(test_lost_reply_gives_back);
     if (standalone) RUN(test_aof_restart);
     if (standalone) RUN(test_redlock_refused);
@@ -984,13 +1084,15 @@ int main(int argc, char **argv)
     snprintf(url, sizeof url, "%s", srv_url);
     printf("# one server: %s\n", url);
     run_all(1);
-    tc_cluster *cl = tc_start(0);
-    if (CHECK_MSG(cl != NULL, "the cluster did not start")) {
-        tc_url(cl, 0, url, sizeof url);
+    cluster = tc_start(0);
+    if (CHECK_MSG(cluster != NULL, "the cluster did not start")) {
+        tc_url(cluster, 0, url, sizeof url);
         where = "cluster-";
         printf("# a cluster: %s\n", url);
         run_all(0);
-        tc_stop(cl);
+        nodes_forget();
+        tc_stop(cluster);
+        cluster = NULL;
     }
     return locktest_finish(t0);
 }
