@@ -29,7 +29,10 @@
  *      exactly so many times per cycle, or the run stops.  Beside it the
  *      server's CPU (INFO cpu).  The target: the semaphore's server time
  *      per cycle at most TARGET times the plain lock's (the median of
- *      same-round ratios), judged in each placement.
+ *      same-round ratios), judged in each placement.  Beside it what
+ *      bounds it: a script call with no work measured on the same server
+ *      (null_script_us), twice, plus the semaphore's scripts' own
+ *      commands, against what the scripts cost in all.
  *   3. release to wake: PERMITS holders (1 permit each) take every permit;
  *      a waiter asks for one (resplock: rlk_sem_acquire with a long
  *      wait_ms, in a thread of this process with its own client, woken by
@@ -299,6 +302,7 @@ typedef struct regime {
     int server_cpu, client_cpu;         /* -1: not pinned */
     phase ph[NSIDE];
     wakes wk[2];                        /* resplock, redis-semaphore */
+    double null_us, floor_ratio;        /* what bounds the target    */
 } regime;
 
 static void phase_add(phase *p, int side, int r, const cmdstat *cs, int n, long cyc)
@@ -485,6 +489,38 @@ static double wake_q(const wakes *w, double q)
 }
 
 /* ------------------------------------------------------------------ */
+/* What bounds the target: a script call's own cost                     */
+
+#define NULL_CALLS 5000
+
+/* The server's time (us) of a script call with no work in it: FCALL of
+ * an empty function (loaded here, in a library of the benchmark's own),
+ * or EVAL "return 0" where the server has no FUNCTION; NULL_CALLS of
+ * them, by INFO commandstats.  *how names which. */
+static double null_script_us(rlk_conn *admin, const char **how)
+{
+    static const char lib[] = "#!lua name=bench_sem_null\n"
+                              "redis.register_function('bench_sem_null', function() return 0 end)";
+    const char *load[] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    const char *fcall[] = {"FCALL", "bench_sem_null", "0"}, *eval[] = {"EVAL", "return 0", "0"};
+    rlk_resp_value *v;
+    int fn = rlk_conn_command(admin, &v, 4, load, NULL) == RLK_OK && v->type != RLK_RESP_ERROR;
+    const char *const *argv = fn ? fcall : eval;
+    const char *why = "";
+    if (bench_reset_stats(admin, &why) != 0) die2("CONFIG RESETSTAT", why);
+    for (int i = 0; i < NULL_CALLS; i++)
+        if (rlk_conn_command(admin, &v, 3, argv, NULL) != RLK_OK || v->type == RLK_RESP_ERROR)
+            die2("an empty script call", rlk_conn_errmsg(admin));
+    char *text = bench_cmdstats_text(admin, &why);
+    if (!text) die2("INFO commandstats", why);
+    long long calls;
+    double usec;
+    bench_cmdstat(text, fn ? "fcall" : "eval", &calls, &usec);
+    free(text);
+    if (calls != NULL_CALLS) die("an empty script call: not counted as sent");
+    *how = fn ? "FCALL of an empty function" : "EVAL \"return 0\" 0";
+    return usec / (double)calls;
+}
 
 static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl, rlk_client *wcl)
 {
@@ -559,6 +595,21 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl, rlk_client *w
            "    %.2fx (%.2f / %.2f us, medians): %s\n",
            TARGET, target, med(g->ph[SEM].srv_us), med(g->ph[PLAIN].srv_us),
            target <= TARGET ? "met" : "not met");
+    /* What bounds it: two script calls a cycle, and their own commands. */
+    const char *how;
+    g->null_us = null_script_us(admin, &how);
+    double inner = 0;
+    for (int j = 0; j < g->ph[SEM].ncmd; j++)
+        if (!is_top_level(SEM, g->ph[SEM].cmd[j].name))
+            inner += g->ph[SEM].cmd[j].usec / ((double)n_round * ROUNDS);
+    g->floor_ratio = (2 * g->null_us + inner) / med(g->ph[PLAIN].srv_us);
+    printf("    what bounds it: a script call with no work (%s, %d calls)\n"
+           "    costs %.2f us here; the semaphore's cycle is two script calls whose own\n"
+           "    commands took %.2f us (the starred rows): %.2f us, %.2fx the plain lock's,\n"
+           "    with no other work in its scripts.  The other %.2f us are the scripts'\n"
+           "    Lua and each redis.call's cost beyond its command's own time.\n",
+           how, NULL_CALLS, g->null_us, inner, 2 * g->null_us + inner, g->floor_ratio,
+           med(g->ph[SEM].srv_us) - (2 * g->null_us + inner));
 
     rlk_wake(cl, wcl, &g->wk[0]);
     rs_wake(&g->wk[1]);
@@ -685,9 +736,10 @@ int main(void)
             printf(" %s.%s_per_s=%.0f %s.%s_srv_us=%.2f", pl, side_key[s], rate_q(&x->ph[s], 0.5),
                    pl, side_key[s], med(x->ph[s].srv_us));
         printf(" %s.sem_vs_plain=%.2f %s.sem_vs_rs=%.2f %s.srv_sem_over_plain=%.2f"
-               " %s.srv_sem_over_rs=%.2f",
+               " %s.srv_sem_over_rs=%.2f %s.null_script_us=%.2f %s.floor_over_plain=%.2f",
                pl, speed_ratio(x, SEM, PLAIN), pl, speed_ratio(x, SEM, RS), pl,
-               srv_ratio(x, SEM, PLAIN), pl, srv_ratio(x, SEM, RS));
+               srv_ratio(x, SEM, PLAIN), pl, srv_ratio(x, SEM, RS), pl, x->null_us, pl,
+               x->floor_ratio);
         printf(" %s.wake_rlk_ms=%.3f %s.wake_rlk_p90_ms=%.3f %s.wake_rs_ms=%.3f"
                " %s.wake_rs_p90_ms=%.3f",
                pl, wake_q(&x->wk[0], 0.5) / 1e3, pl, wake_q(&x->wk[0], 0.9) / 1e3, pl,
