@@ -669,6 +669,36 @@ static int signal_node(tc_cluster *c, int i, int sig, int stop)
 int tc_pause(tc_cluster *c, int i) { return signal_node(c, i, SIGSTOP, 1); }
 int tc_resume(tc_cluster *c, int i) { return signal_node(c, i, SIGCONT, 0); }
 
+int tc_aof_on(tc_cluster *c, int i)
+{
+    static const char *const more[] = {"--appendonly", "yes", "--appendfsync", "always"};
+    const size_t cap = sizeof c->node[0].extra / sizeof c->node[0].extra[0];
+    int64_t deadline = ts_now_ms() + 10000;
+    size_t n = 0;
+    rlk_conn *k;
+    int ok;
+    if (i < 0 || i >= TC_NODES) return -1;
+    while (c->node[i].extra[n]) n++;
+    if (n + 4 >= cap) return -1;
+    if (!(k = open_node(c, i))) return give_up("AOF");
+    ok = call(k, i, "CONFIG", "SET", "appendfsync", "always", (const char *)NULL) &&
+         call(k, i, "CONFIG", "SET", "appendonly", "yes", (const char *)NULL);
+    /* On once the first rewrite has ended: the AOF then holds the data. */
+    while (ok) {
+        int r = field_is(k, i, "INFO", "persistence", "aof_rewrite_in_progress", "0");
+        if (r == 1) r = field_is(k, i, "INFO", "persistence", "aof_rewrite_scheduled", "0");
+        if (r == 1) r = field_is(k, i, "INFO", "persistence", "aof_enabled", "1");
+        if (r == 1) break;
+        if (r < 0 || ts_now_ms() >= deadline) ok = 0;
+        else ts_pause_ms(POLL_MS);
+    }
+    rlk_conn_free(k);
+    if (!ok) return give_up("AOF");
+    for (size_t j = 0; j < 4; j++) c->node[i].extra[n + j] = more[j];
+    c->node[i].extra[n + 4] = NULL;
+    return 0;
+}
+
 int tc_failover(tc_cluster *c, int r, const char *mode)
 {
     rlk_conn *k = open_node(c, r);

@@ -38,7 +38,7 @@ typedef struct tc_node {
     int paused;              /* stopped with SIGSTOP                    */
     /* The extra redis-server arguments, kept for a restart. */
     char bus_arg[16], timeout_arg[16];
-    const char *extra[20];
+    const char *extra[24];
 } tc_node;
 
 typedef struct tc_cluster {
@@ -94,6 +94,11 @@ int tc_restart(tc_cluster *c, int i);
  * process stopped / continued.  0 or -1. */
 int tc_pause(tc_cluster *c, int i);
 int tc_resume(tc_cluster *c, int i);
+
+/* Node i writes an AOF from now on (appendfsync always) and keeps it
+ * across tc_restart: CONFIG SET, its first rewrite waited for, the same
+ * arguments added to its next starts.  0 or -1. */
+int tc_aof_on(tc_cluster *c, int i);
 
 /* Sends CLUSTER FAILOVER [mode] ("TAKEOVER", "FORCE" or NULL for the
  * coordinated one) to replica r.  0 when it was accepted, else -1. */

@@ -10,7 +10,8 @@
  * permit comes back after its TTL and not before; a waiter killed in
  * line whose place lapses; a holder that stopped
  * renewing told it lost and its permit taken by another; permits that
- * survive a restart of a server with AOF; and the watchdog keeping
+ * survive a kill -9 and restart of a server with AOF (on the Cluster,
+ * of the primary that holds them); and the watchdog keeping
  * permits past their TTL; on the Cluster, a holder and a waiter across
  * the move of their slot to another primary; Redlock refused.
  *
@@ -935,20 +936,27 @@ out:
 }
 
 /* Held permits survive a kill -9 and restart of a server with AOF
- * (appendfsync always). */
+ * (appendfsync always): on the one server, a server of its own; on the
+ * Cluster, the primary that holds the semaphore's slot, its AOF turned
+ * on first. */
 static void test_aof_restart(void)
 {
     static const char *const extra[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};
     ts_options opt;
     memset(&opt, 0, sizeof opt);
     opt.extra = extra;
-    ts_server *s = ts_start(&opt);
-    if (!CHECK(s != NULL)) return;
-    char saved[128];
-    snprintf(saved, sizeof saved, "%s", url);
-    url_of(url, sizeof url, s);
-    char name[96];
+    char name[96], saved[128];
     sem_name(name, sizeof name, "aof");
+    int node = cluster ? tc_owner(cluster, sem_slot(name)) : -1;
+    ts_server *s = NULL;
+    snprintf(saved, sizeof saved, "%s", url);
+    if (cluster) {
+        if (!CHECK(node >= 0) || !CHECK(tc_aof_on(cluster, node) == 0)) return;
+    } else {
+        s = ts_start(&opt);
+        if (!CHECK(s != NULL)) return;
+        url_of(url, sizeof url, s);
+    }
     rlk_client *a = SCLIENT(0);
     rlk_sem *h = a ? TAKE(a, name, 3, 2, 60000) : NULL;
     uint64_t fence = h ? rlk_sem_fence(h) : 0;
@@ -956,10 +964,18 @@ static void test_aof_restart(void)
     rlk_sem_forget(h);
     rlk_client_free(a);
     a = NULL;
-    kill(-s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = -1;
-    if (!CHECK(ts_start_again(s) == 0)) goto out;
+    if (cluster) {
+        /* Back before its replica could be promoted (the node timeout). */
+        nodes_forget();
+        if (!CHECK(tc_kill(cluster, node) == 0) || !CHECK(tc_restart(cluster, node) == 0) ||
+            !CHECK(tc_wait_ready(cluster, 20000) == 0))
+            goto out;
+    } else {
+        kill(-s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = -1;
+        if (!CHECK(ts_start_again(s) == 0)) goto out;
+    }
     a = SCLIENT(0);
     if (!a) goto out;
     rlk_sem_status st;
@@ -978,7 +994,7 @@ static void test_aof_restart(void)
     }
 out:
     rlk_client_free(a);
-    ts_stop(s);
+    if (s) ts_stop(s);
     snprintf(url, sizeof url, "%s", saved);
 }
 
@@ -1063,7 +1079,7 @@ static void run_all(int standalone)
     RUN(test_lost_from_thread);
     if (!standalone) RUN(test_cluster_migration);
     if (standalone) RUN(test_lost_reply_gives_back);
-    if (standalone) RUN(test_aof_restart);
+    RUN(test_aof_restart);
     if (standalone) RUN(test_redlock_refused);
 }
 
