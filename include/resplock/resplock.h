@@ -1756,6 +1756,9 @@ typedef struct rlk_sem_holder {
     int64_t since_ms;     /* wall-clock ms since 1970 on the holder's host */
     char host[RLK_HOLDER_HOST_MAX + 1];
     char cmd[RLK_HOLDER_CMD_MAX + 1];
+    /* RLK_SEM_LAYOUT_REDIS_SEMAPHORE: ms since its last acquire or
+     * refresh, on the server's clock (0 in resplock's layout). */
+    int64_t age_ms;
 } rlk_sem_holder;
 
 typedef struct rlk_sem_status {
