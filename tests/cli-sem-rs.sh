@@ -8,9 +8,9 @@
 #       refused; once resplock released (its members gone), it succeeds;
 #   (2) a MultiSemaphore holds 2 of 3: resplock's -k 2 is refused, its
 #       -k 1 runs (and then a Semaphore is refused the last one);
-#   (3) a redis-semaphore holder that stopped refreshing: resplock is
-#       refused just after it took the permit, and gets it once the
-#       lockTimeout passed, not before;
+#   (3) a redis-semaphore holder that stopped refreshing (the key kept
+#       alive by another holder): resplock is refused just after it took
+#       the permit, and gets it once the lockTimeout passed, not before;
 #   (4) resplock's watchdog keeps its permit past 3 lockTimeouts:
 #       redis-semaphore is refused all along;
 #   (5) a resplock waiter (it polls: its tries are counted) gets the
@@ -101,20 +101,29 @@ check "(2) then resplock -k 2 of 3 runs" 0 '' '' -- \
   -u "$url" sem run two -p 3 -k 2 -n "${RS[@]}" --lock-timeout 5s -- true
 
 # --------------- (3) a redis-semaphore holder that stopped refreshing
+# A resplock holder keeps the key alive meanwhile (its renewals raise the
+# key's expiry): the stopped holder's member must be pruned by its score,
+# not go with the whole key.
 lt=2000
-t_take=$(N "$port" take three 1 1 $lt)
+mkdir -p "$work/three"
+bg "$work/three.out" "$work/three.err" -u "$url" sem run three -p 2 "${RS[@]}" --lock-timeout 2s -- \
+  sh -c 'd=$1; echo $$ >"$d/ready"; until [ -e "$d/go" ]; do sleep 0.02; done' sh "$work/three"
+keeper=$BGPID
+wait_until $((10 * SLOW)) test -e "$work/three/ready" || bad "(3) the keeper did not start" "$(cat "$work/three.err")"
+t_take=$(N "$port" take three 2 1 $lt)
 expect_gt "(3) redis-semaphore took the permit and stopped" "$t_take" 0
 check "(3) just after, resplock is refused" 1 '' '' -- \
-  -u "$url" sem run three -p 1 -n "${RS[@]}" --lock-timeout 2s -- true
+  -u "$url" sem run three -p 2 -n "${RS[@]}" --lock-timeout 2s -- true
 expect_range "(3) ... that refusal came within the lockTimeout (ms after the take)" \
   "$(( $(now_ms) - t_take ))" 0 $((lt - 1))
-took3() { "$bin" -q -u "$url" sem run three -p 1 -n "${RS[@]}" --lock-timeout 2s -- true </dev/null >/dev/null 2>&1; }
+took3() { "$bin" -q -u "$url" sem run three -p 2 -n "${RS[@]}" --lock-timeout 2s -- true </dev/null >/dev/null 2>&1; }
 if wait_until $((10 * SLOW)) took3; then
   expect_range "(3) resplock got it once the lockTimeout passed, not before (ms after the take)" \
     "$(( $(now_ms) - t_take ))" $lt $((lt + 3000 * SLOW))
 else
   bad "(3) the permit of the holder that stopped never came"
 fi
+let_go "$work/three" "$keeper" "(3) the keeper's run"
 
 # ------------------ (4) resplock's watchdog past 3 lockTimeouts
 mkdir -p "$work/four"
