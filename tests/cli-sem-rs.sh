@@ -17,7 +17,7 @@
 #       permit soon after redis-semaphore released it, not before;
 #   (6) on the Cluster, both ways, on a name whose key semaphore:NAME is
 #       served by another node than {NAME}'s slot; status reads the
-#       node of semaphore:NAME's slot.
+#       node of semaphore:NAME's slot, and no call is MOVED.
 # Also the usage rules of the layout: the TTL is --lock-timeout,
 # --hold-min no longer than it.
 #
@@ -199,5 +199,15 @@ check "(6) cluster: resplock -k 1 of 3 runs" 0 '^ran$' '' -- \
   -u "$curl" sem run "$cname" -p 3 -n "${RS[@]}" --lock-timeout 5s -- echo ran
 let_go "$work/c2" "$nodepid" "(6) cluster: the MultiSemaphore's release"
 expect_eq "(6) cluster: redis-semaphore gets a permit again" "$(N "c:$cport" try "$cname" 1 1 5000)" 1
+# resplock's calls went to semaphore:NAME's node from the first (a MOVED
+# is answered to a call sent by another slot; redis-cli -c and ioredis
+# asked by the key's slot too).
+moved=0
+for i in 0 1 2 3 4 5; do
+  n=$(redis-cli -p "${RLK_CLUSTER_PORTS[$i]}" INFO errorstats 2>/dev/null | tr -d '\r' |
+      sed -n 's/^errorstat_MOVED:count=\([0-9]*\).*/\1/p')
+  moved=$((moved + ${n:-0}))
+done
+expect_eq "(6) cluster: no call was MOVED" "$moved" 0
 rlk_cluster_stop
 finish
