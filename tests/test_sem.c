@@ -222,7 +222,6 @@ static void test_defaults_and_refusals(void)
         {3, 1, -5, 0, 0, "x", "TTL"},
         {3, 1, 1000, 0, 0, "", "empty"},
         {3, 1, 1000, 0, 0, "}{x", "begins with"},
-        {3, 1, 1000, 0, RLK_SEM_LAYOUT_REDIS_SEMAPHORE, "x", "not built"},
         {3, 1, 1000, 0, 7, "x", "layout"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -246,10 +245,97 @@ static void test_defaults_and_refusals(void)
         CHECK(strstr(rlk_client_errmsg(plain), "watchdog") != NULL);
         rlk_client_free(plain);
     }
+    /* redis-semaphore's layout: a permit's TTL is its lockTimeout. */
+    rlk_sem_options r = sopts(3, 1, 1000, 0);
+    r.layout = RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+    r.lock_timeout_ms = 2000;
+    rlk_sem *s = (rlk_sem *)1;
+    CHECK_EQ_INT(rlk_sem_acquire(cl, "x", &r, &s), RLK_ERR_INVALID);
+    CHECK(s == NULL && strstr(rlk_client_errmsg(cl), "TTL is the lockTimeout") != NULL);
+    r.lock_timeout_ms = -1;
+    CHECK_EQ_INT(rlk_sem_acquire(cl, "x", &r, &s), RLK_ERR_INVALID);
+    CHECK(strstr(rlk_client_errmsg(cl), "negative lockTimeout") != NULL);
     rlk_sem_status st;
-    CHECK_EQ_INT(rlk_sem_get_status(cl, "x", RLK_SEM_LAYOUT_REDIS_SEMAPHORE, 0, &st),
+    CHECK_EQ_INT(rlk_sem_get_status(cl, "x", RLK_SEM_LAYOUT_REDIS_SEMAPHORE, -1, &st),
                  RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_sem_get_status(cl, "x", (rlk_sem_layout)7, 0, &st), RLK_ERR_INVALID);
     rlk_client_free(cl);
+}
+
+static rlk_sem_options rs_opts(int64_t permits, int64_t k, int64_t lock_timeout)
+{
+    rlk_sem_options o = sopts(permits, k, 0, 0);
+    o.layout = RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+    o.lock_timeout_ms = lock_timeout;
+    return o;
+}
+
+static int rs_status(rlk_client *cl, const char *name, rlk_sem_status *st)
+{
+    return rlk_sem_get_status(cl, name, RLK_SEM_LAYOUT_REDIS_SEMAPHORE, 5000, st);
+}
+
+/* redis-semaphore's layout through the API (tests/cli-sem-rs.sh has it
+ * against redis-semaphore itself): k permits as k members, no fence, the
+ * TTL its lockTimeout, status by holder with its age, an extend no
+ * longer than the lockTimeout, a release that gives them back; a name
+ * may begin with '}' there (its key has no hash tag to share). */
+static void test_redis_semaphore_layout(void)
+{
+    char name[96];
+    sem_name(name, sizeof name, "}rs");
+    rlk_client *a = SCLIENT(0), *b = SCLIENT(0);
+    rlk_sem *s = NULL, *t = NULL;
+    if (!a || !b) goto out;
+    rlk_sem_options o = rs_opts(3, 2, 5000);
+    if (!CHECK(rlk_sem_acquire(a, name, &o, &s) == RLK_OK)) goto out;
+    CHECK_EQ_U64(rlk_sem_fence(s), 0);
+    CHECK_EQ_INT(rlk_sem_ttl_ms(s), 5000);
+    CHECK_EQ_INT(rlk_sem_k(s), 2);
+    rlk_sem_options o2 = rs_opts(3, 2, 5000);
+    CHECK_EQ_INT(rlk_sem_acquire(b, name, &o2, &t), RLK_LOCK_BUSY);
+    /* The same name in resplock's layout is another semaphore. */
+    CHECK_EQ_INT(try_take(b, name + 1, 1, 1), RLK_OK);
+    rlk_sem_options o1 = rs_opts(3, 1, 5000);
+    if (CHECK(rlk_sem_acquire(b, name, &o1, &t) == RLK_OK)) {
+        rlk_sem *u = NULL;
+        CHECK_EQ_INT(rlk_sem_acquire(a, name, &o1, &u), RLK_LOCK_BUSY);
+        CHECK_EQ_INT(rlk_sem_release(t), RLK_OK);
+    }
+    t = NULL;
+    rlk_sem_status st;
+    if (CHECK(rs_status(b, name, &st) == RLK_OK)) {
+        CHECK_EQ_INT(st.exists, 1);
+        CHECK_EQ_INT(st.permits, 0);
+        CHECK_EQ_INT(st.used, 2);
+        if (CHECK(st.nholders == 1)) {
+            CHECK_EQ_STR(st.holder[0].token, rlk_sem_token(s));
+            CHECK_EQ_INT(st.holder[0].k, 2);
+            CHECK(st.holder[0].ttl_ms > 3000 && st.holder[0].ttl_ms <= 5000);
+            CHECK(st.holder[0].age_ms >= 0 && st.holder[0].age_ms < 2000);
+            CHECK_EQ_U64(st.holder[0].fence, 0);
+        }
+        rlk_sem_status_free(&st);
+    }
+    /* Beyond the lockTimeout: refused; within it, the permits expire so. */
+    CHECK_EQ_INT(rlk_sem_extend(s, 6000), RLK_ERR_INVALID);
+    CHECK_EQ_INT(rlk_sem_extend(s, 1000), RLK_OK);
+    if (CHECK(rs_status(b, name, &st) == RLK_OK)) {
+        if (CHECK(st.nholders == 1)) CHECK(st.holder[0].ttl_ms <= 1000);
+        rlk_sem_status_free(&st);
+    }
+    CHECK_EQ_INT(rlk_sem_release(s), RLK_OK);
+    s = NULL;
+    if (CHECK(rs_status(b, name, &st) == RLK_OK)) {
+        CHECK_EQ_INT(st.exists, 0);
+        rlk_sem_status_free(&st);
+    }
+    CHECK_EQ_INT(rlk_sem_acquire(b, name, &o2, &t), RLK_OK);
+out:
+    if (s) rlk_sem_release(s);
+    if (t) rlk_sem_release(t);
+    rlk_client_free(a);
+    rlk_client_free(b);
 }
 
 static void test_permits_busy_release_fence(void)
@@ -1067,6 +1153,7 @@ static void run_all(int standalone)
 {
     RUN(test_defaults_and_refusals);
     RUN(test_permits_busy_release_fence);
+    RUN(test_redis_semaphore_layout);
     RUN(test_first_come_first_served);
     RUN(test_head_of_line);
     RUN(test_wait_wakes_on_release);

@@ -1664,14 +1664,18 @@ typedef struct rlk_sem rlk_sem;
 /* The layout on the server (rlk_sem_options.layout). */
 typedef enum rlk_sem_layout {
     RLK_SEM_LAYOUT_RESPLOCK = 0,        /* the portable one above (default) */
-    /* redis-semaphore's (npm 5.x): the sorted set "semaphore:" NAME,
-     * scored by each holder's last acquire or refresh on the *client's*
-     * clock and pruned by lock_timeout_ms, so that resplock and
-     * redis-semaphore's Semaphore and MultiSemaphore share NAME.  Its
-     * guarantees are redis-semaphore's: holders' clocks must agree to
-     * within lock_timeout_ms; no size is kept on the server (each
-     * holder's permits is its own limit); no line (a waiter looks again
-     * every few ms, as redis-semaphore does); fence 0. */
+    /* redis-semaphore's (npm 5.x): the sorted set "semaphore:" NAME (no
+     * hash tag: on a cluster, that whole key's slot), a member per
+     * permit (TOKEN, or TOKEN_0 .. TOKEN_{k-1}) scored by its holder's
+     * last acquire or refresh and pruned lock_timeout_ms after, so that
+     * resplock and redis-semaphore's Semaphore and MultiSemaphore share
+     * NAME.  resplock scores on the server's clock, redis-semaphore on
+     * each client's: its guarantees are redis-semaphore's, holders'
+     * clocks must agree to within lock_timeout_ms.  The permits' TTL is
+     * the lockTimeout (rlk_sem_extend at most that); no size is kept on
+     * the server (each holder's permits is its own limit); no line and
+     * no channel (a waiter tries again every 10 ms, as redis-semaphore
+     * does, in no order); fence 0. */
     RLK_SEM_LAYOUT_REDIS_SEMAPHORE = 1
 } rlk_sem_layout;
 
@@ -1689,7 +1693,8 @@ typedef struct rlk_sem_options {
     const char *holder_cmd; /* as rlk_lock_options' (status shows it)   */
     rlk_sem_layout layout;
     int unused_;
-    /* RLK_SEM_LAYOUT_REDIS_SEMAPHORE: its lockTimeout (0: ttl_ms). */
+    /* RLK_SEM_LAYOUT_REDIS_SEMAPHORE: its lockTimeout, the permits' TTL
+     * there (0: ttl_ms; both given, they must be equal). */
     int64_t lock_timeout_ms;
     void *reserved_[6];   /* zero: room for later fields                 */
 } rlk_sem_options;
@@ -1706,8 +1711,9 @@ void rlk_sem_options_init(rlk_sem_options *o);
  * would share no hash slot), out NULL, permits < 1, k < 1 or
  * k > permits, a negative TTL or wait (but RLK_WAIT_FOREVER), permits or
  * a TTL of 2^40 or more, a watchdog with neither tick mode, an event
- * loop nor the thread, a layout not known or RLK_SEM_LAYOUT_REDIS_SEMAPHORE
- * (not built yet), or a Redlock client; nothing sent; the reason in
+ * loop nor the thread, a layout not known, for RLK_SEM_LAYOUT_REDIS_SEMAPHORE
+ * a negative lock_timeout_ms or one and a ttl_ms that differ, or a
+ * Redlock client; nothing sent; the reason in
  * rlk_client_errmsg); RLK_ERR_SERVER (a script refused: the keys hold
  * something else, maxmemory, an ACL); RLK_ERR_PROTO; RLK_ERR_NOMEM; or a
  * connection status.  The client's owner thread.
@@ -1756,6 +1762,9 @@ typedef struct rlk_sem_holder {
     int64_t since_ms;     /* wall-clock ms since 1970 on the holder's host */
     char host[RLK_HOLDER_HOST_MAX + 1];
     char cmd[RLK_HOLDER_CMD_MAX + 1];
+    /* RLK_SEM_LAYOUT_REDIS_SEMAPHORE: ms since its last acquire or
+     * refresh, on the server's clock (0 in resplock's layout). */
+    int64_t age_ms;
 } rlk_sem_holder;
 
 typedef struct rlk_sem_status {
@@ -1776,8 +1785,8 @@ typedef struct rlk_sem_status {
  * for RLK_SEM_LAYOUT_RESPLOCK); *st is written whole (zeroed on a
  * failure).  Nothing is written on the server.  RLK_OK (also for a name
  * with no semaphore: exists 0; or keys of another type: not_a_sem 1),
- * RLK_ERR_INVALID (a name refused as rlk_sem_acquire's, st NULL, a Redlock client, the
- * redis-semaphore layout: not built yet), RLK_ERR_NOMEM, RLK_ERR_SERVER,
+ * RLK_ERR_INVALID (a name refused as rlk_sem_acquire's, st NULL, a Redlock client, a
+ * negative lock_timeout_ms), RLK_ERR_NOMEM, RLK_ERR_SERVER,
  * RLK_ERR_PROTO, or a connection status.  The client's owner thread. */
 int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
                        int64_t lock_timeout_ms, rlk_sem_status *st);

@@ -571,7 +571,21 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
     if (sem && (a.replicas || a.replicas_aof || o->redlock))
         return cli_usage_error("sem run takes no --replicas, --replicas-aof or --redlock");
     if (!a.take) a.take = 1;
+    /* redis-semaphore's layout: a permit's TTL is its lockTimeout
+     * (--lock-timeout, else the TTL). */
+    if (sem && a.layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE && a.lock_timeout_ms > 0) {
+        if (a.ttl_ms != UNSET && a.ttl_ms != a.lock_timeout_ms)
+            return cli_usage_error("--layout redis-semaphore: the TTL is --lock-timeout; give "
+                                   "one of --ttl and --lock-timeout");
+        a.ttl_ms = a.lock_timeout_ms;
+    }
     if ((r = fill_defaults(o, &a, 1)) != 0) return r;
+    if (sem && a.layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE) {
+        a.lock_timeout_ms = a.ttl_ms;
+        if (a.hold_min_ms > a.ttl_ms)
+            return cli_usage_error("--layout redis-semaphore keeps a permit at most its "
+                                   "--lock-timeout: --hold-min must not be longer");
+    }
 
     /* Between the first failed renewal and the end of the validity,
      * SIGTERM, the grace and a safety margin must fit (the library's
@@ -1392,8 +1406,10 @@ static void print_sem(const char *name, const char *where, const rlk_sem_status 
             const rlk_sem_holder *hd = &st->holder[i];
             printf("%s{", i ? "," : "");
             json_field("token", hd->token);
-            printf(",\"permits\":%" PRId64 ",\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64
-                   ",\"holder\":", hd->k, hd->ttl_ms, hd->fence);
+            printf(",\"permits\":%" PRId64 ",\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64,
+                   hd->k, hd->ttl_ms, hd->fence);
+            if (st->permits == 0) printf(",\"age_ms\":%" PRId64, hd->age_ms);
+            printf(",\"holder\":");
             if (!hd->has_facts) {
                 printf("null}");
                 continue;
@@ -1423,6 +1439,9 @@ static void print_sem(const char *name, const char *where, const rlk_sem_status 
         fputs("holder:  ", stdout), put_text(hd->token);
         printf(": %" PRId64 " permit%s, ttl %" PRId64 " ms", hd->k, hd->k == 1 ? "" : "s",
                hd->ttl_ms);
+        /* No size kept: redis-semaphore's layout, where a holder's age
+         * (since its last acquire or refresh) tells who stopped. */
+        if (st->permits == 0) printf(", age %" PRId64 " ms", hd->age_ms);
         if (hd->fence) printf(", fence %" PRIu64, hd->fence);
         put_holder_facts(hd);
         putchar('\n');
@@ -1441,7 +1460,7 @@ static int sem_status(cli_opts *o, int argc, char **argv)
     int r = parse_args(o, &a, argc, argv, pos, 1, &rest);
     if (r > 0) return r;
     if (r < 0 || rest)
-        return cli_usage_error("usage: resplock sem status NAME [--layout L] [--json]");
+        return cli_usage_error("usage: resplock sem status NAME [--layout L] [--lock-timeout D] [--json]");
     if (o->redlock) return cli_usage_error("sem is for one server or a cluster, not --redlock");
     if ((r = fill_defaults(o, &a, 0)) != 0) return r;
     if ((r = cli_resolve(o)) != 0) return r;
@@ -1453,9 +1472,14 @@ static int sem_status(cli_opts *o, int argc, char **argv)
         return CLI_EX_SOFTWARE;
     }
     /* On a cluster the semaphore is read where it lives: the slot of its
-     * keys' hash tag, NAME. */
-    char tag[RLK__SLOTS_HOST_MAX + 8];
-    snprintf(tag, sizeof tag, "{%.*s}", (int)(sizeof tag - 3), sname);
+     * keys' hash tag, NAME; in redis-semaphore's layout that of its key,
+     * semaphore:NAME. */
+    char tag[RLK__SLOTS_HOST_MAX + 16];
+    int rs = a.layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+    if (rs) snprintf(tag, sizeof tag, "semaphore:%.*s", (int)(sizeof tag - 11), sname);
+    else snprintf(tag, sizeof tag, "{%.*s}", (int)(sizeof tag - 3), sname);
+    /* Its lockTimeout: --lock-timeout, else the TTL. */
+    if (rs && a.lock_timeout_ms <= 0) a.lock_timeout_ms = a.ttl_ms;
     const char *url = locate(o, tag, where, sizeof where, &r);
     rlk_client *cl = url ? lock_client(o, url, a.wait_ms, &r) : NULL;
     if (!cl) {
@@ -1488,7 +1512,7 @@ int cmd_sem(cli_opts *o, int argc, char **argv)
     }
     static const char usage[] =
         "usage: resplock sem run NAME -p PERMITS [-k K] [--layout L] [options] [--] COMMAND\n"
-        "       resplock sem status NAME [--layout L] [--json]";
+        "       resplock sem status NAME [--layout L] [--lock-timeout D] [--json]";
     if (argc >= 2 && strcmp(argv[1], "run") == 0) return cli_sem_run(o, argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "status") == 0) return sem_status(o, argc - 1, argv + 1);
     return cli_usage_error("%s", usage);

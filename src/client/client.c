@@ -2507,17 +2507,20 @@ static int sem_status_is_done(void *ctx) { return ((sem_status_rec *)ctx)->done;
 int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
                        int64_t lock_timeout_ms, rlk_sem_status *st)
 {
-    (void)lock_timeout_ms;
     if (st) memset(st, 0, sizeof *st);
+    /* redis-semaphore's default lockTimeout. */
+    if (lock_timeout_ms == 0) lock_timeout_ms = 10000;
     if (cl->rl) return rlk__rl_refuse(cl->rl, "the semaphore");
     enter(cl);
     int r = RLK_OK;
-    if (!st || !rlk__sem_name_ok(name))
+    if (!st || !name || !*name ||
+        (layout == RLK_SEM_LAYOUT_RESPLOCK && !rlk__sem_name_ok(name)))
         r = cl_fail(cl, RLK_ERR_INVALID,
                     "semaphore status: no status, or an empty name or one that begins with '}'");
-    else if (layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
-        r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: the redis-semaphore layout is not built yet");
-    else if (layout != RLK_SEM_LAYOUT_RESPLOCK)
+    else if (layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE &&
+             (lock_timeout_ms < 1 || lock_timeout_ms > ((int64_t)1 << 40)))
+        r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: a lockTimeout not 1 ms .. 2^40 ms");
+    else if (layout != RLK_SEM_LAYOUT_RESPLOCK && layout != RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
         r = cl_fail(cl, RLK_ERR_INVALID, "semaphore status: a layout not known");
     sem_status_rec *k = NULL;
     if (r == RLK_OK) r = sem_ready(cl, "semaphore status");
@@ -2527,8 +2530,8 @@ int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
         memset(k, 0, sizeof *k);
         k->cl = cl;
         int64_t now = rlk__now_ms(), t = cl->timeout;
-        r = rlk__sem_status(cl->sems, name, &k->st, t < 0 ? RLK__DL_DEFAULT : now + t,
-                            sem_status_done, k, now);
+        r = rlk__sem_status(cl->sems, name, (int)layout, lock_timeout_ms, &k->st,
+                            t < 0 ? RLK__DL_DEFAULT : now + t, sem_status_done, k, now);
         if (r != RLK_OK) {
             cl_fail(cl, r, "semaphore status %s: %s", name, rlk_strerror(r));
             rlk__free(k);

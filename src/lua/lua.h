@@ -23,6 +23,9 @@ extern const char *const rlk__lua_rate;     /* the rate limiter's decision */
 extern const char *const rlk__lua_sem_acquire; /* the semaphore's (sem.c) */
 extern const char *const rlk__lua_sem_release;
 extern const char *const rlk__lua_sem_status;
+extern const char *const rlk__lua_sem_rs_acquire; /* redis-semaphore's layout */
+extern const char *const rlk__lua_sem_rs_release;
+extern const char *const rlk__lua_sem_rs_status;
 
 /*
  * The same scripts as one FUNCTION library for Redis 7+ (the core runs

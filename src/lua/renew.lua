@@ -2,7 +2,7 @@
 -- Renews many locks in one call: the watchdog's round.
 --
 -- KEYS: the locks (and semaphores' hashes), all in one hash slot.
--- ARGV: the kinds, one letter per key ('s', 'r' or 'p'), then for each
+-- ARGV: the kinds, one letter per key ('s', 'r', 'p' or 'z'), then for each
 --       key its token (or hash field) and its ttl.
 -- Returns per key 1 renewed, -1 not held, -2 held by someone else.
 --
@@ -15,6 +15,10 @@
 -- EXPIRY becomes the server's now + ttl, if it has not passed (a holder
 -- past it may have been pruned, its permits taken: it lost them), and
 -- its "next" no later than that.
+-- 'z': a semaphore's holder in redis-semaphore's layout
+-- (sem_rs_acquire.lua), its token "K:LOCKTIMEOUT:TOKEN": while its
+-- first member's score is less than LOCKTIMEOUT old, its members' scores
+-- become the server's now + ttl - LOCKTIMEOUT (expired ttl from now).
 --
 -- Function flags: allow-oom
 -- (It only sets expiries: the watchdog keeps its locks at maxmemory.)
@@ -39,6 +43,24 @@ for i = 1, #KEYS do
       if tonumber(v[2]) and e < tonumber(v[2]) then
         redis.call('hset', k, 'next', string.format('%d', e))
       end
+      if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
+      out[i] = 1
+    end
+  elseif kind == 122 then -- 'z'
+    if not now then
+      local tm = redis.call('time')
+      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+    end
+    local zk, zl, zt = string.match(tok, '^(%d+):(%d+):(.*)$')
+    zk, zl = tonumber(zk), tonumber(zl)
+    local sc = zk and tonumber(redis.pcall('zscore', k, zk == 1 and zt or zt .. '_0'))
+    if sc and sc > now - zl then
+      local args = {}
+      for j = 0, zk - 1 do
+        args[#args + 1] = now + tonumber(ttl) - zl
+        args[#args + 1] = zk == 1 and zt or zt .. '_' .. j
+      end
+      redis.call('zadd', k, unpack(args))
       if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
       out[i] = 1
     end

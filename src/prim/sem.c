@@ -9,6 +9,31 @@
  * line, the head-of-line rule and every expiry are the scripts'
  * (sem_acquire.lua): this client's clock decides only when it asks again
  * and when it calls its permits lost.
+ *
+ * redis-semaphore's layout (RLK_SEM_LAYOUT_REDIS_SEMAPHORE,
+ * sem_rs_*.lua) shares a name with npm redis-semaphore's Semaphore and
+ * MultiSemaphore: its sorted set "semaphore:NAME" (no hash tag: on a
+ * cluster it lives in the slot of that whole key, which is the slot
+ * every call here goes to), a member per permit scored by its holder's
+ * last acquire or refresh, pruned lockTimeout after.  The choices made
+ * for it:
+ *   - the clock: resplock scores with the server's (TIME in the
+ *     scripts); redis-semaphore's holders score with their own
+ *     (Date.now()), so the layout is only as safe as their clocks agree
+ *     with the server's, to well within the lockTimeout, as
+ *     redis-semaphore's README says of its own clients;
+ *   - the TTL of a permit is the lockTimeout (o->lock_timeout_ms, else
+ *     o->ttl_ms); an extend may shorten it, not lengthen it past the
+ *     lockTimeout (its score would be in the future, but the key's
+ *     expiry, which every redis-semaphore acquire sets to its
+ *     lockTimeout, is not);
+ *   - no line and no channel (redis-semaphore publishes nothing on
+ *     release): a wait tries again every RS_POLL_MS, as redis-semaphore's
+ *     retryInterval (10 ms) does, with no order among waiters;
+ *   - no fencing number: rlk__sem_fence is 0;
+ *   - renewal is the renewer's lease kind 'z' (src/lua/renew.lua), its
+ *     token "K:LOCKTIMEOUT:TOKEN", so that it rides the same rounds as
+ *     the other leases.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -28,7 +53,11 @@
 #include <string.h>
 
 enum { S_TRYING, S_WAITING, S_HELD, S_RELEASING, S_ENDED, S_STATUS };
-enum { SC_ACQUIRE, SC_RELEASE, SC_STATUS, SC_COUNT };
+enum { SC_ACQUIRE, SC_RELEASE, SC_STATUS, SC_RS_ACQUIRE, SC_RS_RELEASE, SC_RS_STATUS, SC_COUNT };
+
+/* redis-semaphore's layout: its key's prefix, a wait's polling. */
+#define RS_PREFIX "semaphore:"
+#define RS_POLL_MS 10
 
 /* A subscription to one semaphore's channel on one core, shared by the
  * waits of this client that wait there. */
@@ -53,6 +82,9 @@ struct rlk__sem {
     int in_line;             /* a try asked for a place in line */
     sub *sb;                 /* the subscription a wait listens on */
     int64_t k, size, ttl, wait_ms, lease_ms, slice;
+    int rs;                  /* redis-semaphore's layout */
+    int64_t lt;              /* its lockTimeout */
+    char a_lt[24];
     int64_t wait_until, reply_by, next_try, start;
     uint64_t fence;
     int watchdog;
@@ -67,6 +99,7 @@ struct rlk__sem {
     int64_t ext_ms, ext_start;
     int extending;
     char token[40];
+    char ztok[96];           /* the lease's token in that layout: "K:LT:TOKEN" */
     char facts[RLK__FACTS_MAX];
     char msg[256];
     char *name, *line, *chan;
@@ -94,13 +127,18 @@ int rlk__sem_check(const char *name, const rlk_sem_options *o, int watchdog_ok, 
 {
     const char *why = NULL;
     if (!name || !*name) why = "an empty semaphore name";
-    else if (!rlk__sem_name_ok(name))
+    else if (!o) why = "no options (permits is not defaulted)";
+    else if (o->layout != RLK_SEM_LAYOUT_RESPLOCK && o->layout != RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
+        why = "a layout not known";
+    else if (o->layout == RLK_SEM_LAYOUT_RESPLOCK && !rlk__sem_name_ok(name))
         why = "a name that begins with '}' (its keys would have an empty hash tag, and no "
               "slot in common on a cluster)";
-    else if (!o) why = "no options (permits is not defaulted)";
-    else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE)
-        why = "the redis-semaphore layout is not built yet";
-    else if (o->layout != RLK_SEM_LAYOUT_RESPLOCK) why = "a layout not known";
+    else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE && o->lock_timeout_ms < 0)
+        why = "a negative lockTimeout";
+    else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE && o->lock_timeout_ms > 0 &&
+             o->ttl_ms > 0 && o->ttl_ms != o->lock_timeout_ms)
+        why = "in the redis-semaphore layout a permit's TTL is the lockTimeout: give "
+              "ttl_ms or lock_timeout_ms, or both the same";
     else if (o->permits < 1) why = "permits must be at least 1";
     else if (o->k < 1 || o->k > o->permits) why = "k must be 1..permits";
     else if (o->ttl_ms < 0) why = "a TTL below 1 ms";
@@ -108,8 +146,12 @@ int rlk__sem_check(const char *name, const rlk_sem_options *o, int watchdog_ok, 
         why = "a negative wait (other than RLK_WAIT_FOREVER)";
     else if (o->lost_margin_ms < 0) why = "a negative lost margin";
     /* The scripts count in Lua numbers: whole below 2^53. */
-    else if (o->permits > ((int64_t)1 << 40) || o->ttl_ms > ((int64_t)1 << 40))
+    else if (o->permits > ((int64_t)1 << 40) || o->ttl_ms > ((int64_t)1 << 40) ||
+             o->lock_timeout_ms > ((int64_t)1 << 40))
         why = "permits and the TTL must be below 2^40";
+    /* Its members are TOKEN_0 .. TOKEN_(k-1), each a permit. */
+    else if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE && o->k > 100000)
+        why = "the redis-semaphore layout takes at most 100000 permits at once";
     else if (o->watchdog && !watchdog_ok)
         why = "a watchdog needs something to renew it: start the watchdog thread "
               "(rlk_client_watchdog_start), call rlk_client_tick, or use an event loop";
@@ -120,6 +162,8 @@ int rlk__sem_check(const char *name, const rlk_sem_options *o, int watchdog_ok, 
 
 static int64_t ttl_of(const rlk_sem_options *o)
 {
+    if (o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE && o->lock_timeout_ms > 0)
+        return o->lock_timeout_ms;
     return o->ttl_ms > 0 ? o->ttl_ms : RLK_DEFAULT_TTL_MS;
 }
 
@@ -196,8 +240,9 @@ void rlk__sem_key(const char *name, const char *suffix, char *out, size_t cap)
     snprintf(out, cap, "%s%s}%s", RLK__SEM_PREFIX, name, suffix);
 }
 
-static rlk__sem *new_call(rlk__sems *m, const char *name, int state)
+static rlk__sem *new_call(rlk__sems *m, const char *name, int state, int rs)
 {
+    /* "semaphore:" NAME is shorter than "resplock:sem:{" NAME "}". */
     size_t nl = strlen(name), cap = rlk__sem_key_cap(name);
     /* Its state key, line key, channel and name, each with its NUL. */
     rlk__sem *s = rlk__malloc(sizeof *s + 3 * cap + nl + 1);
@@ -210,6 +255,11 @@ static rlk__sem *new_call(rlk__sems *m, const char *name, int state)
     rlk__sem_key(name, ":wake", s->chan, cap);
     s->name = s->chan + cap;
     memcpy(s->name, name, nl + 1);
+    if (rs) {
+        /* Its one key; no line, no channel. */
+        snprintf(s->key, cap, "%s%s", RS_PREFIX, name);
+        s->rs = 1;
+    }
     s->m = m;
     s->state = state;
     s->slot = rlk__keyslot(s->key, strlen(s->key));
@@ -345,6 +395,10 @@ static const char *pub_of(rlk__core *c) { return rlk__core_cluster(c) ? "s" : "p
 static int build_try(rlk__core *c, rlk__req *q)
 {
     rlk__sem *s = q->ctx;
+    if (s->rs) {
+        const char *rv[5] = {s->key, s->a_size, s->a_k, s->a_lt, s->token};
+        return rlk__core_put_script(c, q, &s->m->scripts[SC_RS_ACQUIRE], 1, 5, rv, NULL);
+    }
     const char *argv[10] = {s->key,   s->line,   s->a_size, s->a_k,     s->a_ttl,
                             s->token, s->a_lease, s->chan,  pub_of(c), s->facts};
     return rlk__core_put_script(c, q, &s->m->scripts[SC_ACQUIRE], 2, 10, argv, NULL);
@@ -353,6 +407,11 @@ static int build_try(rlk__core *c, rlk__req *q)
 static int build_release(rlk__core *c, rlk__req *q)
 {
     rlk__sem *s = q->ctx;
+    if (s->rs) {
+        /* Never 'l': a wait in this layout has no place in a line. */
+        const char *rv[5] = {s->key, s->token, s->a_k, s->a_lt, "r"};
+        return rlk__core_put_script(c, q, &s->m->scripts[SC_RS_RELEASE], 1, 5, rv, NULL);
+    }
     const char *argv[6] = {s->key, s->line, s->token, s->chan, pub_of(c),
                            q->arg == 'l' ? "l" : "r"};
     return rlk__core_put_script(c, q, &s->m->scripts[SC_RELEASE], 2, 6, argv, NULL);
@@ -361,6 +420,10 @@ static int build_release(rlk__core *c, rlk__req *q)
 static int build_status(rlk__core *c, rlk__req *q)
 {
     rlk__sem *s = q->ctx;
+    if (s->rs) {
+        const char *rv[2] = {s->key, s->a_lt};
+        return rlk__core_put_script(c, q, &s->m->scripts[SC_RS_STATUS], 1, 2, rv, NULL);
+    }
     const char *argv[2] = {s->key, s->line};
     return rlk__core_put_script(c, q, &s->m->scripts[SC_STATUS], 2, 2, argv, NULL);
 }
@@ -368,6 +431,10 @@ static int build_status(rlk__core *c, rlk__req *q)
 static int build_extend(rlk__core *c, rlk__req *q)
 {
     rlk__sem *s = q->ctx;
+    if (s->rs) {
+        const char *rv[6] = {s->key, s->token, s->a_k, s->a_lt, "e", s->a_ext};
+        return rlk__core_put_script(c, q, &s->m->scripts[SC_RS_RELEASE], 1, 6, rv, NULL);
+    }
     const char *argv[7] = {s->key, s->line, s->token, s->chan, pub_of(c), "e", s->a_ext};
     return rlk__core_put_script(c, q, &s->m->scripts[SC_RELEASE], 2, 7, argv, NULL);
 }
@@ -385,9 +452,10 @@ static const rlk__req_ops status_ops = {build_status, status_reply, NULL, RLK__T
 static int send_try(rlk__sem *s)
 {
     rlk__sems *m = s->m;
-    /* A place in line only for a wait: a try once never blocks the line. */
+    /* A place in line only for a wait: a try once never blocks the line
+     * (and redis-semaphore's layout has no line). */
     rlk__i64_dec(s->a_lease, s->wait_ms != 0 ? (long long)s->lease_ms : 0LL);
-    s->in_line |= s->wait_ms != 0;
+    s->in_line |= s->wait_ms != 0 && !s->rs;
     s->start = m->now;
     s->next_try = m->now + s->slice;
     int r = rlk__host_submit(m->h, s->slot, &try_ops, s, 0, s->reply_by, 0);
@@ -477,8 +545,8 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         s->state = S_HELD;
         rlk__lease *l = &s->lease;
         l->key = s->key;
-        l->token = s->token;
-        l->kind = 'p';
+        l->token = s->rs ? s->ztok : s->token;
+        l->kind = s->rs ? 'z' : 'p';
         l->slot = s->slot;
         l->ttl = s->ttl;
         l->watchdog = s->watchdog;
@@ -503,7 +571,7 @@ static void try_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
      * listened already hears every release after this try ran (the
      * server writes its messages on the same connection, in order). */
     s->state = S_WAITING;
-    sub_take(m, s);
+    if (!s->rs) sub_take(m, s);
 }
 
 /* An extend's reply: the permits' validity counts ms from its sending,
@@ -631,7 +699,9 @@ static void status_reply(rlk__core *c, rlk__req *q, const rlk_resp_value *v)
         }
         h->k = hk;
         h->ttl_ms = ttl;
-        h->fence = (uint64_t)hf;
+        /* redis-semaphore's layout: no fence, its age there. */
+        if (s->rs) h->age_ms = hf;
+        else h->fence = (uint64_t)hf;
         str_at(v, at + 4, facts, sizeof facts);
         rlk_lock_status ls;
         memset(&ls, 0, sizeof ls);
@@ -740,8 +810,9 @@ rlk__sems *rlk__sems_new(rlk__host *h, rlk__renewer *rn, int64_t recheck_ms,
     m->lost = lost;
     m->recheck = recheck_ms;
     rlk__facts_host(m->host_name);
-    const char *texts[SC_COUNT] = {rlk__lua_sem_acquire, rlk__lua_sem_release,
-                                   rlk__lua_sem_status};
+    const char *texts[SC_COUNT] = {rlk__lua_sem_acquire,    rlk__lua_sem_release,
+                                   rlk__lua_sem_status,     rlk__lua_sem_rs_acquire,
+                                   rlk__lua_sem_rs_release, rlk__lua_sem_rs_status};
     for (int i = 0; i < SC_COUNT; i++) rlk_script_init(&m->scripts[i], texts[i], 0);
     if (rlk__host_join(h, &host_ops, m) != RLK_OK) {
         rlk__free(m);
@@ -790,7 +861,8 @@ int rlk__sem_acquire(rlk__sems *m, const char *name, const rlk_sem_options *o, i
     if (st != RLK_OK) return st;
     unsigned char rnd[16];
     if (rlk__random_bytes(rnd, sizeof rnd) != 0) return RLK_ERR_NOMEM;
-    rlk__sem *s = new_call(m, name, S_TRYING);
+    int rs = o->layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+    rlk__sem *s = new_call(m, name, S_TRYING, rs);
     if (!s) return RLK_ERR_NOMEM;
     memcpy(s->token, "rlk:", 4);
     rlk__hex(rnd, sizeof rnd, s->token + 4);
@@ -804,8 +876,14 @@ int rlk__sem_acquire(rlk__sems *m, const char *name, const rlk_sem_options *o, i
     s->lease.margin = o->lost_margin_ms;
     rlk__wait_plan p;
     rlk__wait_plan_for(&p, m->recheck, s->ttl);
-    s->slice = p.slice;
+    s->slice = rs ? RS_POLL_MS : p.slice;
     s->lease_ms = p.lease;
+    if (rs) {
+        s->lt = s->ttl;
+        snprintf(s->ztok, sizeof s->ztok, "%lld:%lld:%s", (long long)s->k, (long long)s->lt,
+                 s->token);
+    }
+    rlk__i64_dec(s->a_lt, (long long)s->lt);
     s->wait_until = o->wait_ms == RLK_WAIT_FOREVER || o->wait_ms == 0 ? -1 : wait_until;
     s->reply_by = reply_by;
     s->cb = cb;
@@ -853,7 +931,8 @@ int rlk__sem_extend(rlk__sem *s, int64_t ms, int64_t reply_by, rlk__sem_cb cb, v
 {
     rlk__sems *m = s->m;
     if (now > m->now) m->now = now;
-    if (ms < 1 || s->extending) return RLK_ERR_INVALID;
+    /* redis-semaphore's layout keeps a permit at most its lockTimeout. */
+    if (ms < 1 || s->extending || (s->rs && ms > s->lt)) return RLK_ERR_INVALID;
     if (s->state != S_HELD || __atomic_load_n(&s->lost, __ATOMIC_RELAXED)) return RLK_LOCK_LOST;
     rlk__i64_dec(s->a_ext, (long long)ms);
     s->ext_ms = ms;
@@ -880,12 +959,16 @@ void rlk__sem_forget(rlk__sem *s)
     maybe_free(s);
 }
 
-int rlk__sem_status(rlk__sems *m, const char *name, rlk_sem_status *st, int64_t reply_by,
-                    rlk__sem_cb cb, void *ctx, int64_t now)
+int rlk__sem_status(rlk__sems *m, const char *name, int layout, int64_t lock_timeout_ms,
+                    rlk_sem_status *st, int64_t reply_by, rlk__sem_cb cb, void *ctx, int64_t now)
 {
-    if (!rlk__sem_name_ok(name)) return RLK_ERR_INVALID;
-    rlk__sem *s = new_call(m, name, S_STATUS);
+    int rs = layout == RLK_SEM_LAYOUT_REDIS_SEMAPHORE;
+    if (rs ? !name || !*name || lock_timeout_ms < 1 : !rlk__sem_name_ok(name))
+        return RLK_ERR_INVALID;
+    rlk__sem *s = new_call(m, name, S_STATUS, rs);
     if (!s) return RLK_ERR_NOMEM;
+    s->lt = lock_timeout_ms;
+    rlk__i64_dec(s->a_lt, (long long)s->lt);
     s->st = st;
     s->cb = cb;
     s->ctx = ctx;

@@ -7,7 +7,9 @@
  * in the semaphore's line, renewed by a try at least every recheck slice
  * (waiter.h) and woken by a message on the semaphore's channel, to which
  * it subscribes through the host; a permit held is a lease of kind 'p'
- * (src/lua/renew.lua) that the renewer's rounds renew.  It joins the
+ * (src/lua/renew.lua) that the renewer's rounds renew.  In
+ * redis-semaphore's layout (sem_rs_*.lua) the key is "semaphore:NAME",
+ * a wait polls, and the lease's kind is 'z' (sem.c's head says why).  It joins the
  * host and the renewer it is given and uses nothing else of the house
  * below it.  Internal (rlk__ prefix, not installed).
  */
@@ -108,11 +110,13 @@ int rlk__sem_watchdog(const rlk__sem *s);
  * this call did. */
 int rlk__sem_expire(rlk__sem *s, int64_t now);
 
-/* Reads name's status into *st (written whole on RLK_OK; free with
- * rlk_sem_status_free), cb called once, never from this call.  RLK_OK,
- * RLK_ERR_INVALID, RLK_ERR_NOMEM or the host's submit failure. */
-int rlk__sem_status(rlk__sems *m, const char *name, rlk_sem_status *st, int64_t reply_by,
-                    rlk__sem_cb cb, void *ctx, int64_t now);
+/* Reads name's status in layout (an rlk_sem_layout; lock_timeout_ms,
+ * at least 1, read for RLK_SEM_LAYOUT_REDIS_SEMAPHORE only) into *st
+ * (written whole on RLK_OK; free with rlk_sem_status_free), cb called
+ * once, never from this call.  RLK_OK, RLK_ERR_INVALID, RLK_ERR_NOMEM or
+ * the host's submit failure. */
+int rlk__sem_status(rlk__sems *m, const char *name, int layout, int64_t lock_timeout_ms,
+                    rlk_sem_status *st, int64_t reply_by, rlk__sem_cb cb, void *ctx, int64_t now);
 
 /* Calls under way (acquires, releases, status reads). */
 size_t rlk__sems_pending(const rlk__sems *m);
