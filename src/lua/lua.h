@@ -23,6 +23,9 @@ extern const char *const rlk__lua_rate;     /* the rate limiter's decision */
 extern const char *const rlk__lua_sem_acquire; /* the semaphore's (sem.c) */
 extern const char *const rlk__lua_sem_release;
 extern const char *const rlk__lua_sem_status;
+extern const char *const rlk__lua_rw_acquire; /* the read-write lock's (rw.c) */
+extern const char *const rlk__lua_rw_release;
+extern const char *const rlk__lua_rw_status;
 
 /*
  * The same scripts as one FUNCTION library for Redis 7+ (the core runs
