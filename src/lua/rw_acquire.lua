@@ -11,8 +11,8 @@
 --       one of its holds (a holder may hold many: reentrance, downgrade).
 --   resplock:rw:{NAME}:line   sorted set: waiter TOKEN, scored by its
 --       number in line (its arrival).
---   resplock:rw:{NAME}:wake   the channel a change is published on
---       (SPUBLISH on a cluster), message "1".
+--   resplock:rw:{NAME}:wake   the channel a release or a prune is
+--       published on (SPUBLISH on a cluster), message "1".
 -- Holds whose EXPIRY passed and waiters whose LAPSE passed are pruned
 -- here (and by the release): the only clock read is TIME.  The keys
 -- expire with the last hold's EXPIRY or the last waiter's LAPSE; the
@@ -149,8 +149,9 @@ if ok then
     redis.call('hdel', state, 'q:' .. tok)
   end
   if ttl > keep then keep = ttl end
-  -- A read granted may let the readers behind it in: they look.
-  if mode == 'r' or changed then publish() end
+  -- No one behind a grant may pass now who could not before (a read
+  -- is stopped by waiting writers only): a prune alone wakes the line.
+  if changed then publish() end
   expire()
   if mode == 'r' then readers = readers + 1 else writers = writers + 1 end
   return {1, fence, readers, writers}
