@@ -78,6 +78,18 @@ order=$(sort -k3,3n "$work/rd/log" | awk '{printf "%s%s ", $1, $2}')
 expect_match "the writer started after both readers ended, the later reader after the writer" \
   "$order" '^start[ab] start[ab] enda endb startw endw startc $'
 
+# ---------------------------------------------------------------- break
+mkdir -p "$work/brk"
+bg "$work/brk.out" "$work/brk.err" -u "$url" rw run brk --write -t 3s -- \
+  sh -c 'd=$1; echo $$ >"$d/ready"; exec sleep 60' sh "$work/brk"
+wait_until $((10 * SLOW)) test -e "$work/brk/ready" || bad "the broken holder did not start"
+check "break of a read-write lock ends its hold, naming it" 0 \
+  "^broke the write hold of 'brk', held by rlk:[0-9a-f]+:[0-9a-f]{8}; host $(hostname), pid [0-9]+, since" '' \
+  -- -u "$url" break brk
+check "... a writer comes in after it" 0 '' '' -- -u "$url" rw run brk --write -n -- true
+reap "$BGPID" $((10 * SLOW))
+expect_eq "... its holder finds it lost: exit 75" "$CODE" 75
+
 # ------------------------------------------------- a reader killed -9
 mkdir -p "$work/k9"
 bg "$work/k9.out" "$work/k9.err" -u "$url" rw run k9 --read -t 3s -- \

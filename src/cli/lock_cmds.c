@@ -19,6 +19,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "sem.h"
+#include "rw.h"
 #include "random.h"
 #include "slots.h"
 #include "url.h"
@@ -1523,6 +1524,19 @@ static void print_sem(const char *name, const char *where, const rlk_sem_status 
     printf("waiting: %" PRId64 "\n", st->waiters);
 }
 
+/* A read-write lock's hold's facts, as a semaphore holder's. */
+static void put_hold_facts(const rlk_rw_hold *hd)
+{
+    rlk_sem_holder f;
+    memset(&f, 0, sizeof f);
+    f.has_facts = hd->has_facts;
+    f.pid = hd->pid;
+    f.since_ms = hd->since_ms;
+    memcpy(f.host, hd->host, sizeof f.host);
+    memcpy(f.cmd, hd->cmd, sizeof f.cmd);
+    put_holder_facts(&f);
+}
+
 /* A read-write lock's status (status NAME), as a semaphore's. */
 static void print_rw(const char *name, const char *where, const rlk_rw_status *st, int json)
 {
@@ -1549,17 +1563,10 @@ static void print_rw(const char *name, const char *where, const rlk_rw_status *s
     printf("rw:      %" PRId64 " reading, %" PRId64 " writing\n", st->readers, st->writers);
     for (size_t i = 0; i < st->nholds; i++) {
         const rlk_rw_hold *hd = &st->hold[i];
-        rlk_sem_holder f;
-        memset(&f, 0, sizeof f);
-        f.has_facts = hd->has_facts;
-        f.pid = hd->pid;
-        f.since_ms = hd->since_ms;
-        memcpy(f.host, hd->host, sizeof f.host);
-        memcpy(f.cmd, hd->cmd, sizeof f.cmd);
         fputs("hold:    ", stdout), put_text(hd->token);
         printf(": %s, ttl %" PRId64 " ms, fence %" PRIu64, hd->mode == RLK_RW_WRITE ? "write" : "read",
                hd->ttl_ms, hd->fence);
-        put_holder_facts(&f);
+        put_hold_facts(hd);
         putchar('\n');
     }
     if (st->fence) printf("fence:   %" PRIu64 " (the last given)\n", st->fence);
@@ -1925,6 +1932,58 @@ static int break_sem(rlk_client *cl, const char *name)
     return code;
 }
 
+/* break of a read-write lock: every hold ended by the lock's release
+ * script, each named; its holders find their holds lost. */
+static int break_rw(rlk_client *cl, const char *name)
+{
+    rlk_rw_status st;
+    rlk_conn *c = rlk_client_conn(cl);
+    int r = c ? rlk_rw_get_status(cl, name, &st) : RLK_ERR_NOMEM;
+    if (r != RLK_OK) {
+        cli_err("break: %s", c ? rlk_client_errmsg(cl) : rlk_strerror(r));
+        return cli_exit_for(r);
+    }
+    size_t n = rlk__rw_key_cap(name);
+    char *state = malloc(3 * n), *line = state + n, *wake = line + n;
+    const char *pub = cli_is_cluster(c) ? "s" : "p";
+    int broke = 0, code = st.nholds ? 0 : 1;
+    if (state) {
+        rlk__rw_key(name, "", state, n);
+        rlk__rw_key(name, ":line", line, n);
+        rlk__rw_key(name, ":wake", wake, n);
+    }
+    for (size_t i = 0; state && i < st.nholds; i++) {
+        const rlk_rw_hold *hd = &st.hold[i];
+        /* TOKEN:N: the holder's token, the hold's number after the last ':'. */
+        char tok[sizeof hd->token];
+        snprintf(tok, sizeof tok, "%s", hd->token);
+        char *num = strrchr(tok, ':');
+        if (!num) continue;
+        *num++ = '\0';
+        const char *ev[] = {"EVAL", rlk__lua_rw_release, "2", state, line, tok, num, wake, pub, "r"};
+        rlk_resp_value *v;
+        r = rlk_conn_command(c, &v, 10, ev, NULL);
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer == 1) {
+            printf("broke the %s hold of '%s', held by ", hd->mode == RLK_RW_WRITE ? "write" : "read",
+                   name);
+            put_text(hd->token);
+            put_hold_facts(hd);
+            putchar('\n');
+            broke++;
+        } else if (r != RLK_OK || v->type != RLK_RESP_INTEGER) {
+            cli_err("break: cannot end '%s''s hold %s: %s", name, hd->token,
+                    r != RLK_OK ? rlk_conn_errmsg(c) : "an unexpected reply");
+            code = r != RLK_OK ? cli_exit_for(r) : CLI_EX_SOFTWARE;
+        }
+    }
+    if (!state) cli_err("out of memory"), code = CLI_EX_SOFTWARE;
+    else if (!code && !broke) printf("'%s' has no hold (released or expired meanwhile)\n", name), code = 1;
+    else if (!st.nholds) printf("'%s' has no hold\n", name);
+    free(state);
+    rlk_rw_status_free(&st);
+    return code;
+}
+
 int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1947,6 +2006,16 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         r = break_sem(cl, pos[0]);
         rlk_client_free(cl);
         return r;
+    }
+    rlk_rw_status ws;
+    if (RLK_CLI_RW && !a.json && !st.held && rlk_rw_get_status(cl, pos[0], &ws) == RLK_OK) {
+        int rw = ws.exists && !ws.not_a_rw;
+        rlk_rw_status_free(&ws);
+        if (rw) {
+            r = break_rw(cl, pos[0]);
+            rlk_client_free(cl);
+            return r;
+        }
     }
     if (a.json) r = cli_usage_error("--json is for status and list");
     else if (!st.held) printf("'%s' is not held\n", pos[0]), r = 1;
