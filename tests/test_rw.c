@@ -6,7 +6,8 @@
  * a new reader (resplock's readers do not pass it, as Redisson's do) and
  * gets the lock when the first readers are gone; waiters served in the
  * order they joined; reentrant reads and writes; downgrade; a reader
- * killed with kill -9 pruned after its TTL and not before; a holder
+ * killed with kill -9 pruned after its TTL and not before; a waiting
+ * writer killed whose place lapses, after which readers come in; a holder
  * that stopped renewing told it lost; the watchdog keeping a read hold
  * past its TTL; a wait woken by a release, not by its recheck slice.
  *
@@ -533,6 +534,63 @@ static void test_reader_killed(void)
     rlk_client_free(c);
 }
 
+/* The child: waits in name's line for a write hold until killed. */
+static int child_wait(const char *name)
+{
+    rlk_client_config cfg;
+    client_cfg(&cfg, url);
+    rlk_client *cl = rlk_client_new(&cfg);
+    if (!cl) _exit(2);
+    rlk_rw_options o = ropts(W, 30000, 60000);
+    rlk_rw *h = NULL;
+    rlk_rw_acquire(cl, name, &o, &h);
+    _exit(5); /* never served: it is killed first */
+}
+
+/* A waiting writer killed with kill -9: it stops new readers only until
+ * its place lapses (two of its recheck slices, 1 s each, and a little),
+ * then a reader comes in beside the one that holds. */
+static void test_dead_writer_lapses(void)
+{
+    char name[96];
+    rw_name(name, sizeof name, "deadwriter");
+    rlk_client *h = RCLIENT(0);
+    struct rw w;
+    int nw = 0;
+    pid_t kid = -1;
+    rlk_rw *held = h ? TAKE(h, name, R) : NULL;
+    if (!held) goto out;
+    fflush(stdout);
+    kid = fork();
+    if (kid == 0) {
+        execl(self_path, self_path, "--child-wait", url, name, (char *)NULL);
+        _exit(127);
+    }
+    if (!CHECK(kid > 0) || !CHECK(wait_line(h, name, 1, 5000))) goto out;
+    int64_t killed = ts_now_ms();
+    kill(kid, SIGKILL);
+    int wst;
+    CHECK(waitpid(kid, &wst, 0) == kid && WIFSIGNALED(wst));
+    kid = -1;
+    CHECK_EQ_INT(try_take(h, name, R), RLK_LOCK_BUSY); /* its place is still live */
+    rank_next = 0;
+    if (!rw_join(&w, &nw, h, name, R, 0, 50, 30000, 2)) goto out;
+    CHECK(rw_wait(&w, 8000));
+    rw_end(&w);
+    nw = 0;
+    CHECK_EQ_INT(w.rc, RLK_OK);
+    int64_t after = w.done_at - killed;
+    printf("# a reader came in %lld ms after the waiting writer was killed\n", (long long)after);
+    CHECK_MSG(after >= 1200 - 50, "in after %lld ms: the dead writer's place was passed",
+              (long long)after);
+    CHECK_MSG(after <= 2200 + 50 + MARGIN + 200, "in only after %lld ms", (long long)after);
+out:
+    if (kid > 0) kill(kid, SIGKILL), waitpid(kid, NULL, 0);
+    if (nw) rw_end(&w);
+    if (held) rlk_rw_release(held);
+    rlk_client_free(h);
+}
+
 static int lost_n;
 static rlk_rw *lost_of;
 static void on_lost(void *ctx, rlk_rw *h)
@@ -678,6 +736,7 @@ static void run_all(void)
     RUN(test_reentrant);
     RUN(test_downgrade);
     RUN(test_reader_killed);
+    RUN(test_dead_writer_lapses);
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
     RUN(test_wait_wakes_on_release);
@@ -689,6 +748,10 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "--child-hold") == 0) {
         snprintf(url, sizeof url, "%s", argv[2]);
         return child_hold(argv[3], strtoll(argv[4], NULL, 10), atoi(argv[5]));
+    }
+    if (argc == 4 && strcmp(argv[1], "--child-wait") == 0) {
+        snprintf(url, sizeof url, "%s", argv[2]);
+        return child_wait(argv[3]);
     }
     self_path = strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
     tl_init(argc, argv);
