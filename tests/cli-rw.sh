@@ -54,6 +54,9 @@ ok "two --read jobs hold at once"
 check "status NAME of a read-write lock: its holds" 0 '^rw:      2 reading, 0 writing$' '' -- -u "$url" status shared
 expect_match "... each hold with its facts" "$(cat "$work/out")" \
   "hold:    rlk:[0-9a-f]+:[0-9a-f]{8}: read, ttl [0-9]+ ms, fence [0-9]+; host $(hostname), pid [0-9]+, since"
+check "list names the read-write lock" 0 '^shared  rw  2 reading, 0 writing  waiting 0 \(0 writers\)$' '' \
+  -- -u "$url" list
+check "list --json" 0 '^\{"name":"shared","kind":"rw","readers":2' '' -- -u "$url" list --json
 check "a writer with -n is refused while they read: exit 1" 1 '' '' -- -u "$url" rw run shared --write -n -- true
 bg "$work/rd/w.out" "$work/rd/w.err" -u "$url" rw run shared --write -w 60s -- \
   sh -c 'echo "start w $(date +%s%N)" >>"$1/log"; sleep 0.2; echo "end w $(date +%s%N)" >>"$1/log"' sh "$work/rd"

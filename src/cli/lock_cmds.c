@@ -1684,20 +1684,54 @@ static char *scan_page(rlk_conn *c, char *cursor, const char *pattern, size_t *n
     return names;
 }
 
-/* list's semaphores: the state keys "resplock:sem:{" NAME "}" whose NAME
- * matches pattern (the prefix's glob characters escaped already), each
- * a line, or a JSON object as sem status --json prints it.  0, or an
- * exit code after a message; *found counts them. */
-static int list_sems(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char *pattern, int json,
-                     int *found)
+/* One semaphore NAME (key) of list's, shown as shown: 1 when it is one. */
+static int list_one_sem(rlk_client *cl, const char *key, const char *shown, int json)
 {
-    size_t pre = strlen(RLK_SEM_KEY_PREFIX), pl = o->prefix ? strlen(o->prefix) : 0;
+    rlk_sem_status st;
+    if (rlk_sem_get_status(cl, key, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) != RLK_OK) return 0;
+    int is = st.exists && !st.not_a_sem;
+    if (is && json) {
+        print_sem(shown, "", &st, 1);
+    } else if (is) {
+        put_text(shown);
+        printf("  semaphore  %" PRId64 " of %" PRId64 " permits held, %zu holder%s  waiting %" PRId64 "\n",
+               st.used, st.permits, st.nholders, st.nholders == 1 ? "" : "s", st.waiters);
+    }
+    rlk_sem_status_free(&st);
+    return is;
+}
+
+/* One read-write lock of list's, as list_one_sem. */
+static int list_one_rw(rlk_client *cl, const char *key, const char *shown, int json)
+{
+    rlk_rw_status st;
+    if (rlk_rw_get_status(cl, key, &st) != RLK_OK) return 0;
+    int is = st.exists && !st.not_a_rw;
+    if (is && json) {
+        print_rw(shown, "", &st, 1);
+    } else if (is) {
+        put_text(shown);
+        printf("  rw  %" PRId64 " reading, %" PRId64 " writing  waiting %" PRId64 " (%" PRId64
+               " writers)\n", st.readers, st.writers, st.waiters, st.writers_waiting);
+    }
+    rlk_rw_status_free(&st);
+    return is;
+}
+
+/* list's semaphores (kprefix RLK_SEM_KEY_PREFIX, one list_one_sem) or
+ * read-write locks: the state keys kprefix NAME "}" whose NAME (after
+ * --prefix) matches pattern, each shown by one.  0, or an exit code. */
+static int list_kind(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char *pattern, int json,
+                     int *found, const char *kprefix,
+                     int (*one)(rlk_client *, const char *, const char *, int))
+{
+    size_t pre = strlen(kprefix), pl = o->prefix ? strlen(o->prefix) : 0;
     char *match = malloc(pre + strlen(pattern) + 2);
     if (!match) {
         cli_err("out of memory");
         return CLI_EX_SOFTWARE;
     }
-    sprintf(match, "%s%s}", RLK_SEM_KEY_PREFIX, pattern);
+    sprintf(match, "%s%s}", kprefix, pattern);
     char cursor[32] = "0";
     int r = 0;
     do {
@@ -1711,19 +1745,7 @@ static int list_sems(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char 
             if (!n || p[n - 1] != '}') continue;
             p[n - 1] = '\0';
             if (n < pre + 1 + pl || strncmp(p + pre, o->prefix ? o->prefix : "", pl)) continue;
-            rlk_sem_status st;
-            if (rlk_sem_get_status(cl, p + pre, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) != RLK_OK) continue;
-            if (st.exists && !st.not_a_sem) {
-                ++*found;
-                if (json) {
-                    print_sem(p + pre + pl, "", &st, 1);
-                } else {
-                    put_text(p + pre + pl);
-                    printf("  semaphore  %" PRId64 " of %" PRId64 " permits held, %zu holder%s  waiting %" PRId64 "\n",
-                           st.used, st.permits, st.nholders, st.nholders == 1 ? "" : "s", st.waiters);
-                }
-            }
-            rlk_sem_status_free(&st);
+            *found += one(cl, p + pre, p + pre + pl, json);
         }
         free(names);
     } while (!r && strcmp(cursor, "0") != 0);
@@ -1799,7 +1821,10 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
-        if (!r && RLK_CLI_SEM) r = list_sems(o, c, cl, pattern, a.json, &found);
+        if (!r && RLK_CLI_SEM)
+            r = list_kind(o, c, cl, pattern, a.json, &found, RLK_SEM_KEY_PREFIX, list_one_sem);
+        if (!r && RLK_CLI_RW)
+            r = list_kind(o, c, cl, pattern, a.json, &found, RLK_RW_KEY_PREFIX, list_one_rw);
         if (!r && !found) cli_verbose("no lock matches '%s'", pattern);
         if (!r) r = found ? 0 : 1;
     }
