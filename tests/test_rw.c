@@ -9,7 +9,8 @@
  * killed with kill -9 pruned after its TTL and not before; a waiting
  * writer killed whose place lapses, after which readers come in; a holder
  * that stopped renewing told it lost; the watchdog keeping a read hold
- * past its TTL; a wait woken by a release, not by its recheck slice.
+ * past its TTL; a wait woken by a release, not by its recheck slice; a
+ * write hold that survives a restart of a server with AOF.
  *
  * Waits are conditions with deadlines (a status read, a thread's done
  * flag), never a bare sleep as synchronisation.
@@ -726,7 +727,51 @@ out:
     rlk_client_free(h);
 }
 
-static void run_all(void)
+/* A write hold survives a restart of a server with AOF (appendfsync
+ * always), with its TTL and the fence: a read and a write are refused
+ * after it. */
+static void test_aof_restart(void)
+{
+    static const char *const extra[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};
+    ts_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.extra = extra;
+    ts_server *s = ts_start(&opt);
+    if (!CHECK(s != NULL)) return;
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s", url);
+    url_of(url, sizeof url, s);
+    char name[96];
+    rw_name(name, sizeof name, "aof");
+    rlk_client *a = RCLIENT(0);
+    rlk_rw_options o = ropts(W, 60000, 0);
+    rlk_rw *h = NULL;
+    if (!a || !CHECK(rlk_rw_acquire(a, name, &o, &h) == RLK_OK)) goto out;
+    uint64_t fence = rlk_rw_fence(h);
+    rlk_rw_forget(h);
+    rlk_client_free(a);
+    a = NULL;
+    kill(-s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = -1;
+    if (!CHECK(ts_start_again(s) == 0)) goto out;
+    if (!(a = RCLIENT(0))) goto out;
+    rlk_rw_status st;
+    if (STATUS(a, name, &st)) {
+        CHECK_EQ_INT(st.writers, 1);
+        CHECK_EQ_U64(st.fence, fence);
+        if (st.nholds == 1) CHECK(st.hold[0].ttl_ms > 50000);
+        rlk_rw_status_free(&st);
+    }
+    CHECK_EQ_INT(try_take(a, name, R), RLK_LOCK_BUSY);
+    CHECK_EQ_INT(try_take(a, name, W), RLK_LOCK_BUSY);
+out:
+    rlk_client_free(a);
+    ts_stop(s);
+    snprintf(url, sizeof url, "%s", saved);
+}
+
+static void run_all(int standalone)
 {
     RUN(test_defaults_and_refusals);
     RUN(test_two_readers);
@@ -740,6 +785,7 @@ static void run_all(void)
     RUN(test_paused_holder_lost);
     RUN(test_watchdog_renews);
     RUN(test_wait_wakes_on_release);
+    if (standalone) RUN(test_aof_restart);
 }
 
 int main(int argc, char **argv)
@@ -758,13 +804,13 @@ int main(int argc, char **argv)
     if (locktest_setup() != 0) return 1;
     snprintf(url, sizeof url, "%s", srv_url);
     printf("# one server: %s\n", url);
-    run_all();
+    run_all(1);
     tc_cluster *cl = tc_start(0);
     if (CHECK_MSG(cl != NULL, "the cluster did not start")) {
         tc_url(cl, 0, url, sizeof url);
         where = "cluster-";
         printf("# a cluster: %s\n", url);
-        run_all();
+        run_all(0);
         tc_stop(cl);
     }
     return locktest_finish(t0);
