@@ -539,6 +539,7 @@ while read -r o ph; do
       [ "$o" = --layout ] && v=(resplock)
       check "the man page's $o ${v[*]} is accepted (sem run)" 69 '' '' \
         -- -u "$down" sem run optl -p 3 "$o" "${v[@]}" -- true ;;
+    --read|--write) check "the man page's $o is accepted (rw run)" 69 '' '' -- -u "$down" rw run optl "$o" -- true ;;
     --replicas-timeout) check "the man page's $o is accepted (run, with --replicas)" 69 '' '' \
       -- -u "$down" run optl --replicas 1 "$o" "${v[@]}" -- true ;;
     # Without TLS compiled in, asking for it is a configuration error.

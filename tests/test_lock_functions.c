@@ -125,6 +125,18 @@ static void forget_scripts(rlk_conn *c)
 /* ------------------------------------------------------------------ */
 /* The library                                                         */
 
+/* The library's functions, in its order, and their flags. */
+static const struct {
+    const char *name, *flags;
+} want[] = {{"acquire", NULL},           {"release", "allow-oom"},
+            {"extend", "allow-oom"},     {"renew", "allow-oom"},
+            {"status", "no-writes"},     {"rate", NULL},
+            {"sem_acquire", NULL},       {"sem_release", "allow-oom"},
+            {"sem_status", "no-writes"}, {"sem_rs_acquire", NULL},
+            {"sem_rs_release", "allow-oom"}, {"sem_rs_status", "no-writes"},
+            {"rw_acquire", NULL},        {"rw_release", "allow-oom"},
+            {"rw_status", "no-writes"}};
+
 /* Its name is resplock_ and the first 12 hex digits of the SHA1 of the
  * library written with that part empty; every function is named
  * after it. */
@@ -154,7 +166,7 @@ static void test_library_name(void)
     CHECK_MSG(strncmp(name + 9, sha, 12) == 0, "library %s, SHA1 of its text %s", name, sha);
     snprintf(head, sizeof head, "#!lua name=%s\n", name);
     CHECK(strncmp(lib, head, strlen(head)) == 0);
-    CHECK_EQ_INT(rlk__lua_library.nfunctions, 9);
+    CHECK_EQ_INT(rlk__lua_library.nfunctions, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < rlk__lua_library.nfunctions; i++) {
         CHECK(strncmp(rlk__lua_library.functions[i].name, name, strlen(name)) == 0);
         CHECK(strstr(lib, rlk__lua_library.functions[i].name) != NULL);
@@ -167,20 +179,15 @@ static void test_library_name(void)
     rlk__free(lib);
 }
 
-/* The scripts that free or keep a lock or permits (release, extend,
- * renew, the semaphore's release) may run at maxmemory (allow-oom), as
+/* The scripts that free or keep a lock, permits or holds (release,
+ * extend, renew, the semaphore's and the read-write lock's releases) may
+ * run at maxmemory (allow-oom), as
  * functions and as EVAL on Redis 7: their text for EVAL is the line
  * "#!lua flags=allow-oom" and their code, with that text's SHA1.  The
  * acquires and the rate limiter's decision, which grow the data, have no
  * flags; the status reads write nothing (no-writes). */
 static void test_script_flags(void)
 {
-    static const struct {
-        const char *name, *flags;
-    } want[] = {{"acquire", NULL},        {"release", "allow-oom"}, {"extend", "allow-oom"},
-                {"renew", "allow-oom"},   {"status", "no-writes"},
-                {"rate", NULL},           {"sem_acquire", NULL},    {"sem_release", "allow-oom"},
-                {"sem_status", "no-writes"}};
     size_t n = 0;
     char *lib = rlk__script_library_text(&rlk__lua_library, &n);
     if (!CHECK(lib != NULL)) return;

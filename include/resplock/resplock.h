@@ -1793,6 +1793,144 @@ int rlk_sem_get_status(rlk_client *cl, const char *name, rlk_sem_layout layout,
 /* Frees st's holders (st itself is the caller's). */
 void rlk_sem_status_free(rlk_sem_status *st);
 
+/* ------------------------------------------------------------------ */
+/* Read-write locks                                                     */
+
+/*
+ * A read-write lock NAME has many readers or one writer.  Each hold
+ * (one acquire) has a TTL its watchdog renews, and ends on release, or
+ * when its holder dies and the TTL passes on the server's clock (TIME
+ * inside the scripts, src/lua/rw_*.lua, which prune expired holds: no
+ * holder's clock matters).  One name's state lives in one hash slot
+ * ("resplock:rw:{" NAME "}" and keys beside it: resplock-protocol(7));
+ * on a cluster every call goes to its node.
+ *
+ * Waiting: an acquire that cannot be granted at once joins the lock's
+ * line (with a wait_ms) and is woken by a release (a message on the
+ * lock's channel; no polling but the recheck slice, as a semaphore's
+ * wait), served first come, first served.  A waiting writer stops the
+ * readers that come after it (writers are not starved); readers that
+ * come before it, or while no writer waits, read together.  (Redisson's
+ * RReadWriteLock admits a reader whenever the lock is in read mode, even
+ * with a writer waiting; resplock's readers do not pass a waiting
+ * writer, and the layouts differ: resplock-protocol(7).)
+ *
+ * Reentrance: an acquire with o->holder set to a hold of the same client
+ * takes another hold as the same holder (its token): a holder with a
+ * write hold is granted any hold at once, one with a read hold another
+ * read hold.  Downgrade: take a read hold under the write hold, then
+ * release the write.  An upgrade (a write asked by a holder of only read
+ * holds) is a write like any other, granted when no other holder holds
+ * anything and no waiter is ahead; while other readers stay it waits.
+ * Each hold is released (or forgotten) on its own.
+ *
+ * Each acquire gets a fencing number (rlk_rw_fence), as a semaphore's:
+ * one more than the last one given on NAME.
+ */
+typedef struct rlk_rw rlk_rw;
+
+/* The read-write lock NAME's state is the hash RLK_RW_KEY_PREFIX NAME "}". */
+#define RLK_RW_KEY_PREFIX "resplock:rw:{"
+
+typedef enum rlk_rw_mode { RLK_RW_READ = 1, RLK_RW_WRITE = 2 } rlk_rw_mode;
+
+typedef struct rlk_rw_options {
+    rlk_rw_mode mode;     /* RLK_RW_READ (init's) or RLK_RW_WRITE          */
+    int unused_;
+    int64_t ttl_ms;       /* 0: RLK_DEFAULT_TTL_MS                         */
+    int64_t wait_ms;      /* 0: try once; RLK_WAIT_FOREVER; or up to this  */
+    int watchdog;         /* 1: renew while held (as rlk_lock_options')    */
+    /* Called once when the hold is found lost, as a lock's on_lost. */
+    void (*on_lost)(void *ctx, rlk_rw *h);
+    void *ctx;
+    int64_t lost_margin_ms; /* as rlk_lock_options'                        */
+    const char *holder_cmd; /* as rlk_lock_options' (status shows it)     */
+    /* A hold of this client (a handle not yet released or forgotten,
+     * lost or not) whose holder takes this hold too (reentrance,
+     * downgrade); NULL: a new holder. */
+    const rlk_rw *holder;
+    void *reserved_[6];   /* zero: room for later fields                   */
+} rlk_rw_options;
+
+/* Fills *o with the defaults (a read, the rest 0/NULL).  Cannot fail. */
+void rlk_rw_options_init(rlk_rw_options *o);
+
+/*
+ * Takes a read or a write hold of NAME, waiting up to o->wait_ms in the
+ * lock's line.  Returns RLK_OK with *out set; RLK_LOCK_BUSY (not granted
+ * within the wait); RLK_ERR_INVALID (an empty name or one that begins
+ * with '}', out NULL, a mode not known, a negative TTL or wait (but
+ * RLK_WAIT_FOREVER), a TTL of 2^40 or more, a holder of another client,
+ * a watchdog with neither tick mode, an event loop nor the thread, or a
+ * Redlock client; nothing sent; the reason in rlk_client_errmsg);
+ * RLK_ERR_SERVER (a script refused: the keys hold something else,
+ * maxmemory, an ACL); RLK_ERR_PROTO; RLK_ERR_NOMEM; or a connection
+ * status.  The client's owner thread.
+ */
+int rlk_rw_acquire(rlk_client *cl, const char *name, const rlk_rw_options *o, rlk_rw **out);
+
+/* Ends the hold (only if it is still held), wakes the line, and frees h
+ * in every case.  Returns RLK_OK, RLK_LOCK_LOST (lost before: on_lost
+ * was called; nothing sent), RLK_LOCK_NOT_HELD (expired, pruned),
+ * RLK_ERR_INVALID (h NULL), RLK_ERR_SERVER, RLK_ERR_PROTO, or a
+ * connection status (the hold then expires with its TTL).  The client's
+ * owner thread. */
+int rlk_rw_release(rlk_rw *h);
+
+/* Drops the handle without telling the server (the hold expires with
+ * its TTL); stops its renewals.  NULL is allowed. */
+void rlk_rw_forget(rlk_rw *h);
+
+/* Sets the hold's TTL to ms from now (on the server's clock), if it is
+ * still held: RLK_OK, RLK_LOCK_NOT_HELD (pruned), RLK_LOCK_LOST (reported
+ * lost before), RLK_ERR_INVALID (ms < 1), or a connection status. */
+int rlk_rw_extend(rlk_rw *h, int64_t ms);
+
+int64_t rlk_rw_remaining_ms(const rlk_rw *h); /* as rlk_lock_remaining_ms */
+int rlk_rw_is_lost(const rlk_rw *h);
+uint64_t rlk_rw_fence(const rlk_rw *h);
+/* The holder's token (shared by the holds taken with o->holder). */
+const char *rlk_rw_token(const rlk_rw *h);
+const char *rlk_rw_name(const rlk_rw *h);
+rlk_rw_mode rlk_rw_mode_of(const rlk_rw *h);
+int64_t rlk_rw_ttl_ms(const rlk_rw *h);
+
+/* One hold, as rlk_rw_get_status reads it. */
+typedef struct rlk_rw_hold {
+    char token[80];       /* the holder's token, ':', the hold's number    */
+    rlk_rw_mode mode;
+    int has_facts;        /* as rlk_sem_holder's                           */
+    int64_t ttl_ms;       /* until the server prunes it                    */
+    uint64_t fence;
+    int64_t pid;
+    int64_t since_ms;
+    char host[RLK_HOLDER_HOST_MAX + 1];
+    char cmd[RLK_HOLDER_CMD_MAX + 1];
+} rlk_rw_hold;
+
+typedef struct rlk_rw_status {
+    int exists;           /* 1 when NAME has a read-write lock's keys      */
+    int not_a_rw;         /* 1: NAME's keys hold something else            */
+    int64_t readers;      /* read holds not expired                        */
+    int64_t writers;      /* write holds not expired                       */
+    int64_t waiters;      /* waiters in line (places not lapsed)           */
+    int64_t writers_waiting; /* of them, writers                           */
+    uint64_t fence;       /* the last fence given                          */
+    size_t nholds;        /* holds not expired, in hold[]                  */
+    rlk_rw_hold *hold;    /* the library's: rlk_rw_status_free             */
+    void *reserved_[4];
+} rlk_rw_status;
+
+/* What the server holds for read-write lock NAME; *st is written whole
+ * (zeroed on a failure); nothing is written on the server.  RLK_OK (also
+ * for no lock there: exists 0; or keys of another type: not_a_rw 1),
+ * RLK_ERR_INVALID (a name refused as rlk_rw_acquire's, st NULL, a
+ * Redlock client), RLK_ERR_NOMEM, RLK_ERR_SERVER, RLK_ERR_PROTO, or a
+ * connection status.  The client's owner thread. */
+int rlk_rw_get_status(rlk_client *cl, const char *name, rlk_rw_status *st);
+/* Frees st's holds (st itself is the caller's). */
+void rlk_rw_status_free(rlk_rw_status *st);
+
 #ifdef __cplusplus
 }
 #endif

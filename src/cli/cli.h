@@ -17,6 +17,11 @@
 #ifndef RLK_CLI_SEM
 #define RLK_CLI_SEM 1
 #endif
+/* The read-write lock in the command (rw run), left out of the static
+ * command as the semaphore is (rw then exits 78). */
+#ifndef RLK_CLI_RW
+#define RLK_CLI_RW 1
+#endif
 
 /* Exit codes (sysexits.h values), documented in resplock(1). */
 #define CLI_EX_USAGE 64
@@ -233,6 +238,8 @@ int cmd_rate(cli_opts *o, int argc, char **argv);
  * semaphore's permits). */
 int cmd_sem(cli_opts *o, int argc, char **argv);
 int cli_sem_run(cli_opts *o, int argc, char **argv);
+/* rw run (lock_cmds.c: run's loop over a read-write lock's hold). */
+int cmd_rw(cli_opts *o, int argc, char **argv);
 
 /* A client of the options' server (url NULL) or of url, connected
  * unless wait_ms > 0 (the call connects within its wait then); on

@@ -19,6 +19,7 @@
 #include "lock.h"
 #include "lua.h"
 #include "sem.h"
+#include "rw.h"
 #include "random.h"
 #include "slots.h"
 #include "url.h"
@@ -59,22 +60,28 @@ typedef struct lock_args {
     int64_t permits, take, lock_timeout_ms;
     int layout;
     int fair;                /* --fair: RLK_LOCK_FAIR */
+    int rw, rw_mode;         /* rw run: --read (RLK_RW_READ) or --write */
 } lock_args;
 
 /* A value no option gave (yet): the config file's, or the default. */
 #define UNSET INT64_MIN
 
 enum { OPT_HOLD_MIN = 2000, OPT_KILL_AFTER, OPT_ADD, OPT_MAX_TIME, OPT_JSON, OPT_REPLICAS,
-       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT, OPT_LAYOUT, OPT_LOCK_TIMEOUT, OPT_FAIR };
+       OPT_REPLICAS_AOF, OPT_REPLICAS_TIMEOUT, OPT_LAYOUT, OPT_LOCK_TIMEOUT, OPT_FAIR, OPT_READ,
+       OPT_WRITE };
 
 /* sem run's own options first (its -p is --permits: the port is --port
- * there); the lock's commands skip them (lock_long). */
+ * there), then rw run's; rw run skips sem's (rw_long), the lock's
+ * commands both (lock_long). */
 #define SEM_OPTIONS 4
+#define RW_OPTIONS 2
 static const cli_option run_long[] = {
     {"permits", 1, 'p'},
     {"take", 1, 'k'},
     {"layout", 1, OPT_LAYOUT},
     {"lock-timeout", 1, OPT_LOCK_TIMEOUT},
+    {"read", 0, OPT_READ},
+    {"write", 0, OPT_WRITE},
     {"ttl", 1, 't'},
     {"wait", 1, 'w'},
     {"nonblock", 0, 'n'},
@@ -90,7 +97,8 @@ static const cli_option run_long[] = {
     {"replicas-timeout", 1, OPT_REPLICAS_TIMEOUT},
     {"fair", 0, OPT_FAIR},
     {NULL, 0, 0}};
-static const cli_option *const lock_long = run_long + SEM_OPTIONS;
+static const cli_option *const rw_long = run_long + SEM_OPTIONS;
+static const cli_option *const lock_long = run_long + SEM_OPTIONS + RW_OPTIONS;
 
 /* A whole number 1..2^40, or -1. */
 static int64_t count_of(const char *s)
@@ -135,6 +143,8 @@ static int lock_opt(void *ctx, int c, const char *arg)
     case OPT_KILL_AFTER: return duration_opt("--kill-after", arg, &a->kill_after_ms, 1);
     case OPT_ADD: a->add = 1; return 1;
     case OPT_FAIR: a->fair = 1; return 1;
+    case OPT_READ:
+    case OPT_WRITE: a->rw_mode = c == OPT_READ ? RLK_RW_READ : RLK_RW_WRITE; return 1;
     case 'c': a->shell = arg; return 1;
     case OPT_MAX_TIME: return duration_opt("--max-time", arg, &a->max_time_ms, 0);
     case OPT_JSON: a->json = 1; return 1;
@@ -177,7 +187,8 @@ static int parse_args(cli_opts *o, lock_args *a, int argc, char **argv, const ch
     *rest = NULL;
     for (;;) {
         int next;
-        int r = cli_getopt(o, argc, argv, a->sem ? run_long : lock_long, lock_opt, a, &next);
+        int r = cli_getopt(o, argc, argv,
+                           a->sem ? run_long : a->rw ? rw_long : lock_long, lock_opt, a, &next);
         if (r) return r;
         if (next >= argc) break;
         int dashdash = next > 1 && strcmp(argv[next - 1], "--") == 0;
@@ -419,31 +430,80 @@ static void on_lost_sem(void *ctx, rlk_sem *s)
     lost_flag = 1;
 }
 
-/* What run holds while COMMAND runs: a lock, or sem run's permits. */
+static void on_lost_rw(void *ctx, rlk_rw *w)
+{
+    (void)ctx;
+    (void)w;
+    lost_flag = 1;
+}
+
+/* What run holds while COMMAND runs: a lock, sem run's permits, or rw
+ * run's hold. */
 typedef struct held {
     rlk_lock *l;
     rlk_sem *s;
+    rlk_rw *w;
 } holding;
 
 static int64_t held_left(const holding *h)
 {
+    if (RLK_CLI_RW && h->w) return rlk_rw_remaining_ms(h->w);
     return RLK_CLI_SEM && h->s ? rlk_sem_remaining_ms(h->s) : rlk_lock_remaining_ms(h->l);
 }
 static int64_t held_ttl(const holding *h)
 {
+    if (RLK_CLI_RW && h->w) return rlk_rw_ttl_ms(h->w);
     return RLK_CLI_SEM && h->s ? rlk_sem_ttl_ms(h->s) : rlk_lock_ttl_ms(h->l);
 }
 static void held_forget(const holding *h)
 {
-    RLK_CLI_SEM && h->s ? rlk_sem_forget(h->s) : rlk_lock_forget(h->l);
+    if (RLK_CLI_RW && h->w) rlk_rw_forget(h->w);
+    else RLK_CLI_SEM && h->s ? rlk_sem_forget(h->s) : rlk_lock_forget(h->l);
 }
 static int held_release(const holding *h)
 {
+    if (RLK_CLI_RW && h->w) return rlk_rw_release(h->w);
     return RLK_CLI_SEM && h->s ? rlk_sem_release(h->s) : rlk_lock_release(h->l);
 }
 static int held_extend(const holding *h, int64_t ms)
 {
+    if (RLK_CLI_RW && h->w) return rlk_rw_extend(h->w, ms);
     return RLK_CLI_SEM && h->s ? rlk_sem_extend(h->s, ms) : rlk_lock_extend(h->l, ms, RLK_EXTEND_SET);
+}
+static const char *held_token(const holding *h)
+{
+    if (RLK_CLI_RW && h->w) return rlk_rw_token(h->w);
+    return RLK_CLI_SEM && h->s ? rlk_sem_token(h->s) : rlk_lock_token(h->l);
+}
+static uint64_t held_fence(const holding *h)
+{
+    if (RLK_CLI_RW && h->w) return rlk_rw_fence(h->w);
+    return RLK_CLI_SEM && h->s ? rlk_sem_fence(h->s) : rlk_lock_fence(h->l);
+}
+
+/* rw run's acquire: a read or a write hold, within the wait. */
+static int acquire_rw(rlk_client *cl, const char *name, const lock_args *a, int64_t margin,
+                      char **cmd, rlk_rw **w)
+{
+    if (!RLK_CLI_RW) return RLK_ERR_INVALID;
+    rlk_rw_options ro;
+    rlk_rw_options_init(&ro);
+    char line[RLK_HOLDER_CMD_MAX + 1];
+    holder_line(line, cmd);
+    const char *mode = a->rw_mode == RLK_RW_WRITE ? "write" : "read";
+    ro.holder_cmd = line;
+    ro.mode = (rlk_rw_mode)a->rw_mode;
+    ro.ttl_ms = a->ttl_ms;
+    ro.wait_ms = a->wait_ms;
+    ro.watchdog = 1;
+    ro.on_lost = on_lost_rw;
+    ro.lost_margin_ms = margin;
+    if (a->wait_ms != 0) cli_verbose("taking a %s hold of '%s' within the wait", mode, name);
+    int r = rlk_rw_acquire(cl, name, &ro, w);
+    if (r == RLK_OK)
+        cli_verbose("took a %s hold of '%s' with fence %" PRIu64 ", ttl %" PRId64 " ms", mode,
+                    name, rlk_rw_fence(*w), a->ttl_ms);
+    return r;
 }
 
 /* sem run's acquire: a.take permits of a.permits, within the wait. */
@@ -542,12 +602,15 @@ static void run_child(char **cmd, int go, const sigset_t *mask, const struct sig
     _exit(e == ENOENT ? 127 : 126);
 }
 
-/* run, or with sem sem run: hold NAME while COMMAND runs. */
-static int run_as(cli_opts *o, int argc, char **argv, int sem)
+/* run, or with kind 1 sem run, with kind 2 rw run: hold NAME while
+ * COMMAND runs. */
+static int run_as(cli_opts *o, int argc, char **argv, int kind)
 {
+    int sem = kind == 1, rw = kind == 2;
     lock_args a;
     init_args(&a);
     a.sem = sem;
+    a.rw = rw;
     const char *pos[1];
     char **cmd;
     int r = parse_args(o, &a, argc, argv, pos, 1, &cmd);
@@ -561,8 +624,9 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
         cmd = shell_cmd;
     }
     if (r < 0 || !cmd)
-        return cli_usage_error(sem ? "sem run needs a semaphore NAME, -p PERMITS and a COMMAND"
-                                   : "run needs a lock NAME and a COMMAND");
+        return cli_usage_error(sem  ? "sem run needs a semaphore NAME, -p PERMITS and a COMMAND"
+                               : rw ? "rw run needs a NAME, --read or --write, and a COMMAND"
+                                    : "run needs a lock NAME and a COMMAND");
     if (a.json) return cli_usage_error("--json is for status and list");
     if (sem && !a.permits) return cli_usage_error("sem run needs -p PERMITS, the semaphore's size");
     if (sem && a.take > a.permits)
@@ -570,6 +634,10 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
                                a.permits);
     if (sem && (a.replicas || a.replicas_aof || o->redlock))
         return cli_usage_error("sem run takes no --replicas, --replicas-aof or --redlock");
+    if (sem && a.rw_mode) return cli_usage_error("sem run takes no --read or --write");
+    if (rw && !a.rw_mode) return cli_usage_error("rw run needs --read or --write");
+    if (rw && (a.replicas || a.replicas_aof || o->redlock || a.fair))
+        return cli_usage_error("rw run takes no --replicas, --replicas-aof, --redlock or --fair");
     if (!a.take) a.take = 1;
     /* redis-semaphore's layout: a permit's TTL is its lockTimeout
      * (--lock-timeout, else the TTL). */
@@ -636,8 +704,8 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
         cli_supervisor_finish(&sup);
         return status;
     }
-    holding h = {NULL, NULL};
-    const char *what = sem ? "permits of" : "lock";
+    holding h = {NULL, NULL, NULL};
+    const char *what = sem ? "permits of" : rw ? "read-write lock" : "lock";
     /* Tick mode (the loop below renews): the library refuses a watchdog
      * lock that nothing renews.  Without a lock or a connection yet, the
      * tick does no I/O. */
@@ -645,8 +713,9 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
     /* The library reports the loss, and bounds each renewal attempt, in
      * time for SIGTERM, the grace and the margin: a renewal stuck on a
      * frozen server cannot delay the SIGKILL past the lock's validity. */
-    r = sem ? acquire_sem(cl, name, &a, a.kill_after_ms + safety, cmd, &h.s)
-            : acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, cmd, &h.l);
+    r = sem  ? acquire_sem(cl, name, &a, a.kill_after_ms + safety, cmd, &h.s)
+        : rw ? acquire_rw(cl, name, &a, a.kill_after_ms + safety, cmd, &h.w)
+             : acquire(o, cl, name, &a, 1, on_lost, a.kill_after_ms + safety, cmd, &h.l);
     if (r != RLK_OK) {
         int code = lock_failure(o, cl, r, &a);
         rlk_client_free(cl);
@@ -684,10 +753,11 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
     setenv("RESPLOCK_NAME", name, 1); /* the key, --prefix included */
-    setenv("RESPLOCK_TOKEN", RLK_CLI_SEM && sem ? rlk_sem_token(h.s) : rlk_lock_token(h.l), 1);
-    set_env_num("RESPLOCK_FENCE", RLK_CLI_SEM && sem ? rlk_sem_fence(h.s) : rlk_lock_fence(h.l));
+    setenv("RESPLOCK_TOKEN", held_token(&h), 1);
+    set_env_num("RESPLOCK_FENCE", held_fence(&h));
     set_env_num("RESPLOCK_TTL_MS", (uint64_t)a.ttl_ms);
     if (sem) set_env_num("RESPLOCK_PERMITS", (uint64_t)a.take);
+    if (rw) setenv("RESPLOCK_MODE", a.rw_mode == RLK_RW_WRITE ? "write" : "read", 1);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -864,7 +934,7 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
                          rlk_plan_drift_ms(NULL, held_ttl(&h));
         r = held_release(&h);
         if (r == RLK_OK) {
-            cli_verbose("released %s'%s'", sem ? "the permits of " : "", name);
+            cli_verbose("released %s'%s'", sem ? "the permits of " : rw ? "the hold of " : "", name);
         } else if (r == RLK_LOCK_NOT_HELD || r == RLK_LOCK_NOT_OWNER || r == RLK_LOCK_LOST) {
             cli_err("%s", rlk_client_errmsg(cl));
         } else {
@@ -890,6 +960,16 @@ static int run_as(cli_opts *o, int argc, char **argv, int sem)
 
 int cmd_run(cli_opts *o, int argc, char **argv) { return run_as(o, argc, argv, 0); }
 int cli_sem_run(cli_opts *o, int argc, char **argv) { return run_as(o, argc, argv, 1); }
+
+int cmd_rw(cli_opts *o, int argc, char **argv)
+{
+    if (!RLK_CLI_RW) {
+        cli_err("rw is not in this resplock (the static command leaves the read-write lock out)");
+        return CLI_EX_CONFIG;
+    }
+    if (argc >= 2 && strcmp(argv[1], "run") == 0) return run_as(o, argc - 1, argv + 1, 2);
+    return cli_usage_error("usage: resplock rw run NAME --read|--write [options] [--] COMMAND");
+}
 
 /* ------------------------------------------------------------------ */
 /* acquire, release, extend, status                                     */
@@ -1348,6 +1428,7 @@ static void print_servers(cli_opts *o, const char *name)
 }
 
 static void print_sem(const char *name, const char *where, const rlk_sem_status *st, int json);
+static void print_rw(const char *name, const char *where, const rlk_rw_status *st, int json);
 
 int cmd_status(cli_opts *o, int argc, char **argv)
 {
@@ -1368,6 +1449,18 @@ int cmd_status(cli_opts *o, int argc, char **argv)
         r = ss.used > 0 ? 0 : 1;
         rlk_sem_status_free(&ss);
         if (sem) {
+            rlk_client_free(cl);
+            return r;
+        }
+    }
+    /* Nor a semaphore, but a read-write lock: its status. */
+    rlk_rw_status ws;
+    if (RLK_CLI_RW && !st.held && !o->redlock && rlk_rw_get_status(cl, pos[0], &ws) == RLK_OK) {
+        int rw = ws.exists && !ws.not_a_rw;
+        if (rw) print_rw(pos[0], where, &ws, a.json);
+        r = ws.nholds > 0 ? 0 : 1;
+        rlk_rw_status_free(&ws);
+        if (rw) {
             rlk_client_free(cl);
             return r;
         }
@@ -1448,6 +1541,55 @@ static void print_sem(const char *name, const char *where, const rlk_sem_status 
     }
     if (st->fence) printf("fence:   %" PRIu64 " (the last given)\n", st->fence);
     printf("waiting: %" PRId64 "\n", st->waiters);
+}
+
+/* A read-write lock's hold's facts, as a semaphore holder's. */
+static void put_hold_facts(const rlk_rw_hold *hd)
+{
+    rlk_sem_holder f;
+    memset(&f, 0, sizeof f);
+    f.has_facts = hd->has_facts;
+    f.pid = hd->pid;
+    f.since_ms = hd->since_ms;
+    memcpy(f.host, hd->host, sizeof f.host);
+    memcpy(f.cmd, hd->cmd, sizeof f.cmd);
+    put_holder_facts(&f);
+}
+
+/* A read-write lock's status (status NAME), as a semaphore's. */
+static void print_rw(const char *name, const char *where, const rlk_rw_status *st, int json)
+{
+    if (json) {
+        putchar('{');
+        json_field("name", name);
+        if (where[0]) printf(",\"node\":"), json_str(where);
+        printf(",\"kind\":\"rw\",\"readers\":%" PRId64 ",\"writers\":%" PRId64 ",\"holds\":[",
+               st->readers, st->writers);
+        for (size_t i = 0; i < st->nholds; i++) {
+            const rlk_rw_hold *hd = &st->hold[i];
+            printf("%s{", i ? "," : "");
+            json_field("token", hd->token);
+            printf(",\"mode\":\"%s\",\"ttl_ms\":%" PRId64 ",\"fence\":%" PRIu64 ",\"pid\":%" PRId64
+                   "}", hd->mode == RLK_RW_WRITE ? "write" : "read", hd->ttl_ms, hd->fence,
+                   hd->has_facts ? hd->pid : 0);
+        }
+        printf("],\"fence\":%" PRIu64 ",\"waiting\":%" PRId64 ",\"writers_waiting\":%" PRId64 "}\n",
+               st->fence, st->waiters, st->writers_waiting);
+        return;
+    }
+    put_line("name:    ", name);
+    if (where[0]) put_line("node:    ", where);
+    printf("rw:      %" PRId64 " reading, %" PRId64 " writing\n", st->readers, st->writers);
+    for (size_t i = 0; i < st->nholds; i++) {
+        const rlk_rw_hold *hd = &st->hold[i];
+        fputs("hold:    ", stdout), put_text(hd->token);
+        printf(": %s, ttl %" PRId64 " ms, fence %" PRIu64, hd->mode == RLK_RW_WRITE ? "write" : "read",
+               hd->ttl_ms, hd->fence);
+        put_hold_facts(hd);
+        putchar('\n');
+    }
+    if (st->fence) printf("fence:   %" PRIu64 " (the last given)\n", st->fence);
+    printf("waiting: %" PRId64 " (%" PRId64 " writers)\n", st->waiters, st->writers_waiting);
 }
 
 static int sem_status(cli_opts *o, int argc, char **argv)
@@ -1566,20 +1708,54 @@ static char *scan_page(rlk_conn *c, char *cursor, const char *pattern, size_t *n
     return names;
 }
 
-/* list's semaphores: the state keys "resplock:sem:{" NAME "}" whose NAME
- * matches pattern (the prefix's glob characters escaped already), each
- * a line, or a JSON object as sem status --json prints it.  0, or an
- * exit code after a message; *found counts them. */
-static int list_sems(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char *pattern, int json,
-                     int *found)
+/* One semaphore NAME (key) of list's, shown as shown: 1 when it is one. */
+static int list_one_sem(rlk_client *cl, const char *key, const char *shown, int json)
 {
-    size_t pre = strlen(RLK_SEM_KEY_PREFIX), pl = o->prefix ? strlen(o->prefix) : 0;
+    rlk_sem_status st;
+    if (rlk_sem_get_status(cl, key, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) != RLK_OK) return 0;
+    int is = st.exists && !st.not_a_sem;
+    if (is && json) {
+        print_sem(shown, "", &st, 1);
+    } else if (is) {
+        put_text(shown);
+        printf("  semaphore  %" PRId64 " of %" PRId64 " permits held, %zu holder%s  waiting %" PRId64 "\n",
+               st.used, st.permits, st.nholders, st.nholders == 1 ? "" : "s", st.waiters);
+    }
+    rlk_sem_status_free(&st);
+    return is;
+}
+
+/* One read-write lock of list's, as list_one_sem. */
+static int list_one_rw(rlk_client *cl, const char *key, const char *shown, int json)
+{
+    rlk_rw_status st;
+    if (rlk_rw_get_status(cl, key, &st) != RLK_OK) return 0;
+    int is = st.exists && !st.not_a_rw;
+    if (is && json) {
+        print_rw(shown, "", &st, 1);
+    } else if (is) {
+        put_text(shown);
+        printf("  rw  %" PRId64 " reading, %" PRId64 " writing  waiting %" PRId64 " (%" PRId64
+               " writers)\n", st.readers, st.writers, st.waiters, st.writers_waiting);
+    }
+    rlk_rw_status_free(&st);
+    return is;
+}
+
+/* list's semaphores (kprefix RLK_SEM_KEY_PREFIX, one list_one_sem) or
+ * read-write locks: the state keys kprefix NAME "}" whose NAME (after
+ * --prefix) matches pattern, each shown by one.  0, or an exit code. */
+static int list_kind(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char *pattern, int json,
+                     int *found, const char *kprefix,
+                     int (*one)(rlk_client *, const char *, const char *, int))
+{
+    size_t pre = strlen(kprefix), pl = o->prefix ? strlen(o->prefix) : 0;
     char *match = malloc(pre + strlen(pattern) + 2);
     if (!match) {
         cli_err("out of memory");
         return CLI_EX_SOFTWARE;
     }
-    sprintf(match, "%s%s}", RLK_SEM_KEY_PREFIX, pattern);
+    sprintf(match, "%s%s}", kprefix, pattern);
     char cursor[32] = "0";
     int r = 0;
     do {
@@ -1593,19 +1769,7 @@ static int list_sems(const cli_opts *o, rlk_conn *c, rlk_client *cl, const char 
             if (!n || p[n - 1] != '}') continue;
             p[n - 1] = '\0';
             if (n < pre + 1 + pl || strncmp(p + pre, o->prefix ? o->prefix : "", pl)) continue;
-            rlk_sem_status st;
-            if (rlk_sem_get_status(cl, p + pre, RLK_SEM_LAYOUT_RESPLOCK, 0, &st) != RLK_OK) continue;
-            if (st.exists && !st.not_a_sem) {
-                ++*found;
-                if (json) {
-                    print_sem(p + pre + pl, "", &st, 1);
-                } else {
-                    put_text(p + pre + pl);
-                    printf("  semaphore  %" PRId64 " of %" PRId64 " permits held, %zu holder%s  waiting %" PRId64 "\n",
-                           st.used, st.permits, st.nholders, st.nholders == 1 ? "" : "s", st.waiters);
-                }
-            }
-            rlk_sem_status_free(&st);
+            *found += one(cl, p + pre, p + pre + pl, json);
         }
         free(names);
     } while (!r && strcmp(cursor, "0") != 0);
@@ -1681,7 +1845,10 @@ int cmd_list(cli_opts *o, int argc, char **argv)
             }
             free(names);
         } while (strcmp(cursor, "0") != 0);
-        if (!r && RLK_CLI_SEM) r = list_sems(o, c, cl, pattern, a.json, &found);
+        if (!r && RLK_CLI_SEM)
+            r = list_kind(o, c, cl, pattern, a.json, &found, RLK_SEM_KEY_PREFIX, list_one_sem);
+        if (!r && RLK_CLI_RW)
+            r = list_kind(o, c, cl, pattern, a.json, &found, RLK_RW_KEY_PREFIX, list_one_rw);
         if (!r && !found) cli_verbose("no lock matches '%s'", pattern);
         if (!r) r = found ? 0 : 1;
     }
@@ -1814,6 +1981,58 @@ static int break_sem(rlk_client *cl, const char *name)
     return code;
 }
 
+/* break of a read-write lock: every hold ended by the lock's release
+ * script, each named; its holders find their holds lost. */
+static int break_rw(rlk_client *cl, const char *name)
+{
+    rlk_rw_status st;
+    rlk_conn *c = rlk_client_conn(cl);
+    int r = c ? rlk_rw_get_status(cl, name, &st) : RLK_ERR_NOMEM;
+    if (r != RLK_OK) {
+        cli_err("break: %s", c ? rlk_client_errmsg(cl) : rlk_strerror(r));
+        return cli_exit_for(r);
+    }
+    size_t n = rlk__rw_key_cap(name);
+    char *state = malloc(3 * n), *line = state + n, *wake = line + n;
+    const char *pub = cli_is_cluster(c) ? "s" : "p";
+    int broke = 0, code = st.nholds ? 0 : 1;
+    if (state) {
+        rlk__rw_key(name, "", state, n);
+        rlk__rw_key(name, ":line", line, n);
+        rlk__rw_key(name, ":wake", wake, n);
+    }
+    for (size_t i = 0; state && i < st.nholds; i++) {
+        const rlk_rw_hold *hd = &st.hold[i];
+        /* TOKEN:N: the holder's token, the hold's number after the last ':'. */
+        char tok[sizeof hd->token];
+        snprintf(tok, sizeof tok, "%s", hd->token);
+        char *num = strrchr(tok, ':');
+        if (!num) continue;
+        *num++ = '\0';
+        const char *ev[] = {"EVAL", rlk__lua_rw_release, "2", state, line, tok, num, wake, pub, "r"};
+        rlk_resp_value *v;
+        r = rlk_conn_command(c, &v, 10, ev, NULL);
+        if (r == RLK_OK && v->type == RLK_RESP_INTEGER && v->integer == 1) {
+            printf("broke the %s hold of '%s', held by ", hd->mode == RLK_RW_WRITE ? "write" : "read",
+                   name);
+            put_text(hd->token);
+            put_hold_facts(hd);
+            putchar('\n');
+            broke++;
+        } else if (r != RLK_OK || v->type != RLK_RESP_INTEGER) {
+            cli_err("break: cannot end '%s''s hold %s: %s", name, hd->token,
+                    r != RLK_OK ? rlk_conn_errmsg(c) : "an unexpected reply");
+            code = r != RLK_OK ? cli_exit_for(r) : CLI_EX_SOFTWARE;
+        }
+    }
+    if (!state) cli_err("out of memory"), code = CLI_EX_SOFTWARE;
+    else if (!code && !broke) printf("'%s' has no hold (released or expired meanwhile)\n", name), code = 1;
+    else if (!st.nholds) printf("'%s' has no hold\n", name);
+    free(state);
+    rlk_rw_status_free(&st);
+    return code;
+}
+
 int cmd_break(cli_opts *o, int argc, char **argv)
 {
     lock_args a;
@@ -1836,6 +2055,16 @@ int cmd_break(cli_opts *o, int argc, char **argv)
         r = break_sem(cl, pos[0]);
         rlk_client_free(cl);
         return r;
+    }
+    rlk_rw_status ws;
+    if (RLK_CLI_RW && !a.json && !st.held && rlk_rw_get_status(cl, pos[0], &ws) == RLK_OK) {
+        int rw = ws.exists && !ws.not_a_rw;
+        rlk_rw_status_free(&ws);
+        if (rw) {
+            r = break_rw(cl, pos[0]);
+            rlk_client_free(cl);
+            return r;
+        }
     }
     if (a.json) r = cli_usage_error("--json is for status and list");
     else if (!st.held) printf("'%s' is not held\n", pos[0]), r = 1;

@@ -31,6 +31,7 @@ static const struct {
     {"ping", cmd_ping},
     {"rate", cmd_rate},
     {"sem", cmd_sem},
+    {"rw", cmd_rw},
 };
 
 int main(int argc, char **argv)

@@ -57,6 +57,7 @@
 #include "lua.h"
 #include "rate.h"
 #include "sem.h"
+#include "rw.h"
 #include "redlock.h"
 #include "reply.h"
 #include "transport.h"
@@ -164,6 +165,10 @@ struct rlk_client {
     void (*sems_free)(rlk__sems *m);
     struct rlk_sem *sem_list; /* the permits held */
     int sem_notify;           /* some permit's on_lost is owed */
+    rlk__rws *rws;            /* the read-write locks, as sems */
+    void (*rws_free)(rlk__rws *m);
+    struct rlk_rw *rw_list;   /* the holds */
+    int rw_notify;            /* some hold's on_lost is owed */
     rlk_lock *locks;
     pthread_mutex_t mu;       /* recursive: on_lost may read accessors */
     pthread_cond_t cv;        /* a result came (thread mode; made by its first start) */
@@ -314,10 +319,12 @@ static void expires(rlk_client *cl, rlk_lock *l)
  * client's functions.  The list is walked again after each call, which
  * may have released or forgotten handles. */
 static void sems_notify(rlk_client *cl);
+static void rws_notify(rlk_client *cl);
 
 static void leave(rlk_client *cl)
 {
     sems_notify(cl);
+    rws_notify(cl);
     if (!cl->thread_on && cl->next_expiry >= 0 && rlk__now_ms() >= cl->next_expiry)
         cl->next_expiry = sweep(cl);
     while (!cl->thread_on && cl->notify) {
@@ -939,6 +946,7 @@ int rlk_client_connect(rlk_client *cl)
 
 static void rates_end(rlk_client *cl);
 static void sems_end(rlk_client *cl);
+static void rws_end(rlk_client *cl);
 
 void rlk_client_free(rlk_client *cl)
 {
@@ -953,6 +961,7 @@ void rlk_client_free(rlk_client *cl)
     side_drop(cl);
     rates_end(cl);
     sems_end(cl);
+    rws_end(cl);
     rlk__locks_free(cl->lk); /* its handles, before the cores their requests are on */
     rlk__renewer_free(cl->renewer);
     rlk__host_free(cl->host);
@@ -1511,7 +1520,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
     cl->watch_ok = 0;
     rlk__route_health h;
     rlk__route_health_of(&cl->route, rlk__route_primary(&cl->route), &h);
-    if (!cl->locks && !cl->sem_list && !h.up) {
+    if (!cl->locks && !cl->sem_list && !cl->rw_list && !h.up) {
         /* Nothing to renew, nothing to read: no connect (a program that
          * declares tick mode before its first acquire connects within
          * that acquire's own deadline). */
@@ -1550,7 +1559,7 @@ int rlk_client_tick(rlk_client *cl, int64_t *next_ms)
              * primary's): looked for again soon. */
             if (h.connecting || (i != pri && rlk__core_owed(rlk__route_core(&cl->route, i)) > 0))
                 due = sooner(due, now + 10);
-            else if (!h.up && (cl->locks || cl->sem_list))
+            else if (!h.up && (cl->locks || cl->sem_list || cl->rw_list))
                 /* To connect again when due (the next tick starts it). */
                 due = sooner(due, h.retry_at > now ? h.retry_at : now + 10);
         }
@@ -1841,7 +1850,7 @@ int rlk_client_watch(rlk_client *cl, rlk_watch *w, size_t max, int64_t *deadline
     int64_t dl = sooner(wake, cl->next_expiry);
     for (rlk_lock *l = cl->locks; l; l = l->next)
         if (l->rel_wait) dl = sooner(dl, l->rel_by);
-    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due || cl->sem_notify)
+    if (cl->owed || cl->notify || cl->loop_fail || cl->rate_due || cl->sem_notify || cl->rw_notify)
         dl = rlk__now_ms();
     *deadline_ms = dl;
     pthread_mutex_unlock(&cl->mu); /* no callback but from rlk_client_handle */
@@ -2558,4 +2567,340 @@ void rlk_sem_status_free(rlk_sem_status *st)
     rlk__free(st->holder);
     st->holder = NULL;
     st->nholders = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Read-write locks: the primitive (rw.h) joined to the host, as the     */
+/* semaphores are                                                       */
+
+/* A hold, or one asked for by a call under way: the primitive's hold
+ * and what the caller sees.  A blocking call that gave up on its reply
+ * (its deadline passed first) forgets the hold, which the
+ * primitive gives back when the reply comes. */
+struct rlk_rw {
+    rlk_client *cl;
+    rlk_rw *prev, *next;     /* the client's holds */
+    rlk__rw *h;
+    void (*on_lost)(void *ctx, rlk_rw *s);
+    void *ctx;
+    int done, status;
+    int lost_due;             /* on_lost owed, called at the end of a call */
+    char msg[256];
+};
+
+static void rw_link(rlk_client *cl, rlk_rw *s)
+{
+    s->prev = NULL;
+    s->next = cl->rw_list;
+    if (cl->rw_list) cl->rw_list->prev = s;
+    cl->rw_list = s;
+}
+
+static void rw_unlink(rlk_client *cl, rlk_rw *s)
+{
+    if (s->prev) s->prev->next = s->next;
+    else if (cl->rw_list == s) cl->rw_list = s->next;
+    if (s->next) s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+}
+
+/* The primitive found a hold lost: on_lost from the thread now (the
+ * mutex held, as rlk_lock_options.on_lost says), else at the end of the
+ * owner's call (rws_notify). */
+static void rw_lost(void *owner)
+{
+    rlk_rw *s = owner;
+    rlk_client *cl = s->cl;
+    if (!s->on_lost) return;
+    if (cl->thread_on && pthread_equal(pthread_self(), cl->thread)) {
+        s->on_lost(s->ctx, s);
+    } else {
+        s->lost_due = 1;
+        cl->rw_notify = 1;
+        wake_thread(cl);
+    }
+}
+
+/* With the mutex held: holds whose validity ran out unrenewed are
+ * lost; the on_lost owed are called with it let go (they may release
+ * holds: the list is walked again after each). */
+static void rws_notify(rlk_client *cl)
+{
+    if (!cl->rw_list) return;
+    int64_t now = rlk__now_ms();
+    for (rlk_rw *s = cl->rw_list; s; s = s->next)
+        if (rlk__rw_expire(s->h, now) && s->on_lost) {
+            s->lost_due = 1;
+            cl->rw_notify = 1;
+        }
+    while (cl->rw_notify) {
+        rlk_rw *s = cl->rw_list;
+        while (s && !s->lost_due) s = s->next;
+        if (!s) {
+            cl->rw_notify = 0;
+            break;
+        }
+        s->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        s->on_lost(s->ctx, s);
+        pthread_mutex_lock(&cl->mu);
+    }
+}
+
+static void rws_end(rlk_client *cl)
+{
+    if (cl->rws) cl->rws_free(cl->rws); /* the holds' too */
+    cl->rws = NULL;
+    while (cl->rw_list) {
+        rlk_rw *s = cl->rw_list;
+        rw_unlink(cl, s);
+        rlk__free(s);
+    }
+}
+
+static void rw_done(void *ctx, int status, const char *msg)
+{
+    rlk_rw *s = ctx;
+    s->done = 1;
+    s->status = status;
+    snprintf(s->msg, sizeof s->msg, "%s", msg ? msg : "");
+    if (s->cl->thread_on) s->cl->th->signal(s->cl);
+}
+
+static int rw_is_done(void *ctx) { return ((rlk_rw *)ctx)->done; }
+
+static int rw_ready(rlk_client *cl, const char *doing)
+{
+    if (!cl->rws && !(cl->rws = rlk__rws_new(cl->host, cl->renewer, cl->cfg.recheck_ms,
+                                                rw_lost)))
+        return cl_fail(cl, RLK_ERR_NOMEM, "%s: out of memory", doing);
+    cl->rws_free = rlk__rws_free;
+    return RLK_OK;
+}
+
+void rlk_rw_options_init(rlk_rw_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->mode = RLK_RW_READ;
+}
+
+int rlk_rw_acquire(rlk_client *cl, const char *name, const rlk_rw_options *o, rlk_rw **out)
+{
+    if (out) *out = NULL;
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the read-write lock");
+    enter(cl);
+    char err[200];
+    int st = out ? rlk__rw_check(name, o, cl->thread_on || cl->ticking || cl->looping, err,
+                                  sizeof err)
+                 : (snprintf(err, sizeof err, "read-write lock: no out"), RLK_ERR_INVALID);
+    if (st == RLK_OK && o->holder && o->holder->cl != cl)
+        st = (snprintf(err, sizeof err, "read-write lock: a holder of another client"),
+              RLK_ERR_INVALID);
+    if (st != RLK_OK) {
+        cl_fail(cl, st, "%s", err);
+        leave(cl);
+        return st;
+    }
+    rlk_rw *s = NULL;
+    if ((st = rw_ready(cl, "read-write lock")) != RLK_OK || !(s = rlk__malloc(sizeof *s))) {
+        if (st == RLK_OK) st = cl_fail(cl, RLK_ERR_NOMEM, "read-write lock: out of memory");
+        leave(cl);
+        return st;
+    }
+    memset(s, 0, sizeof *s);
+    s->cl = cl;
+    s->on_lost = o->on_lost;
+    s->ctx = o->ctx;
+    /* Each try's reply within the command timeout past the wait; the
+     * turns end a command timeout after that, for a connection that
+     * never comes. */
+    int64_t now = rlk__now_ms(), t = cl->timeout, wait = o->wait_ms;
+    int64_t wait_until = wait > 0 ? now + wait : -1;
+    int64_t reply_by = wait == RLK_WAIT_FOREVER || t < 0 ? RLK__DL_DEFAULT : now + wait + t;
+    int64_t until = wait == RLK_WAIT_FOREVER || t < 0 ? -1 : now + wait + 2 * t;
+    st = rlk__rw_acquire(cl->rws, name, o, o->holder ? rlk__rw_token(o->holder->h) : NULL,
+                         reply_by, wait_until, rw_done, s, s, now, &s->h);
+    if (st != RLK_OK) {
+        cl_fail(cl, st, "read-write lock %s: %s", name, rlk_strerror(st));
+        rlk__free(s);
+        leave(cl);
+        return st;
+    }
+    int r = drive(cl, rw_is_done, s, until);
+    if (s->done && s->status == RLK_OK) {
+        rw_link(cl, s);
+        *out = s;
+        st = RLK_OK;
+    } else {
+        if (s->done) {
+            st = s->status;
+            cl_fail(cl, st, "%s", s->msg);
+        } else {
+            st = not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "read-write lock");
+        }
+        rlk__rw_forget(s->h);
+        rlk__free(s);
+    }
+    leave(cl);
+    return st;
+}
+
+int rlk_rw_release(rlk_rw *s)
+{
+    if (!s) return RLK_ERR_INVALID;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    rw_unlink(cl, s);
+    int64_t now = rlk__now_ms();
+    if (rlk__rw_lost(s->h) && s->lost_due) {
+        /* Its on_lost first, as the lock's release calls it. */
+        s->lost_due = 0;
+        pthread_mutex_unlock(&cl->mu);
+        s->on_lost(s->ctx, s);
+        pthread_mutex_lock(&cl->mu);
+    }
+    int64_t t = cl->timeout;
+    s->done = 0;
+    /* The hold is freed by a release that fails at once: its name is
+     * read before. */
+    snprintf(s->msg, sizeof s->msg, "read-write lock %s: ", rlk__rw_name(s->h));
+    int st = rlk__rw_release(s->h, t < 0 ? RLK__DL_DEFAULT : now + t, rw_done, s, now);
+    if (st == RLK_LOCK_LOST) {
+        cl_fail(cl, st, "%sthe hold was lost before the release", s->msg);
+    } else if (st != RLK_OK) {
+        cl_fail(cl, st, "%srelease: %s", s->msg, rlk_strerror(st));
+    } else {
+        int r = drive(cl, rw_is_done, s, t < 0 ? -1 : now + 2 * t);
+        if (s->done) {
+            st = s->status;
+            if (st != RLK_OK) cl_fail(cl, st, "%s", s->msg);
+        } else {
+            /* The release goes on without us; the hold is freed by its
+             * reply. */
+            st = not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "read-write lock release");
+            rlk__rw_forget(s->h);
+        }
+    }
+    rlk__free(s);
+    leave(cl);
+    return st;
+}
+
+int rlk_rw_extend(rlk_rw *s, int64_t ms)
+{
+    if (!s) return RLK_ERR_INVALID;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    int64_t now = rlk__now_ms(), t = cl->timeout;
+    s->done = 0;
+    int st = rlk__rw_extend(s->h, ms, t < 0 ? RLK__DL_DEFAULT : now + t, rw_done, s, now);
+    if (st == RLK_LOCK_LOST) {
+        cl_fail(cl, st, "read-write lock %s: the hold was lost before the extend", rlk__rw_name(s->h));
+    } else if (st != RLK_OK) {
+        cl_fail(cl, st, "read-write lock %s: extend: %s", rlk__rw_name(s->h),
+                st == RLK_ERR_INVALID ? "ms below 1, or an extend under way" : rlk_strerror(st));
+    } else {
+        int r = drive(cl, rw_is_done, s, t < 0 ? -1 : now + 2 * t);
+        st = s->done ? s->status : not_connected(cl, r == RLK_OK ? RLK_ERR_TIMEOUT : r, "read-write lock extend");
+        if (s->done && st != RLK_OK) cl_fail(cl, st, "%s", s->msg);
+    }
+    leave(cl);
+    return st;
+}
+
+void rlk_rw_forget(rlk_rw *s)
+{
+    if (!s) return;
+    rlk_client *cl = s->cl;
+    enter(cl);
+    rw_unlink(cl, s);
+    rlk__rw_forget(s->h);
+    rlk__free(s);
+    leave(cl);
+}
+
+int64_t rlk_rw_remaining_ms(const rlk_rw *s)
+{
+    return s ? rlk__rw_remaining(s->h, rlk__now_ms()) : 0;
+}
+int rlk_rw_is_lost(const rlk_rw *s)
+{
+    return !s || rlk__rw_lost(s->h) || rlk__rw_remaining(s->h, rlk__now_ms()) <= 0;
+}
+uint64_t rlk_rw_fence(const rlk_rw *s) { return s ? rlk__rw_fence(s->h) : 0; }
+const char *rlk_rw_token(const rlk_rw *s) { return s ? rlk__rw_token(s->h) : ""; }
+const char *rlk_rw_name(const rlk_rw *s) { return s ? rlk__rw_name(s->h) : ""; }
+rlk_rw_mode rlk_rw_mode_of(const rlk_rw *s) { return s ? (rlk_rw_mode)rlk__rw_mode(s->h) : RLK_RW_READ; }
+int64_t rlk_rw_ttl_ms(const rlk_rw *s) { return s ? rlk__rw_ttl(s->h) : 0; }
+
+/* A status read's record: the call that gave up on it leaves it to the
+ * reply, which frees it. */
+typedef struct rw_status_rec {
+    rlk_client *cl;
+    int done, status, abandoned;
+    rlk_rw_status st;
+    char msg[256];
+} rw_status_rec;
+
+static void rw_status_done(void *ctx, int status, const char *msg)
+{
+    rw_status_rec *k = ctx;
+    if (k->abandoned) {
+        rlk_rw_status_free(&k->st);
+        rlk__free(k);
+        return;
+    }
+    k->done = 1;
+    k->status = status;
+    snprintf(k->msg, sizeof k->msg, "%s", msg ? msg : "");
+    if (k->cl->thread_on) k->cl->th->signal(k->cl);
+}
+
+static int rw_status_is_done(void *ctx) { return ((rw_status_rec *)ctx)->done; }
+
+int rlk_rw_get_status(rlk_client *cl, const char *name, rlk_rw_status *st)
+{
+    if (st) memset(st, 0, sizeof *st);
+    if (cl->rl) return rlk__rl_refuse(cl->rl, "the read-write lock");
+    enter(cl);
+    int r = RLK_OK;
+    if (!st || !rlk__rw_name_ok(name))
+        r = cl_fail(cl, RLK_ERR_INVALID,
+                    "read-write lock status: no status, or an empty name or one that begins with '}'");
+    rw_status_rec *k = NULL;
+    if (r == RLK_OK) r = rw_ready(cl, "read-write lock status");
+    if (r == RLK_OK && !(k = rlk__malloc(sizeof *k)))
+        r = cl_fail(cl, RLK_ERR_NOMEM, "read-write lock status: out of memory");
+    if (r == RLK_OK) {
+        memset(k, 0, sizeof *k);
+        k->cl = cl;
+        int64_t now = rlk__now_ms(), t = cl->timeout;
+        r = rlk__rw_status(cl->rws, name, &k->st, t < 0 ? RLK__DL_DEFAULT : now + t,
+                            rw_status_done, k, now);
+        if (r != RLK_OK) {
+            cl_fail(cl, r, "read-write lock status %s: %s", name, rlk_strerror(r));
+            rlk__free(k);
+        } else {
+            int d = drive(cl, rw_status_is_done, k, t < 0 ? -1 : now + 2 * t);
+            if (k->done) {
+                r = k->status;
+                if (r == RLK_OK) *st = k->st;
+                else cl_fail(cl, r, "%s", k->msg);
+                rlk__free(k);
+            } else {
+                k->abandoned = 1;
+                r = not_connected(cl, d == RLK_OK ? RLK_ERR_TIMEOUT : d, "read-write lock status");
+            }
+        }
+    }
+    leave(cl);
+    return r;
+}
+
+void rlk_rw_status_free(rlk_rw_status *st)
+{
+    if (!st) return;
+    rlk__free(st->hold);
+    st->hold = NULL;
+    st->nholds = 0;
 }

@@ -26,6 +26,9 @@ extern const char *const rlk__lua_sem_status;
 extern const char *const rlk__lua_sem_rs_acquire; /* redis-semaphore's layout */
 extern const char *const rlk__lua_sem_rs_release;
 extern const char *const rlk__lua_sem_rs_status;
+extern const char *const rlk__lua_rw_acquire; /* the read-write lock's (rw.c) */
+extern const char *const rlk__lua_rw_release;
+extern const char *const rlk__lua_rw_status;
 
 /*
  * The same scripts as one FUNCTION library for Redis 7+ (the core runs

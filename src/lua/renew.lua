@@ -2,7 +2,7 @@
 -- Renews many locks in one call: the watchdog's round.
 --
 -- KEYS: the locks (and semaphores' hashes), all in one hash slot.
--- ARGV: the kinds, one letter per key ('s', 'r', 'p' or 'z'), then for each
+-- ARGV: the kinds, one letter per key ('s', 'r', 'p', 'z' or 'w'), then for each
 --       key its token (or hash field) and its ttl.
 -- Returns per key 1 renewed, -1 not held, -2 held by someone else.
 --
@@ -26,6 +26,18 @@
 -- Try it:  redis-cli --eval renew.lua job , s tok1 30000
 local vals = redis.call('mget', unpack(KEYS))
 local kinds, out, now = ARGV[1], {}, nil
+-- 'w': a read-write lock's hold (rw_acquire.lua): its "h:TOKEN:N"
+-- field's EXPIRY becomes the server's now + ttl, if it has not passed.
+local function rw_renew(k, id, ttl)
+  local tm = redis.call('time')
+  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  local v = redis.pcall('hget', k, 'h:' .. id)
+  local hm, hf, he = string.match(type(v) == 'string' and v or '', '^(%d) (%d+) (%d+)$')
+  if not he or tonumber(he) <= now then return nil end
+  redis.call('hset', k, 'h:' .. id, string.format('%s %s %d', hm, hf, now + tonumber(ttl)))
+  if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
+  return 1
+end
 for i = 1, #KEYS do
   local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
   local kind = string.byte(kinds, i)
@@ -64,6 +76,8 @@ for i = 1, #KEYS do
       if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end
       out[i] = 1
     end
+  elseif kind == 119 then -- 'w'
+    out[i] = rw_renew(k, tok, ttl)
   elseif kind == 115 then -- 's'
     if vals[i] == tok or vals[i] == tok .. '+w' then -- '+w': waiters' mark
       redis.call('pexpire', k, ttl)
