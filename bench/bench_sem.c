@@ -45,8 +45,9 @@
  *      clock (CLOCK_MONOTONIC here, process.hrtime in node); median and
  *      p90 over WAKE trials.
  *
- * The read-write lock is not built yet: its rows are left out, and the
- * output says so.
+ * The read-write lock's rows: a read hold and a write hold (rlk_rw_*,
+ * src/lua/rw_*.lua) taken and given back, in 1. and 2., beside the plain
+ * lock.
  *
  * As bench_rate does, everything runs twice, pinned: the server and the
  * clients on one CPU, then the server on one and the clients on the
@@ -92,10 +93,11 @@
 #define WAKE_WAIT_MS 10000
 #define WAKE_SLOW_US 50000 /* a wake this slow is listed */
 
-enum { PLAIN, SEM, RS, NSIDE };
+enum { PLAIN, SEM, RS, READ, WRITE, NSIDE };
 static const char *const side_label[NSIDE] = {"resplock plain lock", "resplock semaphore",
-                                              "redis-semaphore"};
-static const char *const side_key[NSIDE] = {"plain", "sem", "rs"};
+                                              "redis-semaphore", "resplock read lock",
+                                              "resplock write lock"};
+static const char *const side_key[NSIDE] = {"plain", "sem", "rs", "read", "write"};
 
 static ts_server *server;
 static char url[64];
@@ -149,7 +151,8 @@ typedef bench_cmdstat_row cmdstat;
  * many of each per cycle, from the libraries' code: resplock's plain
  * lock pipelines SET NX PX, the window's HGET and TIME to acquire (its
  * first try) and releases by a script; its semaphore acquires and
- * releases by a script each; redis-semaphore acquires by its script
+ * releases by a script each, and so does the read-write lock (a read
+ * hold or a write hold); redis-semaphore acquires by its script
  * (EVALSHA) and releases by ZREM (its script calls ZREMRANGEBYSCORE, no
  * ZREM).  SCRIPT stands for the script calls of any name (FCALL,
  * EVALSHA, EVAL).  Every other command counted is a script's own call,
@@ -165,6 +168,7 @@ static const struct top_cmd {
     {PLAIN, "set", 1}, {PLAIN, "hget", 1}, {PLAIN, "time", 1}, {PLAIN, SCRIPT, 1},
     {SEM, SCRIPT, 2},
     {RS, SCRIPT, 1},   {RS, "zrem", 1},
+    {READ, SCRIPT, 2}, {WRITE, SCRIPT, 2},
 };
 #define NTOP (int)(sizeof top_cmds / sizeof top_cmds[0])
 
@@ -231,7 +235,7 @@ static void node_line(nodeproc *np, char *line, size_t cap)
 /* 1. and 2.: uncontended cycles, and their server time                */
 
 static const char plain_name[] = "bench:plain", sem_name[] = "bench:sem",
-                  wake_name[] = "bench:semwake";
+                  wake_name[] = "bench:semwake", rw_name[] = "bench:rw";
 
 static void sem_opts(rlk_sem_options *o, int64_t wait_ms)
 {
@@ -242,7 +246,23 @@ static void sem_opts(rlk_sem_options *o, int64_t wait_ms)
     o->wait_ms = wait_ms;
 }
 
-/* n cycles of resplock's side (PLAIN or SEM), each checked. */
+/* One read or write hold of rw_name taken and given back, checked. */
+static void rw_cycle(rlk_client *cl, rlk_rw_mode mode)
+{
+    rlk_rw_options o;
+    rlk_rw_options_init(&o);
+    o.mode = mode;
+    o.ttl_ms = 30000;
+    o.wait_ms = 0;
+    rlk_rw *h;
+    int rc = rlk_rw_acquire(cl, rw_name, &o, &h);
+    if (rc != RLK_OK)
+        die2(rc == RLK_LOCK_BUSY ? "rlk_rw_acquire: busy (uncontended)" : "rlk_rw_acquire",
+             rlk_client_errmsg(cl));
+    if ((rc = rlk_rw_release(h)) != RLK_OK) die2("rlk_rw_release", rlk_strerror(rc));
+}
+
+/* n cycles of resplock's side (PLAIN, SEM, READ or WRITE), each checked. */
 static void rlk_cycles(rlk_client *cl, int side, long n, double *secs, double *cpu)
 {
     rlk_sem_options so;
@@ -253,6 +273,10 @@ static void rlk_cycles(rlk_client *cl, int side, long n, double *secs, double *c
         if (side == PLAIN) {
             int rc = bench_cycle(cl, plain_name);
             if (rc != RLK_OK) die2("plain lock cycle", rlk_client_errmsg(cl));
+            continue;
+        }
+        if (side == READ || side == WRITE) {
+            rw_cycle(cl, side == READ ? RLK_RW_READ : RLK_RW_WRITE);
             continue;
         }
         rlk_sem *s;
@@ -548,31 +572,36 @@ static void run_regime(regime *g, rlk_conn *admin, rlk_client *cl, rlk_client *w
            "      the medians)\n",
            ROUNDS, n_round);
     printf("    %-22s %10s %10s %12s %18s\n", "client", "median/s", "best/s", "client cpu",
-           "semaphore/this");
+           "X/this");
     for (int i = 0; i < NSIDE; i++) {
         const phase *p = &g->ph[i];
         char m[32], b[32], ratio[40] = "";
+        /* The semaphore against the plain lock and redis-semaphore; the
+         * read and write locks against the plain lock. */
+        int x = i == READ || i == WRITE ? i : SEM, y = x == SEM ? i : PLAIN;
         bench_fmt_rate(m, sizeof m, rate_q(p, 0.5));
         bench_fmt_rate(b, sizeof b, rate_q(p, 1));
         if (i != SEM)
-            snprintf(ratio, sizeof ratio, "%.2fx (%.2fx)", speed_ratio(g, SEM, i),
-                     rate_q(&g->ph[SEM], 0.5) / rate_q(p, 0.5));
+            snprintf(ratio, sizeof ratio, "%.2fx (%.2fx)", speed_ratio(g, x, y),
+                     rate_q(&g->ph[x], 0.5) / rate_q(&g->ph[y], 0.5));
         printf("    %-22s %10s %10s %9.1f us %18s\n", side_label[i], m, b,
                med(p->cpu) / (double)n_round * 1e6, ratio);
     }
-    printf("    read/write lock: not built yet (no rows)\n");
+    printf("    (X/this: the semaphore's over the plain lock's and redis-semaphore's;\n"
+           "    the read and the write lock's over the plain lock's)\n");
 
     printf("\n   2. server time per cycle, same rounds: the top-level commands' time (INFO\n"
            "      commandstats; a script call's time includes its own calls) and the\n"
            "      server's CPU (INFO cpu), medians of the rounds; the last two columns\n"
-           "      the semaphore's over this side's, same-round ratios\n");
+           "      X's over this side's, same-round ratios (X as in 1.)\n");
     printf("    %-22s %10s %10s %10s %10s\n", "client", "top us", "cpu us", "top", "cpu");
     for (int i = 0; i < NSIDE; i++) {
         const phase *p = &g->ph[i];
         char r1[16] = "", r2[16] = "";
+        int x = i == READ || i == WRITE ? i : SEM, y = x == SEM ? i : PLAIN;
         if (i != SEM) {
-            snprintf(r1, sizeof r1, "%.2fx", srv_ratio(g, SEM, i));
-            snprintf(r2, sizeof r2, "%.2fx", srv_cpu_ratio(g, SEM, i));
+            snprintf(r1, sizeof r1, "%.2fx", srv_ratio(g, x, y));
+            snprintf(r2, sizeof r2, "%.2fx", srv_cpu_ratio(g, x, y));
         }
         printf("    %-22s %10.2f %10.2f %10s %10s\n", side_label[i], med(p->srv_us),
                med(p->srv_cpu_us), r1, r2);
@@ -678,16 +707,17 @@ int main(void)
            "   permits %d, wait 0, TTL 30 s, rlk_sem_release) and redis-semaphore's (new\n"
            "   Semaphore(client, key, %d), await acquire(), await release()).  %d rounds\n"
            "   of %ld cycles per side after %d of warm-up, the sides taking turns first;\n"
-           "   every cycle checked.  The read/write lock is not built yet: its rows\n"
-           "   (read lock, write lock beside the plain lock) are left out.\n\n",
+           "   every cycle checked.  And resplock's read-write lock beside the plain\n"
+           "   lock: a read hold, then a write hold (rlk_rw_acquire wait 0, TTL 30 s,\n"
+           "   rlk_rw_release).\n\n",
            PERMITS, PERMITS, ROUNDS, n_round, WARMUP);
     printf("2. Server time per cycle in those rounds: the top-level commands' time by INFO\n"
            "   commandstats after CONFIG RESETSTAT (those the client sends itself, a\n"
            "   script call's time including its own calls: the plain lock SET NX PX,\n"
-           "   HGET and TIME pipelined, then its release script; the semaphore a\n"
-           "   script each way; redis-semaphore its acquire script and ZREM; their\n"
-           "   counts checked per round), and the server's CPU by INFO cpu before and\n"
-           "   after.\n"
+           "   HGET and TIME pipelined, then its release script; the semaphore and\n"
+           "   the read-write lock a script each way; redis-semaphore its acquire\n"
+           "   script and ZREM; their counts checked per round), and the server's CPU\n"
+           "   by INFO cpu before and after.\n"
            "   Target: the semaphore's <= %.0fx the plain lock's (same-round ratios).\n\n",
            TARGET);
     printf("3. Release to wake: each library timed within its own process, on its own\n"
@@ -721,7 +751,6 @@ int main(void)
     printf("Target (semaphore's server time per cycle <= %.0fx the plain lock's, in every\n"
            "placement): %s.\n",
            TARGET, met ? "met" : "not met");
-    printf("Read/write lock: not built yet.\n");
     printf("Load average at the end: %s (other work on the machine moves the numbers).\n", load1);
     printf("Total time %.1f s.\n\n", (double)(bench_now_ns() - t_start) * 1e-9);
 
@@ -745,7 +774,7 @@ int main(void)
                pl, wake_q(&x->wk[0], 0.5) / 1e3, pl, wake_q(&x->wk[0], 0.9) / 1e3, pl,
                wake_q(&x->wk[1], 0.5) / 1e3, pl, wake_q(&x->wk[1], 0.9) / 1e3);
     }
-    printf(" target=%.0f target_met=%s rwlock=not_built\n", TARGET, met ? "yes" : "no");
+    printf(" target=%.0f target_met=%s\n", TARGET, met ? "yes" : "no");
 
     node_stop(&node);
     rlk_client_free(wcl);
