@@ -27,6 +27,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "rate.h"
+#include "rw.h"
 #include "sem.h"
 #include "lua.h"
 #include "resplock.h"
@@ -51,12 +52,20 @@ static const struct {
     {"sem_acquire.lua", "state line"}, /* a semaphore's (sem.h), */
     {"sem_release.lua", "state line"}, /* with its channel in */
     {"sem_status.lua", "state line"},  /* its state's slot */
+    /* The redis-semaphore layout's: one key, "semaphore:" NAME (sem.c),
+     * in its own slot. */
+    {"sem_rs_acquire.lua", "set"},
+    {"sem_rs_release.lua", "set"},
+    {"sem_rs_status.lua", "set"},
+    {"rw_acquire.lua", "state line"}, /* a read-write lock's (rw.h), */
+    {"rw_release.lua", "state line"}, /* as a semaphore's */
+    {"rw_status.lua", "state line"},
 };
 #define NKNOWN (sizeof known / sizeof known[0])
 
 /* The words of a KEYS line that name keys. */
-static const char *const key_words[] = {"lock",      "locks",     "queue", "waiters",
-                                        "tombstone", "limiter",   "state", "line"};
+static const char *const key_words[] = {"lock",      "locks",   "queue", "waiters", "tombstone",
+                                        "limiter",   "state",   "line",  "set"};
 
 static const char *const names[] = {
     "job",      "{tag}job", "job{tag}", "{job}",     "{}",        "{}job", "a{}b{c}",
@@ -215,22 +224,30 @@ static void test_keys_in_the_lock_slot(void)
                               limiter, rlk__keyslot(limiter, strlen(limiter)));
                 continue;
             }
-            /* A semaphore's keys and channel are its own, in the slot
-             * of its state (a name with a hash tag: the tag's). */
-            if (!strncmp(known[k].file, "sem_", 4)) {
+            /* One key: the slot is its own (sem.c submits there). */
+            if (!strncmp(known[k].file, "sem_rs_", 7)) continue;
+            /* A semaphore's and a read-write lock's keys and channel are
+             * their own, in the slot of their state (a name with a hash
+             * tag: the tag's). */
+            int rw = !strncmp(known[k].file, "rw_", 3);
+            if (rw || !strncmp(known[k].file, "sem_", 4)) {
                 char state[1200], line[1200], wake[1200];
+                const char *prefix = rw ? "resplock:rw:{" : "resplock:sem:{";
+                size_t pl = strlen(prefix);
                 /* Refused: a name whose keys' hash tag would be empty. */
-                CHECK_EQ_INT(rlk__sem_name_ok(name), name[0] != '}');
+                CHECK_EQ_INT(rw ? rlk__rw_name_ok(name) : rlk__sem_name_ok(name), name[0] != '}');
                 if (name[0] == '}') continue;
-                size_t sc = rlk__sem_key_cap(name);
+                size_t sc = rw ? rlk__rw_key_cap(name) : rlk__sem_key_cap(name);
                 if (!CHECK(sc <= sizeof state)) continue;
-                rlk__sem_key(name, "", state, sc);
-                rlk__sem_key(name, ":line", line, sc);
-                rlk__sem_key(name, ":wake", wake, sc);
+                void (*key_of)(const char *, const char *, char *, size_t) =
+                    rw ? rlk__rw_key : rlk__sem_key;
+                key_of(name, "", state, sc);
+                key_of(name, ":line", line, sc);
+                key_of(name, ":wake", wake, sc);
                 unsigned ss = rlk__keyslot(state, strlen(state));
-                CHECK_MSG(strncmp(state, "resplock:sem:{", 14) == 0 &&
-                              !strncmp(state + 14, name, strlen(name)) &&
-                              !strcmp(state + 14 + strlen(name), "}"),
+                CHECK_MSG(strncmp(state, prefix, pl) == 0 &&
+                              !strncmp(state + pl, name, strlen(name)) &&
+                              !strcmp(state + pl + strlen(name), "}"),
                           "\"%s\": state key \"%s\"", name, state);
                 CHECK_MSG(rlk__keyslot(line, strlen(line)) == ss &&
                               rlk__keyslot(wake, strlen(wake)) == ss,
