@@ -26,11 +26,18 @@
 -- Try it:  redis-cli --eval renew.lua job , s tok1 30000
 local vals = redis.call('mget', unpack(KEYS))
 local kinds, out, now = ARGV[1], {}, nil
+-- The server's now in ms, read once per call (by the kinds that need it).
+local function server_now()
+  if not now then
+    local tm = redis.call('time')
+    now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  end
+  return now
+end
 -- 'w': a read-write lock's hold (rw_acquire.lua): its "h:TOKEN:N"
 -- field's EXPIRY becomes the server's now + ttl, if it has not passed.
 local function rw_renew(k, id, ttl)
-  local tm = redis.call('time')
-  local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+  local now = server_now()
   local v = redis.pcall('hget', k, 'h:' .. id)
   local hm, hf, he = string.match(type(v) == 'string' and v or '', '^(%d) (%d+) (%d+)$')
   if not he or tonumber(he) <= now then return nil end
@@ -42,10 +49,7 @@ for i = 1, #KEYS do
   local k, tok, ttl = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
   local kind = string.byte(kinds, i)
   if kind == 112 then -- 'p'
-    if not now then
-      local tm = redis.call('time')
-      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-    end
+    server_now()
     local v = redis.pcall('hmget', k, 'h:' .. tok, 'next')
     local hk, hf, he = string.match(type(v) == 'table' and v[1] or '', '^(%d+) (%d+) (%d+)$')
     if he and tonumber(he) > now then
@@ -59,10 +63,7 @@ for i = 1, #KEYS do
       out[i] = 1
     end
   elseif kind == 122 then -- 'z'
-    if not now then
-      local tm = redis.call('time')
-      now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-    end
+    server_now()
     local zk, zl, zt = string.match(tok, '^(%d+):(%d+):(.*)$')
     zk, zl = tonumber(zk), tonumber(zl)
     local sc = zk and tonumber(redis.pcall('zscore', k, zk == 1 and zt or zt .. '_0'))
